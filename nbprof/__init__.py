@@ -1,0 +1,119 @@
+"""nbprof: profile notebook cells with torch.profiler or cProfile and read the report in place.
+
+    %load_ext nbprof
+    %%torchprof --cuda --memory        # or %%cprofile
+    ...
+
+Public API (everything else is internal):
+
+    nbprof.load_trace(path)            chrome trace file(s) -> TorchProfile
+    nbprof.compare(a, b)               two profiles -> Comparison
+    nbprof.controls()                  the panel that sets defaults for the next runs
+    nbprof.step()                      mark a step of a profiled loop (for --schedule)
+    nbprof.cuda_collection(on)         pause / resume CUDA collection inside a profiled cell
+    TorchProfile, PythonProfile, Comparison   the result types
+    NbprofError and subclasses         the errors nbprof raises (nbprof.errors)
+
+Importing nbprof (and ``%load_ext nbprof``) imports neither torch, plotly nor pandas; they load
+when first needed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .errors import MissingDependencyError, NbprofError, OptionError, ProfilerBusyError, TraceError
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "load_ipython_extension",
+    "unload_ipython_extension",
+    "load_trace",
+    "compare",
+    "controls",
+    "step",
+    "cuda_collection",
+    "TorchProfile",
+    "PythonProfile",
+    "Comparison",
+    "NbprofError",
+    "OptionError",
+    "TraceError",
+    "ProfilerBusyError",
+    "MissingDependencyError",
+    "__version__",
+]
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .compare import Comparison
+    from .model import PythonProfile, TorchProfile
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext nbprof``: register %%torchprof and %%cprofile."""
+    from .magics import load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """``%unload_ext nbprof``: remove the magics and hooks."""
+    from .magics import unload
+
+    unload(ipython)
+
+
+def load_trace(path: Any) -> "TorchProfile":
+    """Read a chrome trace (``.json`` / ``.json.gz``, as ``export_chrome_trace`` and
+    ``tensorboard_trace_handler`` write them), or a folder of them (one per rank), into a
+    :class:`TorchProfile`. Needs no torch."""
+    from .loading import load_trace as _load
+
+    return _load(path)
+
+
+def compare(before: Any, after: Any, **kwargs: Any) -> "Comparison":
+    """Compare two profiles of the same kind (two torch profiles or two cProfile profiles)."""
+    from .compare import compare as _compare
+
+    return _compare(before, after, **kwargs)
+
+
+def controls() -> Any:
+    """The controls panel: toggles for CUDA, memory, shapes and stacks that set the defaults of
+    the next ``%%torchprof`` runs (flags still win)."""
+    from .widgets import controls as _controls
+
+    return _controls()
+
+
+def step() -> None:
+    """Mark the end of one step of a profiled loop (drives ``--schedule``). A no-op when no
+    profile is running, so it can stay in the loop."""
+    from . import _cell
+
+    run = _cell.active()
+    if run is not None and hasattr(run.session, "step"):
+        run.session.step()
+
+
+def cuda_collection(on: bool) -> None:
+    """Inside a ``%%torchprof`` cell: pause (False) or resume (True) recording CUDA activity."""
+    from . import _cell
+
+    run = _cell.active()
+    if run is not None and hasattr(run.session, "toggle_cuda"):
+        run.session.toggle_cuda(bool(on))
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("TorchProfile", "PythonProfile"):
+        from . import model
+
+        return getattr(model, name)
+    if name == "Comparison":
+        from .compare import Comparison
+
+        return Comparison
+    raise AttributeError(f"module 'nbprof' has no attribute {name!r}")

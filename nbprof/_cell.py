@@ -1,0 +1,411 @@
+"""Run a cell under a profiler exactly as it would run without the magic.
+
+IPython turns a ``%%magic`` cell into one call, ``run_cell_magic(name, line, body)``, which is
+synchronous: inside it, top-level ``await`` cannot run on the kernel's event loop, and the body's
+line numbers are shifted by one. So for ``%%torchprof`` and ``%%cprofile`` we take another way:
+
+1. an input transformer (IPython's "cleanup" stage, before magics are handled) replaces the
+   ``%%torchprof ...`` line with a marker on the same line, the string ``"%%torchprof ..."``
+   (so line numbers stay those of the cell and a traceback shows the magic line as typed), and
+   leaves the body to IPython's usual transforms (``!cmd``, ``%magic``);
+2. an AST transformer finds the marker and wraps the cell's code::
+
+       try:
+           __nbprof__.begin("torchprof", "<flags>")   # starts the profiler
+           <the cell's statements>
+           __nbprof__.keep(<last expression>)         # if the cell ends with an expression
+       finally:
+           __nbprof__.end()                           # stops it, whatever happened
+       __nbprof__.kept()                              # the value, displayed as the cell's result
+
+   ``__nbprof__`` is this module, put in the user namespace (hidden from ``%who``) by the
+   transformer itself, so ``%reset`` cannot lose it; calling it adds no ``__import__`` calls
+   to a cProfile profile.
+
+3. IPython then runs it as any cell: in the user namespace, with top-level await on the
+   kernel's loop, its exceptions shown as usual; after the cell (``post_run_cell``) the report
+   is displayed, below the cell's own output and traceback.
+
+The registered magic functions remain for the line form (``%torchprof stmt``) and for callers of
+``run_cell_magic``; they run the code synchronously (``run_sync``).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import sys
+import time
+from typing import Any
+
+from .errors import NbprofError
+
+__all__ = ["rewrite_cell", "CellWrapper", "begin", "end", "keep", "kept", "show_pending", "run_sync", "active"]
+
+NAMESPACE_NAME = "__nbprof__"
+_MAGIC_LINE = re.compile(r"^%%(torchprof|cprofile)(?:[ \t]+(?P<flags>.*?))?[ \t]*$")
+
+
+class _State:
+    active: Any = None  # the Run in progress
+    pending: list[Any] = []  # reports to show after the cell
+    value: Any = None
+    has_value = False
+
+
+_state = _State()
+
+
+def active() -> Any:
+    """The run in progress (used by nbprof.step / cuda_collection), or None."""
+    return _state.active
+
+
+# ----------------------------------------------------------------------------------- transforms
+
+
+def rewrite_cell(lines: list[str]) -> list[str]:
+    """Input transformer: ``%%torchprof flags`` on the first line -> the marker statement.
+
+    Cells whose flags do not parse are left alone: IPython then calls the registered magic,
+    which reports the problem as a one-line UsageError and does not run the cell.
+    """
+    if not lines:
+        return lines
+    m = _MAGIC_LINE.match(lines[0].rstrip("\r\n"))
+    if not m:
+        return lines
+    magic, flags = m.group(1), (m.group("flags") or "")
+    if flags.endswith("?"):  # help: %%torchprof?
+        return lines
+    from .magics import check_cell_flags
+
+    if not check_cell_flags(magic, flags):
+        return lines
+    return [repr(lines[0].rstrip("\r\n").strip()) + "\n"] + lines[1:]
+
+
+def _marker_args(node: ast.stmt) -> tuple[str, str] | None:
+    """``"%%torchprof --cuda"`` as a cell's first statement -> ("torchprof", "--cuda")."""
+    if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)):
+        return None
+    value = node.value.value
+    if not isinstance(value, str):
+        return None
+    m = _MAGIC_LINE.match(value)
+    if not m:
+        return None
+    return m.group(1), m.group("flags") or ""
+
+
+def _api(name: str) -> ast.expr:
+    return ast.Attribute(value=ast.Name(id=NAMESPACE_NAME, ctx=ast.Load()), attr=name, ctx=ast.Load())
+
+
+def _call(name: str, *args: ast.expr) -> ast.Call:
+    return ast.Call(func=_api(name), args=list(args), keywords=[])
+
+
+class CellWrapper(ast.NodeTransformer):
+    """AST transformer: wrap a marked cell in begin / try / finally end (see the module doc)."""
+
+    def __init__(self, shell: Any = None) -> None:
+        super().__init__()
+        self.shell = shell
+
+    def visit_Module(self, node: ast.Module) -> ast.Module:
+        if not node.body:
+            return node
+        marker = node.body[0]
+        args = _marker_args(marker)
+        if args is None:
+            return node
+        if self.shell is not None:
+            self.shell.user_ns[NAMESPACE_NAME] = sys.modules[__name__]
+            self.shell.user_ns_hidden[NAMESPACE_NAME] = sys.modules[__name__]
+        body = node.body[1:]
+        tail: list[ast.stmt] = []
+        if body and isinstance(body[-1], ast.Expr):
+            last = body[-1]
+            body[-1] = ast.copy_location(ast.Expr(_call("keep", last.value)), last)
+            tail = [ast.copy_location(ast.Expr(_call("kept")), last)]
+        begin_stmt = ast.copy_location(
+            ast.Expr(_call("begin", ast.Constant(args[0]), ast.Constant(args[1]))), marker
+        )
+        end_stmt = ast.copy_location(ast.Expr(_call("end")), body[-1] if body else marker)
+        wrapped = ast.copy_location(
+            ast.Try(body=[begin_stmt] + body, handlers=[], orelse=[], finalbody=[end_stmt]), marker
+        )
+        node.body = [wrapped] + tail
+        return ast.fix_missing_locations(node)
+
+
+# ----------------------------------------------------------------------------------- the run
+
+
+class Run:
+    """One profiled cell: its options, its collector session, and what to do when it ends."""
+
+    def __init__(self, shell: Any, magic: str, options: Any) -> None:
+        self.shell = shell
+        self.magic = magic
+        self.options = options
+        self.error: BaseException | None = None
+        self.started = 0.0
+        self.wall_s = 0.0
+        if magic == "torchprof":
+            from .collect.torch_live import TorchSession
+
+            self.session: Any = TorchSession(options)
+        else:
+            from .collect.cprofile import CProfileSession
+
+            self.session = CProfileSession()
+
+    def start(self) -> None:
+        self.started = time.perf_counter()
+        self.session.start()
+
+    def finish(self, error: BaseException | None) -> Any:
+        """Stop the profiler (always first), then build the result, store it and queue the report."""
+        self.wall_s = time.perf_counter() - self.started
+        data = self.session.stop()
+        self.error = error
+        result = self._build(data)
+        opts = self.options
+        if opts.output:
+            self.shell.user_ns[opts.output] = result
+        self._write_files(result)
+        return result
+
+    def _notes(self) -> list[str]:
+        notes = list(getattr(self.options, "notes", ()))
+        if self.error is not None:
+            kind = "was interrupted" if isinstance(self.error, KeyboardInterrupt) else "raised"
+            msg = f"{type(self.error).__name__}"
+            text = str(self.error).strip().splitlines()[0] if str(self.error).strip() else ""
+            if text and not isinstance(self.error, KeyboardInterrupt):
+                msg += f": {text[:120]}"
+            notes.append(
+                f"the cell {kind} ({msg}); this report shows what was recorded until then"
+                if kind == "raised"
+                else f"the cell {kind}; this report shows what was recorded until then"
+            )
+        return notes
+
+    def _build(self, data: Any) -> Any:
+        opts = self.options
+        if self.magic == "torchprof":
+            from .collect.chrome_trace import empty_trace
+            from .model import TorchProfile
+
+            notes = self._notes() + [f"torch: {w}" for w in self.session.native_warnings()]
+            if data is None:
+                data = empty_trace()
+                if opts.schedule is not None:
+                    notes.append("with --schedule, call nbprof.step() once per loop iteration")
+            meta = dict(
+                sort=opts.sort,
+                limit=opts.limit,
+                group_by=opts.group_by,
+                notes=notes,
+                wall_s=self.wall_s,
+                with_cuda=opts.cuda,
+                cell_error=_describe_error(self.error),
+                record_shapes=opts.shapes,
+                profile_memory=opts.memory,
+                with_stack=opts.stack,
+                with_flops=opts.flops,
+            )
+            return TorchProfile.from_trace(data, profiler=self.session.profiler, **meta)
+        from .model import PythonProfile
+
+        meta = dict(
+            sort=opts.sort,
+            limit=opts.limit,
+            notes=self._notes(),
+            wall_s=self.wall_s,
+            cell_error=_describe_error(self.error),
+            code_names=_code_names(self.shell, {k[0] for k in (data or {})}),
+        )
+        return PythonProfile(data or {}, meta, profiler=self.session.profiler)
+
+    def _write_files(self, result: Any) -> None:
+        opts = self.options
+        notes = result.meta.setdefault("notes", [])
+        if self.magic == "torchprof":
+            if opts.export:
+                result.to_chrome_trace(opts.export)
+                notes.append(f"trace written to {opts.export}")
+            if opts.tensorboard:
+                path = _tensorboard_path(opts.tensorboard)
+                result.to_chrome_trace(path)
+                notes.append(f"trace written to {path} (tensorboard --logdir {opts.tensorboard})")
+        elif opts.dump:
+            result.dump(opts.dump)
+            notes.append(f"profile written to {opts.dump} (snakeviz {opts.dump})")
+
+
+def _describe_error(error: BaseException | None) -> str | None:
+    return None if error is None else type(error).__name__
+
+
+def _tensorboard_path(folder: str) -> str:
+    """TensorBoard's profiler layout: <dir>/<host>_<pid>.<time_ns>.pt.trace.json."""
+    import socket
+
+    os.makedirs(folder, exist_ok=True)
+    worker = f"{socket.gethostname()}_{os.getpid()}"
+    return os.path.join(folder, f"{worker}.{time.time_ns()}.pt.trace.json")
+
+
+def _code_names(shell: Any, filenames: set[str]) -> dict[str, str]:
+    """Notebook cells are compiled from temporary files; name them "In [n]" as IPython does."""
+    mapping = getattr(getattr(shell, "compile", None), "_filename_map", None) or {}
+    out = {}
+    for f in filenames:
+        n = mapping.get(f)
+        if n is not None:
+            out[f] = f"In [{n}]"
+        elif f.startswith("<ipython-input-"):
+            m = re.match(r"<ipython-input-(\d+)-", f)
+            if m:
+                out[f] = f"In [{m.group(1)}]"
+    return out
+
+
+# ------------------------------------------------------------------------- called from the cell
+
+
+def begin(magic: str, flags: str) -> None:
+    """Start profiling (first statement of a wrapped cell)."""
+    __tracebackhide__ = True  # noqa: F841  (IPython hides this frame in tracebacks)
+    from IPython import get_ipython
+    from IPython.core.error import UsageError
+
+    from .magics import parse_flags
+
+    shell = get_ipython()
+    _state.pending.clear()
+    _state.has_value, _state.value = False, None
+    if _state.active is not None:  # a run that never ended (should not happen): stop it now
+        stale, _state.active = _state.active, None
+        try:
+            stale.session.stop()
+        except BaseException:
+            pass
+    options = parse_flags(magic, flags, cell=True)
+    run = Run(shell, magic, options)
+    try:
+        run.start()
+    except NbprofError as e:
+        raise UsageError(str(e)) from None
+    _state.active = run
+
+
+def keep(value: Any) -> None:
+    _state.value, _state.has_value = value, True
+
+
+def kept() -> Any:
+    value = _state.value
+    _state.value, _state.has_value = None, False
+    return value
+
+
+def end() -> None:
+    """Stop profiling (the ``finally`` of a wrapped cell) and queue the report."""
+    __tracebackhide__ = True  # noqa: F841
+    run, _state.active = _state.active, None
+    if run is None:
+        return
+    error = sys.exc_info()[1]
+    try:
+        result = run.finish(error)
+    except KeyboardInterrupt:
+        # the profiler is stopped (finish stops it first); building the report was interrupted
+        _warn("report cancelled (interrupted while building it)")
+        raise
+    except Exception as e:  # never let a report problem replace the cell's own exception
+        _warn(f"could not build the report: {type(e).__name__}: {e}")
+        return
+    if not run.options.quiet:
+        _state.pending.append(result)
+
+
+def show_pending(*_: Any) -> None:
+    """post_run_cell hook: display the reports of the cell that just ran."""
+    reports, _state.pending = list(_state.pending), []
+    if not reports:
+        return
+    from IPython.display import display
+
+    for r in reports:
+        display(r)
+
+
+def _warn(message: str) -> None:
+    print(f"nbprof: {message}", file=sys.stderr)
+
+
+# ------------------------------------------------------------------------ the synchronous path
+
+
+def run_sync(shell: Any, magic: str, options: Any, code: str) -> Any:
+    """Run ``code`` under a profiler here and now (line magic, or a direct run_cell_magic call).
+
+    Returns the value of a final expression (IPython displays it) and displays the report.
+    """
+    __tracebackhide__ = True  # noqa: F841
+    from IPython.core.error import UsageError
+
+    if _state.active is not None:
+        raise UsageError("a profiled cell is already running; profiles cannot nest")
+    run = Run(shell, magic, options)
+    compiled = _compile(shell, code)  # syntax errors surface before the profiler starts
+    try:
+        run.start()
+    except NbprofError as e:
+        raise UsageError(str(e)) from None
+    _state.active = run
+    value = None
+    error: BaseException | None = None
+    try:
+        value = _execute(shell, compiled)
+    except BaseException as e:
+        error = e
+        raise
+    finally:
+        _state.active = None
+        try:
+            result = run.finish(error)
+        except Exception as e:
+            _warn(f"could not build the report: {type(e).__name__}: {e}")
+        else:
+            if not options.quiet:
+                from IPython.display import display
+
+                display(result)
+    return value
+
+
+def _compile(shell: Any, code: str) -> tuple[Any, Any]:
+    source = shell.transform_cell(code)
+    tree = shell.compile.ast_parse(source)
+    tree = shell.transform_ast(tree)
+    last = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = ast.Expression(tree.body.pop().value)
+    filename = shell.compile.cache(code) if hasattr(shell.compile, "cache") else "<nbprof>"
+    body = compile(tree, filename, "exec")
+    expr = compile(last, filename, "eval") if last is not None else None
+    return body, expr
+
+
+def _execute(shell: Any, compiled: tuple[Any, Any]) -> Any:
+    body, expr = compiled
+    exec(body, shell.user_global_ns, shell.user_ns)
+    if expr is not None:
+        return eval(expr, shell.user_global_ns, shell.user_ns)
+    return None

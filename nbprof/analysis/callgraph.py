@@ -1,0 +1,94 @@
+"""Drill-down in a cProfile call graph: who called a function, and what it called.
+
+The numbers are cProfile's own per-edge numbers (the ones ``pstats.print_callers`` and
+``print_callees`` show): for the edge caller -> callee, the calls made along it and the callee's
+own and cumulative time spent on behalf of that caller.
+"""
+
+from __future__ import annotations
+
+import re
+import types
+from typing import Any
+
+import pandas as pd
+
+from ..errors import OptionError
+
+__all__ = ["match_function", "callers", "callees", "function_key"]
+
+_LOCATION = re.compile(r"^(?P<file>.*):(?P<line>\d+)\((?P<name>.*)\)$")
+
+
+def function_key(stats: pd.DataFrame, row: int) -> tuple[str, int, str]:
+    return (stats["filename"].iloc[row], int(stats["lineno"].iloc[row]), stats["function"].iloc[row])
+
+
+def match_function(stats: pd.DataFrame, fn: Any) -> tuple[str, int, str]:
+    """Find one function of the profile from a function object, ``"file:line(name)"`` or a name."""
+    if isinstance(fn, tuple) and len(fn) == 3:
+        mask = (stats["filename"] == fn[0]) & (stats["lineno"] == fn[1]) & (stats["function"] == fn[2])
+    elif isinstance(fn, (types.FunctionType, types.MethodType, types.CodeType)):
+        code = fn if isinstance(fn, types.CodeType) else getattr(fn, "__func__", fn).__code__
+        mask = (
+            (stats["filename"] == code.co_filename)
+            & (stats["lineno"] == code.co_firstlineno)
+            & (stats["function"] == code.co_name)
+        )
+    elif isinstance(fn, str):
+        m = _LOCATION.match(fn)
+        if m:
+            mask = (
+                stats["filename"].str.endswith(m["file"])
+                & (stats["lineno"] == int(m["line"]))
+                & (stats["function"] == m["name"])
+            )
+        else:
+            mask = stats["function"] == fn
+            if not mask.any():  # builtins are named "<built-in method time.sleep>": allow "time.sleep"
+                mask = stats["function"].str.contains(fn, regex=False)
+    else:
+        raise OptionError(f"pass a function, its name or 'file:line(name)', not {type(fn).__name__}")
+    hits = stats.index[mask.to_numpy()]
+    if len(hits) == 0:
+        raise OptionError(f"{_describe(fn)} is not in this profile")
+    if len(hits) > 1:
+        where = ", ".join(
+            f"{stats['filename'][i]}:{stats['lineno'][i]}({stats['function'][i]})" for i in hits[:5]
+        )
+        raise OptionError(f"{_describe(fn)} matches {len(hits)} functions ({where}); pass 'file:line(name)'")
+    return function_key(stats, stats.index.get_loc(hits[0]))
+
+
+def _describe(fn: Any) -> str:
+    if isinstance(fn, str):
+        return repr(fn)
+    return getattr(fn, "__qualname__", getattr(fn, "co_name", repr(fn)))
+
+
+def _edge_view(edges: pd.DataFrame, mask: pd.Series, side: str) -> pd.DataFrame:
+    sub = edges.loc[mask.to_numpy()]
+    out = pd.DataFrame(
+        {
+            "function": sub[f"{side}_function"].to_numpy(),
+            "filename": sub[f"{side}_filename"].to_numpy(),
+            "lineno": sub[f"{side}_lineno"].to_numpy(),
+            "ncalls": sub["ncalls"].to_numpy(),
+            "primitive_calls": sub["primitive_calls"].to_numpy(),
+            "tottime_s": sub["tottime_s"].to_numpy(),
+            "cumtime_s": sub["cumtime_s"].to_numpy(),
+        }
+    )
+    return out.sort_values("cumtime_s", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def callers(stats: pd.DataFrame, edges: pd.DataFrame, fn: Any) -> pd.DataFrame:
+    f, line, name = match_function(stats, fn)
+    mask = (edges["callee_filename"] == f) & (edges["callee_lineno"] == line) & (edges["callee_function"] == name)
+    return _edge_view(edges, mask, "caller")
+
+
+def callees(stats: pd.DataFrame, edges: pd.DataFrame, fn: Any) -> pd.DataFrame:
+    f, line, name = match_function(stats, fn)
+    mask = (edges["caller_filename"] == f) & (edges["caller_lineno"] == line) & (edges["caller_function"] == name)
+    return _edge_view(edges, mask, "callee")

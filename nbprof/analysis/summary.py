@@ -1,0 +1,89 @@
+"""The numbers a report opens with: totals, the top row and its share, peaks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..events import KIND_CODE
+
+__all__ = ["TorchSummary", "summarize_torch", "default_sort"]
+
+
+@dataclass(frozen=True)
+class TorchSummary:
+    events: int
+    span_us: float  # first event start -> last event end
+    self_cpu_us: float  # torch's "Self CPU time total"
+    self_device_us: float  # torch's "Self CUDA time total": kernels, copies and memsets
+    has_device: bool
+    has_memory: bool
+    sort: str  # the key_averages column the tables sort by
+    top_name: str | None
+    top_value: float
+    top_share: float  # of the sort column's total (self columns) or of the span
+    peak_allocated_bytes: dict[str, int] = field(default_factory=dict)  # per device
+    peak_reserved_bytes: dict[str, int] = field(default_factory=dict)
+
+
+def default_sort(has_device: bool) -> str:
+    return "self_device_us" if has_device else "self_cpu_us"
+
+
+def summarize_torch(events: pd.DataFrame, averages: pd.DataFrame, sort: str | None) -> TorchSummary:
+    kind = events["kind"].cat.codes.to_numpy()
+    work = np.isin(kind, [KIND_CODE["kernel"], KIND_CODE["memcpy"], KIND_CODE["memset"]])
+    has_device = bool(work.any())
+    is_mem = kind == KIND_CODE["memory"]
+    if len(events):
+        start = events["start_us"].to_numpy()
+        end = start + events["dur_us"].to_numpy()
+        span = float(end.max() - start.min())
+    else:
+        span = 0.0
+    self_cpu = float(averages["self_cpu_us"].sum()) if len(averages) else 0.0
+    self_device = float(events["dur_us"].to_numpy()[work].sum()) if has_device else 0.0
+
+    sort = sort or default_sort(has_device)
+    top_name, top_value, top_share = None, 0.0, 0.0
+    if len(averages) and sort in averages.columns and sort != "name":
+        i = int(np.argmax(averages[sort].to_numpy()))
+        top_name = str(averages["name"].iloc[i])
+        top_value = float(averages[sort].iloc[i])
+        # Shares are of what the whole profile spent, as torch's "%" columns: CPU columns of the
+        # self CPU total; device columns of the kernel time (the sum of a self-device column
+        # would count each kernel twice: on its launching op's row and on its own row).
+        if sort in ("self_cpu_us", "cpu_total_us"):
+            total = self_cpu
+        elif sort in ("self_device_us", "device_total_us"):
+            total = self_device
+        elif sort.startswith("self_"):
+            total = float(averages[sort].clip(lower=0).sum())
+        else:
+            total = 0.0
+        if total > 0:
+            top_share = top_value / total
+
+    peaks_alloc: dict[str, int] = {}
+    peaks_reserved: dict[str, int] = {}
+    if is_mem.any():
+        mem = events.loc[is_mem, ["device", "total_allocated_bytes", "total_reserved_bytes"]]
+        for device, group in mem.groupby("device", observed=True):
+            peaks_alloc[str(device)] = int(group["total_allocated_bytes"].max())
+            peaks_reserved[str(device)] = int(group["total_reserved_bytes"].max())
+    return TorchSummary(
+        events=len(events),
+        span_us=span,
+        self_cpu_us=self_cpu,
+        self_device_us=self_device,
+        has_device=has_device,
+        has_memory=bool(is_mem.any()),
+        sort=sort,
+        top_name=top_name,
+        top_value=top_value,
+        top_share=top_share,
+        peak_allocated_bytes=peaks_alloc,
+        peak_reserved_bytes=peaks_reserved,
+    )

@@ -1,0 +1,232 @@
+"""Run torch.profiler around a piece of code and read what it recorded.
+
+The profile is read from the live profiler's kineto results (``prof.profiler.kineto_results``):
+torch's C++ trace writer puts them into a file in memory (``/dev/shm`` where it has room), and
+``chrome_trace`` reads that into the events table. We never call ``prof.events()`` or
+``key_averages()`` (~100 µs per event), except to read FLOPs when ``--flops`` asks for them: the
+trace format has no FLOPs field.
+
+Whatever happens between start and stop (an exception, KeyboardInterrupt), ``stop`` disables the
+profiler; ``_force_disable`` is the last resort when torch's own ``__exit__`` is interrupted.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import Any
+
+import numpy as np
+
+from ..errors import MissingDependencyError, ProfilerBusyError
+from ..settings import TorchOptions
+from .chrome_trace import TraceData, read_trace_file
+from .native_output import NativeStderrFilter, summarize_native_warnings
+
+__all__ = ["TorchSession", "import_torch", "cuda_available", "SHM_MIN_FREE_BYTES"]
+
+# Use /dev/shm only with this much room: Docker gives containers 64 MB by default, and a trace
+# of a million events is ~400 MB.
+SHM_MIN_FREE_BYTES = 2 << 30
+
+TORCH_INSTALL_HINT = (
+    "%%torchprof needs PyTorch: pip install torch "
+    "(CPU only: pip install torch --index-url https://download.pytorch.org/whl/cpu)"
+)
+
+
+def import_torch() -> Any:
+    try:
+        import torch
+    except ImportError:
+        raise MissingDependencyError(TORCH_INSTALL_HINT) from None
+    return torch
+
+
+def cuda_available() -> bool:
+    """Whether torch can profile CUDA here. Never imports torch when it is not imported yet
+    and not installed."""
+    import importlib.util
+    import sys
+
+    if "torch" not in sys.modules and importlib.util.find_spec("torch") is None:
+        return False
+    torch = import_torch()
+    try:
+        return bool(torch.cuda.is_available())
+    except Exception:
+        return False
+
+
+class TorchSession:
+    """One profiled region: ``start()``, run the code, ``stop()`` -> :class:`TraceData`."""
+
+    def __init__(self, options: TorchOptions) -> None:
+        self.options = options
+        self.profiler: Any = None  # the live torch.profiler.profile
+        self._stderr: NativeStderrFilter | None = None
+        self._started = False
+        self.cycles: list[TraceData] = []  # one per completed --schedule cycle
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        torch = import_torch()
+        if torch.autograd._profiler_enabled():
+            raise ProfilerBusyError(
+                "a torch profiler is already running in this process; "
+                "stop it (or let its `with` block end) before profiling this cell"
+            )
+        from torch.profiler import ProfilerActivity, profile
+
+        activities = [ProfilerActivity.CPU]
+        if self.options.cuda:
+            activities.append(ProfilerActivity.CUDA)
+        kwargs: dict[str, Any] = dict(
+            activities=activities,
+            record_shapes=self.options.shapes,
+            profile_memory=self.options.memory,
+            with_stack=self.options.stack,
+            with_flops=self.options.flops,
+        )
+        if self.options.schedule is not None:
+            from torch.profiler import schedule
+
+            wait, warmup, active, repeat = self.options.schedule
+            kwargs["schedule"] = schedule(wait=wait, warmup=warmup, active=active, repeat=repeat)
+            kwargs["on_trace_ready"] = self._cycle_ready
+        self._stderr = NativeStderrFilter()
+        self._stderr.start()
+        try:
+            self.profiler = profile(**kwargs)
+            self.profiler.__enter__()
+        except BaseException:
+            self._force_disable()
+            self._stderr.stop()
+            raise
+        self._started = True
+
+    def stop(self) -> TraceData | None:
+        """Stop the profiler (always) and read what it recorded (None if nothing was recorded)."""
+        if not self._started:
+            return None
+        self._started = False
+        try:
+            self.profiler.__exit__(None, None, None)
+        except BaseException:
+            self._force_disable()
+            raise
+        finally:
+            if self._stderr is not None:
+                self._stderr.stop()
+        if self.options.schedule is not None:
+            return self._merge_cycles()
+        return self._read(self.profiler)
+
+    def native_warnings(self) -> list[str]:
+        return summarize_native_warnings(self._stderr.captured if self._stderr else [])
+
+    def step(self) -> None:
+        if self._started and self.profiler is not None:
+            self.profiler.step()
+
+    def toggle_cuda(self, on: bool) -> None:
+        if not self._started or self.profiler is None:
+            return
+        from torch.profiler import ProfilerActivity
+
+        self.profiler.toggle_collection_dynamic(on, [ProfilerActivity.CUDA])
+
+    def _force_disable(self) -> None:
+        """Make sure no profiler is left enabled in this process."""
+        try:
+            import torch
+
+            if torch.autograd._profiler_enabled():
+                torch.autograd._disable_profiler()
+            # torch keeps a Python-side flag too; its own stop hook clears it
+            torch.autograd.profiler._run_on_profiler_stop()
+        except Exception:
+            pass
+
+    # -- reading --------------------------------------------------------------------------------
+
+    def _cycle_ready(self, prof: Any) -> None:
+        self.cycles.append(self._read(prof))
+
+    def _merge_cycles(self) -> TraceData | None:
+        if not self.cycles:
+            return None
+        from ..events import concat_traces
+
+        return concat_traces(self.cycles)
+
+    def _read(self, prof: Any) -> TraceData | None:
+        results = getattr(prof.profiler, "kineto_results", None) if prof.profiler else None
+        if results is None:
+            return None
+        trace = _save_and_read(results)
+        if self.options.flops:
+            _add_flops(trace, results)
+        trace.meta.update(
+            record_shapes=self.options.shapes,
+            profile_memory=self.options.memory,
+            with_stack=self.options.stack,
+            with_flops=self.options.flops,
+            with_cuda=self.options.cuda,
+        )
+        return trace
+
+
+def _save_and_read(results: Any) -> TraceData:
+    """torch's C++ writer -> a file in memory -> the events table; the file is removed."""
+    last_error: Exception | None = None
+    for folder in _scratch_dirs():
+        fd, path = tempfile.mkstemp(prefix="nbprof-", suffix=".json", dir=folder)
+        os.close(fd)
+        try:
+            results.save(path)
+            trace = read_trace_file(path)
+            trace.meta["source"] = "live"
+            return trace
+        except Exception as e:  # a full /dev/shm truncates the file: try the next folder
+            last_error = e
+        finally:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+    assert last_error is not None
+    raise last_error
+
+
+def _scratch_dirs() -> list[str]:
+    dirs = []
+    shm = "/dev/shm"
+    try:
+        st = os.statvfs(shm)
+        if st.f_bavail * st.f_frsize >= SHM_MIN_FREE_BYTES and os.access(shm, os.W_OK):
+            dirs.append(shm)
+    except (OSError, AttributeError):
+        pass
+    dirs.append(tempfile.gettempdir())
+    return dirs
+
+
+def _add_flops(trace: TraceData, results: Any) -> None:
+    """FLOPs per op from the kineto events (the trace file has none), joined on External id."""
+    pairs = [(e.correlation_id(), f) for e in results.events() if (f := e.flops())]
+    if not pairs:
+        return
+    ids = np.fromiter((p[0] for p in pairs), dtype=np.int64, count=len(pairs))
+    flops = np.fromiter((p[1] for p in pairs), dtype=np.int64, count=len(pairs))
+    events = trace.events
+    ext = events["external_id"].to_numpy()
+    is_op = (events["kind"] == "op").to_numpy()
+    order = np.argsort(ids)
+    ids, flops = ids[order], flops[order]
+    at = np.minimum(np.searchsorted(ids, ext), len(ids) - 1)
+    hit = is_op & (ids[at] == ext) & (ext > 0)
+    column = np.zeros(len(events), dtype=np.int64)
+    column[hit] = flops[at[hit]]
+    events["flops"] = column
