@@ -154,6 +154,8 @@ class Run:
         self.error: BaseException | None = None
         self.started = 0.0
         self.wall_s = 0.0
+        self._stopped = False
+        self._data: Any = None
         if magic == "torchprof":
             from .collect.torch_live import TorchSession
 
@@ -167,12 +169,20 @@ class Run:
         self.started = time.perf_counter()
         self.session.start()
 
-    def finish(self, error: BaseException | None) -> Any:
-        """Stop the profiler (always first), then build the result, store it and queue the report."""
+    def stop(self) -> None:
+        """Stop the profiler. The first thing done at the end of a cell: nothing nbprof does
+        afterwards is recorded."""
+        if self._stopped:
+            return
+        self._stopped = True
+        self._data = self.session.stop()
         self.wall_s = time.perf_counter() - self.started
-        data = self.session.stop()
+
+    def finish(self, error: BaseException | None) -> Any:
+        """Stop the profiler (if not yet), then build the result, store it and queue the report."""
+        self.stop()
         self.error = error
-        result = self._build(data)
+        result = self._build(self._data)
         opts = self.options
         if opts.output:
             self.shell.user_ns[opts.output] = result
@@ -320,6 +330,7 @@ def end() -> None:
     run, _state.active = _state.active, None
     if run is None:
         return
+    run.stop()
     error = sys.exc_info()[1]
     try:
         result = run.finish(error)

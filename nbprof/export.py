@@ -144,6 +144,11 @@ def _document(profile: Any) -> dict[str, Any]:
                 out.append({"ph": "f", "bp": "e", "pid": event["pid"], "tid": event["tid"], **flow})
             else:
                 out.append({"ph": "s", "pid": event["pid"], "tid": event["tid"], **flow})
+    # the profiler's own span: it fixes the time origin (start_us = 0) for the reader
+    ends = start + dur
+    span_us = meta.get("span_us") or (((int(ends.max()) - origin) / 1000.0) if len(ev) else 0.0)
+    out.append({"ph": "X", "cat": "Trace", "name": "PyTorch Profiler (0)", "pid": "Spans",
+                "tid": "PyTorch Profiler", "ts": origin / 1000.0, "dur": span_us})
     for tid, label in (meta.get("thread_names") or {}).items():
         out.append({"ph": "M", "name": "thread_name", "pid": cpu_pid, "tid": int(tid), "args": {"name": label}})
     doc: dict[str, Any] = {

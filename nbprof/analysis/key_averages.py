@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..events import KIND_CODE
+from ..events import KIND_CODE, time_ns
 from ..errors import OptionError
 
 __all__ = ["key_averages", "KEY_AVERAGE_COLUMNS", "GROUP_BY", "averaged_rows"]
@@ -157,12 +157,18 @@ def _outside_all(events: pd.DataFrame, kind: np.ndarray) -> np.ndarray:
     is_mem = (kind == KIND_CODE["memory"]) | (kind == KIND_CODE["oom"])
     if not is_mem.any():
         return out
+    from .tree import lanes
+
+    _, process = lanes(events)
     tree = np.isin(kind, _TREE_KINDS) & (events["thread"].to_numpy() >= 0)
-    start = np.rint(events["start_us"].to_numpy() * 1000).astype(np.int64)
-    end = start + np.rint(events["dur_us"].to_numpy() * 1000).astype(np.int64)
-    starts = np.sort(start[tree])
-    ends = np.sort(end[tree])
-    t = start[is_mem]
-    open_count = np.searchsorted(starts, t, side="right") - np.searchsorted(ends, t, side="left")
-    out[np.flatnonzero(is_mem)] = open_count <= 0
+    start = time_ns(events["start_us"].to_numpy())
+    end = start + time_ns(events["dur_us"].to_numpy())
+    for proc in np.unique(process[is_mem]):
+        in_proc = process == proc
+        starts = np.sort(start[tree & in_proc])
+        ends = np.sort(end[tree & in_proc])
+        mem = np.flatnonzero(is_mem & in_proc)
+        t = start[mem]
+        open_count = np.searchsorted(starts, t, side="right") - np.searchsorted(ends, t, side="left")
+        out[mem] = open_count <= 0
     return out

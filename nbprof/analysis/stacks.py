@@ -43,7 +43,9 @@ def op_stacks(events: pd.DataFrame, depth: int = STACK_DEPTH) -> pd.Series:
         return pd.Series(out, index=events.index, name="stack")
     start = time_ns(events["start_us"].to_numpy())
     end = start + time_ns(events["dur_us"].to_numpy())
-    thread = events["thread"].to_numpy()
+    from .tree import lanes
+
+    thread, _ = lanes(events)
     parent = events["parent"].to_numpy()
     names = events["name"].astype(str).to_numpy()
 

@@ -62,7 +62,7 @@ def build_tree(events: pd.DataFrame) -> pd.DataFrame:
     kind = events["kind"].cat.codes.to_numpy()
     start = time_ns(events["start_us"].to_numpy())
     end = start + time_ns(events["dur_us"].to_numpy())
-    thread = events["thread"].to_numpy()
+    thread, process = lanes(events)
 
     in_tree = np.isin(kind, _TREE_KINDS) & (thread >= 0)
     rows = np.flatnonzero(in_tree)
@@ -108,7 +108,7 @@ def build_tree(events: pd.DataFrame) -> pd.DataFrame:
     children_dur = np.bincount(live_parent[live_child], weights=dur[live_child], minlength=n)
     self_cpu_ns = np.where(in_tree, dur - children_dur, 0.0)
 
-    cpu_mem, device_mem = _memory_in_intervals(events, kind, start, end, in_tree)
+    cpu_mem, device_mem = _memory_in_intervals(events, kind, start, end, in_tree, process)
     children_cpu_mem = np.bincount(live_parent[live_child], weights=cpu_mem[live_child], minlength=n)
     children_dev_mem = np.bincount(live_parent[live_child], weights=device_mem[live_child], minlength=n)
 
@@ -141,6 +141,24 @@ def build_tree(events: pd.DataFrame) -> pd.DataFrame:
 
 
 # --------------------------------------------------------------------------------------- nesting
+
+
+def lanes(events: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(thread lane, process) of every event: the keys nesting and memory attribution use.
+
+    In one profile the thread id is the lane. A profile merged from several ranks can repeat
+    thread ids (copies of one trace, or ranks on different hosts), so there a lane is a
+    (rank, pid, thread) triple; device events keep lane -1.
+    """
+    thread = events["thread"].to_numpy()
+    if "rank" not in events.columns:
+        return thread, np.zeros(len(thread), dtype=np.int64)
+    rank_codes, _ = pd.factorize(events["rank"].to_numpy())
+    pid_codes, pids = pd.factorize(events["pid"].to_numpy())
+    process = rank_codes.astype(np.int64) * max(len(pids), 1) + pid_codes
+    thread_codes, threads = pd.factorize(thread)
+    lane = process * max(len(threads), 1) + thread_codes
+    return np.where(thread >= 0, lane, -1), process
 
 
 def _nest(s: np.ndarray, e: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -310,9 +328,16 @@ def _launchers(kind: np.ndarray, external_id: np.ndarray, in_tree: np.ndarray) -
 
 
 def _memory_in_intervals(
-    events: pd.DataFrame, kind: np.ndarray, start: np.ndarray, end: np.ndarray, in_tree: np.ndarray
+    events: pd.DataFrame,
+    kind: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    in_tree: np.ndarray,
+    process: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Bytes of the memory events inside [start, end] of each tree event, CPU and device apart."""
+    """Bytes of the memory events inside [start, end] of each tree event, CPU and device apart.
+
+    Like torch, any thread's allocations count (within the same process)."""
     n = len(kind)
     cpu_mem = np.zeros(n)
     dev_mem = np.zeros(n)
@@ -321,19 +346,19 @@ def _memory_in_intervals(
         return cpu_mem, dev_mem
     nbytes = events["bytes"].to_numpy()
     on_cpu = (events["device"] == "cpu").to_numpy()
-    mem_rows = np.flatnonzero(is_mem)
-    order = np.argsort(start[mem_rows], kind="stable")
-    mem_rows = mem_rows[order]
-    mt = start[mem_rows]
-    cpu_bytes = np.where(on_cpu[mem_rows], nbytes[mem_rows], 0)
-    dev_bytes = np.where(on_cpu[mem_rows], 0, nbytes[mem_rows])
-    cpu_prefix = np.concatenate(([0], np.cumsum(cpu_bytes)))
-    dev_prefix = np.concatenate(([0], np.cumsum(dev_bytes)))
-    tree_rows = np.flatnonzero(in_tree)
-    a = np.searchsorted(mt, start[tree_rows], side="left")
-    b = np.searchsorted(mt, end[tree_rows], side="right")
-    cpu_mem[tree_rows] = cpu_prefix[b] - cpu_prefix[a]
-    dev_mem[tree_rows] = dev_prefix[b] - dev_prefix[a]
+    for proc in np.unique(process[is_mem]):
+        mem_rows = np.flatnonzero(is_mem & (process == proc))
+        mem_rows = mem_rows[np.argsort(start[mem_rows], kind="stable")]
+        mt = start[mem_rows]
+        cpu_bytes = np.where(on_cpu[mem_rows], nbytes[mem_rows], 0)
+        dev_bytes = np.where(on_cpu[mem_rows], 0, nbytes[mem_rows])
+        cpu_prefix = np.concatenate(([0], np.cumsum(cpu_bytes)))
+        dev_prefix = np.concatenate(([0], np.cumsum(dev_bytes)))
+        tree_rows = np.flatnonzero(in_tree & (process == proc))
+        a = np.searchsorted(mt, start[tree_rows], side="left")
+        b = np.searchsorted(mt, end[tree_rows], side="right")
+        cpu_mem[tree_rows] = cpu_prefix[b] - cpu_prefix[a]
+        dev_mem[tree_rows] = dev_prefix[b] - dev_prefix[a]
     return cpu_mem, dev_mem
 
 

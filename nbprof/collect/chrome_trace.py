@@ -149,25 +149,24 @@ def read_trace_file(path: str | os.PathLike) -> TraceData:
 
 def parse_trace_bytes(buf: Any, source: str = "<trace>") -> TraceData:
     """Parse chrome-trace JSON (bytes, bytearray or mmap) into a :class:`TraceData`."""
+    if bytes(buf[:256]).lstrip().startswith(b"["):
+        # a bare list of events is a chrome trace too (the "JSON Array Format")
+        try:
+            return _build(_Trace(traceEvents=msgspec.json.decode(buf, type=list[_Event])), source)
+        except (msgspec.DecodeError, msgspec.ValidationError) as e:
+            raise _decode_error(source, e) from None
     try:
         trace = _DECODER.decode(buf)
-    except msgspec.ValidationError as e:
-        raise TraceError(f"{source}: not a chrome trace ({e})") from None
-    except msgspec.DecodeError as e:
-        # A bare list of events is also a valid chrome trace ("JSON Array Format").
-        trace = _decode_array_format(buf, source, e)
+    except (msgspec.DecodeError, msgspec.ValidationError) as e:
+        raise _decode_error(source, e) from None
     return _build(trace, source)
 
 
-def _decode_array_format(buf: Any, source: str, first_error: Exception) -> _Trace:
-    try:
-        events = msgspec.json.decode(buf, type=list[_Event])
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        msg = str(first_error)
-        if "truncated" in msg.lower():
-            raise TraceError(f"{source}: the JSON is truncated (was the file fully written?)") from None
-        raise TraceError(f"{source}: not a chrome trace ({msg})") from None
-    return _Trace(traceEvents=events)
+def _decode_error(source: str, error: Exception) -> TraceError:
+    msg = str(error)
+    if "truncated" in msg.lower():
+        return TraceError(f"{source}: the JSON is truncated (was the file fully written?)")
+    return TraceError(f"{source}: not a chrome trace ({msg})")
 
 
 def _exact_ns(us: np.ndarray) -> np.ndarray:
@@ -311,7 +310,9 @@ def _build(trace: _Trace, source: str) -> TraceData:
     main_tid = _main_thread(kind, pid, tid)
     overhead = kind == KIND_CODE["overhead"]
     if overhead.any() and main_tid is not None:
+        main_pid = int(pid[np.flatnonzero((tid == main_tid) & ~overhead)[0]])
         tid = np.where(overhead, main_tid, tid)
+        pid = np.where(overhead, main_pid, pid)
 
     thread = np.where(is_device, -1, tid)
     stream = np.where(is_device, np.where(stream >= 0, stream, tid), -1)

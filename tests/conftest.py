@@ -1,0 +1,76 @@
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).parent / "data"
+TRACES = ("cnn_train_cuda", "transformer_infer_stack", "cnn_cuda_toggled", "two_streams")
+HAS_TORCH = importlib.util.find_spec("torch") is not None
+
+needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed in this environment")
+
+
+def trace_path(name: str) -> Path:
+    return DATA / f"{name}.trace.json.gz"
+
+
+def oracle(name: str) -> dict:
+    with open(DATA / f"{name}.oracle.json") as f:
+        return json.load(f)
+
+
+@pytest.fixture(scope="session")
+def ip():
+    """A real IPython shell (IPython's own test shell) with nbprof loaded."""
+    from IPython.testing.globalipapp import start_ipython
+
+    shell = start_ipython()
+    shell.run_line_magic("load_ext", "nbprof")
+    yield shell
+
+
+@pytest.fixture
+def shell(ip):
+    """The shell, checked clean before and after each test: no profiler left running."""
+    _assert_idle()
+    ip.run_line_magic("load_ext", "nbprof")
+    yield ip
+    _assert_idle()
+
+
+def _assert_idle() -> None:
+    from nbprof import _cell
+
+    assert _cell.active() is None, "a profiled run was left active"
+    assert sys.getprofile() is None, "a Python profiler was left running"
+    if "torch" in sys.modules:
+        import torch
+
+        assert not torch.autograd._profiler_enabled(), "a torch profiler was left running"
+
+
+def run(shell, code: str, store_history: bool = True):
+    """Run a cell; return (ExecutionResult, captured outputs). Kernels store history."""
+    from IPython.utils.capture import capture_output
+
+    with capture_output() as captured:
+        result = shell.run_cell(code, store_history=store_history)
+    return result, captured
+
+
+def reports(captured) -> list[dict]:
+    """The mime bundles of nbprof reports among a cell's display outputs."""
+    out = []
+    for o in captured.outputs:
+        text = o.data.get("text/plain", "")
+        if text.startswith(("torch profile", "cProfile")):
+            out.append(o.data)
+    return out
+
+
+os.environ.setdefault("NBPROF_TESTING", "1")

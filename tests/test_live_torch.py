@@ -1,0 +1,224 @@
+"""Live profiles: our tables against torch's own key_averages() of the very same profiler.
+
+Each workload runs through the real magic in a real IPython shell (``-o p``); then
+``p.profiler.key_averages()`` is torch's answer computed from the same kineto results, the
+independent oracle for every number we compute.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import needs_torch, run
+
+pytestmark = needs_torch
+
+FIELDS = {
+    "count": "count",
+    "cpu_time_total": "cpu_total_us",
+    "self_cpu_time_total": "self_cpu_us",
+    "device_time_total": "device_total_us",
+    "self_device_time_total": "self_device_us",
+    "cpu_memory_usage": "cpu_mem_bytes",
+    "self_cpu_memory_usage": "self_cpu_mem_bytes",
+    "device_memory_usage": "device_mem_bytes",
+    "self_device_memory_usage": "self_device_mem_bytes",
+    "flops": "flops",
+}
+
+
+def torch_rows(profiler, group_by: str = "op") -> dict:
+    if group_by == "shape":
+        averages = profiler.key_averages(group_by_input_shape=True)
+    else:
+        averages = profiler.key_averages()
+    out = {}
+    for a in averages:
+        key = (a.key, str(a.device_type).endswith("CUDA"))
+        if group_by == "shape":
+            key += (str(a.input_shapes),)
+        out[key] = a
+    return out
+
+
+def our_rows(profile, group_by: str = "op") -> dict:
+    out = {}
+    for r in profile.key_averages(group_by).to_dict("records"):
+        key = (r["name"], r["kind"] in ("kernel", "memcpy", "memset"))
+        if group_by == "shape":
+            key += (str(r["input_shapes"]),)
+        out[key] = r
+    return out
+
+
+def assert_equal_to_torch(profile, group_by="op", fields=FIELDS, skip=lambda key: False, min_rows=3):
+    theirs = torch_rows(profile.profiler, group_by)
+    ours = our_rows(profile, group_by)
+    theirs = {k: v for k, v in theirs.items() if not skip(k)}
+    ours = {k: v for k, v in ours.items() if not skip(k)}
+    assert set(ours) == set(theirs)
+    assert len(ours) >= min_rows
+    for key, t in theirs.items():
+        o = ours[key]
+        for tf, of in fields.items():
+            tv = getattr(t, tf)
+            tol = 0 if tf in ("count", "flops") or "memory" in tf else 0.01
+            assert abs(o[of] - tv) <= tol, (key, tf, o[of], tv)
+    return ours
+
+
+WORKLOADS = {
+    "nested_record_function": (
+        "--shapes",
+        """
+import torch
+from torch.profiler import record_function
+x = torch.randn(32, 32)
+with record_function("outer"):
+    for i in range(3):
+        with record_function("inner"):
+            y = torch.mm(x, x).relu()
+    z = y.sum()
+""",
+    ),
+    "autograd": (
+        "--memory --shapes",
+        """
+import torch
+torch.manual_seed(0)
+net = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+for step in range(3):
+    opt.zero_grad()
+    loss = net(torch.randn(8, 16)).pow(2).mean()
+    loss.backward()
+    opt.step()
+""",
+    ),
+    "varied_shapes": (
+        "--shapes --memory",
+        """
+import torch
+for n in (8, 16, 32, 64):
+    a = torch.randn(n, n)
+    b = torch.matmul(a, a) + a
+    c = torch.cat([a, a], dim=0)
+""",
+    ),
+    "flops": (
+        "--flops --shapes",
+        """
+import torch
+a = torch.randn(64, 64)
+w = torch.randn(8, 3, 3, 3)
+img = torch.randn(2, 3, 16, 16)
+for _ in range(2):
+    b = torch.mm(a, a)
+    c = torch.nn.functional.conv2d(img, w)
+    d = torch.addmm(a, a, a)
+""",
+    ),
+    "threads": (
+        "--memory",
+        """
+import threading, torch
+def work(n):
+    t = torch.randn(n, n)
+    for _ in range(5):
+        t = torch.tanh(t @ t)
+threads = [threading.Thread(target=work, args=(16 * (i + 1),)) for i in range(3)]
+for t in threads: t.start()
+work(8)
+for t in threads: t.join()
+""",
+    ),
+}
+
+
+@pytest.mark.parametrize("workload", list(WORKLOADS))
+def test_live_key_averages_equal_torch(shell, workload):
+    flags, code = WORKLOADS[workload]
+    result, _ = run(shell, f"%%torchprof -q -o p {flags}\n{code}")
+    assert result.error_in_exec is None
+    profile = shell.user_ns["p"]
+    assert profile.profiler is not None
+    assert_equal_to_torch(profile, "op")
+    if "--shapes" in flags:
+        assert_equal_to_torch(profile, "shape")
+
+
+def test_flops_are_torchs(shell):
+    run(shell, "%%torchprof -q -o p --flops\n" + WORKLOADS["flops"][1])
+    rows = our_rows(shell.user_ns["p"])
+    assert rows[("aten::mm", False)]["flops"] == 2 * 2 * 64 * 64 * 64
+    assert rows[("aten::conv2d", False)]["flops"] > 0
+
+
+def test_memory_is_attributed_like_torch(shell):
+    run(shell, "%%torchprof -q -o p --memory\nimport torch\nkeep = [torch.empty(1 << 20) for _ in range(4)]\ndel keep[0]")
+    rows = our_rows(shell.user_ns["p"])
+    assert rows[("aten::empty", False)]["cpu_mem_bytes"] == 4 * 4 * (1 << 20)
+    assert_equal_to_torch(shell.user_ns["p"], min_rows=2)  # aten::empty and a loose "[memory]" free
+
+
+def test_stacks_group_ops_by_user_code(shell):
+    """torch 2.13 puts Python frames in its table (and in its tree, where their overlaps give it
+    negative self times); we keep operators' numbers and group them by the user's frames."""
+    code = """
+import torch
+net = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU())
+def forward_twice(x):
+    return net(net(x))
+out = forward_twice(torch.randn(4, 8))
+"""
+    run(shell, "%%torchprof -q -o p --stack\n" + code)
+    p = shell.user_ns["p"]
+    # operator rows: counts and total CPU time are torch's (they do not depend on the tree)
+    theirs = torch_rows(p.profiler)
+    ours = our_rows(p)
+    for key, row in ours.items():
+        if row["kind"] == "op":
+            assert row["count"] == theirs[key].count
+            assert abs(row["cpu_total_us"] - theirs[key].cpu_time_total) <= 0.01
+    by_stack = p.key_averages("stack")
+    linear = by_stack[by_stack["name"] == "aten::linear"]
+    assert len(linear) == 1 and linear["count"].iloc[0] == 2
+    stack = linear["stack"].iloc[0]
+    assert "nn.Module: Linear_0" in stack and "forward_twice" in stack
+    assert "torch/nn/modules" not in stack
+
+
+def test_empty_cell_gives_empty_report(shell):
+    result, captured = run(shell, "%%torchprof -o p\nx = 1 + 1")
+    assert result.error_in_exec is None
+    text = captured.outputs[-1].data["text/plain"]
+    assert "recorded no events" in text
+    assert shell.user_ns["p"].key_averages().empty
+
+
+def test_no_torch_log_lines_in_cell_output(shell, capfd):
+    """torch prints USDT profiler_start/stop lines and allocator warnings on fd 2; ipykernel
+    would copy them into the cell. They must not reach fd 2; the useful one becomes a note."""
+    run(shell, "import torch\nbefore = torch.ones(1000)")
+    capfd.readouterr()
+    result, captured = run(shell, "%%torchprof --memory -o p\ndel before\nimport os\nos.write(2, b'own stderr line\\n')")
+    err = capfd.readouterr().err
+    assert "USDT" not in err and "CPUAllocator" not in err
+    assert "own stderr line" in err  # the cell's own C-level output still shows
+    notes = shell.user_ns["p"].meta["notes"]
+    assert any("allocated before the profile started" in n for n in notes)
+
+
+def test_cuda_flag_without_cuda_warns_once_and_profiles_cpu(shell, capfd):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    result, captured = run(shell, "%%torchprof --cuda -o p\nimport torch\ny = torch.ones(3) * 2")
+    assert result.error_in_exec is None
+    err = captured.stderr + capfd.readouterr().err
+    assert err.count("CUDA is not available") == 1
+    p = shell.user_ns["p"]
+    assert p.collected["cuda"] is False
+    assert any("CUDA is not available" in n for n in p.meta["notes"])
+    assert len(p.key_averages()) > 0

@@ -1,0 +1,292 @@
+"""The magics in a real IPython shell: the cell runs as without the magic, flags, faults."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+
+from .conftest import HAS_TORCH, needs_torch, reports, run
+
+MAGICS = ["torchprof", "cprofile"] if HAS_TORCH else ["cprofile"]
+
+
+# ------------------------------------------------------------------------------ loading
+
+
+def test_load_ext_is_fast_and_imports_neither_torch_nor_plotly():
+    code = textwrap.dedent(
+        """
+        import sys, time
+        from IPython.testing.globalipapp import start_ipython
+        ip = start_ipython()
+        t = time.perf_counter()
+        ip.run_line_magic("load_ext", "nbprof")
+        took = time.perf_counter() - t
+        print(took, "torch" in sys.modules, "plotly" in sys.modules, "pandas" in sys.modules)
+        print(sorted(ip.magics_manager.magics["cell"]).count("torchprof"), sorted(ip.magics_manager.magics["line"]).count("cprofile"))
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    took, torch_loaded, plotly_loaded, pandas_loaded = out[0].split()
+    assert float(took) < 0.3
+    assert (torch_loaded, plotly_loaded, pandas_loaded) == ("False", "False", "False")
+    assert out[1] == "1 1"
+
+
+def test_unload_ext_removes_the_magics(shell):
+    shell.run_line_magic("unload_ext", "nbprof")
+    try:
+        assert "torchprof" not in shell.magics_manager.magics["cell"]
+        result, captured = run(shell, "%%cprofile\nx_after_unload = 1")
+        assert result.error_in_exec is not None or result.error_before_exec is not None
+        assert "x_after_unload" not in shell.user_ns
+    finally:
+        shell.run_line_magic("load_ext", "nbprof")
+    result, _ = run(shell, "%%cprofile -q\nx_after_reload = 1")
+    assert shell.user_ns["x_after_reload"] == 1
+
+
+@pytest.mark.parametrize("magic", ["torchprof", "cprofile"])
+def test_help_lists_every_flag(shell, magic):
+    from IPython.core import page
+
+    shown = []
+    original = page.page
+    page.page = lambda data, *a, **k: shown.append(data if isinstance(data, str) else data.get("text/plain", ""))
+    try:
+        shell.run_cell(f"%%{magic}?")
+    finally:
+        page.page = original
+    text = "".join(shown)
+    flags = ["--cuda", "--no-cuda", "--memory", "--shapes", "--stack", "--flops", "--sort", "--limit",
+             "--group-by", "--schedule", "--export", "--tensorboard", "-o", "--quiet"] if magic == "torchprof" else [
+             "--sort", "--limit", "--dump", "-o", "--quiet"]
+    for flag in flags:
+        assert flag in text, flag
+
+
+# -------------------------------------------------------------------- runs as without the magic
+
+
+@pytest.mark.parametrize("magic", MAGICS)
+def test_cell_runs_in_the_user_namespace(shell, magic):
+    shell.user_ns["base"] = 40
+    result, captured = run(shell, f"%%{magic} -q\ndef helper(v):\n    return v + 1\nanswer = helper(base) + 1\nprint('answer is', answer)")
+    assert result.error_in_exec is None
+    assert shell.user_ns["answer"] == 42 and callable(shell.user_ns["helper"])
+    assert "answer is 42" in captured.stdout
+
+
+@pytest.mark.parametrize("magic", MAGICS)
+def test_last_expression_is_the_cells_value(shell, magic):
+    shell.user_ns.pop("_", None)  # IPython never overwrites a `_` the user assigned (earlier tests loop with _)
+    result, captured = run(shell, f"%%{magic}\nx = 20\nx * 2 + 2")
+    assert result.result == 42
+    assert shell.user_ns["_"] == 42
+    # the value comes first, then the report
+    assert captured.stdout.index("42") >= 0
+    assert len(reports(captured)) == 1
+    # a trailing ; hides the value (IPython reads it from the stored input, as kernels store it)
+    result, captured = run(shell, f"%%{magic}\n7 * 6;")
+    assert "42" not in captured.stdout
+    assert len(reports(captured)) == 1
+
+
+@pytest.mark.parametrize("magic", MAGICS)
+def test_ipython_syntax_works_inside(shell, magic):
+    code = f"%%{magic} -q\nlisting = !echo hello-from-shell\n%time t = sum(range(10))\nprint(listing[0], t)"
+    result, captured = run(shell, code)
+    assert result.error_in_exec is None, result.error_in_exec
+    assert "hello-from-shell 45" in captured.stdout
+
+
+@pytest.mark.parametrize("magic", MAGICS)
+def test_top_level_await(shell, magic):
+    code = f"%%{magic} -q -o r\nimport asyncio\nasync def twice(v):\n    await asyncio.sleep(0.01)\n    return 2 * v\nawaited = await twice(21)\nawaited"
+    result, captured = run(shell, code)
+    assert result.error_in_exec is None, result.error_in_exec
+    assert shell.user_ns["awaited"] == 42 and result.result == 42
+
+
+@pytest.mark.parametrize("magic", MAGICS)
+def test_line_numbers_in_tracebacks_are_the_cells(shell, magic):
+    result, captured = run(shell, f"%%{magic}\na = 1\nb = 2\nraise ValueError('on line four')")
+    assert isinstance(result.error_in_exec, ValueError)
+    tb = shell.InteractiveTB.structured_traceback(
+        type(result.error_in_exec), result.error_in_exec, result.error_in_exec.__traceback__
+    )
+    text = "\n".join(tb)
+    assert "line 4" in text
+
+
+@pytest.mark.parametrize("magic", MAGICS)
+def test_line_magic(shell, magic):
+    result, captured = run(shell, f"%{magic} -o line_result sum(i * i for i in range(100))")
+    assert result.result == 328350
+    assert shell.user_ns["line_result"] is not None
+    assert len(reports(captured)) == 1
+
+
+@pytest.mark.parametrize("magic", MAGICS)
+def test_run_cell_magic_directly(shell, magic):
+    """Code that calls run_cell_magic itself (no input transformer) takes the synchronous path."""
+    result, captured = run(shell, f"get_ipython().run_cell_magic({magic!r}, '-q -o direct', 'direct_value = 5\\ndirect_value * 2')")
+    assert result.result == 10
+    assert shell.user_ns["direct_value"] == 5
+
+
+@needs_torch
+def test_output_flag_keeps_the_live_profiler(shell):
+    from torch.profiler import profile
+
+    run(shell, "%%torchprof -q -o kept\nimport torch\ntorch.ones(2) + 1")
+    kept = shell.user_ns["kept"]
+    assert isinstance(kept.profiler, profile)
+    assert len(kept.profiler.key_averages()) > 0  # torch's own API still works on it
+
+
+# ---------------------------------------------------------------------------------- bad flags
+
+
+BAD_FLAGS = [
+    ("torchprof", "--bogus", "unrecognized arguments: --bogus; valid flags:"),
+    ("torchprof", "--sort wallclock", "unknown sort key 'wallclock'; choose one of: self_cpu_us"),
+    ("torchprof", "--limit ten", "invalid int value"),
+    ("torchprof", "--limit -3", "must be 0 (all rows) or a positive number"),
+    ("torchprof", "--group-by kernel", "invalid choice: 'kernel'"),
+    ("torchprof", "-o 2bad", "not a valid variable name"),
+    ("torchprof", "--export trace.txt", "must end with .json or .json.gz"),
+    ("torchprof", "--export /no/such/dir/t.json", "does not exist"),
+    ("torchprof", "--schedule 1,x,2", "expected wait,warmup,active"),
+    ("cprofile", "--bogus", "unrecognized arguments: --bogus; valid flags:"),
+    ("cprofile", "-s wallclock", "unknown sort key 'wallclock'; choose one of: tottime"),
+    ("cprofile", "-l -1", "must be 0 (all rows)"),
+]
+
+
+@pytest.mark.parametrize("magic,flags,message", BAD_FLAGS)
+def test_bad_flags_are_one_line_errors_and_the_cell_does_not_run(shell, magic, flags, message):
+    if magic == "torchprof" and not HAS_TORCH:
+        pytest.skip("torch is not installed")
+    from IPython.core.error import UsageError
+
+    shell.user_ns.pop("ran", None)
+    result, captured = run(shell, f"%%{magic} {flags}\nran = True")
+    err = result.error_in_exec or result.error_before_exec
+    assert isinstance(err, UsageError), err
+    assert message in str(err)
+    assert "\n" not in str(err)
+    assert "ran" not in shell.user_ns
+
+
+def test_torchprof_without_torch_says_how_to_install(tmp_path):
+    """In an interpreter where torch cannot be imported: a one-line error with the pip command."""
+    code = textwrap.dedent(
+        """
+        import sys
+        sys.modules["torch"] = None  # makes `import torch` fail
+        from IPython.testing.globalipapp import start_ipython
+        ip = start_ipython()
+        ip.run_line_magic("load_ext", "nbprof")
+        r = ip.run_cell("%%torchprof\\nran = 1")
+        err = r.error_in_exec or r.error_before_exec
+        print(type(err).__name__, "|", err, "|", "ran" in ip.user_ns)
+        r = ip.run_cell("%%cprofile -q\\nok = sum(range(10))")
+        print(ip.user_ns["ok"])
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    first, second = out.strip().splitlines()[-2:]
+    kind, message, ran = first.split(" | ")
+    assert kind == "UsageError" and "pip install torch" in message and ran == "False"
+    assert second == "45"
+
+
+# ------------------------------------------------------------------------------------- faults
+
+
+@pytest.mark.parametrize("magic", MAGICS)
+@pytest.mark.parametrize("exc", ["ValueError('boom')", "KeyboardInterrupt()"])
+def test_exception_shows_traceback_and_partial_report_and_releases(shell, magic, exc):
+    code = f"%%{magic} -o failed\nimport math\npartial = [math.sqrt(i) for i in range(1000)]\nraise {exc}"
+    result, captured = run(shell, code)
+    assert type(result.error_in_exec).__name__ == exc.split("(")[0]
+    assert shell.user_ns["partial"][4] == 2.0  # what ran before the exception still ran
+    [report] = reports(captured)
+    assert "this report shows what was recorded until then" in report["text/plain"]
+    failed = shell.user_ns["failed"]
+    assert failed.meta["cell_error"] == exc.split("(")[0]
+    # the profiler is released: the next profiled cell works
+    result, captured = run(shell, f"%%{magic} -q -o again\nafter = 1 + 1")
+    assert result.error_in_exec is None and shell.user_ns["after"] == 2
+
+
+@pytest.mark.parametrize("magic", MAGICS)
+def test_real_interrupt_releases_the_profiler(shell, magic):
+    """A real SIGINT-style interrupt (interrupt_main) while the cell is busy."""
+    import _thread
+
+    timer = threading.Timer(0.3, _thread.interrupt_main)
+    body = "import time\nend = time.time() + 10\nn = 0\nwhile time.time() < end:\n    n += sum(range(100))"
+    if magic == "torchprof":
+        body = "import torch\n" + body + "\n    torch.ones(8).add_(1)"
+    timer.start()
+    try:
+        t0 = time.time()
+        result, captured = run(shell, f"%%{magic} -o interrupted\n{body}")
+    finally:
+        timer.cancel()
+    assert isinstance(result.error_in_exec, KeyboardInterrupt)
+    assert time.time() - t0 < 8
+    assert shell.user_ns["interrupted"].meta["cell_error"] == "KeyboardInterrupt"
+    result, _ = run(shell, f"%%{magic} -q\nnext_ok = True")
+    assert result.error_in_exec is None and shell.user_ns["next_ok"]
+
+
+def test_cprofile_refuses_when_another_profiler_is_active(shell):
+    import cProfile
+
+    from IPython.core.error import UsageError
+
+    other = cProfile.Profile()
+    other.enable()
+    try:
+        result, captured = run(shell, "%%cprofile\nran_under_busy = True")
+    finally:
+        other.disable()
+    err = result.error_in_exec
+    assert isinstance(err, UsageError)
+    assert "already active" in str(err) and "\n" not in str(err)
+    assert "ran_under_busy" not in shell.user_ns
+    result, _ = run(shell, "%%cprofile -q\nran_after = True")
+    assert shell.user_ns["ran_after"]
+
+
+@needs_torch
+def test_torchprof_refuses_when_a_torch_profiler_is_running(shell):
+    from IPython.core.error import UsageError
+
+    run(shell, "import torch\nfrom torch.profiler import profile\nouter = profile()\nouter.__enter__()")
+    try:
+        result, captured = run(shell, "%%torchprof\nran_under_busy = True")
+    finally:
+        run(shell, "outer.__exit__(None, None, None)")
+    err = result.error_in_exec
+    assert isinstance(err, UsageError) and "already running" in str(err)
+    assert "ran_under_busy" not in shell.user_ns
+    result, _ = run(shell, "%%torchprof -q\nran_after = torch.ones(1) + 1")
+    assert result.error_in_exec is None
+
+
+@needs_torch
+def test_profiles_cannot_nest(shell):
+    from IPython.core.error import UsageError
+
+    result, captured = run(shell, "%%torchprof -q\ninner = get_ipython().run_line_magic('cprofile', '-q 1 + 1')")
+    assert isinstance(result.error_in_exec, UsageError)
+    assert "already running" in str(result.error_in_exec)
