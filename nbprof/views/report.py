@@ -1,18 +1,30 @@
-"""The report shown after a profiled cell: a summary line, the table, and notes.
+"""The report shown after a profiled cell.
 
-Every report renders itself for every front end through ``_repr_mimebundle_``:
-``text/plain`` (terminal IPython, GitHub diffs: a table like torch's / pstats'), ``text/html`` (a
-static report for nbconvert, nbviewer and GitHub) and, in a live kernel, the interactive report.
+One ``text/html`` output, persistent: it survives saving, reopening with a fresh kernel,
+nbconvert and nbviewer (a widget would not: a saved widget output reopened without its kernel
+shows "Error displaying widget: model not found" in JupyterLab, measured). Inside:
+
+- a summary line, notes (a failed cell, collection warnings), what was collected;
+- tabs (plain HTML/CSS, no script): Operators, By input shape, By stack, Memory, Kernels,
+  Timeline — a tab whose data was not collected says which flag collects it;
+- tables that sort by clicking a header, filter by search and page (itables/DataTables, offline),
+  with a static preview for places where scripts do not run (GitHub, untrusted notebooks).
+
+``text/plain`` is a table like torch's / pstats' for terminals and diffs. The zoomable timeline
+is a plotly figure of its own (``TorchProfile._ipython_display_`` shows it under the report).
 """
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ..settings import DEFAULT_LIMIT, resolve_python_sort, resolve_torch_sort
-from .format import esc, fmt_count, fmt_s, fmt_us
+from .datatable import Col, datatable_html, library_html
+from .format import esc, fmt_bytes, fmt_count, fmt_s, fmt_us
 from .table import (
     pstats_location,
     pstats_ncalls,
@@ -23,14 +35,67 @@ from .table import (
     torch_columns,
 )
 
-__all__ = ["TorchReport", "PythonReport"]
+__all__ = ["TorchReport", "PythonReport", "tabs_html"]
 
-_STYLE = "font-family:var(--jp-ui-font-family, sans-serif);font-size:13px;line-height:1.4"
-_NOTE_STYLE = "color:#8a4b00;margin:2px 0"
+_ids = itertools.count(1)
+_library_sent = False
+
+_CSS = """
+.nbprof-report{font-family:var(--jp-ui-font-family,-apple-system,BlinkMacSystemFont,'Segoe UI',sans-serif);
+  font-size:13px;line-height:1.45;color:var(--jp-ui-font-color1,#222);max-width:100%}
+.nbprof-summary{font-size:14px;margin:2px 0 4px}
+.nbprof-sub{color:var(--jp-ui-font-color2,#555);margin:0 0 6px}
+.nbprof-note{color:#8a4b00;margin:2px 0}
+.nbprof-finding{margin:2px 0}
+.nbprof-tabs{margin-top:6px}
+.nbprof-tabs>input{position:absolute;opacity:0;pointer-events:none}
+.nbprof-tabs>label{display:inline-block;padding:4px 12px;margin-right:2px;cursor:pointer;
+  border:1px solid var(--jp-border-color2,#ddd);border-bottom:none;border-radius:4px 4px 0 0;
+  background:var(--jp-layout-color2,#f3f3f3);color:var(--jp-ui-font-color1,#333)}
+.nbprof-tabs>input:checked+label{background:var(--jp-layout-color0,#fff);font-weight:600;
+  box-shadow:inset 0 2px 0 #e8710a}
+.nbprof-tabs>.nbprof-panel{display:none;border:1px solid var(--jp-border-color2,#ddd);padding:8px;
+  background:var(--jp-layout-color0,#fff)}
+.nbprof-empty{color:var(--jp-ui-font-color2,#666);padding:6px 2px}
+.nbprof-report table.dataTable td.nbprof-name span{font-family:var(--jp-code-font-family,monospace)}
+"""
+
+
+def _panel_css(uid: int, n: int) -> str:
+    rules = ",".join(f"#nbprof-{uid}-{i}:checked~.nbprof-panel-{i}" for i in range(n))
+    return f"<style>{_CSS}{rules}{{display:block}}</style>"
+
+
+def tabs_html(uid: int, tabs: list[tuple[str, str]], selected: int = 0) -> str:
+    """Tabs from (title, body html) pairs: radio inputs + labels + panels, no script."""
+    out = [f'<div class="nbprof-tabs" id="nbprof-tabs-{uid}">']
+    for i, (title, _) in enumerate(tabs):
+        checked = " checked" if i == selected else ""
+        out.append(
+            f'<input type="radio" name="nbprof-tabs-{uid}" id="nbprof-{uid}-{i}"{checked}>'
+            f'<label for="nbprof-{uid}-{i}">{esc(title)}</label>'
+        )
+    for i, (_, body) in enumerate(tabs):
+        out.append(f'<div class="nbprof-panel nbprof-panel-{i}">{body}</div>')
+    out.append("</div>")
+    return "".join(out)
+
+
+def _library() -> str:
+    """itables' bundle, in the first report of this kernel session only."""
+    global _library_sent
+    if _library_sent:
+        return ""
+    _library_sent = True
+    return library_html()
+
+
+def _empty(message: str) -> str:
+    return f'<div class="nbprof-empty">{esc(message)}</div>'
 
 
 def _notes_html(notes: list[str]) -> str:
-    return "".join(f'<div class="nbprof-note" style="{_NOTE_STYLE}">⚠ {esc(n)}</div>' for n in notes)
+    return "".join(f'<div class="nbprof-note">⚠ {esc(n)}</div>' for n in notes)
 
 
 class TorchReport:
@@ -53,6 +118,8 @@ class TorchReport:
             self.notes.append("Python stacks were not recorded: run with --stack to group by stack")
             group_by = "op"
         self.group_by = group_by
+        if self.sort not in profile.key_averages(group_by).columns:
+            raise ValueError(f"cannot sort by {self.sort!r}")
 
     # -- pieces -------------------------------------------------------------------------------
 
@@ -76,13 +143,22 @@ class TorchReport:
         parts = [f"{fmt_count(s.events)} events", f"span {fmt_us(s.span_us)}", f"self CPU {fmt_us(s.self_cpu_us)}"]
         if s.has_device:
             parts.append(f"self CUDA {fmt_us(s.self_device_us)}")
+            busy = _device_busy_fraction(self.profile)
+            if busy is not None:
+                parts.append(f"GPU busy {100 * busy:.0f}%")
+        for device, peak in sorted(s.peak_allocated_bytes.items()):
+            if device != "cpu":
+                reserved = s.peak_reserved_bytes.get(device, -1)
+                extra = f" (reserved {fmt_bytes(reserved)})" if reserved >= 0 else ""
+                parts.append(f"peak {device} {fmt_bytes(peak)}{extra}")
         return parts
 
     def top_line(self) -> str | None:
         s = self.profile.summary
         if not s.top_name:
             return None
-        label = self.sort.replace("_us", "").replace("_", " ").replace("device", "CUDA").replace("cpu", "CPU")
+        label = self.sort.replace("_us", "").replace("_bytes", "").replace("_", " ")
+        label = label.replace("device", "CUDA").replace("cpu", "CPU").replace("mem", "memory")
         share = f" ({100 * s.top_share:.1f}%)" if s.top_share else ""
         return f"top by {label}: {s.top_name}{share}"
 
@@ -94,6 +170,12 @@ class TorchReport:
 
     def _is_empty(self) -> bool:
         return self.profile.summary.events == 0
+
+    def _findings(self) -> list[str]:
+        findings = getattr(self.profile, "findings", None)
+        if findings is None or len(findings) == 0:
+            return []
+        return [str(m) for m in findings["message"].head(5)]
 
     # -- renderings -----------------------------------------------------------------------------
 
@@ -115,17 +197,14 @@ class TorchReport:
         lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines)
 
-    def html(self) -> str:
+    def static_html(self) -> str:
+        """The report without scripts: the summary and the top rows of the table."""
         head = " · ".join(esc(x) for x in self.summary_parts())
-        parts = [f'<div class="nbprof-report" style="{_STYLE}">',
-                 f'<div class="nbprof-summary"><b>torch profile</b> · {head}</div>']
-        parts.append(_notes_html(self.notes))
+        parts = ['<div class="nbprof-report">', f'<div class="nbprof-summary"><b>torch profile</b> · {head}</div>',
+                 _notes_html(self.notes)]
         if self._is_empty():
-            parts.append("<div>The profile recorded no events: the cell ran no torch operators.</div>")
+            parts.append(_empty("The profile recorded no events: the cell ran no torch operators."))
         else:
-            top = self.top_line()
-            meta_line = " · ".join(x for x in (top, self.collected_line()) if x)
-            parts.append(f'<div class="nbprof-top" style="color:#555">{esc(meta_line)}</div>')
             rows, cols = self._table()
             total = len(self.profile.key_averages(self.group_by))
             caption = f"{len(rows)} of {total} rows" if len(rows) < total else ""
@@ -133,11 +212,165 @@ class TorchReport:
         parts.append("</div>")
         return "".join(parts)
 
+    def html(self, include_library: bool | None = None, timeline: str | None = None) -> str:
+        """The interactive report (static where scripts do not run)."""
+        uid = next(_ids)
+        head = " · ".join(esc(x) for x in self.summary_parts())
+        library = library_html() if include_library else ("" if include_library is False else _library())
+        parts = [library, _panel_css(uid, 8), '<div class="nbprof-report">',
+                 f'<div class="nbprof-summary"><b>torch profile</b> · {head}</div>']
+        sub = [x for x in (self.top_line(), self.collected_line()) if x]
+        parts.append(f'<div class="nbprof-sub">{esc(" · ".join(sub))}</div>')
+        parts.append(_notes_html(self.notes))
+        for f in self._findings():
+            parts.append(f'<div class="nbprof-finding">• {esc(f)}</div>')
+        if self._is_empty():
+            parts.append(_empty("The profile recorded no events: the cell ran no torch operators."))
+            parts.append("</div>")
+            return "".join(parts)
+        tabs = [
+            ("Operators", self._operators_panel("op")),
+            ("By input shape", self._operators_panel("shape") if self.profile.collected["shapes"]
+             else _empty("Input shapes were not recorded: run with --shapes.")),
+        ]
+        if self.profile.collected["stack"]:
+            tabs.append(("By stack", self._operators_panel("stack")))
+        tabs.append(("Memory", self._memory_panel()))
+        tabs.append(("Kernels", self._kernels_panel()))
+        ranges = self._ranges_panel()
+        if ranges:
+            tabs.append(("Ranges", ranges))
+        tabs.append(("Timeline", timeline if timeline is not None else self._timeline_panel()))
+        first = {"op": 0, "shape": 1, "stack": 2}.get(self.group_by, 0)
+        parts.append(tabs_html(uid, tabs, selected=first if first < len(tabs) else 0))
+        parts.append("</div>")
+        return "".join(parts)
+
+    def _operators_panel(self, group_by: str) -> str:
+        p = self.profile
+        s = p.summary
+        frame = p.key_averages(group_by)
+        frame = frame[~frame["kind"].isin(["kernel", "memcpy", "memset"])].copy()
+        frame["self_cpu_share"] = frame["self_cpu_us"] / s.self_cpu_us if s.self_cpu_us else 0.0
+        cols = [Col("name", "Name", "name", 70)]
+        if group_by == "shape":
+            cols.append(Col("input_shapes", "Input shapes", "name", 50))
+        if group_by == "stack":
+            cols.append(Col("stack", "Stack", "name", 80))
+        cols.append(Col("count", "Calls", "count"))
+        cols += [Col("self_cpu_share", "Self CPU %", "share"), Col("self_cpu_us", "Self CPU", "time_us"),
+                 Col("cpu_total_us", "CPU total", "time_us"), Col("cpu_avg_us", "CPU avg", "time_us")]
+        if s.has_device:
+            frame["self_device_share"] = frame["self_device_us"] / s.self_device_us if s.self_device_us else 0.0
+            cols += [Col("self_device_share", "Self CUDA %", "share"), Col("self_device_us", "Self CUDA", "time_us"),
+                     Col("device_total_us", "CUDA total", "time_us"), Col("device_avg_us", "CUDA avg", "time_us")]
+        if p.collected["memory"]:
+            cols += [Col("self_cpu_mem_bytes", "Self CPU Mem", "bytes"), Col("cpu_mem_bytes", "CPU Mem", "bytes")]
+            if s.has_device:
+                cols += [Col("self_device_mem_bytes", "Self CUDA Mem", "bytes"),
+                         Col("device_mem_bytes", "CUDA Mem", "bytes")]
+        if p.collected["flops"]:
+            cols.append(Col("flops", "FLOPs", "flops"))
+        cols.append(Col("kind", "Kind"))
+        sort = self.sort if self.sort in frame.columns else "self_cpu_us"
+        frame = frame.sort_values(sort, ascending=sort == "name", kind="stable")
+        return datatable_html(frame, cols, order=[(sort, "asc" if sort == "name" else "desc")],
+                              page_length=self.limit or 0)
+
+    def _memory_panel(self) -> str:
+        p = self.profile
+        if not p.collected["memory"]:
+            return _empty("Memory was not recorded: run with --memory.")
+        from .memory import memory_curve_svg
+
+        s = p.summary
+        frame = p.key_averages("op")
+        frame = frame[(frame["cpu_mem_bytes"] != 0) | (frame["device_mem_bytes"] != 0)
+                      | (frame["self_cpu_mem_bytes"] != 0) | (frame["self_device_mem_bytes"] != 0)]
+        main = "self_device_mem_bytes" if s.has_device and frame["self_device_mem_bytes"].abs().sum() else "self_cpu_mem_bytes"
+        frame = frame.sort_values(main, ascending=False, kind="stable")
+        cols = [Col("name", "Name", "name", 70), Col("count", "Calls", "count")]
+        if s.has_device:
+            cols += [Col("self_device_mem_bytes", "Self CUDA Mem", "bytes"), Col("device_mem_bytes", "CUDA Mem", "bytes")]
+        cols += [Col("self_cpu_mem_bytes", "Self CPU Mem", "bytes"), Col("cpu_mem_bytes", "CPU Mem", "bytes"),
+                 Col("kind", "Kind")]
+        curve = memory_curve_svg(p._events)
+        table = datatable_html(frame, cols, order=[(main, "desc")], page_length=self.limit or 0,
+                               caption="memory allocated (+) and freed (−) inside each operator; self = not in its children")
+        return curve + table
+
+    def _kernels_panel(self) -> str:
+        p = self.profile
+        if not p.summary.has_device:
+            reason = ("CUDA was not recorded: run with --cuda on a machine with a GPU."
+                      if not p.collected["cuda"] else "No CUDA kernels ran in this cell.")
+            return _empty(reason)
+        from ..analysis.kernels import kernel_table
+
+        frame = kernel_table(p._events)
+        cols = [Col("name", "Kernel", "name", 80), Col("kind", "Kind"), Col("count", "Calls", "count"),
+                Col("share", "GPU time %", "share"), Col("device_total_us", "Total", "time_us"),
+                Col("device_avg_us", "Avg", "time_us"), Col("device_min_us", "Min", "time_us"),
+                Col("device_max_us", "Max", "time_us"), Col("launched_by", "Launched by", "name", 40),
+                Col("streams", "Streams")]
+        if (frame["bytes"] > 0).any():
+            cols.insert(8, Col("bytes", "Bytes", "bytes"))
+        return datatable_html(frame, cols, order=[("device_total_us", "desc")], page_length=self.limit or 0)
+
+    def _ranges_panel(self) -> str:
+        ranges = getattr(self.profile, "ranges", None)
+        if ranges is None:
+            return ""
+        frame = ranges() if callable(ranges) else ranges
+        if frame is None or len(frame) == 0:
+            return ""
+        frame = frame.copy()
+        indent = "\u2003"
+        frame["label_indented"] = [indent * int(d) + str(n) for n, d in zip(frame["label"], frame["depth"])]
+        cols = [Col("label_indented", "Range", "text"), Col("count", "Calls", "count"),
+                Col("total_us", "Total", "time_us"), Col("mean_us", "Mean", "time_us"),
+                Col("share_of_span", "Share of span", "share")]
+        if "device_us" in frame.columns and (frame["device_us"] > 0).any():
+            cols.append(Col("device_us", "GPU time (kernels)", "time_us"))
+        return datatable_html(frame, cols, order=[], page_length=0,
+                              caption="record_function ranges, nested ranges indented")
+
+    def _timeline_panel(self) -> str:
+        try:
+            from .timeline import timeline_svg
+        except ImportError:
+            return _empty("Zoom and pan: the interactive timeline is shown under this report (result.timeline()).")
+        try:
+            svg = timeline_svg(self.profile)
+        except Exception as e:  # a timeline problem must not hide the tables
+            return _empty(f"The timeline could not be drawn: {type(e).__name__}: {e}")
+        return svg + _empty("An overview; the zoomable timeline is shown under this report (result.timeline()).")
+
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         return {"text/plain": self.text(), "text/html": self.html()}
 
     def __repr__(self) -> str:
         return self.text()
+
+
+def _device_busy_fraction(profile: Any) -> float | None:
+    """Union of device work intervals over the profile's span (all devices together)."""
+    ev = profile._events
+    work = ev[ev["kind"].isin(["kernel", "memcpy", "memset"])]
+    span = profile.summary.span_us
+    if work.empty or span <= 0:
+        return None
+    start = work["start_us"].to_numpy()
+    end = start + work["dur_us"].to_numpy()
+    order = np.argsort(start, kind="stable")
+    start, end = start[order], end[order]
+    # merge overlapping intervals: a new block starts where start exceeds the running max end
+    run_end = np.maximum.accumulate(end)
+    new_block = np.r_[True, start[1:] > run_end[:-1]]
+    block_start = start[new_block]
+    block_end = np.maximum.reduceat(end, np.flatnonzero(new_block))
+    busy = float((block_end - block_start).sum())
+    return min(busy / span, 1.0)
 
 
 class PythonReport:
@@ -190,20 +423,49 @@ class PythonReport:
         lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines)
 
-    def html(self) -> str:
-        parts = [f'<div class="nbprof-report" style="{_STYLE}">',
+    def static_html(self) -> str:
+        parts = ['<div class="nbprof-report">',
                  f'<div class="nbprof-summary"><b>cProfile</b> · {esc(self.summary_text())}</div>',
                  _notes_html(self.notes)]
         frame = self._frame()
         if not len(frame):
-            parts.append("<div>The profile recorded no Python function calls.</div>")
+            parts.append(_empty("The profile recorded no Python function calls."))
         else:
-            top = self.top_line()
-            if top:
-                parts.append(f'<div class="nbprof-top" style="color:#555">{esc(top)}</div>')
             rows = sorted_rows(frame, self.sort, self.limit)
             caption = f"{len(rows)} of {len(frame)} functions" if len(rows) < len(frame) else ""
             parts.append(render_html(rows, python_columns(frame, total_s=self.profile.total_s), caption=caption))
+        parts.append("</div>")
+        return "".join(parts)
+
+    def html(self, include_library: bool | None = None) -> str:
+        uid = next(_ids)
+        library = library_html() if include_library else ("" if include_library is False else _library())
+        parts = [library, _panel_css(uid, 4), '<div class="nbprof-report">',
+                 f'<div class="nbprof-summary"><b>cProfile</b> · {esc(self.summary_text())}</div>']
+        top = self.top_line()
+        if top:
+            parts.append(f'<div class="nbprof-sub">{esc(top)}</div>')
+        parts.append(_notes_html(self.notes))
+        frame = self._frame()
+        if not len(frame):
+            parts.append(_empty("The profile recorded no Python function calls."))
+            parts.append("</div>")
+            return "".join(parts)
+        total = self.profile.total_s
+        frame["tottime_share"] = frame["tottime_s"] / total if total else 0.0
+        cols = [Col("ncalls", "ncalls", "count"), Col("tottime_share", "tottime %", "share"),
+                Col("tottime_s", "tottime", "time_s"), Col("tottime_per_call_s", "percall", "time_s"),
+                Col("cumtime_s", "cumtime", "time_s"), Col("cumtime_per_call_s", "percall (cum)", "time_s"),
+                Col("location", "filename:lineno(function)", "name", 80)]
+        sort = self.sort if self.sort in frame.columns else "tottime_s"
+        frame = frame.sort_values(sort, ascending=sort in ("function", "filename", "lineno"), kind="stable")
+        table = datatable_html(frame, cols, order=[(sort, "asc" if sort in ("function", "filename", "lineno") else "desc")],
+                               page_length=self.limit or 0)
+        tabs = [("Functions", table)]
+        extra = getattr(self, "_extra_tabs", None)
+        if extra:
+            tabs += extra()
+        parts.append(tabs_html(uid, tabs))
         parts.append("</div>")
         return "".join(parts)
 
@@ -212,3 +474,4 @@ class PythonReport:
 
     def __repr__(self) -> str:
         return self.text()
+

@@ -1,0 +1,151 @@
+"""Interactive tables: itables (DataTables), offline, with the static preview as fallback.
+
+The DataFrame handed to itables keeps raw numbers, so a click on a header sorts by value; small
+render functions humanize them for display only (µs/ms/s, B/KB/MB, bars for shares, long names
+cut with the full name on hover), with the same thresholds as ``views.format``. itables writes
+a static preview of the first rows next to the interactive table and swaps it out when its
+script runs, so the table still reads where scripts do not run (GitHub, untrusted notebooks).
+
+DataTables itself comes from itables' offline bundle (no CDN): ``library_html()`` once per
+kernel session, before the first table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+__all__ = ["Col", "datatable_html", "library_html", "MAX_ROWS"]
+
+MAX_ROWS = 5000  # more rows would make the notebook heavy; the DataFrame has them all
+
+_JS_TIME_US = """function (d, type) {
+  if (type !== 'display' && type !== 'filter') return d;
+  if (d === null || d === undefined || Number.isNaN(d)) return '—';
+  var a = Math.abs(d);
+  if (a >= 1e6) return (d / 1e6).toFixed(3) + ' s';
+  if (a >= 1e3) return (d / 1e3).toFixed(2) + ' ms';
+  if (a === 0) return '0';
+  return d.toFixed(1) + ' µs';
+}"""
+_JS_TIME_S = _JS_TIME_US.replace("var a = Math.abs(d);", "d = d * 1e6; var a = Math.abs(d);")
+_JS_BYTES = """function (d, type) {
+  if (type !== 'display' && type !== 'filter') return d;
+  var a = Math.abs(d);
+  if (a >= 1073741824) return (d / 1073741824).toFixed(2) + ' GB';
+  if (a >= 1048576) return (d / 1048576).toFixed(2) + ' MB';
+  if (a >= 1024) return (d / 1024).toFixed(2) + ' KB';
+  return Math.trunc(d) + ' B';
+}"""
+_JS_COUNT = """function (d, type) {
+  if (type !== 'display') return d;
+  return Number(d).toLocaleString('en-US');
+}"""
+_JS_FLOPS = """function (d, type) {
+  if (type !== 'display') return d;
+  if (!d) return '—';
+  var u = [['TFLOP', 1e12], ['GFLOP', 1e9], ['MFLOP', 1e6], ['kFLOP', 1e3]];
+  for (var i = 0; i < u.length; i++) if (d >= u[i][1]) return (d / u[i][1]).toFixed(2) + ' ' + u[i][0];
+  return Math.trunc(d) + ' FLOP';
+}"""
+# a share in [0, 1] (or more) as a bar and a percentage
+_JS_SHARE = """function (d, type) {
+  if (type !== 'display') return d;
+  var p = 100 * d, w = Math.max(0, Math.min(100, p)) * 0.6;
+  return '<span class="nbprof-bar" style="display:inline-block;height:0.75em;vertical-align:middle;' +
+         'margin-right:4px;background:#e8710a;width:' + w.toFixed(1) + 'px"></span>' + p.toFixed(1) + '%';
+}"""
+_JS_NAME = """function (d, type) {
+  if (type !== 'display') return d;
+  var esc = function (s) { return String(s).replace(/[&<>"']/g, function (c) {
+    return {'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;'}[c]; }); };
+  var s = String(d), short = s.length > LIMIT ? s.slice(0, LIMIT - 1) + '…' : s;
+  return '<span title="' + esc(s) + '">' + esc(short) + '</span>';
+}"""
+
+_RENDERERS = {
+    "time_us": _JS_TIME_US,
+    "time_s": _JS_TIME_S,
+    "bytes": _JS_BYTES,
+    "count": _JS_COUNT,
+    "flops": _JS_FLOPS,
+    "share": _JS_SHARE,
+}
+
+
+@dataclass(frozen=True)
+class Col:
+    """One column of an interactive table: the frame column, its header and its unit."""
+
+    key: str
+    header: str
+    unit: str = "text"  # text, name, time_us, time_s, bytes, count, flops, share
+    width: int = 60  # for "name": characters shown before cutting
+
+
+def library_html() -> str:
+    """itables' offline DataTables bundle (JS + CSS, ~0.8 MB): once per page."""
+    from importlib.resources import files
+
+    from itables.javascript import generate_init_offline_itables_html
+
+    return generate_init_offline_itables_html(files("itables.html").joinpath("dt_bundle.js"))
+
+
+def datatable_html(
+    frame: pd.DataFrame,
+    columns: list[Col],
+    *,
+    order: list[tuple[str, str]] | None = None,
+    page_length: int = 20,
+    caption: str | None = None,
+) -> str:
+    """The interactive table of ``frame`` (its rows in their order; at most MAX_ROWS)."""
+    from itables import JavascriptFunction, to_html_datatable
+
+    rows = frame.head(MAX_ROWS)
+    data = pd.DataFrame({c.header: rows[c.key].to_numpy() for c in columns})
+    defs: list[dict[str, Any]] = []
+    for i, c in enumerate(columns):
+        if c.unit == "name":
+            defs.append({"targets": [i], "render": JavascriptFunction(_JS_NAME.replace("LIMIT", str(c.width))),
+                         "className": "dt-left nbprof-name"})
+        elif c.unit in _RENDERERS:
+            defs.append({"targets": [i], "render": JavascriptFunction(_RENDERERS[c.unit]), "className": "dt-right"})
+        else:
+            defs.append({"targets": [i], "className": "dt-left"})
+    index = {c.key: i for i, c in enumerate(columns)}
+    dt_order = [[index[k], d] for k, d in (order or []) if k in index]
+    n = len(rows)
+    if page_length and page_length < n:
+        lengths = sorted({page_length, 50, 100})
+        menu = [[*lengths, -1], [*[str(x) for x in lengths], "All"]]
+        paging: dict[str, Any] = {"pageLength": page_length, "lengthMenu": menu}
+    else:
+        paging = {"paging": False}
+    if len(frame) > MAX_ROWS:
+        extra = f"the first {MAX_ROWS:,} of {len(frame):,} rows (the DataFrame has all)"
+        caption = f"{caption} · {extra}" if caption else extra
+    # One table for header and body (DataTables' scrollX draws a second header table that
+    # drifts out of alignment); a wrapper scrolls wide tables instead.
+    table = to_html_datatable(
+        data,
+        caption=caption,
+        connected=False,
+        allow_html=True,
+        showIndex=False,
+        order=dt_order,
+        columnDefs=defs,
+        classes="display compact nowrap cell-border",
+        style="margin:0;width:auto",
+        autoWidth=False,
+        maxBytes=0,
+        maxColumns=0,
+        layout={"topStart": "pageLength", "topEnd": "search", "bottomStart": "info", "bottomEnd": "paging"},
+        warn_on_undocumented_option=False,
+        **paging,
+    )
+    return f'<div class="nbprof-table" style="overflow-x:auto;max-width:100%">{table}</div>'
+

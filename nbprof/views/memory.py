@@ -1,0 +1,120 @@
+"""The allocated-memory curve over time, as a small inline SVG (renders everywhere, no scripts)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..analysis.memory import downsample_max, memory_curve, memory_peaks
+from .format import esc, fmt_bytes, fmt_us
+
+__all__ = ["memory_curve_svg", "memory_curve_figure"]
+
+_COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#e377c2"]
+
+
+def _nice_ticks(lo: float, hi: float, count: int = 5) -> np.ndarray:
+    if hi <= lo:
+        return np.array([lo])
+    raw = (hi - lo) / count
+    mag = 10 ** np.floor(np.log10(raw))
+    step = min((m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw), default=raw)
+    return np.arange(np.ceil(lo / step) * step, hi + step * 0.5, step)
+
+
+def memory_curve_svg(events: pd.DataFrame, width: int = 760, panel_height: int = 130) -> str:
+    """Allocated bytes over time, one small chart per device (each on its own scale, since CPU
+    and GPU totals differ by orders of magnitude); the peak marked and named with its op."""
+    curve = memory_curve(events)
+    if curve.empty:
+        return ""
+    left, right = 72, 16
+    pw = width - left - right
+    t0 = 0.0  # start_us counts from the profile's start, like every other view
+    t1 = max(float((events["start_us"] + events["dur_us"]).max()), t0 + 1e-3)
+    x_of = lambda t: left + (t - t0) / (t1 - t0) * pw  # noqa: E731
+    devices = list(curve.groupby("device", sort=True))
+    peaks = {p.device: p for p in memory_peaks(curve)}
+    head, axis_h, title_h = 18, 22, 30
+    height = head + len(devices) * (panel_height + title_h) + axis_h
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" style="font:11px sans-serif;background:#fff">',
+        f'<text x="{left}" y="13" font-weight="bold">Allocated memory over time</text>',
+        f'<text x="{left + pw}" y="13" text-anchor="end" fill="#666">'
+        "the allocator's total after each allocation or free</text>",
+    ]
+    y0 = head
+    for i, (device, d) in enumerate(devices):
+        color = _COLORS[i % len(_COLORS)]
+        p = peaks[device]
+        top = y0 + title_h
+        label = f"{device}: peak {fmt_bytes(p.peak_allocated_bytes)} at {fmt_us(p.peak_time_us - t0)}"
+        if p.peak_op:
+            label += f" in {p.peak_op}"
+        if device != "cpu" and p.peak_reserved_bytes >= 0:
+            label += f" · reserved up to {fmt_bytes(p.peak_reserved_bytes)}"
+        parts.append(f'<text x="{left}" y="{y0 + 20}" fill="{color}" font-weight="600">{esc(label)}</text>')
+        t = d["time_us"].to_numpy()
+        b = d["allocated_bytes"].to_numpy().astype(float)
+        lo, hi = float(min(b.min(), p.start_allocated_bytes)), float(b.max())
+        pad = max((hi - lo) * 0.08, 1.0)
+        lo, hi = max(lo - pad, 0.0), hi + pad
+        y_of = lambda v: top + panel_height - (v - lo) / (hi - lo) * panel_height  # noqa: E731
+        for tick in _nice_ticks(lo, hi, 3):
+            if lo <= tick <= hi:
+                y = y_of(tick)
+                parts.append(f'<line x1="{left}" x2="{left + pw}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eee"/>')
+                parts.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end" fill="#555">'
+                             f"{esc(fmt_bytes(tick))}</text>")
+        t, b = downsample_max(t, b, pw)
+        # a step curve from the profile's start: the total holds until the next event
+        xs = np.r_[x_of(t0), np.repeat(x_of(t), 2), x_of(t1)]
+        ys = np.r_[y_of(p.start_allocated_bytes), y_of(p.start_allocated_bytes), np.repeat(y_of(b), 2)[:-1],
+                   y_of(b[-1]), y_of(b[-1])][: len(xs)]
+        points = " ".join(f"{x:.1f},{y:.1f}" for x, y in zip(xs, ys))
+        parts.append(f'<polyline fill="none" stroke="{color}" stroke-width="1.5" points="{points}"/>')
+        px, py = x_of(p.peak_time_us), y_of(p.peak_allocated_bytes)
+        parts.append(f'<line x1="{px:.1f}" x2="{px:.1f}" y1="{top}" y2="{top + panel_height}" '
+                     f'stroke="{color}" stroke-dasharray="3,3" opacity="0.6"/>')
+        parts.append(f'<circle cx="{px:.1f}" cy="{py:.1f}" r="4" fill="{color}"><title>{esc(label)}</title></circle>')
+        parts.append(f'<line x1="{left}" x2="{left + pw}" y1="{top + panel_height}" y2="{top + panel_height}" stroke="#bbb"/>')
+        y0 = top + panel_height
+    for tick in _nice_ticks(0, (t1 - t0) / 1000.0, 6):
+        x = x_of(t0 + tick * 1000.0)
+        parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{y0}" y2="{y0 + 4}" stroke="#999"/>')
+        parts.append(f'<text x="{x:.1f}" y="{y0 + 16}" text-anchor="middle" fill="#555">{tick:g} ms</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def memory_curve_figure(events: pd.DataFrame):
+    """The same curve as a zoomable plotly figure (``result.memory_curve()``)."""
+    import plotly.graph_objects as go
+
+    curve = memory_curve(events)
+    fig = go.Figure()
+    t0 = 0.0  # ms since the profile's start
+    for device, d in curve.groupby("device", sort=True):
+        fig.add_trace(
+            go.Scatter(
+                x=(d["time_us"].to_numpy() - t0) / 1000.0,
+                y=d["allocated_bytes"].to_numpy(),
+                mode="lines",
+                line_shape="hv",
+                name=f"{device} allocated",
+                customdata=np.stack([d["op"].to_numpy(), d["delta_bytes"].to_numpy()], axis=1),
+                hovertemplate="%{y:,} B allocated<br>%{customdata[1]:+,} B in %{customdata[0]}<extra>%{fullData.name}</extra>",
+            )
+        )
+        fig.add_trace(
+            go.Scatter(x=(d["time_us"].to_numpy() - t0) / 1000.0, y=d["reserved_bytes"].to_numpy(), mode="lines",
+                       line_shape="hv", line_dash="dot", name=f"{device} reserved")
+        )
+    for p in memory_peaks(curve):
+        fig.add_annotation(x=(p.peak_time_us - t0) / 1000.0, y=p.peak_allocated_bytes,
+                           text=f"peak {fmt_bytes(p.peak_allocated_bytes)}" + (f" · {p.peak_op}" if p.peak_op else ""),
+                           showarrow=True, arrowhead=2)
+    fig.update_layout(title="Allocated memory", xaxis_title="time (ms)", yaxis_title="bytes", height=320,
+                      margin=dict(l=60, r=20, t=40, b=40), template="plotly_white")
+    return fig

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# One command: set up .venv and open JupyterLab on the tutorial notebooks.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+bash "$ROOT/scripts/setup.sh"
+cd "$ROOT/notebooks"
+exec "$ROOT/.venv/bin/jupyter" lab "$@"
