@@ -145,6 +145,9 @@ def datatable_html(
         maxColumns=0,
         layout={"topStart": "pageLength", "topEnd": "search", "bottomStart": "info", "bottomEnd": "paging"},
         warn_on_undocumented_option=False,
+        # a click anywhere on a header sorts (itables' default keeps header text selectable,
+        # so only the sort icon would)
+        text_in_header_can_be_selected=False,
         **paging,
     )
     return f'<div class="nbprof-table" style="overflow-x:auto;max-width:100%">{table}</div>'

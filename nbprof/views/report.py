@@ -475,3 +475,18 @@ class PythonReport:
     def __repr__(self) -> str:
         return self.text()
 
+
+
+class TimelineOutput:
+    """The zoomable timeline as its own output: the plotly figure for JupyterLab, Notebook 7 and
+    VS Code (which draw it with their own plotly.js), a static SVG for nbconvert and nbviewer."""
+
+    def __init__(self, profile: Any) -> None:
+        self.profile = profile
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        from .figure import figure_bundle
+        from .timeline import timeline_figure, timeline_svg
+
+        fig = timeline_figure(self.profile)
+        return figure_bundle(fig, html=timeline_svg(self.profile))

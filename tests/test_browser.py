@@ -1,0 +1,187 @@
+"""The report in real JupyterLab, in headless Chromium: tabs, tables, sorting, timeline, controls.
+
+Screenshots go to tests/artifacts/ (look at them when the report changes).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from .conftest import DATA, HAS_TORCH
+
+lab = pytest.importorskip("tests.lab")
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not HAS_TORCH, reason="needs torch"),
+    pytest.mark.skipif(not lab.chromium_available(), reason="Debian's chromium is not installed"),
+]
+
+ARTIFACTS = Path(__file__).parent / "artifacts"
+
+CELLS = [
+    "%load_ext nbprof\nimport nbprof, torch",
+    # 1: a live CPU profile with shapes and memory
+    "%%torchprof --memory --shapes -o first\n"
+    "for n in (16, 64, 256):\n"
+    "    a = torch.randn(n, n)\n"
+    "    for _ in range(3):\n"
+    "        b = torch.relu(a @ a)\n",
+    # 2: a recorded H100 profile: kernels, streams, memory
+    "nbprof.load_trace('cnn_train_cuda.trace.json.gz')",
+    # 3: the controls panel
+    "nbprof.controls()",
+    # 4: a run after the panel changed: no flags
+    "%%torchprof -o second -q\nc = torch.ones(64, 64) * 3",
+    # 5: cProfile
+    "%%cprofile -o cp\ndef f(n):\n    return sum(i * i for i in range(n))\n[f(2000) for _ in range(20)];",
+]
+
+
+def _notebook(path: Path) -> None:
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in CELLS]
+    nbformat.write(nb, path)
+
+
+def _run_cell(page, index: int) -> None:
+    page.evaluate(
+        """(i) => { const w = window.jupyterapp.shell.currentWidget;
+                    w.content.activeCellIndex = i;
+                    window.jupyterapp.commands.execute('notebook:run-cell'); }""",
+        index,
+    )
+    page.wait_for_function(
+        """(i) => { const w = window.jupyterapp.shell.currentWidget;
+                    const c = w.content.widgets[i];
+                    return w.sessionContext.session.kernel.status === 'idle' && c.model.executionCount !== null
+                        && !c.node.querySelector('.jp-InputPrompt').textContent.includes('*'); }""",
+        arg=index,
+        timeout=120_000,
+    )
+
+
+def _column(table, index: int) -> list[str]:
+    return table.locator(f"tbody tr td:nth-child({index})").all_inner_texts()
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory):
+    root = tmp_path_factory.mktemp("browser")
+    shutil.copy(DATA / "cnn_train_cuda.trace.json.gz", root)
+    _notebook(root / "report.ipynb")
+    ARTIFACTS.mkdir(exist_ok=True)
+    with lab.jupyterlab(root) as server, lab.browser(1500, 1100) as context:
+        page = lab.open_notebook(context, server, "report.ipynb")
+        for i in range(4):
+            _run_cell(page, i)
+        time.sleep(2)
+        yield page
+
+
+def test_no_error_outputs(session):
+    outputs = lab.cell_outputs(session)
+    errors = [o for cell in outputs for o in cell if o.get("output_type") == "error"]
+    assert not errors, errors
+    assert "Error displaying widget" not in session.content()
+
+
+def test_reports_have_tabs_and_tables(session):
+    cell = session.locator(".jp-Cell").nth(1)
+    labels = cell.locator(".nbprof-tabs > label").all_inner_texts()
+    assert labels[:5] == ["Operators", "By input shape", "Memory", "Kernels", "Timeline"]
+    assert cell.locator("table.dataTable").count() >= 3
+    cuda = session.locator(".jp-Cell").nth(2)
+    assert "Kernels" in cuda.locator(".nbprof-tabs > label").all_inner_texts()
+    cuda.locator(".nbprof-tabs > label", has_text="Kernels").click()
+    time.sleep(0.5)
+    kernels = cuda.locator(".nbprof-panel:visible table.dataTable")
+    assert kernels.count() == 1
+    assert any("sm80_xmma" in t for t in _column(kernels, 1))
+    session.locator(".jp-Cell").nth(2).screenshot(path=str(ARTIFACTS / "report-cuda-kernels.png"))
+
+
+def test_clicking_a_header_sorts(session):
+    cell = session.locator(".jp-Cell").nth(1)
+    cell.locator(".nbprof-tabs > label", has_text="Operators").click()
+    table = cell.locator(".nbprof-panel:visible table.dataTable").first
+    headers = table.locator("thead th").all_inner_texts()
+    calls = headers.index("Calls") + 1
+    before = _column(table, 1)
+    table.locator("thead th", has_text="Calls").click()
+    time.sleep(0.5)
+    after_names = _column(table, 1)
+    after_calls = [int(x.replace(",", "")) for x in _column(table, calls)]
+    assert after_names != before
+    assert after_calls == sorted(after_calls)  # ascending after one click
+    table.locator("thead th", has_text="Calls").click()
+    time.sleep(0.5)
+    desc = [int(x.replace(",", "")) for x in _column(table, calls)]
+    assert desc == sorted(desc, reverse=True)
+    # sorting a humanized column sorts by value, not by its text ("9.0 µs" < "1.00 ms")
+    table.locator("thead th", has_text="Self CPU").nth(1).click()
+    time.sleep(0.5)
+    self_cpu_col = headers.index("Self CPU") + 1
+    shown = _column(table, self_cpu_col)
+
+    def us(text: str) -> float:
+        v, unit = text.split()[0], text.split()[-1] if " " in text else "µs"
+        return float(v) * {"µs": 1, "ms": 1e3, "s": 1e6}.get(unit, 1) if text != "0" else 0.0
+
+    values = [us(t) for t in shown]
+    assert values == sorted(values) or values == sorted(values, reverse=True)
+    cell.screenshot(path=str(ARTIFACTS / "report-cpu-operators.png"))
+
+
+def test_memory_tab_shows_the_curve(session):
+    cell = session.locator(".jp-Cell").nth(2)
+    cell.locator(".nbprof-tabs > label", has_text="Memory").click()
+    time.sleep(0.5)
+    panel = cell.locator(".nbprof-panel:visible")
+    assert "peak" in (panel.locator("svg").first.text_content() or "")
+    assert panel.locator("table.dataTable").count() == 1
+    cell.screenshot(path=str(ARTIFACTS / "report-cuda-memory.png"))
+
+
+def test_timeline_renders(session):
+    cell = session.locator(".jp-Cell").nth(2)
+    cell.locator(".nbprof-tabs > label", has_text="Timeline").click()
+    time.sleep(0.5)
+    assert cell.locator(".nbprof-panel:visible svg").count() >= 1
+    plots = cell.locator(".jp-OutputArea .js-plotly-plot .main-svg")
+    assert plots.count() >= 1, "the zoomable timeline is shown under the report"
+    cell.screenshot(path=str(ARTIFACTS / "report-cuda-timeline.png"))
+
+
+def test_controls_panel_sets_the_next_runs_options(session):
+    cell = session.locator(".jp-Cell").nth(3)
+    toggles = cell.locator(".widget-toggle-button")
+    assert toggles.count() == 4
+    cuda = cell.locator(".widget-toggle-button", has_text="CUDA")
+    assert cuda.is_disabled()  # no CUDA on this machine; the panel says why
+    assert "CUDA off" in cell.inner_text()
+    cell.locator(".widget-toggle-button", has_text="Memory").click()
+    cell.locator(".widget-toggle-button", has_text="Shapes").click()
+    time.sleep(0.5)
+    assert "mod-active" in (cell.locator(".widget-toggle-button", has_text="Memory").get_attribute("class") or "")
+    _run_cell(session, 4)
+    collected = json.loads(lab.kernel_eval(session, "import json; print(json.dumps(second.collected))"))
+    assert collected["memory"] is True and collected["shapes"] is True and collected["cuda"] is False
+    cell.screenshot(path=str(ARTIFACTS / "controls.png"))
+
+
+def test_cprofile_report(session):
+    _run_cell(session, 5)
+    cell = session.locator(".jp-Cell").nth(5)
+    assert cell.locator(".nbprof-report").count() == 1
+    table = cell.locator("table.dataTable").first
+    assert any("(f)" in t for t in _column(table, 7))
+    lab.full_screenshot(session, str(ARTIFACTS / "notebook.png"))
