@@ -138,14 +138,14 @@ def _kernel_pids(lab: Lab) -> list[int]:
 
 
 @contextmanager
-def browser(width: int = 1400, height: int = 1000) -> Iterator[object]:
+def browser(width: int = 1400, height: int = 1000, javascript: bool = True) -> Iterator[object]:
     from playwright.sync_api import sync_playwright
 
     profile = tempfile.mkdtemp(prefix="nbprof-chromium-")
     with sync_playwright() as p:
         context = p.chromium.launch_persistent_context(
             profile, executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS,
-            viewport={"width": width, "height": height},
+            viewport={"width": width, "height": height}, java_script_enabled=javascript,
         )
         try:
             yield context

@@ -91,7 +91,11 @@ def library_html() -> str:
 
     from itables.javascript import generate_init_offline_itables_html
 
-    return generate_init_offline_itables_html(files("itables.html").joinpath("dt_bundle.js"))
+    html = generate_init_offline_itables_html(files("itables.html").joinpath("dt_bundle.js"))
+    # only the script: itables follows it with a banner ("is your notebook trusted?") that would
+    # show, in our reports, wherever scripts do not run
+    end = html.find("</script>")
+    return html[: end + len("</script>")] if end >= 0 else html
 
 
 def datatable_html(
@@ -103,7 +107,7 @@ def datatable_html(
     caption: str | None = None,
 ) -> str:
     """The interactive table of ``frame`` (its rows in their order; at most MAX_ROWS)."""
-    from itables import JavascriptFunction, to_html_datatable
+    from itables import JavascriptFunction
 
     rows = frame.head(MAX_ROWS)
     data = pd.DataFrame({c.header: rows[c.key].to_numpy() for c in columns})
@@ -130,8 +134,9 @@ def datatable_html(
         caption = f"{caption} · {extra}" if caption else extra
     # One table for header and body (DataTables' scrollX draws a second header table that
     # drifts out of alignment); a wrapper scrolls wide tables instead.
-    table = to_html_datatable(
+    table = _itables_html(
         data,
+        static_html(rows.head(page_length or len(rows)), columns, total=len(rows)),
         caption=caption,
         connected=False,
         allow_html=True,
@@ -152,3 +157,76 @@ def datatable_html(
     )
     return f'<div class="nbprof-table" style="overflow-x:auto;max-width:100%">{table}</div>'
 
+
+
+def _itables_html(data: pd.DataFrame, fallback: str, caption: str | None = None, **kwargs: Any) -> str:
+    """itables' ``to_html_datatable``, with our own static preview (humanized like the
+    interactive table) in place of itables' raw-number one. Uses itables' template functions
+    (pinned: itables>=2.9,<3; tests/test_exported.py checks both renderings)."""
+    from itables.javascript import (
+        check_itable_arguments,
+        check_table_id,
+        get_itable_arguments,
+        html_table_from_template,
+    )
+    from itables.typing import DTForITablesOptions
+
+    kwargs["table_id"] = table_id = check_table_id(kwargs.pop("table_id", None), kwargs, df=data)
+    dt_args = get_itable_arguments(data, caption, **kwargs)
+    dt_url = dt_args.pop("dt_url")
+    connected = dt_args.pop("connected")
+    logo = dt_args.pop("display_logo_when_loading", False)
+    check_itable_arguments(dict(dt_args), DTForITablesOptions)
+    return html_table_from_template(
+        table_id=table_id, dt_url=dt_url, connected=connected, display_logo_when_loading=logo,
+        kwargs=dt_args, fallback_html=fallback,
+    )
+
+
+def _fmt(unit: str, width: int) -> Any:
+    from .format import fmt_bytes, fmt_count, fmt_flops, fmt_s, fmt_us, shorten
+
+    return {
+        "time_us": fmt_us,
+        "time_s": fmt_s,
+        "bytes": fmt_bytes,
+        "count": fmt_count,
+        "flops": fmt_flops,
+        "share": lambda v: f"{100 * float(v):.1f}%",
+        "name": lambda v: shorten(v, width),
+    }.get(unit, str)
+
+
+def static_html(rows: pd.DataFrame, columns: list[Col], total: int) -> str:
+    """The first rows as a plain table with the interactive table's units, bars and hover names:
+    what shows where scripts do not run (GitHub, untrusted notebooks)."""
+    from .format import esc
+
+    head = "".join(
+        f'<th style="text-align:{"left" if c.unit in ("name", "text") else "right"}">{esc(c.header)}</th>'
+        for c in columns
+    )
+    body = []
+    formats = [_fmt(c.unit, c.width) for c in columns]
+    values = [rows[c.key].tolist() for c in columns]
+    for i in range(len(rows)):
+        tds = []
+        for c, fmt, vals in zip(columns, formats, values):
+            v = vals[i]
+            text = esc(fmt(v))
+            if c.unit == "share":
+                w = max(0.0, min(100.0, 100 * float(v))) * 0.6
+                tds.append(f'<td style="text-align:right;white-space:nowrap"><span style="display:inline-block;'
+                           f'height:0.75em;width:{w:.1f}px;background:#e8710a;margin-right:4px"></span>{text}</td>')
+            elif c.unit == "name":
+                tds.append(f'<td style="text-align:left;white-space:nowrap;font-family:monospace" '
+                           f'title="{esc(v)}">{text}</td>')
+            elif c.unit == "text":
+                tds.append(f'<td style="text-align:left;white-space:nowrap">{text}</td>')
+            else:
+                tds.append(f'<td style="text-align:right;white-space:nowrap">{text}</td>')
+        body.append("<tr>" + "".join(tds) + "</tr>")
+    more = total - len(rows)
+    note = f'<div style="color:#666">… {more:,} more rows (the DataFrame has all)</div>' if more > 0 else ""
+    return (f'<table style="border-collapse:collapse;font-size:12px"><thead><tr>{head}</tr></thead>'
+            f"<tbody>{''.join(body)}</tbody></table>{note}")
