@@ -46,7 +46,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .compare import Comparison
+    from .comparison import Comparison
     from .model import PythonProfile, TorchProfile
 
 
@@ -75,7 +75,7 @@ def load_trace(path: Any) -> "TorchProfile":
 
 def compare(before: Any, after: Any, **kwargs: Any) -> "Comparison":
     """Compare two profiles of the same kind (two torch profiles or two cProfile profiles)."""
-    from .compare import compare as _compare
+    from .comparison import compare as _compare
 
     return _compare(before, after, **kwargs)
 
@@ -113,7 +113,7 @@ def __getattr__(name: str) -> Any:
 
         return getattr(model, name)
     if name == "Comparison":
-        from .compare import Comparison
+        from .comparison import Comparison
 
         return Comparison
     raise AttributeError(f"module 'nbprof' has no attribute {name!r}")

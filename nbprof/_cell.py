@@ -229,6 +229,7 @@ class Run:
                 with_flops=opts.flops,
             )
             return TorchProfile.from_trace(data, profiler=self.session.profiler, **meta)
+        from .analysis.callgraph import other_threads_suspected
         from .model import PythonProfile
 
         meta = dict(
@@ -239,7 +240,13 @@ class Run:
             cell_error=_describe_error(self.error),
             code_names=_code_names(self.shell, {k[0] for k in (data or {})}),
         )
-        return PythonProfile(data or {}, meta, profiler=self.session.profiler)
+        profile = PythonProfile(data or {}, meta, profiler=self.session.profiler)
+        if sys.version_info >= (3, 12) and other_threads_suspected(profile.stats, profile.edges, self.wall_s):
+            profile.meta["notes"].append(
+                "other threads ran Python code during this cell: on Python 3.12+ cProfile records their "
+                "calls on the cell's stack, so their times (and the flame view) are not reliable"
+            )
+        return profile
 
     def _write_files(self, result: Any) -> None:
         opts = self.options
@@ -307,11 +314,18 @@ def begin(magic: str, flags: str) -> None:
             pass
     options = parse_flags(magic, flags, cell=True)
     run = Run(shell, magic, options)
+    # active before it starts: an interrupt landing right after the profiler starts must still
+    # find the run in end(), which stops it
+    _state.active = run
     try:
         run.start()
     except NbprofError as e:
+        _state.active = None
         raise UsageError(str(e)) from None
-    _state.active = run
+    except BaseException:
+        _state.active = None
+        run.session.stop()
+        raise
 
 
 def keep(value: Any) -> None:
@@ -375,13 +389,18 @@ def run_sync(shell: Any, magic: str, options: Any, code: str) -> Any:
         raise UsageError("a profiled cell is already running; profiles cannot nest")
     run = Run(shell, magic, options)
     compiled = _compile(shell, code)  # syntax errors surface before the profiler starts
+    value = None
+    error: BaseException | None = None
+    _state.active = run
     try:
         run.start()
     except NbprofError as e:
+        _state.active = None
         raise UsageError(str(e)) from None
-    _state.active = run
-    value = None
-    error: BaseException | None = None
+    except BaseException:
+        _state.active = None
+        run.session.stop()
+        raise
     try:
         value = _execute(shell, compiled)
     except BaseException as e:

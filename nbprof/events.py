@@ -94,7 +94,7 @@ def kind_categorical(codes: np.ndarray) -> pd.Categorical:
 
 def make_events_frame(
     *,
-    name: np.ndarray,
+    name: np.ndarray | pd.Categorical,
     kind: np.ndarray,
     device: np.ndarray,
     thread: np.ndarray,
@@ -103,7 +103,7 @@ def make_events_frame(
     dur_ns: np.ndarray,
     correlation: np.ndarray,
     external_id: np.ndarray,
-    input_shapes: np.ndarray | None,
+    input_shapes: np.ndarray | pd.Categorical | None,
     nbytes: np.ndarray,
     total_allocated: np.ndarray,
     total_reserved: np.ndarray,
@@ -116,16 +116,23 @@ def make_events_frame(
     """Build the events table from column arrays (kind as codes into KINDS, device as an index).
 
     ``device`` is the device index for device events and device-memory events, -1 for the CPU.
+    ``name`` and ``input_shapes`` are arrays of strings, or ``pd.Categorical`` already.
     """
     n = len(name)
-    name_codes, name_uniques = pd.factorize(name)
+    if isinstance(name, pd.Categorical):
+        names = name
+    else:
+        name_codes, name_uniques = pd.factorize(name)
+        names = pd.Categorical.from_codes(name_codes, categories=pd.Index(name_uniques, dtype=object))
     device_labels = _device_labels(kind, device, mem_device_type)
     if input_shapes is None:
         shapes = pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), categories=["[]"])
+    elif isinstance(input_shapes, pd.Categorical):
+        shapes = input_shapes
     else:
         shapes = pd.Categorical(input_shapes)
     columns = {
-        "name": pd.Categorical.from_codes(name_codes, categories=pd.Index(name_uniques, dtype=object)),
+        "name": names,
         "kind": kind_categorical(kind),
         "device": device_labels,
         "thread": thread.astype(np.int64, copy=False),

@@ -39,6 +39,7 @@ class TorchProfile:
         self.profiler = profiler
         self._averages: dict[str, pd.DataFrame] = {}
         self._summary: TorchSummary | None = None
+        self._timeline: Any = None
 
     @classmethod
     def from_trace(cls, trace: TraceData, *, profiler: Any = None, **meta: Any) -> "TorchProfile":
@@ -95,6 +96,12 @@ class TorchProfile:
         """Save the profile; ``nbprof.load_trace(path)`` gives it back."""
         return self.to_chrome_trace(path)
 
+    def to_html(self, path: str | os.PathLike, title: str | None = None) -> str:
+        """Write the report as one HTML file that opens offline, tables and timeline working."""
+        from .views.page import write_standalone_html
+
+        return write_standalone_html(self, path, title)
+
     # -- display --------------------------------------------------------------------------------
 
     def report(self, **view: Any) -> Any:
@@ -103,8 +110,96 @@ class TorchProfile:
 
         return TorchReport(self, **view)
 
+    def timeline(self, *, python: bool = False, window: tuple[float, float] | None = None, **kwargs: Any) -> Any:
+        """The timeline as a plotly ``Figure``: a lane per CPU thread and device stream, nested
+        ops as levels, kernels on their streams; zoom with a drag, hover for details.
+        ``python=True`` adds the Python frames; ``window=(start_ms, end_ms)`` draws a part in
+        full detail."""
+        from .views.timeline import timeline_figure
+
+        return timeline_figure(self, python=python, window=window, **kwargs)
+
+    def memory_curve(self) -> Any:
+        """Allocated (and reserved) memory over time as a plotly ``Figure`` (needs ``--memory``)."""
+        from .views.memory import memory_curve_figure
+
+        return memory_curve_figure(self._events)
+
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         return self.report()._repr_mimebundle_(include, exclude)
+
+    def timeline_view(self) -> Any:
+        """The timeline for display (prepared once, shared by the report's overview and the
+        zoomable figure under it)."""
+        if self._timeline is None:
+            from .views.timeline import TimelineView
+
+            self._timeline = TimelineView(self)
+        return self._timeline
+
+    def _ipython_display_(self) -> None:
+        """In IPython: the report, then the zoomable timeline as an output of its own (a plotly
+        figure cannot live inside the persistent HTML report without megabytes of plotly.js)."""
+        from IPython.display import display
+
+        display(self.report())
+        if self.summary.events:
+            display(self.timeline_view())
+
+    # -- analyses (issue 7) ------------------------------------------------------------------------
+
+    @property
+    def findings(self) -> pd.DataFrame:
+        """What the profile says: ``kind, severity, message, evidence`` (see
+        ``nbprof.analysis.findings`` for every kind and its thresholds)."""
+        if getattr(self, "_findings", None) is None:
+            from .analysis.findings import torch_findings
+
+            self._findings = torch_findings(self)
+        return self._findings.copy(deep=False)
+
+    def ranges(self) -> pd.DataFrame:
+        """The ``record_function`` labels: count, mean and total time, share of the span, and the
+        device time launched under each (``nbprof.analysis.ranges``)."""
+        if getattr(self, "_ranges", None) is None:
+            from .analysis.ranges import ranges
+
+            self._ranges = ranges(self._events, self.meta)
+        return self._ranges.copy(deep=False)
+
+    def steps(self) -> pd.DataFrame:
+        """One row per recorded step of a ``--schedule`` loop (``nbprof.analysis.steps``)."""
+        if getattr(self, "_steps", None) is None:
+            from .analysis.steps import steps
+
+            self._steps = steps(self._events, self.meta)
+        return self._steps.copy(deep=False)
+
+    def step_breakdown(self, by: str = "op", metric: str | None = None) -> pd.DataFrame:
+        """The steps side by side: one row per op (``by="op"``), label (``"range"``) or kernel
+        (``"kernel"``), one column per step."""
+        from .analysis.steps import step_breakdown
+
+        return step_breakdown(self._events, by=by, metric=metric)
+
+    def ranks(self) -> Any:
+        """Per-rank comparison of a profile merged from several ranks (``load_trace(folder)``):
+        ``.table``, ``.slowest``, ``.imbalance``, ``.differences`` (``nbprof.analysis.ranks``)."""
+        if getattr(self, "_ranks", None) is None:
+            from .analysis.ranks import rank_report
+
+            self._ranks = rank_report(self._events, self.meta)
+        return self._ranks
+
+    @property
+    def device_stats(self) -> Any:
+        """Per device: busy fraction over the profiled span, peak allocated / reserved memory;
+        per stream: busy time (``nbprof.analysis.device_stats``)."""
+        if getattr(self, "_device_stats", None) is None:
+            from .analysis.device_stats import device_stats
+
+            self._device_stats = device_stats(self._events, self.meta)
+        return self._device_stats
 
     def __repr__(self) -> str:
         s = self.summary
@@ -168,6 +263,36 @@ class PythonProfile:
 
         return callees(self._stats, self._edges, fn)
 
+    def call_tree(self, *, min_fraction: float = 0.005, max_nodes: int = 2000) -> pd.DataFrame:
+        """The call tree behind the flame view, one row per box (see ``nbprof.analysis.flame``):
+        ``id, parent, name, label, filename, lineno, function, value_s, self_s, ncalls, depth,
+        recursive, kind, family, package``. The root (``"cell"``) holds the time spent inside
+        the functions the cell called; children worth less than ``min_fraction`` of it are merged
+        into "other" boxes, and the tree has at most ``max_nodes`` rows."""
+        from .analysis.flame import call_tree
+
+        key = (float(min_fraction), int(max_nodes))
+        cache = self.__dict__.setdefault("_trees", {})
+        if key not in cache:
+            cache[key] = call_tree(self._stats, self._edges, min_fraction=key[0], max_nodes=key[1],
+                                   code_names=self.meta.get("code_names"))
+        return cache[key].copy(deep=False)
+
+    def flame(self, *, min_fraction: float = 0.005, max_nodes: int = 2000, maxdepth: int = 6,
+              height: int | None = None, title: str | None = None) -> Any:
+        """The flame view: a plotly icicle of :meth:`call_tree`, sized by cumulative time; click a
+        box to zoom in. In a notebook it draws itself (no plotly renderer setup needed)."""
+        from .views.flame import flame_figure
+
+        tree = self.call_tree(min_fraction=min_fraction, max_nodes=max_nodes)
+        return flame_figure(tree, maxdepth=maxdepth, height=height, title=title)
+
+    def to_html(self, path: str | os.PathLike, title: str | None = None) -> str:
+        """Write the report as one HTML file that opens offline."""
+        from .views.page import write_standalone_html
+
+        return write_standalone_html(self, path, title)
+
     def dump(self, path: str | os.PathLike) -> str:
         """Write a ``.prof`` file (``pstats``, snakeviz and gprof2dot open it)."""
         path = os.fspath(path)
@@ -180,8 +305,28 @@ class PythonProfile:
 
         return PythonReport(self, **view)
 
+    def _ipython_display_(self) -> None:
+        """In IPython: the report, then the zoomable flame view as an output of its own."""
+        from IPython.display import display
+
+        display(self.report())
+        if len(self._stats):
+            display(self.flame())
+
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         return self.report()._repr_mimebundle_(include, exclude)
+
+    # -- analyses (issue 7) ------------------------------------------------------------------------
+
+    @property
+    def findings(self) -> pd.DataFrame:
+        """What the profile says: ``kind, severity, message, evidence`` (``top_function``,
+        ``hot_function``; see ``nbprof.analysis.findings``)."""
+        if getattr(self, "_findings", None) is None:
+            from .analysis.findings import python_findings
+
+            self._findings = python_findings(self)
+        return self._findings.copy(deep=False)
 
     def __repr__(self) -> str:
         calls = int(self._stats["ncalls"].sum())

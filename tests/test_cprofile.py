@@ -8,7 +8,7 @@ import pytest
 
 from nbprof.errors import OptionError
 
-from .conftest import run
+from .conftest import reports, run
 
 WORKLOAD = """
 def leaf(n):
@@ -102,7 +102,8 @@ def test_dump_flag_and_report(shell, tmp_path):
     target = tmp_path / "out.prof"
     result, captured = run(shell, f"%%cprofile --dump {target} -s cumtime -l 3\n{WORKLOAD}")
     assert target.exists() and pstats.Stats(str(target)).total_calls > 0
-    text = captured.outputs[-1].data["text/plain"]
+    [report] = reports(captured)
+    text = report["text/plain"]
     assert text.startswith("cProfile: ")
     lines = [l for l in text.splitlines() if l and l[0] == " " or l[:1].isdigit()]
     assert "3 of " in text  # the limit

@@ -231,16 +231,24 @@ def test_real_interrupt_releases_the_profiler(shell, magic):
     """A real SIGINT-style interrupt (interrupt_main) while the cell is busy."""
     import _thread
 
-    timer = threading.Timer(0.3, _thread.interrupt_main)
-    body = "import time\nend = time.time() + 10\nn = 0\nwhile time.time() < end:\n    n += sum(range(100))"
+    shell.user_ns.pop("interrupt_probe", None)
+
+    def interrupt_when_looping():
+        # interrupt inside the user's loop, not during nbprof's own start-up
+        deadline = time.time() + 20
+        while shell.user_ns.get("interrupt_probe", 0) < 100 and time.time() < deadline:
+            time.sleep(0.01)
+        _thread.interrupt_main()
+
+    body = ("import time\nend = time.time() + 10\ninterrupt_probe = 0\nwhile time.time() < end:\n"
+            "    interrupt_probe += 1\n    sum(range(100))")
     if magic == "torchprof":
         body = "import torch\n" + body + "\n    torch.ones(8).add_(1)"
-    timer.start()
-    try:
-        t0 = time.time()
-        result, captured = run(shell, f"%%{magic} -o interrupted\n{body}")
-    finally:
-        timer.cancel()
+    thread = threading.Thread(target=interrupt_when_looping, daemon=True)
+    thread.start()
+    t0 = time.time()
+    result, captured = run(shell, f"%%{magic} -o interrupted\n{body}")
+    thread.join(timeout=5)
     assert isinstance(result.error_in_exec, KeyboardInterrupt)
     assert time.time() - t0 < 8
     assert shell.user_ns["interrupted"].meta["cell_error"] == "KeyboardInterrupt"

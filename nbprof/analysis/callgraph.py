@@ -15,7 +15,7 @@ import pandas as pd
 
 from ..errors import OptionError
 
-__all__ = ["match_function", "callers", "callees", "function_key"]
+__all__ = ["match_function", "callers", "callees", "function_key", "top_level_time", "other_threads_suspected"]
 
 _LOCATION = re.compile(r"^(?P<file>.*):(?P<line>\d+)\((?P<name>.*)\)$")
 
@@ -92,3 +92,34 @@ def callees(stats: pd.DataFrame, edges: pd.DataFrame, fn: Any) -> pd.DataFrame:
     f, line, name = match_function(stats, fn)
     mask = (edges["caller_filename"] == f) & (edges["caller_lineno"] == line) & (edges["caller_function"] == name)
     return _edge_view(edges, mask, "callee")
+
+
+def top_level_time(stats: pd.DataFrame, edges: pd.DataFrame) -> float:
+    """Time spent inside the functions the cell called itself (the flame view's root). On one
+    thread it equals the sum of tottime (pstats' "in N seconds") up to rounding."""
+    import math
+
+    from .flame import _Graph
+
+    return math.fsum(v for _, v, _ in _Graph(stats, edges).top_level())
+
+
+def other_threads_suspected(stats: pd.DataFrame, edges: pd.DataFrame, wall_s: float | None) -> bool:
+    """True when the profile cannot come from one thread's stack.
+
+    Python 3.12+ cProfile hooks ``sys.monitoring``, which reports every thread's calls; cProfile
+    puts them all on one stack, so a thread running Python code during the cell (one the cell
+    started, or a background one such as ipykernel's output thread when the cell prints) mixes
+    into the profile with wrong times. Two signs that never occur on one thread: a function
+    with more own time than cumulative time, or more time inside top-level functions than the
+    cell took (``wall_s``).
+    """
+    if not len(stats):
+        return False
+    tt = stats["tottime_s"].to_numpy()
+    ct = stats["cumtime_s"].to_numpy()
+    if ((tt - ct) > 1e-6 + 1e-6 * ct).any():
+        return True
+    if wall_s is not None and wall_s > 0:
+        return top_level_time(stats, edges) > 1.02 * wall_s + 1e-4
+    return False

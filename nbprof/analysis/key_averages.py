@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..events import KIND_CODE, time_ns
+from ..events import KIND_CODE, KINDS, time_ns
 from ..errors import OptionError
 
 __all__ = ["key_averages", "KEY_AVERAGE_COLUMNS", "GROUP_BY", "averaged_rows"]
@@ -74,81 +74,143 @@ def key_averages(
 
     ``group_by``: "op" (name), "shape" (name and input shapes) or "stack" (name and the Python
     call stack, which ``stacks`` gives per event).
+
+    Rows come in the order their keys first appear in the events table (as pandas'
+    ``groupby(sort=False)``). Grouping is integer codes and ``np.bincount``: no copy of the
+    table, no per-row Python objects.
     """
     if group_by not in GROUP_BY:
         raise OptionError(f"group_by must be one of {', '.join(GROUP_BY)}; got {group_by!r}")
+    if group_by == "stack" and stacks is None:
+        raise OptionError("grouping by stack needs Python stacks: profile with --stack")
     rows = np.flatnonzero(averaged_rows(events))
-    sub = events.iloc[rows]
-    kind = sub["kind"]
-    is_tree = np.isin(kind.cat.codes.to_numpy(), _TREE_KINDS)
-    is_mem = np.isin(kind.cat.codes.to_numpy(), [KIND_CODE["memory"], KIND_CODE["oom"]])
+    kind_all = events["kind"].cat.codes.to_numpy()
+    kind = kind_all[rows]
+    is_tree = np.isin(kind, _TREE_KINDS)
+    is_mem = (kind == KIND_CODE["memory"]) | (kind == KIND_CODE["oom"])
 
-    dur = sub["dur_us"].to_numpy()
-    names = sub["name"]
-    key_name = _key_names(names)
-    cpu_mem = sub["cpu_mem_bytes"].to_numpy()
-    dev_mem = sub["device_mem_bytes"].to_numpy()
-    self_cpu_mem = sub["self_cpu_mem_bytes"].to_numpy()
-    self_dev_mem = sub["self_device_mem_bytes"].to_numpy()
+    def col(name: str) -> np.ndarray:
+        return events[name].to_numpy()[rows]
+
+    dur = col("dur_us")
+    cpu_mem = col("cpu_mem_bytes")
+    dev_mem = col("device_mem_bytes")
+    self_cpu_mem = col("self_cpu_mem_bytes")
+    self_dev_mem = col("self_device_mem_bytes")
     if is_mem.any():
         # a loose memory event is its own "[memory]" row: its bytes, on its device
-        nbytes = sub["bytes"].to_numpy()
-        on_cpu = (sub["device"] == "cpu").to_numpy()
+        nbytes = col("bytes")
+        on_cpu = events["device"].cat.codes.to_numpy()[rows] == _cpu_code(events)
         cpu_mem = np.where(is_mem, np.where(on_cpu, nbytes, 0), cpu_mem)
         dev_mem = np.where(is_mem, np.where(on_cpu, 0, nbytes), dev_mem)
         self_cpu_mem = np.where(is_mem, cpu_mem, self_cpu_mem)
         self_dev_mem = np.where(is_mem, dev_mem, self_dev_mem)
+    values = {
+        "self_cpu_us": np.where(is_tree, col("self_cpu_us"), 0.0),
+        "cpu_total_us": np.where(is_tree, dur, 0.0),
+        "self_device_us": col("self_device_us"),
+        "device_total_us": col("device_total_us"),
+        "self_cpu_mem_bytes": self_cpu_mem,
+        "cpu_mem_bytes": cpu_mem,
+        "self_device_mem_bytes": self_dev_mem,
+        "device_mem_bytes": dev_mem,
+        "flops": col("flops"),
+    }
 
-    frame = pd.DataFrame(
-        {
-            "name": key_name,
-            "kind": kind.to_numpy(),
-            "self_cpu_us": np.where(is_tree, sub["self_cpu_us"].to_numpy(), 0.0),
-            "cpu_total_us": np.where(is_tree, dur, 0.0),
-            "self_device_us": sub["self_device_us"].to_numpy(),
-            "device_total_us": sub["device_total_us"].to_numpy(),
-            "self_cpu_mem_bytes": self_cpu_mem,
-            "cpu_mem_bytes": cpu_mem,
-            "self_device_mem_bytes": self_dev_mem,
-            "device_mem_bytes": dev_mem,
-            "flops": sub["flops"].to_numpy(),
-        }
-    )
-    keys = ["name", "kind"]
+    # the key of each row as one integer: (name, [shape | stack], kind)
+    name_codes, name_labels = _key_names(events["name"])
+    key = name_codes[rows].astype(np.int64)
+    extra_labels: np.ndarray | None = None
     if group_by == "shape":
-        frame["input_shapes"] = sub["input_shapes"].to_numpy()
-        keys.insert(1, "input_shapes")
+        shapes = events["input_shapes"]
+        extra_codes = shapes.cat.codes.to_numpy()[rows].astype(np.int64)
+        extra_labels = np.asarray(shapes.cat.categories, dtype=object)
     elif group_by == "stack":
-        if stacks is None:
-            raise OptionError("grouping by stack needs Python stacks: profile with --stack")
-        frame["stack"] = stacks.to_numpy()[rows]
-        keys.insert(1, "stack")
+        extra_codes, extra_labels = pd.factorize(np.asarray(stacks.to_numpy(), dtype=object)[rows])
+        extra_labels = np.asarray(extra_labels, dtype=object)
+        extra_codes = extra_codes.astype(np.int64)
+    if extra_labels is not None:
+        key = key * (len(extra_labels) + 1) + extra_codes
+    key = key * len(KINDS) + kind
+    group, first = _first_appearance_codes(key)
+    k = len(first)
+    count = np.bincount(group, minlength=k).astype(np.int64)
 
-    grouped = frame.groupby(keys, sort=False, observed=True, dropna=False)
-    out = grouped[list(_SUMMED)].sum()
-    out.insert(0, "count", grouped.size())
-    out = out.reset_index()
-    out["cpu_avg_us"] = out["cpu_total_us"] / out["count"]
-    out["device_avg_us"] = out["device_total_us"] / out["count"]
+    out: dict[str, np.ndarray] = {"name": name_labels[name_codes[rows][first]]}
+    if extra_labels is not None:
+        column = "input_shapes" if group_by == "shape" else "stack"
+        out[column] = extra_labels[extra_codes[first]]
+    out["count"] = count
+    sums = {c: _group_sum(group, v, k) for c, v in values.items()}
+    out.update(
+        self_cpu_us=sums["self_cpu_us"],
+        cpu_total_us=sums["cpu_total_us"],
+        cpu_avg_us=_average(sums["cpu_total_us"], count),
+        self_device_us=sums["self_device_us"],
+        device_total_us=sums["device_total_us"],
+        device_avg_us=_average(sums["device_total_us"], count),
+        self_cpu_mem_bytes=sums["self_cpu_mem_bytes"],
+        cpu_mem_bytes=sums["cpu_mem_bytes"],
+        self_device_mem_bytes=sums["self_device_mem_bytes"],
+        device_mem_bytes=sums["device_mem_bytes"],
+        flops=sums["flops"],
+        kind=np.asarray(KINDS, dtype=object)[kind[first]],
+    )
     columns = list(KEY_AVERAGE_COLUMNS)
     if group_by == "shape":
         columns.insert(1, "input_shapes")
     elif group_by == "stack":
         columns.insert(1, "stack")
-    out = out[columns]
-    for c in ("self_cpu_mem_bytes", "cpu_mem_bytes", "self_device_mem_bytes", "device_mem_bytes", "flops", "count"):
-        out[c] = out[c].astype(np.int64)
-    out["name"] = out["name"].astype(object)
+    frame = pd.DataFrame({c: out[c] for c in columns}, columns=columns)
+    frame["name"] = pd.Series(out["name"], dtype=object)  # names stay Python strings (object)
+    return frame
+
+
+def _cpu_code(events: pd.DataFrame) -> int:
+    categories = list(events["device"].cat.categories)
+    return categories.index("cpu") if "cpu" in categories else -1
+
+
+def _first_appearance_codes(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Group number of each row, groups numbered in order of first appearance; and the first row
+    of each group."""
+    if len(key) == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    codes, _ = pd.factorize(key)  # hashing; codes in order of first appearance
+    seen = np.maximum.accumulate(codes)
+    first = np.flatnonzero(np.r_[True, seen[1:] > seen[:-1]])  # where a new code shows up
+    return codes.astype(np.int64, copy=False), first
+
+
+def _group_sum(group: np.ndarray, values: np.ndarray, k: int) -> np.ndarray:
+    """Per-group sums: float columns as float64; integer columns exactly as int64."""
+    if values.dtype.kind == "f":
+        return np.bincount(group, weights=values, minlength=k)
+    values = values.astype(np.int64, copy=False)
+    total = np.abs(values).sum() if len(values) else 0
+    if total < 2**53:  # every partial sum is an integer a float64 holds exactly
+        return np.rint(np.bincount(group, weights=values, minlength=k)).astype(np.int64)
+    out = np.zeros(k, dtype=np.int64)
+    np.add.at(out, group, values)
     return out
 
 
-def _key_names(names: pd.Series) -> np.ndarray:
-    """torch's keys: "ProfilerStep#3" and friends all count as "ProfilerStep*"."""
+def _average(total: np.ndarray, count: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return total / count
+
+
+def _key_names(names: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """torch's keys: "ProfilerStep#3" and friends all count as "ProfilerStep*".
+
+    Returns each row's key code and the key names."""
     cats = names.cat.categories
     renamed = np.array(
         ["ProfilerStep*" if str(c).startswith("ProfilerStep#") else c for c in cats], dtype=object
     )
-    return renamed[names.cat.codes.to_numpy()]
+    key_of_cat, labels = pd.factorize(renamed) if len(renamed) else (np.zeros(0, np.int64), renamed)
+    codes = names.cat.codes.to_numpy()
+    return key_of_cat[codes], np.asarray(labels, dtype=object)
 
 
 def _outside_all(events: pd.DataFrame, kind: np.ndarray) -> np.ndarray:
@@ -160,15 +222,33 @@ def _outside_all(events: pd.DataFrame, kind: np.ndarray) -> np.ndarray:
     from .tree import lanes
 
     _, process = lanes(events)
-    tree = np.isin(kind, _TREE_KINDS) & (events["thread"].to_numpy() >= 0)
-    start = time_ns(events["start_us"].to_numpy())
-    end = start + time_ns(events["dur_us"].to_numpy())
-    for proc in np.unique(process[is_mem]):
+    thread = events["thread"].to_numpy()
+    tree = np.isin(kind, _TREE_KINDS) & (thread >= 0)
+    start_us = events["start_us"].to_numpy()
+    dur_us = events["dur_us"].to_numpy()
+    mem = np.flatnonzero(is_mem)
+    t = time_ns(start_us[mem])
+    undecided = np.ones(len(mem), dtype=bool)
+    if "parent" in events.columns:
+        # the tree hung most memory events from a CPU event of their thread that contains them
+        p = events["parent"].to_numpy()[mem]
+        has = np.flatnonzero(p >= 0)
+        ph = p[has]
+        p_start = time_ns(start_us[ph])
+        inside = tree[ph] & (p_start <= t[has]) & (t[has] <= p_start + time_ns(dur_us[ph]))
+        undecided[has[inside]] = False
+    rest = np.flatnonzero(undecided)
+    if len(rest) == 0:
+        return out
+    # the others: count the tree events of their process open at their time
+    start = time_ns(start_us)
+    end = start + time_ns(dur_us)
+    for proc in np.unique(process[mem[rest]]).tolist():
         in_proc = process == proc
         starts = np.sort(start[tree & in_proc])
         ends = np.sort(end[tree & in_proc])
-        mem = np.flatnonzero(is_mem & in_proc)
-        t = start[mem]
-        open_count = np.searchsorted(starts, t, side="right") - np.searchsorted(ends, t, side="left")
-        out[mem] = open_count <= 0
+        sel = rest[process[mem[rest]] == proc]
+        tq = t[sel]
+        open_count = np.searchsorted(starts, tq, side="right") - np.searchsorted(ends, tq, side="left")
+        out[mem[sel]] = open_count <= 0
     return out

@@ -61,27 +61,20 @@ def build_tree(events: pd.DataFrame) -> pd.DataFrame:
     n = len(events)
     kind = events["kind"].cat.codes.to_numpy()
     start = time_ns(events["start_us"].to_numpy())
-    end = start + time_ns(events["dur_us"].to_numpy())
+    dur = time_ns(events["dur_us"].to_numpy())
+    end = start + dur
     thread, process = lanes(events)
 
     in_tree = np.isin(kind, _TREE_KINDS) & (thread >= 0)
-    rows = np.flatnonzero(in_tree)
-    # nesting order: by thread, start, longest first; ties keep the file's order (stable sort)
-    rows = rows[np.lexsort((-end[rows], start[rows], thread[rows]))]
+    rows = _nesting_order(np.flatnonzero(in_tree), thread, start, end)
     s, e, t = start[rows], end[rows], thread[rows]
 
-    parent_pos, sub_end = _nest(s, e, t)
+    parent_pos, sub_end, depth_pos = _nest(s, e, t)
+    m = len(rows)
 
     parent = np.full(n, -1, dtype=np.int64)
     has_parent = parent_pos >= 0
     parent[rows[has_parent]] = rows[parent_pos[has_parent]]
-
-    # depth from the nesting ranges: +1 where a range opens, -1 after it closes
-    m = len(rows)
-    delta = np.zeros(m + 1, dtype=np.int64)
-    delta[:m] += 1
-    np.add.at(delta, sub_end, -1)
-    depth_pos = np.cumsum(delta)[:m] - 1
     depth = np.full(n, -1, dtype=np.int64)
     depth[rows] = depth_pos
 
@@ -91,7 +84,6 @@ def build_tree(events: pd.DataFrame) -> pd.DataFrame:
 
     # kernels -> the op that launched them (merged ops hand theirs to the op that absorbed them)
     external_id = events["external_id"].to_numpy()
-    dur = end - start
     launcher = _launchers(kind, external_id, in_tree)
     launcher = np.where(launcher >= 0, _survivor(launcher, merged, parent), -1)
     is_work = np.isin(kind, _DEVICE_WORK_KINDS)
@@ -99,45 +91,95 @@ def build_tree(events: pd.DataFrame) -> pd.DataFrame:
     own_kernel_ns = np.bincount(launcher[attributed], weights=dur[attributed], minlength=n)
 
     # device time of a subtree: prefix sums of own kernel time in nesting order
-    prefix = np.concatenate(([0.0], np.cumsum(own_kernel_ns[rows])))
-    pos = np.arange(m)
     device_total_ns = np.zeros(n)
-    device_total_ns[rows] = prefix[sub_end] - prefix[pos]
+    if attributed.any():
+        prefix = np.concatenate(([0.0], np.cumsum(own_kernel_ns[rows])))
+        device_total_ns[rows] = prefix[sub_end] - prefix[:m]
 
     live_child = in_tree & ~merged & (live_parent >= 0)
-    children_dur = np.bincount(live_parent[live_child], weights=dur[live_child], minlength=n)
+    child_parent = live_parent[live_child]
+    children_dur = np.bincount(child_parent, weights=dur[live_child], minlength=n)
     self_cpu_ns = np.where(in_tree, dur - children_dur, 0.0)
 
-    cpu_mem, device_mem = _memory_in_intervals(events, kind, start, end, in_tree, process)
-    children_cpu_mem = np.bincount(live_parent[live_child], weights=cpu_mem[live_child], minlength=n)
-    children_dev_mem = np.bincount(live_parent[live_child], weights=device_mem[live_child], minlength=n)
+    cpu_mem, device_mem = _memory_in_intervals(events, kind, start, end, rows, s, e, process)
+    if cpu_mem is not None:
+        children_cpu_mem = np.bincount(child_parent, weights=cpu_mem[live_child], minlength=n)
+        children_dev_mem = np.bincount(child_parent, weights=device_mem[live_child], minlength=n)
+        self_cpu_mem = np.where(in_tree, cpu_mem - children_cpu_mem, 0).astype(np.int64)
+        self_dev_mem = np.where(in_tree, device_mem - children_dev_mem, 0).astype(np.int64)
+        cpu_mem = cpu_mem.astype(np.int64)
+        device_mem = device_mem.astype(np.int64)
+    else:
+        cpu_mem = device_mem = self_cpu_mem = self_dev_mem = np.zeros(n, dtype=np.int64)
 
     device_total_us = device_total_ns / 1000.0
     self_device_us = np.where(in_tree, own_kernel_ns / 1000.0, 0.0)
-    device_work_us = np.where(is_work, dur / 1000.0, 0.0)
-    # a kernel's own row: all of its time is device time, and all of it "self"
-    device_total_us = np.where(is_work, device_work_us, device_total_us)
-    self_device_us = np.where(is_work, device_work_us, self_device_us)
+    if is_work.any():
+        # a kernel's own row: all of its time is device time, and all of it "self"
+        device_work_us = dur / 1000.0
+        device_total_us = np.where(is_work, device_work_us, device_total_us)
+        self_device_us = np.where(is_work, device_work_us, self_device_us)
 
     # device events hang from the op that launched them; memory events from the innermost
     # CPU event of their thread that was open when they happened
     parent = np.where(attributed, launcher, parent)
-    parent = _attach_instants(parent, kind, start, thread, rows, s, e, t)
+    parent = _attach_instants(parent, kind, start, thread, rows, s, e, t, parent_pos)
     parent = _attach_python(parent, events, kind)
     parent = np.where(in_tree & ~merged, live_parent, parent)
 
-    out = events.copy(deep=False)
-    out["parent"] = parent
-    out["depth"] = depth
-    out["merged"] = merged
-    out["self_cpu_us"] = self_cpu_ns / 1000.0
-    out["device_total_us"] = device_total_us
-    out["self_device_us"] = self_device_us
-    out["cpu_mem_bytes"] = cpu_mem.astype(np.int64)
-    out["self_cpu_mem_bytes"] = np.where(in_tree, cpu_mem - children_cpu_mem, 0).astype(np.int64)
-    out["device_mem_bytes"] = device_mem.astype(np.int64)
-    out["self_device_mem_bytes"] = np.where(in_tree, device_mem - children_dev_mem, 0).astype(np.int64)
+    # one new frame over the same column arrays (no copies; faster than adding columns one by one)
+    columns = {c: events[c].array for c in events.columns}
+    columns.update(
+        parent=parent,
+        depth=depth,
+        merged=merged,
+        self_cpu_us=self_cpu_ns / 1000.0,
+        device_total_us=device_total_us,
+        self_device_us=self_device_us,
+        cpu_mem_bytes=cpu_mem,
+        self_cpu_mem_bytes=self_cpu_mem,
+        device_mem_bytes=device_mem,
+        self_device_mem_bytes=self_dev_mem,
+    )
+    out = pd.DataFrame(columns, index=events.index, copy=False)
+    out.attrs = dict(events.attrs)
     return out
+
+
+def _nesting_order(rows: np.ndarray, thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """``rows`` sorted by thread, start, longest first; ties keep the file's order.
+
+    One stable sort of a (thread rank, start) integer: rows come nearly sorted from the file,
+    which timsort takes in about one pass; the rare (thread, start) ties are then ordered by
+    end. Falls back to a three-key lexsort when the key would not fit in 63 bits."""
+    if len(rows) == 0:
+        return rows
+    t, st = thread[rows], start[rows]
+    threads, t_code = _factorize_sorted(t)
+    lo, hi = int(st.min()), int(st.max())
+    span = hi - lo + 1
+    if len(threads) * span >= (1 << 62):
+        return rows[np.lexsort((-end[rows], st, t))]
+    key = t_code.reshape(-1).astype(np.int64) * span + (st - lo)
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    out = rows[order]
+    tie = np.flatnonzero(key[1:] == key[:-1])
+    if len(tie):
+        # runs of equal (thread, start): longest first, file order among equals
+        tied = np.unique(np.concatenate((tie, tie + 1)))
+        run = np.cumsum(np.r_[True, np.diff(tied) > 1] | np.r_[True, key[tied[1:]] != key[tied[:-1]]])
+        sub = np.lexsort((-end[out[tied]], run))
+        out[tied] = out[tied][sub]
+    return out
+
+
+def _factorize_sorted(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted unique values, code of each value in them); hashing, then sorting the few uniques."""
+    codes, uniques = pd.factorize(values)
+    rank = np.empty(len(uniques), dtype=np.int64)
+    rank[np.argsort(uniques, kind="stable")] = np.arange(len(uniques))
+    return np.sort(uniques), rank[codes]
 
 
 # --------------------------------------------------------------------------------------- nesting
@@ -161,60 +203,87 @@ def lanes(events: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return np.where(thread >= 0, lane, -1), process
 
 
-def _nest(s: np.ndarray, e: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Parents and subtree ends (exclusive), as positions in nesting order; -1 for roots."""
+def _nest(s: np.ndarray, e: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Parents, subtree ends (exclusive) and depths, as positions in nesting order; -1 for roots.
+
+    Events are in nesting order: by thread, start, longest first. For a thread whose events nest
+    properly (any two are disjoint or one contains the other):
+
+    - the subtree of i is the run of events after it that start before it ends;
+    - its depth is the number of subtrees that cover it, and its parent the last event before it
+      one level up.
+
+    Then the result is checked against torch's stack algorithm, which makes ``p`` the parent of
+    ``i`` iff (a) ``s_i < e_p`` and ``e_i <= e_p`` (else it pops ``p``) and (b) the event before ``i``
+    at its own depth, if it is under ``p`` too, ended by ``s_i`` (else the stack would still hold
+    it or one of its descendants). Together these make the stack hold exactly ``i``'s ancestors
+    when ``i`` comes. A thread that fails the check (partially overlapping events, e.g. profiler
+    overhead that outlives the op it started in) runs the stack algorithm itself.
+    """
     m = len(s)
     if m == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        z = np.zeros(0, dtype=np.int64)
+        return z, z, z
     seg_start = np.flatnonzero(np.r_[True, t[1:] != t[:-1]])
     seg_len = np.diff(np.r_[seg_start, m])
-    lo = np.repeat(seg_start, seg_len)  # first position of each event's thread
-    hi = np.repeat(seg_start + seg_len, seg_len)
-
-    # "ends at or after me" (strictly after for zero-length events): compare 2*end with 2*end+1
-    v = 2 * e
-    q = 2 * e + (e == s)
-    levels = _sparse_max(v)
-
     pos = np.arange(m)
-    upper = pos.copy()  # candidates are positions in [lo, upper)
-    for k in range(len(levels) - 1, -1, -1):
-        step = 1 << k
-        cand = upper - step
-        ok = np.flatnonzero(cand >= lo)
-        if len(ok) == 0:
-            continue
-        skip = levels[k][cand[ok]] < q[ok]
-        upper[ok[skip]] -= step
-    parent = upper - 1
-    parent[parent < lo] = -1
-
-    # torch's stack gives these parents iff every event between parent and child ended by the
-    # child's start (else it would have popped, or kept, something else)
-    first = np.where(parent >= 0, parent + 1, lo)
-    last = pos - 1
-    has_between = first <= last
-    ok_nesting = np.ones(m, dtype=bool)
-    if has_between.any():
-        idx = np.flatnonzero(has_between)
-        between_max = _range_max(levels, first[idx], last[idx])
-        ok_nesting[idx] = between_max <= 2 * s[idx]
+    lo = np.repeat(seg_start, seg_len)  # first position of each event's thread
 
     # subtree end: the first event of the thread that starts at/after my end (at least pos + 1)
     sub_end = np.empty(m, dtype=np.int64)
-    for a, length in zip(seg_start, seg_len):
+    for a, length in zip(seg_start.tolist(), seg_len.tolist()):
         b = a + length
-        sub_end[a:b] = a + np.searchsorted(s[a:b], e[a:b], side="left")
-    sub_end = np.maximum(sub_end, pos + 1)
-    sub_end = np.minimum(sub_end, hi)
+        np.add(np.searchsorted(s[a:b], e[a:b], side="left"), a, out=sub_end[a:b])
+        np.clip(sub_end[a:b], pos[a:b] + 1, b, out=sub_end[a:b])
 
-    if not ok_nesting.all():
-        for a in np.unique(lo[~ok_nesting]):
-            b = int(hi[a])
-            p, se = _nest_with_stack(s[a:b], e[a:b])
-            parent[a:b] = np.where(p >= 0, p + a, -1)
+    # depth: subtrees [j, sub_end_j) that cover i, i itself excluded (every earlier thread's
+    # subtrees have closed by the thread's first event)
+    closes = np.cumsum(np.bincount(sub_end, minlength=m + 1)[:m])
+    depth = pos - closes
+
+    # parent: the last event before i at depth - 1; previous sibling: the last one at depth.
+    # In (depth, position) order both are searches with increasing keys, which numpy's
+    # searchsorted answers from where the previous search ended.
+    stride = m + 1
+    small = depth.max() < np.iinfo(np.int16).max
+    order = np.argsort(depth.astype(np.int16) if small else depth, kind="stable")  # radix sort
+    keys = depth[order] * stride + order  # increasing: by depth, then position
+    up = np.searchsorted(keys, keys - stride, side="left") - 1
+    parent = np.empty(m, dtype=np.int64)
+    parent[order] = np.where(depth[order] > 0, order[np.maximum(up, 0)], -1)
+    prev = np.r_[-1, order[:-1]]  # the event before, in (depth, position) order
+    same_depth = np.r_[False, depth[order][1:] == depth[order][:-1]]
+    sibling = np.empty(m, dtype=np.int64)
+    sibling[order] = np.where(same_depth, prev, -1)
+    sibling = np.where((sibling >= lo) & (sibling > parent), sibling, -1)
+
+    has_parent = parent >= 0
+    p = np.maximum(parent, 0)
+    ok = ~has_parent | ((s < e[p]) & (e <= e[p]) & (depth[p] == depth - 1))
+    ok &= (sibling < 0) | (e[np.maximum(sibling, 0)] <= s)
+
+    if not ok.all():
+        for a in np.unique(lo[~ok]).tolist():
+            b = a + int(seg_len[np.searchsorted(seg_start, a)])
+            p_, se = _nest_with_stack(s[a:b], e[a:b])
+            parent[a:b] = np.where(p_ >= 0, p_ + a, -1)
             sub_end[a:b] = se + a
-    return parent, sub_end
+            depth[a:b] = _depth_from_parents(p_)
+    return parent, sub_end, depth
+
+
+def _depth_from_parents(parent: np.ndarray) -> np.ndarray:
+    """Depth of each event, from parents that come before their children."""
+    depth = np.zeros(len(parent), dtype=np.int64)
+    has = parent >= 0
+    # parents precede children: resolve level by level
+    current = np.where(has, parent, -1)
+    while True:
+        more = current >= 0
+        if not more.any():
+            return depth
+        depth[more] += 1
+        current[more] = parent[current[more]]
 
 
 def _nest_with_stack(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -235,30 +304,6 @@ def _nest_with_stack(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarr
                 break
         stack.append(i)
     return parent, sub_end
-
-
-def _sparse_max(v: np.ndarray) -> list[np.ndarray]:
-    """levels[k][j] = max(v[j : j + 2**k])."""
-    levels = [v]
-    k = 1
-    while (1 << k) <= len(v):
-        prev = levels[-1]
-        half = 1 << (k - 1)
-        levels.append(np.maximum(prev[:-half], prev[half:]))
-        k += 1
-    return levels
-
-
-def _range_max(levels: list[np.ndarray], a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """max(v[a..b]) (inclusive) for arrays of ranges, from the sparse table."""
-    length = b - a + 1
-    k = np.floor(np.log2(length)).astype(np.int64)
-    out = np.empty(len(a), dtype=levels[0].dtype)
-    for level in np.unique(k):
-        sel = np.flatnonzero(k == level)
-        table = levels[level]
-        out[sel] = np.maximum(table[a[sel]], table[b[sel] - (1 << level) + 1])
-    return out
 
 
 # ------------------------------------------------------------------------------ same-name collapse
@@ -332,31 +377,44 @@ def _memory_in_intervals(
     kind: np.ndarray,
     start: np.ndarray,
     end: np.ndarray,
-    in_tree: np.ndarray,
+    rows: np.ndarray,
+    s: np.ndarray,
+    e: np.ndarray,
     process: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Bytes of the memory events inside [start, end] of each tree event, CPU and device apart.
+) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """Bytes of the memory events inside [start, end] of each tree event, CPU and device apart
+    (None, None when the profile has no memory events).
 
-    Like torch, any thread's allocations count (within the same process)."""
+    Like torch, any thread's allocations count (within the same process). ``rows``, ``s``, ``e``:
+    the tree events in nesting order, so the searches come with (mostly) increasing keys."""
+    is_mem = kind == KIND_CODE["memory"]
+    if not is_mem.any():
+        return None, None
     n = len(kind)
     cpu_mem = np.zeros(n)
     dev_mem = np.zeros(n)
-    is_mem = kind == KIND_CODE["memory"]
-    if not is_mem.any():
-        return cpu_mem, dev_mem
     nbytes = events["bytes"].to_numpy()
-    on_cpu = (events["device"] == "cpu").to_numpy()
-    for proc in np.unique(process[is_mem]):
-        mem_rows = np.flatnonzero(is_mem & (process == proc))
-        mem_rows = mem_rows[np.argsort(start[mem_rows], kind="stable")]
+    device = events["device"]
+    categories = list(device.cat.categories)
+    on_cpu = device.cat.codes.to_numpy() == (categories.index("cpu") if "cpu" in categories else -2)
+    mem_all = np.flatnonzero(is_mem)
+    procs = np.unique(process[mem_all])
+    tree_proc = process[rows]
+    for proc in procs.tolist():
+        mem_rows = mem_all if len(procs) == 1 else mem_all[process[mem_all] == proc]
+        mem_rows = mem_rows[np.argsort(start[mem_rows], kind="stable")]  # nearly sorted already
         mt = start[mem_rows]
         cpu_bytes = np.where(on_cpu[mem_rows], nbytes[mem_rows], 0)
         dev_bytes = np.where(on_cpu[mem_rows], 0, nbytes[mem_rows])
         cpu_prefix = np.concatenate(([0], np.cumsum(cpu_bytes)))
         dev_prefix = np.concatenate(([0], np.cumsum(dev_bytes)))
-        tree_rows = np.flatnonzero(in_tree & (process == proc))
-        a = np.searchsorted(mt, start[tree_rows], side="left")
-        b = np.searchsorted(mt, end[tree_rows], side="right")
+        sel = tree_proc == proc
+        if sel.all():
+            tree_rows, ts, te = rows, s, e
+        else:
+            tree_rows, ts, te = rows[sel], s[sel], e[sel]
+        a = np.searchsorted(mt, ts, side="left")
+        b = np.searchsorted(mt, te, side="right")
         cpu_mem[tree_rows] = cpu_prefix[b] - cpu_prefix[a]
         dev_mem[tree_rows] = dev_prefix[b] - dev_prefix[a]
     return cpu_mem, dev_mem
@@ -371,39 +429,37 @@ def _attach_instants(
     s: np.ndarray,
     e: np.ndarray,
     t: np.ndarray,
+    pos_parent: np.ndarray,
 ) -> np.ndarray:
-    """Memory events: parent = the innermost tree event on their thread that contains them."""
+    """Memory events: parent = the innermost tree event on their thread that contains them.
+
+    ``rows``, ``s``, ``e``, ``t``, ``pos_parent``: the tree events in nesting order, their starts,
+    ends, threads and parents (as positions)."""
     inst = np.flatnonzero(((kind == KIND_CODE["memory"]) | (kind == KIND_CODE["oom"])) & (thread >= 0))
     if len(inst) == 0 or len(rows) == 0:
         return parent
     out = parent.copy()
     # last event (in nesting order) of the same thread that starts at or before the instant
-    key_t = np.searchsorted(t, thread[inst], side="left")
-    key_t_end = np.searchsorted(t, thread[inst], side="right")
     cand = np.full(len(inst), -1, dtype=np.int64)
-    for th in np.unique(thread[inst]):
-        sel = np.flatnonzero(thread[inst] == th)
-        a, b = key_t[sel][0], key_t_end[sel][0]
+    inst_thread = thread[inst]
+    threads = np.unique(inst_thread)
+    for th in threads.tolist():
+        a, b = np.searchsorted(t, th, side="left"), np.searchsorted(t, th, side="right")
         if a >= b:
             continue
+        sel = slice(None) if len(threads) == 1 else np.flatnonzero(inst_thread == th)
         j = a + np.searchsorted(s[a:b], start[inst[sel]], side="right") - 1
         cand[sel] = np.where(j >= a, j, -1)
     # climb (in position space) until the candidate's interval contains the instant
-    inv = np.full(len(parent), -1, dtype=np.int64)
-    inv[rows] = np.arange(len(rows))
-    pp = parent[rows]
-    pos_parent = np.where(pp >= 0, inv[np.maximum(pp, 0)], -1)
     tt = start[inst]
+    todo = np.flatnonzero(cand >= 0)
     for _ in range(256):
-        active = cand >= 0
-        if not active.any():
+        # instants whose candidate ended before them climb to the candidate's parent
+        todo = todo[e[cand[todo]] < tt[todo]]
+        if len(todo) == 0:
             break
-        c = cand[active]
-        inside = e[c] >= tt[active]
-        if inside.all():
-            break
-        idx = np.flatnonzero(active)[~inside]
-        cand[idx] = pos_parent[cand[idx]]
+        cand[todo] = pos_parent[cand[todo]]
+        todo = todo[cand[todo] >= 0]
     found = cand >= 0
     out[inst[found]] = rows[cand[found]]
     return out

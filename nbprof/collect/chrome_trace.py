@@ -7,8 +7,22 @@ loaded from disk become the same table by construction.
 Why JSON and not the pybind event objects: ``kineto_results.events()`` alone costs ~4.6 µs per
 event and every attribute read another 0.3-3.8 µs (measured on this machine with torch 2.13),
 which is more than torch's whole ``__exit__``. torch's C++ writer costs ~2.5 µs per event and
-``msgspec`` decodes the result into GC-free structs at ~1.6-3 µs per event, reading only the
+``msgspec`` decodes the result into GC-free structs at ~1.5 µs per event, reading only the
 fields we use.
+
+How the columns are read (see ``benchmarks/``; on this machine every pass over a million decoded
+events that are not in the CPU cache costs ~50-100 ns per event, most of it cache misses):
+
+- torch's writer prints one event per block, ``  {`` ... ``  },``; the events array is cut at
+  those boundaries into slices of ~4,000 events. Each slice is decoded, its columns are read while
+  its objects are still in the CPU cache, and its objects are freed before the next slice (which
+  reuses their memory). A cut can only land between two events (a JSON string holds no raw
+  newline), and a slice that does not decode sends the whole file down the plain path, so any
+  other layout (compact JSON, hand-written files) is read the plain way, with the same result.
+- every column is one list comprehension and one numpy conversion; strings (names, categories,
+  shapes) become integer codes through a dict kept across slices (one lookup per event, no
+  per-event Python objects kept); the fields only some kinds have (device, memory, Python ids)
+  are read only for the rows of those kinds.
 
 Times: the writer prints ``ts``/``dur`` in µs with exactly three decimals (ns resolution). A float64
 near 4.5e12 µs is only exact to ~1 ns, so naive ``ts * 1000`` can be off by a nanosecond; we split
@@ -21,6 +35,7 @@ import gzip
 import json
 import mmap
 import os
+from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,6 +80,20 @@ _NO_ARGS = _Args()
 
 
 class _Event(msgspec.Struct, gc=False):
+    """An event whose ``args`` are always there (absent ones are the defaults): what the fast
+    decoders produce. A file with ``"args": null`` fails them and is read with :class:`_LooseEvent`."""
+
+    ph: str = ""
+    name: str = ""
+    cat: str = ""
+    pid: int | str = 0
+    tid: int | str = 0
+    ts: float = 0.0
+    dur: float = 0.0
+    args: _Args = msgspec.field(default_factory=_Args)
+
+
+class _LooseEvent(msgspec.Struct, gc=False):
     ph: str = ""
     name: str = ""
     cat: str = ""
@@ -88,7 +117,14 @@ class _Trace(msgspec.Struct, gc=False):
     distributedInfo: dict[str, Any] | None = None
 
 
+class _LooseTrace(_Trace, gc=False):
+    traceEvents: list[_LooseEvent]  # type: ignore[assignment]
+
+
 _DECODER = msgspec.json.Decoder(_Trace)
+_LOOSE_DECODER = msgspec.json.Decoder(_LooseTrace)
+_LIST_DECODER = msgspec.json.Decoder(list[_Event])
+_LOOSE_LIST_DECODER = msgspec.json.Decoder(list[_LooseEvent])
 
 # chrome-trace category -> our event kind; categories mapped to None are not events
 # (flows between CPU and GPU, the profiler's own span).
@@ -113,6 +149,28 @@ _CAT_KIND: dict[str, str | None] = {
     "": None,
 }
 _DEVICE_KINDS = {"kernel", "memcpy", "memset", "gpu_annotation"}
+
+# Kind codes while reading: the event kinds, and two codes for rows that are not events.
+_DROP = -1  # not an event (flows, metadata, categories mapped to None)
+_SPAN = -2  # the profiler's own span ("Trace"): not an event, but it fixes the time origin
+_CAT_CODE: dict[str, int] = {
+    cat: (_SPAN if cat == "Trace" else _DROP if kind is None else KIND_CODE[kind])
+    for cat, kind in _CAT_KIND.items()
+}
+_C = KIND_CODE
+_DEVICE_CODES = np.array([_C[k] for k in _DEVICE_KINDS], dtype=np.int8)
+_MEMORY_CODES = np.array([_C["memory"]], dtype=np.int8)  # "oom" is decided later, from the name
+# rows whose args have a CUPTI correlation id (runtime calls, device work; "other" for unknown
+# categories such as cuda_sync)
+_CORRELATED_CODES = np.array(
+    [_C[k] for k in ("runtime", "kernel", "memcpy", "memset", "gpu_annotation", "other")], dtype=np.int8
+)
+_COPY_CODES = np.array([_C["memcpy"], _C["memset"]], dtype=np.int8)
+_PYTHON_CODES = np.array([_C["python"]], dtype=np.int8)
+
+# torch's writer: one event per block, "  {" ... "  }," at two spaces; cut between "}," and "\n  {".
+_EVENT_BOUNDARY = b"},\n  {"
+_SLICE_BYTES = 1 << 19  # ~1,500-2,000 events of torch's writer: their objects stay in the CPU cache
 
 
 @dataclass
@@ -152,14 +210,73 @@ def parse_trace_bytes(buf: Any, source: str = "<trace>") -> TraceData:
     if bytes(buf[:256]).lstrip().startswith(b"["):
         # a bare list of events is a chrome trace too (the "JSON Array Format")
         try:
-            return _build(_Trace(traceEvents=msgspec.json.decode(buf, type=list[_Event])), source)
+            try:
+                events: list = _LIST_DECODER.decode(buf)
+            except msgspec.ValidationError:
+                events = _loose(_LOOSE_LIST_DECODER.decode(buf))
         except (msgspec.DecodeError, msgspec.ValidationError) as e:
             raise _decode_error(source, e) from None
+        reader = _Reader(_Trace(traceEvents=[]), source)
+        reader.add(events)
+        return reader.finish()
+    sliced = _read_sliced(buf, source)
+    if sliced is not None:
+        return sliced
     try:
-        trace = _DECODER.decode(buf)
+        try:
+            trace = _DECODER.decode(buf)
+        except msgspec.ValidationError:
+            trace = _LOOSE_DECODER.decode(buf)
+            trace.traceEvents = _loose(trace.traceEvents)
     except (msgspec.DecodeError, msgspec.ValidationError) as e:
         raise _decode_error(source, e) from None
-    return _build(trace, source)
+    events, trace.traceEvents = trace.traceEvents, []
+    reader = _Reader(trace, source)
+    reader.add(events)
+    del events
+    return reader.finish()
+
+
+def _loose(events: list) -> list:
+    """Events with ``"args": null`` (hand-written files): give them the default args."""
+    for e in events:
+        if e.args is None:
+            e.args = _NO_ARGS
+    return events
+
+
+def _read_sliced(buf: Any, source: str) -> TraceData | None:
+    """Read a file in torch's writer layout slice by slice (see the module docstring).
+
+    Returns None when the file is not in that layout or a slice does not decode; the caller then
+    reads it whole (and reports what is wrong with it, if anything is)."""
+    key = buf.find(b'"traceEvents"', 0, 1 << 20)
+    if key < 0:
+        return None
+    colon = buf.find(b":", key, key + 64)
+    open_at = buf.find(b"[", key, key + 64)
+    if colon < 0 or open_at < 0 or bytes(buf[colon + 1 : open_at]).strip():
+        return None
+    last_cut = buf.rfind(_EVENT_BOUNDARY, open_at)
+    if last_cut < 0:
+        return None
+    try:
+        # the header, the footer and the last event, as one document
+        head = _DECODER.decode(bytes(buf[: open_at + 1]) + bytes(buf[last_cut + 2 :]))
+        reader = _Reader(head, source)
+        pos, end = open_at + 1, last_cut + 1  # events in buf[pos:end], complete, comma-separated
+        decode = _LIST_DECODER.decode
+        with memoryview(buf) as view:
+            while pos < end:
+                cut = buf.find(_EVENT_BOUNDARY, pos + _SLICE_BYTES, end)
+                stop = end if cut < 0 else cut + 1
+                reader.add(decode(b"".join((b"[", view[pos:stop], b"]"))))
+                pos = stop + 1  # past the comma
+        reader.add(head.traceEvents)
+        head.traceEvents = []
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    return reader.finish()
 
 
 def _decode_error(source: str, error: Exception) -> TraceError:
@@ -169,200 +286,349 @@ def _decode_error(source: str, error: Exception) -> TraceError:
     return TraceError(f"{source}: not a chrome trace ({msg})")
 
 
+def _ints(values: list) -> np.ndarray:
+    return np.fromiter(values, dtype=np.int64, count=len(values))
+
+
 def _exact_ns(us: np.ndarray) -> np.ndarray:
     """µs floats with three decimals -> exact integer nanoseconds (see the module docstring)."""
     whole = np.floor(us)
     return whole.astype(np.int64) * 1000 + np.rint((us - whole) * 1000.0).astype(np.int64)
 
 
-def _int_ids(values: list) -> np.ndarray:
-    """pid/tid values are ints, or strings in hand-made traces: strings get stable negative ids."""
-    try:
-        return np.array(values, dtype=np.int64)
-    except (TypeError, ValueError):
-        out = np.empty(len(values), dtype=np.int64)
-        names: dict[str, int] = {}
-        for i, v in enumerate(values):
-            if isinstance(v, int):
-                out[i] = v
-            else:
-                out[i] = names.setdefault(v, -(len(names) + 2))
+class _Codes:
+    """Strings -> small integer codes in order of first appearance, kept across slices."""
+
+    def __init__(self) -> None:
+        self.ids: dict[Any, int] = {}
+
+    def encode(self, values: list) -> np.ndarray:
+        ids = self.ids
+        try:
+            return np.fromiter(map(ids.__getitem__, values), dtype=np.int32, count=len(values))
+        except KeyError:
+            for v in dict.fromkeys(values):
+                if v not in ids:
+                    ids[v] = len(ids)
+            return np.fromiter(map(ids.__getitem__, values), dtype=np.int32, count=len(values))
+
+    def values(self) -> list:
+        return list(self.ids)
+
+
+class _Reader:
+    """Turns decoded events, one slice at a time, into the columns of the events table."""
+
+    def __init__(self, trace: _Trace, source: str) -> None:
+        self.trace = trace
+        self.source = source
+        self.seen = 0  # events decoded, all kinds
+        self.n = 0  # rows kept
+        self.cat_code = dict(_CAT_CODE)
+        self.names = _Codes()
+        self.ignored: list[bool] = []  # per name code: a utility op torch leaves out
+        self.dims = _Codes()
+        self.string_ids: dict[str, int] = {}  # pid/tid strings of hand-made traces
+        self.shapes = bool(trace.record_shapes)
+        self.flops = bool(trace.with_flops)
+        self.thread_names: dict[int, str] = {}
+        self.process_labels: dict[int, str] = {}
+        self.span: list[tuple[float, float]] = []
+        self.cols: dict[str, list[np.ndarray]] = {
+            k: [] for k in ("kind", "name", "ts", "dur", "pid", "tid", "external_id", "dims", "flops")
+        }
+        self.sparse: dict[str, list[np.ndarray]] = defaultdict(list)
+
+    # -- one slice -----------------------------------------------------------------------------
+
+    def add(self, events: list) -> None:
+        m = len(events)
+        if m == 0:
+            return
+        self.seen += m
+        cat_code = self.cat_code
+        cats = [e.cat for e in events]
+        try:
+            kind = np.fromiter(map(cat_code.__getitem__, cats), dtype=np.int8, count=m)
+        except KeyError:
+            for c in set(cats):
+                cat_code.setdefault(c, KIND_CODE["other"])
+            kind = np.fromiter(map(cat_code.__getitem__, cats), dtype=np.int8, count=m)
+        del cats
+        phs = [e.ph for e in events]
+        if phs.count("X") + phs.count("i") != m:  # metadata, flows, ...: ("X" is a shared object)
+            ph = np.array(phs, dtype=object)
+            keep = ((ph == "X") | (ph == "i")) & (kind >= 0)
+            for i in np.flatnonzero(ph == "M").tolist():
+                self._metadata(events[i])
+        else:
+            keep = kind >= 0
+        del phs
+        spans = np.flatnonzero(kind == _SPAN)
+        for i in spans.tolist():
+            if events[i].ph == "X":
+                self.span.append((events[i].ts, events[i].dur))
+
+        names = self.names.encode([e.name for e in events])
+        ignored = self.ignored
+        if len(ignored) < len(self.names.ids):
+            ignored.extend(n in IGNORED_NAMES for n in list(self.names.ids)[len(ignored) :])
+        keep &= ~np.asarray(ignored, dtype=bool)[names]
+        if not keep.all():
+            rows = np.flatnonzero(keep)
+            events = [events[i] for i in rows.tolist()]
+            kind = kind[rows]
+            names = names[rows]
+            m = len(events)
+            if m == 0:
+                return
+        cols = self.cols
+        cols["kind"].append(kind)
+        cols["name"].append(names)
+        # one comprehension per field while the slice is in the CPU cache; fromiter with a count
+        # is the cheapest conversion of a list of Python numbers
+        cols["ts"].append(np.fromiter([e.ts for e in events], dtype=np.float64, count=m))
+        cols["dur"].append(np.fromiter([e.dur for e in events], dtype=np.float64, count=m))
+        cols["pid"].append(self._ids([e.pid for e in events]))
+        cols["tid"].append(self._ids([e.tid for e in events]))
+        args = [e.args for e in events]
+        cols["external_id"].append(np.fromiter([a.external_id for a in args], dtype=np.int64, count=m))
+        if not self.shapes and self.n < 5000:
+            # shapes not announced by the file: look for them in its first 5,000 events
+            if any(a.input_dims for a in args[: 5000 - self.n]):
+                self.shapes = True
+        if self.shapes:
+            cols["dims"].append(self.dims.encode([bytes(a.input_dims) for a in args]))
+        else:
+            cols["dims"].append(np.zeros(0, dtype=np.int32))  # no shapes in this slice
+        if self.flops:
+            cols["flops"].append(np.fromiter([a.flops for a in args], dtype=np.int64, count=m))
+
+        base = self.n
+        self.n += m
+        # fields only some kinds have: read for the rows of those kinds only
+        sparse = self.sparse
+        sub = self._rows(base, kind, args, _CORRELATED_CODES, "correlation")
+        if sub:
+            sparse["correlation"].append(_ints([a.correlation for a in sub]))
+        sub = self._rows(base, kind, args, _DEVICE_CODES, "device")
+        if sub:
+            sparse["device"].append(_ints([a.device for a in sub]))
+            sparse["stream"].append(_ints([a.stream for a in sub]))
+        sub = self._rows(base, kind, args, _MEMORY_CODES, "memory")
+        if sub:
+            sparse["alloc_bytes"].append(_ints([a.alloc_bytes for a in sub]))
+            sparse["total_allocated"].append(_ints([a.total_allocated for a in sub]))
+            sparse["total_reserved"].append(_ints([a.total_reserved for a in sub]))
+            sparse["device_type"].append(_ints([a.device_type for a in sub]))
+            sparse["device_id"].append(_ints([a.device_id for a in sub]))
+        sub = self._rows(base, kind, args, _COPY_CODES, "copy")
+        if sub:
+            sparse["copy_bytes"].append(_ints([a.copy_bytes for a in sub]))
+        sub = self._rows(base, kind, args, _PYTHON_CODES, "python")
+        if sub:
+            sparse["python_id"].append(_ints([a.python_id for a in sub]))
+            sparse["python_parent_id"].append(
+                _ints([-1 if a.python_parent_id is None else a.python_parent_id for a in sub])
+            )
+
+    def _rows(self, base: int, kind: np.ndarray, args: list, codes: np.ndarray, key: str) -> list:
+        """The args of the rows of some kinds; their row numbers go to ``sparse["rows:" + key]``."""
+        rows = np.flatnonzero(np.isin(kind, codes)) if len(codes) > 1 else np.flatnonzero(kind == codes[0])
+        if len(rows) == 0:
+            return []
+        self.sparse["rows:" + key].append(rows + base)
+        if len(rows) == len(args):
+            return args
+        return [args[i] for i in rows.tolist()]
+
+    def _ids(self, values: list) -> np.ndarray:
+        """pid/tid values are ints, or strings in hand-made traces: strings get stable negative ids."""
+        try:
+            return np.array(values, dtype=np.int64)
+        except (TypeError, ValueError):
+            out = np.empty(len(values), dtype=np.int64)
+            names = self.string_ids
+            for i, v in enumerate(values):
+                if isinstance(v, int):
+                    out[i] = v
+                else:
+                    out[i] = names.setdefault(v, -(len(names) + 2))
+            return out
+
+    def _metadata(self, e: Any) -> None:
+        if e.name == "thread_name" and isinstance(e.tid, int):
+            self.thread_names[e.tid] = e.args.name.strip()
+        elif e.name == "process_labels" and isinstance(e.pid, int):
+            self.process_labels[e.pid] = e.args.labels
+
+    def _column(self, key: str, dtype: Any) -> np.ndarray:
+        parts = self.cols[key]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+
+    def _sparse_column(self, rows_key: str, column: str, default: int) -> np.ndarray:
+        out = np.full(self.n, default, dtype=np.int64)
+        if self.sparse.get(column):
+            out[np.concatenate(self.sparse["rows:" + rows_key])] = np.concatenate(self.sparse[column])
         return out
 
+    # -- the table -----------------------------------------------------------------------------
 
-def _shape_strings(raws: list) -> np.ndarray:
-    """Raw "Input Dims" JSON -> torch's ``str(event.input_shapes)`` for each event.
+    def finish(self) -> TraceData:
+        trace = self.trace
+        n = self.n
+        if n == 0 and not self.span and self.seen == 0:
+            raise TraceError(f"{self.source}: the trace has no events (traceEvents is empty)")
+        kind = self._column("kind", np.int8)
+        name_codes = self._column("name", np.int32)
+        all_names = self.names.values()
 
-    The writer prints the same ``[[8, 16], [16]]`` text Python would, so the raw bytes are the
-    key as they are. A TensorList argument is written as a list of shapes; torch's
-    ``input_shapes`` shows it as ``[]``, and so do we.
-    """
-    codes, uniques = pd.factorize(np.array([bytes(r) for r in raws], dtype=object))
-    texts = []
-    for raw in uniques:
-        if not raw:
-            texts.append("[]")
-            continue
-        text = raw.decode()
-        if "[[[" in text or "], [[" in text or ",[[" in text:
-            dims = json.loads(text)
-            text = str([[] if (d and isinstance(d[0], list)) else d for d in dims])
-        elif ", " not in text and "," in text:
-            text = str(json.loads(text))  # compact writers: normalise to Python's spacing
-        texts.append(text)
-    return np.asarray(texts, dtype=object)[codes]
+        # names: only those of kept rows, in order of first appearance
+        used = np.zeros(len(all_names), dtype=bool)
+        used[name_codes] = True
+        new_code = np.cumsum(used) - 1
+        name_codes = new_code[name_codes].astype(np.int32)
+        name_values = [v for v, u in zip(all_names, used.tolist()) if u]
+        name_index = {v: i for i, v in enumerate(name_values)}
 
+        if n:
+            mem_mask = kind == KIND_CODE["memory"]
+            if mem_mask.any():
+                oom_code = name_index.get("[OutOfMemory]", -1)
+                memory_code = name_index.get("[memory]", -1)
+                kind[mem_mask & (name_codes == oom_code)] = KIND_CODE["oom"]
+                other = mem_mask & (name_codes != oom_code) & (name_codes != memory_code)
+                kind[other] = KIND_CODE["other"]
 
-def _build(trace: _Trace, source: str) -> TraceData:
-    all_events = trace.traceEvents
-    thread_names: dict[int, str] = {}
-    process_labels: dict[int, str] = {}
-    for e in all_events:
-        if e.ph == "M" and e.args is not None:
-            if e.name == "thread_name" and isinstance(e.tid, int):
-                thread_names[e.tid] = e.args.name.strip()
-            elif e.name == "process_labels" and isinstance(e.pid, int):
-                process_labels[e.pid] = e.args.labels
+        start_ns = _exact_ns(self._column("ts", np.float64))
+        dur_ns = np.rint(self._column("dur", np.float64) * 1000.0).astype(np.int64)
+        pid = self._column("pid", np.int64)
+        tid = self._column("tid", np.int64)
+        external_id = self._column("external_id", np.int64)
+        correlation = self._sparse_column("correlation", "correlation", 0)
+        device_arg = self._sparse_column("device", "device", -1)
+        stream = self._sparse_column("device", "stream", -1)
+        is_device = np.isin(kind, _DEVICE_CODES)
+        is_memory = (kind == KIND_CODE["memory"]) | (kind == KIND_CODE["oom"])
+        nbytes = self._sparse_column("memory", "alloc_bytes", 0)
+        total_allocated = self._sparse_column("memory", "total_allocated", -1)
+        total_reserved = self._sparse_column("memory", "total_reserved", -1)
+        mem_device_type = self._sparse_column("memory", "device_type", -1)
+        mem_device_id = self._sparse_column("memory", "device_id", -1)
+        if self.sparse.get("copy_bytes"):
+            rows = np.concatenate(self.sparse["rows:copy"])
+            nbytes[rows] = np.concatenate(self.sparse["copy_bytes"])
+        # memory rows that turned out not to be memory events (other instant events) keep -1s
+        not_memory = ~is_memory
+        for col, default in ((total_allocated, -1), (total_reserved, -1), (mem_device_type, -1),
+                             (mem_device_id, -1)):
+            col[not_memory] = default
+        nbytes[not_memory & ~np.isin(kind, _COPY_CODES)] = 0
+        python_mask = kind == KIND_CODE["python"]
+        python_id = self._sparse_column("python", "python_id", -1)
+        python_parent_id = self._sparse_column("python", "python_parent_id", -1)
 
-    span = [e for e in all_events if e.cat == "Trace" and e.ph == "X"]
-    cat_kind = _CAT_KIND
-    keep = [
-        e
-        for e in all_events
-        if (e.ph == "X" or e.ph == "i") and cat_kind.get(e.cat, "other") is not None
-        and e.name not in IGNORED_NAMES
-    ]
-    n = len(keep)
-    if n == 0 and not span and not all_events:
-        raise TraceError(f"{source}: the trace has no events (traceEvents is empty)")
+        flops = self._column("flops", np.int64) if self.flops else np.zeros(n, dtype=np.int64)
+        has_flops = bool(flops.any())
 
-    # kinds from categories (factorize: one hash per event, then a lookup per category)
-    cat_codes, cats = pd.factorize(np.array([e.cat for e in keep], dtype=object))
-    kind_of_cat = np.array([KIND_CODE[cat_kind.get(c, "other") or "other"] for c in cats], dtype=np.int8)
-    kind = kind_of_cat[cat_codes] if n else np.zeros(0, dtype=np.int8)
-    names = np.array([e.name for e in keep], dtype=object)
-    if n:
-        mem_mask = kind == KIND_CODE["memory"]
-        if mem_mask.any():
-            oom = mem_mask & (names == "[OutOfMemory]")
-            kind[oom] = KIND_CODE["oom"]
-            other_instant = mem_mask & (names != "[memory]") & (names != "[OutOfMemory]")
-            kind[other_instant] = KIND_CODE["other"]
+        input_shapes = self._shapes() if self.shapes else None
 
-    ts = np.fromiter((e.ts for e in keep), dtype=np.float64, count=n)
-    dur = np.fromiter((e.dur for e in keep), dtype=np.float64, count=n)
-    start_ns = _exact_ns(ts)
-    dur_ns = np.rint(dur * 1000.0).astype(np.int64)
-    pid = _int_ids([e.pid for e in keep])
-    tid = _int_ids([e.tid for e in keep])
+        # Devices: device events carry their GPU index; memory events their device type and index.
+        device = np.where(is_device, np.where(device_arg >= 0, device_arg, 0), -1)
+        mem_on_device = is_memory & np.isin(mem_device_type, list(DEVICE_MEMORY_TYPES))
+        device = np.where(mem_on_device, np.maximum(mem_device_id, 0), device)
 
-    args = [e.args or _NO_ARGS for e in keep]
-    external_id = np.fromiter((a.external_id for a in args), dtype=np.int64, count=n)
-    correlation = np.fromiter((a.correlation for a in args), dtype=np.int64, count=n)
-    device_arg = np.fromiter((a.device for a in args), dtype=np.int64, count=n)
-    stream = np.fromiter((a.stream for a in args), dtype=np.int64, count=n)
+        # Overhead events (pid -1, tid 0 in the file) happen in the profiler's own code on the main
+        # thread; torch files them there, under the op open at their start, and so do we.
+        main_tid = _main_thread(kind, pid, tid)
+        overhead = kind == KIND_CODE["overhead"]
+        if overhead.any() and main_tid is not None:
+            main_pid = int(pid[np.flatnonzero((tid == main_tid) & ~overhead)[0]])
+            tid = np.where(overhead, main_tid, tid)
+            pid = np.where(overhead, main_pid, pid)
 
-    is_device = np.isin(kind, [KIND_CODE[k] for k in _DEVICE_KINDS])
-    is_memory = (kind == KIND_CODE["memory"]) | (kind == KIND_CODE["oom"])
-    nbytes = np.zeros(n, dtype=np.int64)
-    total_allocated = np.full(n, -1, dtype=np.int64)
-    total_reserved = np.full(n, -1, dtype=np.int64)
-    mem_device_type = np.full(n, -1, dtype=np.int64)
-    mem_device_id = np.full(n, -1, dtype=np.int64)
-    if is_memory.any():
-        idx = np.flatnonzero(is_memory)
-        sub = [args[i] for i in idx]
-        nbytes[idx] = [a.alloc_bytes for a in sub]
-        total_allocated[idx] = [a.total_allocated for a in sub]
-        total_reserved[idx] = [a.total_reserved for a in sub]
-        mem_device_type[idx] = [a.device_type for a in sub]
-        mem_device_id[idx] = [a.device_id for a in sub]
-    copies = np.flatnonzero((kind == KIND_CODE["memcpy"]) | (kind == KIND_CODE["memset"]))
-    if len(copies):
-        nbytes[copies] = [args[i].copy_bytes for i in copies]
+        thread = np.where(is_device, -1, tid)
+        stream = np.where(is_device, np.where(stream >= 0, stream, tid), -1)
 
-    python_mask = kind == KIND_CODE["python"]
-    python_id = np.full(n, -1, dtype=np.int64)
-    python_parent_id = np.full(n, -1, dtype=np.int64)
-    if python_mask.any():
-        idx = np.flatnonzero(python_mask)
-        python_id[idx] = [args[i].python_id for i in idx]
-        python_parent_id[idx] = [
-            -1 if args[i].python_parent_id is None else args[i].python_parent_id for i in idx
-        ]
+        origin_ns = int(start_ns.min()) if n else 0
+        span = self.span
+        if span:
+            span_ns = int(_exact_ns(np.array([span[0][0]]))[0])
+            origin_ns = min(origin_ns, span_ns) if n else span_ns
 
-    flops = np.fromiter((a.flops for a in args), dtype=np.int64, count=n)
-    has_flops = bool(flops.any())
-
-    shapes_recorded = bool(trace.record_shapes) or any(a.input_dims for a in args[: min(n, 5000)])
-    if shapes_recorded:
-        input_shapes = _shape_strings([a.input_dims for a in args])
-    else:
-        input_shapes = None
-
-    # Devices: device events carry their GPU index; memory events their device type and index.
-    device = np.where(is_device, np.where(device_arg >= 0, device_arg, 0), -1)
-    mem_on_device = is_memory & np.isin(mem_device_type, list(DEVICE_MEMORY_TYPES))
-    device = np.where(mem_on_device, np.maximum(mem_device_id, 0), device)
-
-    # Overhead events (pid -1, tid 0 in the file) happen in the profiler's own code on the main
-    # thread; torch files them there, under the op open at their start, and so do we.
-    main_tid = _main_thread(kind, pid, tid)
-    overhead = kind == KIND_CODE["overhead"]
-    if overhead.any() and main_tid is not None:
-        main_pid = int(pid[np.flatnonzero((tid == main_tid) & ~overhead)[0]])
-        tid = np.where(overhead, main_tid, tid)
-        pid = np.where(overhead, main_pid, pid)
-
-    thread = np.where(is_device, -1, tid)
-    stream = np.where(is_device, np.where(stream >= 0, stream, tid), -1)
-
-    origin_ns = int(start_ns.min()) if n else 0
-    if span:
-        origin_ns = min(origin_ns, int(_exact_ns(np.array([span[0].ts]))[0])) if n else int(
-            _exact_ns(np.array([span[0].ts]))[0]
+        events = make_events_frame(
+            name=pd.Categorical.from_codes(name_codes, categories=pd.Index(name_values, dtype=object)),
+            kind=kind,
+            device=device,
+            thread=thread,
+            stream=stream,
+            start_ns=start_ns - origin_ns,
+            dur_ns=dur_ns,
+            correlation=correlation,
+            external_id=external_id,
+            input_shapes=input_shapes,
+            nbytes=nbytes,
+            total_allocated=total_allocated,
+            total_reserved=total_reserved,
+            mem_device_type=mem_device_type,
+            pid=pid,
+            python_id=python_id,
+            python_parent_id=python_parent_id,
+            flops=flops,
         )
+        dist = trace.distributedInfo or {}
+        meta: dict[str, Any] = {
+            "source": self.source,
+            "origin_ns": origin_ns,
+            "base_time_ns": trace.baseTimeNanoseconds,
+            "record_shapes": bool(trace.record_shapes) or self.shapes,
+            "profile_memory": bool(trace.profile_memory) or bool(is_memory.any()),
+            "with_stack": bool(trace.with_stack) or bool(python_mask.any()),
+            # torch's writer drops FLOPs; nbprof's exporter keeps them
+            "with_flops": bool(trace.with_flops) and has_flops,
+            "with_modules": bool(trace.with_modules),
+            "device_properties": list(trace.deviceProperties or []),
+            "thread_names": self.thread_names,
+            "trace_name": trace.traceName,
+            "rank": dist.get("rank"),
+            "world_size": dist.get("world_size"),
+            "main_thread": main_tid,
+            "span_us": (span[0][1] if span else None),
+        }
+        return TraceData(events=events, meta=meta)
 
-    events = make_events_frame(
-        name=names,
-        kind=kind,
-        device=device,
-        thread=thread,
-        stream=stream,
-        start_ns=start_ns - origin_ns,
-        dur_ns=dur_ns,
-        correlation=correlation,
-        external_id=external_id,
-        input_shapes=input_shapes,
-        nbytes=nbytes,
-        total_allocated=total_allocated,
-        total_reserved=total_reserved,
-        mem_device_type=mem_device_type,
-        pid=pid,
-        python_id=python_id,
-        python_parent_id=python_parent_id,
-        flops=flops,
-    )
-    dist = trace.distributedInfo or {}
-    meta: dict[str, Any] = {
-        "source": source,
-        "origin_ns": origin_ns,
-        "base_time_ns": trace.baseTimeNanoseconds,
-        "record_shapes": bool(trace.record_shapes) or shapes_recorded,
-        "profile_memory": bool(trace.profile_memory) or bool(is_memory.any()),
-        "with_stack": bool(trace.with_stack) or bool(python_mask.any()),
-        # torch's writer drops FLOPs; nbprof's exporter keeps them
-        "with_flops": bool(trace.with_flops) and has_flops,
-        "with_modules": bool(trace.with_modules),
-        "device_properties": list(trace.deviceProperties or []),
-        "thread_names": thread_names,
-        "trace_name": trace.traceName,
-        "rank": dist.get("rank"),
-        "world_size": dist.get("world_size"),
-        "main_thread": main_tid,
-        "span_us": (span[0].dur if span else None),
-    }
-    return TraceData(events=events, meta=meta)
+    def _shapes(self) -> pd.Categorical:
+        """Raw "Input Dims" JSON -> torch's ``str(event.input_shapes)`` for each event.
+
+        The writer prints the same ``[[8, 16], [16]]`` text Python would, so the raw bytes are the
+        key as they are. A TensorList argument is written as a list of shapes; torch's
+        ``input_shapes`` shows it as ``[]``, and so do we.
+        """
+        empty = self.dims.encode([b""])[0]  # slices read before shapes showed up have none
+        parts = [p if len(p) else np.full(len(k), empty, dtype=np.int32)
+                 for p, k in zip(self.cols["dims"], self.cols["kind"])]
+        codes = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
+        texts = np.array([_shape_text(raw) for raw in self.dims.values()], dtype=object)
+        used = np.zeros(len(texts), dtype=bool)
+        used[codes] = True
+        # different raw texts can mean the same shapes (spacing, "" and "[]"): one category each,
+        # sorted as pd.Categorical sorts them
+        categories, text_codes = np.unique(texts[used], return_inverse=True)
+        raw_to_category = np.full(len(texts), -1, dtype=np.int32)
+        raw_to_category[used] = text_codes.reshape(-1)
+        return pd.Categorical.from_codes(raw_to_category[codes], categories=pd.Index(categories, dtype=object))
+
+
+def _shape_text(raw: bytes) -> str:
+    if not raw:
+        return "[]"
+    text = raw.decode()
+    if "[[[" in text or "], [[" in text or ",[[" in text:
+        dims = json.loads(text)
+        text = str([[] if (d and isinstance(d[0], list)) else d for d in dims])
+    elif ", " not in text and "," in text:
+        text = str(json.loads(text))  # compact writers: normalise to Python's spacing
+    return text
 
 
 def _main_thread(kind: np.ndarray, pid: np.ndarray, tid: np.ndarray) -> int | None:

@@ -80,13 +80,14 @@ class CProfileSession:
         busy = another_profiler_active()
         if busy:
             raise ProfilerBusyError(f"cannot start cProfile: {busy}; stop it first (e.g. its .disable())")
-        profiler = cProfile.Profile()
-        try:
-            profiler.enable()
-        except ValueError as e:  # Python 3.12+: "Another profiling tool is already active"
-            raise ProfilerBusyError(f"cannot start cProfile: {e}") from None
-        self.profiler = profiler
+        # recorded before enable(): an interrupt right after enable() must still find it to stop
+        self.profiler = cProfile.Profile()
         self._running = True
+        try:
+            self.profiler.enable()
+        except ValueError as e:  # Python 3.12+: "Another profiling tool is already active"
+            self.profiler, self._running = None, False
+            raise ProfilerBusyError(f"cannot start cProfile: {e}") from None
 
     def stop(self) -> dict[Any, Any]:
         if not self._running or self.profiler is None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import warnings
 from typing import Any
 
 import numpy as np
@@ -128,10 +129,15 @@ class TorchSession:
 
     def step(self) -> None:
         if self._started and self.profiler is not None:
-            self.profiler.step()
+            with warnings.catch_warnings():
+                # torch warns that a repeating schedule drops each cycle's events unless
+                # acc_events=True; we read every cycle as it ends (on_trace_ready), none is lost
+                warnings.filterwarnings("ignore", message=".*Profiler clears events at the end of each cycle")
+                self.profiler.step()
 
     def toggle_cuda(self, on: bool) -> None:
-        if not self._started or self.profiler is None:
+        """Pause / resume CUDA collection (a no-op when this run does not record CUDA)."""
+        if not self._started or self.profiler is None or not self.options.cuda:
             return
         from torch.profiler import ProfilerActivity
 
@@ -159,7 +165,7 @@ class TorchSession:
             return None
         from ..events import concat_traces
 
-        return concat_traces(self.cycles)
+        return concat_traces(self.cycles, label_column="cycle")
 
     def _read(self, prof: Any) -> TraceData | None:
         results = getattr(prof.profiler, "kineto_results", None) if prof.profiler else None

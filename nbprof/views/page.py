@@ -61,7 +61,11 @@ def standalone_html(result: Any, title: str | None = None) -> str:
         body = report.html(include_library=True, timeline=body_timeline)
     else:
         report = PythonReport(result)
-        body = report.html(include_library=True)
+        flame = None
+        if len(result.stats):
+            fig = result.flame()
+            flame = _figure_div(figure_json(fig), "nbprof-flame", int(fig.layout.height or 500))
+        body = report.html(include_library=True, flame=flame)
     return (
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
         f"<title>{html.escape(title)}</title>"

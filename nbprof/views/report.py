@@ -19,7 +19,6 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from ..settings import DEFAULT_LIMIT, resolve_python_sort, resolve_torch_sort
@@ -143,9 +142,8 @@ class TorchReport:
         parts = [f"{fmt_count(s.events)} events", f"span {fmt_us(s.span_us)}", f"self CPU {fmt_us(s.self_cpu_us)}"]
         if s.has_device:
             parts.append(f"self CUDA {fmt_us(s.self_device_us)}")
-            busy = _device_busy_fraction(self.profile)
-            if busy is not None:
-                parts.append(f"GPU busy {100 * busy:.0f}%")
+            for device, busy in sorted(self.profile.device_stats.busy_fraction.items()):
+                parts.append(f"{device} busy {100 * busy:.0f}%")
         for device, peak in sorted(s.peak_allocated_bytes.items()):
             if device != "cpu":
                 reserved = s.peak_reserved_bytes.get(device, -1)
@@ -337,14 +335,50 @@ class TorchReport:
 
     def _timeline_panel(self) -> str:
         try:
-            from .timeline import timeline_svg
-        except ImportError:
-            return _empty("Zoom and pan: the interactive timeline is shown under this report (result.timeline()).")
-        try:
-            svg = timeline_svg(self.profile)
+            svg = self.profile.timeline_view().svg()
         except Exception as e:  # a timeline problem must not hide the tables
             return _empty(f"The timeline could not be drawn: {type(e).__name__}: {e}")
         return svg + _empty("An overview; the zoomable timeline is shown under this report (result.timeline()).")
+
+    def _callgraph_panel(self, frame: pd.DataFrame, uid: int, top: int = 40) -> str:
+        """Pick a function (the most expensive by cumtime) to see its callers and callees, with
+        the calls and time on each edge. Without scripts every function's panel shows."""
+        from ..analysis.callgraph import function_key
+
+        names = self.profile.meta.get("code_names")
+        ranked = frame.sort_values("cumtime_s", ascending=False, kind="stable").head(top)
+        options, panels = [], []
+        for i, (row, location) in enumerate(zip(ranked.index, ranked["location"])):
+            key = function_key(frame, frame.index.get_loc(row))
+            callers = self.profile.callers(key)
+            callees = self.profile.callees(key)
+            label = f"{location} · cumtime {fmt_s(frame.at[row, 'cumtime_s'])}"
+            options.append(f'<option value="{i}">{esc(label)}</option>')
+            panels.append(
+                f'<div class="nbprof-cg" data-i="{i}"><div style="margin:6px 0 2px"><b>{esc(location)}</b>: '
+                f'{esc(frame.at[row, "ncalls_text"])} calls, tottime {fmt_s(frame.at[row, "tottime_s"])}, '
+                f'cumtime {fmt_s(frame.at[row, "cumtime_s"])}</div>'
+                + _edges_html("called by", callers, names) + _edges_html("calls", callees, names) + "</div>"
+            )
+        script = (
+            "<script>(function(){var root=document.getElementById('nbprof-cg-%d');if(!root)return;"
+            "var sel=root.querySelector('select');function show(){root.querySelectorAll('.nbprof-cg')"
+            ".forEach(function(p){p.style.display=p.dataset.i===sel.value?'':'none';});}"
+            "sel.style.display='';sel.addEventListener('change',show);show();})();</script>" % uid
+        )
+        return (
+            f'<div id="nbprof-cg-{uid}"><select style="display:none;max-width:100%;margin:4px 0">'
+            f'{"".join(options)}</select>{"".join(panels)}</div>{script}'
+        )
+
+    def _flame_panel(self) -> str:
+        try:
+            from .flame import flame_svg
+
+            svg = flame_svg(self.profile.call_tree())
+        except Exception as e:  # a flame problem must not hide the tables
+            return _empty(f"The flame view could not be drawn: {type(e).__name__}: {e}")
+        return svg + _empty("An overview; the zoomable flame view is shown under this report (result.flame()).")
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         return {"text/plain": self.text(), "text/html": self.html()}
@@ -353,24 +387,31 @@ class TorchReport:
         return self.text()
 
 
-def _device_busy_fraction(profile: Any) -> float | None:
-    """Union of device work intervals over the profile's span (all devices together)."""
-    ev = profile._events
-    work = ev[ev["kind"].isin(["kernel", "memcpy", "memset"])]
-    span = profile.summary.span_us
-    if work.empty or span <= 0:
-        return None
-    start = work["start_us"].to_numpy()
-    end = start + work["dur_us"].to_numpy()
-    order = np.argsort(start, kind="stable")
-    start, end = start[order], end[order]
-    # merge overlapping intervals: a new block starts where start exceeds the running max end
-    run_end = np.maximum.accumulate(end)
-    new_block = np.r_[True, start[1:] > run_end[:-1]]
-    block_start = start[new_block]
-    block_end = np.maximum.reduceat(end, np.flatnonzero(new_block))
-    busy = float((block_end - block_start).sum())
-    return min(busy / span, 1.0)
+def _edges_html(title: str, edges: pd.DataFrame, names: dict[str, str] | None) -> str:
+    """A small table of the edges to or from a function (pstats' print_callers / print_callees)."""
+    from ..analysis.flame import location_label
+
+    if edges.empty:
+        nothing = ("the cell's own top-level code (cProfile does not see the cell as a function)"
+                   if title == "called by" else "no other function")
+        return f'<div style="color:#666;margin:2px 0 6px">{esc(title)}: {nothing}</div>'
+    pad = "padding:2px 10px"
+    rows = "".join(
+        f"<tr><td style='text-align:right;{pad}'>{r.ncalls:,}"
+        f"{'' if r.ncalls == r.primitive_calls else f'/{r.primitive_calls:,}'}</td>"
+        f"<td style='text-align:right;{pad}'>{esc(fmt_s(r.tottime_s))}</td>"
+        f"<td style='text-align:right;{pad}'>{esc(fmt_s(r.cumtime_s))}</td>"
+        f"<td style='font-family:monospace;{pad}' title='{esc(r.filename)}'>"
+        f"{esc(location_label(r.filename, r.lineno, r.function, names))}</td></tr>"
+        for r in edges.itertuples()
+    )
+    return (
+        f'<div style="margin:4px 0 2px;color:#555">{esc(title)}</div>'
+        '<table style="border-collapse:collapse;font-size:12px;margin-bottom:8px"><thead><tr>'
+        f"<th style='text-align:right;{pad}'>ncalls</th><th style='text-align:right;{pad}'>tottime</th>"
+        f"<th style='text-align:right;{pad}'>cumtime</th><th style='text-align:left;{pad}'>function</th>"
+        f"</tr></thead><tbody>{rows}</tbody></table>"
+    )
 
 
 class PythonReport:
@@ -437,7 +478,7 @@ class PythonReport:
         parts.append("</div>")
         return "".join(parts)
 
-    def html(self, include_library: bool | None = None) -> str:
+    def html(self, include_library: bool | None = None, flame: str | None = None) -> str:
         uid = next(_ids)
         library = library_html() if include_library else ("" if include_library is False else _library())
         parts = [library, _panel_css(uid, 4), '<div class="nbprof-report">',
@@ -461,13 +502,51 @@ class PythonReport:
         frame = frame.sort_values(sort, ascending=sort in ("function", "filename", "lineno"), kind="stable")
         table = datatable_html(frame, cols, order=[(sort, "asc" if sort in ("function", "filename", "lineno") else "desc")],
                                page_length=self.limit or 0)
-        tabs = [("Functions", table)]
-        extra = getattr(self, "_extra_tabs", None)
-        if extra:
-            tabs += extra()
+        tabs = [("Functions", table), ("Callers & callees", self._callgraph_panel(frame, uid))]
+        tabs.append(("Flame", flame if flame is not None else self._flame_panel()))
         parts.append(tabs_html(uid, tabs))
         parts.append("</div>")
         return "".join(parts)
+
+    def _callgraph_panel(self, frame: pd.DataFrame, uid: int, top: int = 40) -> str:
+        """Pick a function (the most expensive by cumtime) to see its callers and callees, with
+        the calls and time on each edge. Without scripts every function's panel shows."""
+        from ..analysis.callgraph import function_key
+
+        names = self.profile.meta.get("code_names")
+        ranked = frame.sort_values("cumtime_s", ascending=False, kind="stable").head(top)
+        options, panels = [], []
+        for i, (row, location) in enumerate(zip(ranked.index, ranked["location"])):
+            key = function_key(frame, frame.index.get_loc(row))
+            callers = self.profile.callers(key)
+            callees = self.profile.callees(key)
+            label = f"{location} · cumtime {fmt_s(frame.at[row, 'cumtime_s'])}"
+            options.append(f'<option value="{i}">{esc(label)}</option>')
+            panels.append(
+                f'<div class="nbprof-cg" data-i="{i}"><div style="margin:6px 0 2px"><b>{esc(location)}</b>: '
+                f'{esc(frame.at[row, "ncalls_text"])} calls, tottime {fmt_s(frame.at[row, "tottime_s"])}, '
+                f'cumtime {fmt_s(frame.at[row, "cumtime_s"])}</div>'
+                + _edges_html("called by", callers, names) + _edges_html("calls", callees, names) + "</div>"
+            )
+        script = (
+            "<script>(function(){var root=document.getElementById('nbprof-cg-%d');if(!root)return;"
+            "var sel=root.querySelector('select');function show(){root.querySelectorAll('.nbprof-cg')"
+            ".forEach(function(p){p.style.display=p.dataset.i===sel.value?'':'none';});}"
+            "sel.style.display='';sel.addEventListener('change',show);show();})();</script>" % uid
+        )
+        return (
+            f'<div id="nbprof-cg-{uid}"><select style="display:none;max-width:100%;margin:4px 0">'
+            f'{"".join(options)}</select>{"".join(panels)}</div>{script}'
+        )
+
+    def _flame_panel(self) -> str:
+        try:
+            from .flame import flame_svg
+
+            svg = flame_svg(self.profile.call_tree())
+        except Exception as e:  # a flame problem must not hide the tables
+            return _empty(f"The flame view could not be drawn: {type(e).__name__}: {e}")
+        return svg + _empty("An overview; the zoomable flame view is shown under this report (result.flame()).")
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         return {"text/plain": self.text(), "text/html": self.html()}
@@ -476,17 +555,30 @@ class PythonReport:
         return self.text()
 
 
+def _edges_html(title: str, edges: pd.DataFrame, names: dict[str, str] | None) -> str:
+    """A small table of the edges to or from a function (pstats' print_callers / print_callees)."""
+    from ..analysis.flame import location_label
 
-class TimelineOutput:
-    """The zoomable timeline as its own output: the plotly figure for JupyterLab, Notebook 7 and
-    VS Code (which draw it with their own plotly.js), a static SVG for nbconvert and nbviewer."""
+    if edges.empty:
+        nothing = ("the cell's own top-level code (cProfile does not see the cell as a function)"
+                   if title == "called by" else "no other function")
+        return f'<div style="color:#666;margin:2px 0 6px">{esc(title)}: {nothing}</div>'
+    pad = "padding:2px 10px"
+    rows = "".join(
+        f"<tr><td style='text-align:right;{pad}'>{r.ncalls:,}"
+        f"{'' if r.ncalls == r.primitive_calls else f'/{r.primitive_calls:,}'}</td>"
+        f"<td style='text-align:right;{pad}'>{esc(fmt_s(r.tottime_s))}</td>"
+        f"<td style='text-align:right;{pad}'>{esc(fmt_s(r.cumtime_s))}</td>"
+        f"<td style='font-family:monospace;{pad}' title='{esc(r.filename)}'>"
+        f"{esc(location_label(r.filename, r.lineno, r.function, names))}</td></tr>"
+        for r in edges.itertuples()
+    )
+    return (
+        f'<div style="margin:4px 0 2px;color:#555">{esc(title)}</div>'
+        '<table style="border-collapse:collapse;font-size:12px;margin-bottom:8px"><thead><tr>'
+        f"<th style='text-align:right;{pad}'>ncalls</th><th style='text-align:right;{pad}'>tottime</th>"
+        f"<th style='text-align:right;{pad}'>cumtime</th><th style='text-align:left;{pad}'>function</th>"
+        f"</tr></thead><tbody>{rows}</tbody></table>"
+    )
 
-    def __init__(self, profile: Any) -> None:
-        self.profile = profile
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        from .figure import figure_bundle
-        from .timeline import timeline_figure, timeline_svg
-
-        fig = timeline_figure(self.profile)
-        return figure_bundle(fig, html=timeline_svg(self.profile))

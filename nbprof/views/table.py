@@ -143,13 +143,13 @@ def render_html(rows: pd.DataFrame, columns: list[Column], *, caption: str = "")
 
 def pstats_location(stats: pd.DataFrame, names: dict[str, str] | None = None) -> np.ndarray:
     """pstats' "filename:lineno(function)" text, with notebook cells shown as "In [n]"."""
+    from ..analysis.flame import location_label
+
     names = names or {}
-    out = []
-    for f, line, fn in zip(stats["filename"].tolist(), stats["lineno"].tolist(), stats["function"].tolist()):
-        if f == "~" and line == 0:
-            out.append(f"{{{fn}}}" if not fn.startswith("<") else fn)
-        else:
-            out.append(f"{names.get(f, short_path(f))}:{line}({fn})")
+    out = [
+        location_label(f, line, fn, names)
+        for f, line, fn in zip(stats["filename"].tolist(), stats["lineno"].tolist(), stats["function"].tolist())
+    ]
     return np.asarray(out, dtype=object)
 
 

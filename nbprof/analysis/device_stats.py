@@ -1,0 +1,291 @@
+"""Device statistics: how busy each GPU (and stream) was, and its peak memory.
+
+What people read from Lightning's ``DeviceStatsMonitor``, computed from the profile itself:
+
+- ``busy_us``: the union of the device's kernel, memcpy and memset intervals (work overlapping
+  on two streams counts once); ``busy_fraction = busy_us / span_us``.
+- ``span_us``: the profiled span: from the first to the last event of the profile (as the
+  summary's "span"). A profile merged from ``--schedule`` cycles is recorded in windows, and only
+  the windows count (the steps between cycles were not recorded); see :func:`profiled_windows`.
+  A profile merged from several ranks has one span per rank.
+- ``peak_allocated_bytes`` / ``peak_reserved_bytes``: the largest "Total Allocated" and "Total
+  Reserved" the allocator reported in the memory events (``--memory``); -1 when none were
+  recorded. These are the allocator's totals, so memory allocated before the cell counts too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..events import KIND_CODE, time_ns
+from ._intervals import measure_within, union_segments
+
+__all__ = [
+    "DeviceStats",
+    "device_stats",
+    "profiled_windows",
+    "span_ns",
+    "process_codes",
+    "DEVICE_COLUMNS",
+    "STREAM_COLUMNS",
+]
+
+_WORK = [KIND_CODE[k] for k in ("kernel", "memcpy", "memset")]
+
+DEVICE_COLUMNS = (
+    "device",
+    "span_us",
+    "busy_us",
+    "busy_fraction",
+    "idle_us",
+    "kernel_us",
+    "memcpy_us",
+    "memset_us",
+    "kernels",
+    "memcpys",
+    "memsets",
+    "streams",
+    "peak_allocated_bytes",
+    "peak_reserved_bytes",
+    "total_memory_bytes",
+)
+STREAM_COLUMNS = ("device", "stream", "busy_us", "busy_fraction", "kernel_us", "kernels")
+
+
+@dataclass(frozen=True)
+class DeviceStats:
+    """``devices``: one row per device (and rank); ``streams``: one row per device stream."""
+
+    devices: pd.DataFrame
+    streams: pd.DataFrame
+
+    @property
+    def busy_fraction(self) -> dict[str, float]:
+        d = self.devices
+        return {_key(r): float(r["busy_fraction"]) for _, r in d.iterrows()}
+
+    @property
+    def peak_allocated_bytes(self) -> dict[str, int]:
+        d = self.devices
+        return {_key(r): int(r["peak_allocated_bytes"]) for _, r in d.iterrows()}
+
+    @property
+    def peak_reserved_bytes(self) -> dict[str, int]:
+        d = self.devices
+        return {_key(r): int(r["peak_reserved_bytes"]) for _, r in d.iterrows()}
+
+
+def _key(row: pd.Series) -> str:
+    return f"rank {row['rank']} {row['device']}" if "rank" in row.index else str(row["device"])
+
+
+def process_codes(events: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """``(rank code per event, rank labels)``: 0 everywhere for a single-process profile."""
+    if "rank" not in events.columns:
+        return np.zeros(len(events), dtype=np.int64), np.array([None], dtype=object)
+    codes, labels = pd.factorize(events["rank"].to_numpy(), sort=True)
+    return codes.astype(np.int64), np.asarray(labels, dtype=object)
+
+
+def profiled_windows(events: pd.DataFrame, meta: dict[str, Any] | None = None) -> pd.DataFrame:
+    """The recorded stretches of time: ``rank_code, start_ns, end_ns`` (disjoint per rank).
+
+    - one window per rank: first event start to last event end;
+    - ``--schedule`` profiles (merged cycles): one window per cycle, from a ``cycle`` column when
+      the events have one, else from each cycle's recorded span (``meta["parts"]``: its origin
+      and the length of the profiler's "Trace" span), widened to cover the cycle's events.
+    """
+    meta = meta or {}
+    rank, _ = process_codes(events)
+    start = time_ns(events["start_us"].to_numpy())
+    end = start + time_ns(events["dur_us"].to_numpy())
+    if len(events) == 0:
+        z = np.zeros(0, dtype=np.int64)
+        return pd.DataFrame({"rank_code": z, "start_ns": z, "end_ns": z})
+    if "cycle" in events.columns:
+        cyc, _ = pd.factorize(events["cycle"].to_numpy())
+        key = rank * (int(cyc.max()) + 1) + cyc
+        frame = pd.DataFrame({"key": key, "rank_code": rank, "s": start, "e": end})
+        g = frame.groupby("key", sort=True).agg(rank_code=("rank_code", "first"), start_ns=("s", "min"),
+                                                end_ns=("e", "max"))
+        seg = union_segments(g["start_ns"].to_numpy(), g["end_ns"].to_numpy(), g["rank_code"].to_numpy())
+        return pd.DataFrame({"rank_code": seg[0], "start_ns": seg[1], "end_ns": seg[2]})
+    parts = meta.get("parts")
+    if parts and "rank" not in events.columns and all(p.get("span_us") for p in parts):
+        origin = int(meta.get("origin_ns", min(p.get("origin_ns", 0) for p in parts)))
+        ws = np.array([int(p.get("origin_ns", 0)) - origin for p in parts], dtype=np.int64)
+        we = ws + np.array([int(round(float(p["span_us"]) * 1000)) for p in parts], dtype=np.int64)
+        # every event belongs to a cycle: widen the window that holds (or precedes) its start
+        order = np.argsort(ws)
+        ws, we = ws[order], we[order]
+        idx = np.clip(np.searchsorted(ws, start, side="right") - 1, 0, len(ws) - 1)
+        lo = np.full(len(ws), np.iinfo(np.int64).max)
+        hi = np.full(len(ws), np.iinfo(np.int64).min)
+        np.minimum.at(lo, idx, start)
+        np.maximum.at(hi, idx, end)
+        ws = np.where(lo < np.iinfo(np.int64).max, np.minimum(ws, lo), ws)
+        we = np.maximum(we, hi)
+        seg = union_segments(ws, we)
+        return pd.DataFrame({"rank_code": seg[0], "start_ns": seg[1], "end_ns": seg[2]})
+    frame = pd.DataFrame({"rank_code": rank, "s": start, "e": end})
+    g = frame.groupby("rank_code", sort=True).agg(start_ns=("s", "min"), end_ns=("e", "max")).reset_index()
+    return g[["rank_code", "start_ns", "end_ns"]]
+
+
+def span_ns(windows: pd.DataFrame, n_ranks: int) -> np.ndarray:
+    """Recorded time per rank code (sum of its windows)."""
+    out = np.zeros(n_ranks, dtype=np.float64)
+    np.add.at(out, windows["rank_code"].to_numpy(), (windows["end_ns"] - windows["start_ns"]).to_numpy())
+    return out
+
+
+def device_stats(events: pd.DataFrame, meta: dict[str, Any] | None = None) -> DeviceStats:
+    """Busy time and peak memory per device (and rank), busy time per stream."""
+    meta = meta or {}
+    rank, rank_labels = process_codes(events)
+    n_ranks = len(rank_labels)
+    has_rank = "rank" in events.columns
+    kind = events["kind"].cat.codes.to_numpy()
+    device = events["device"].astype(str).to_numpy()
+    work = np.isin(kind, _WORK)
+    is_mem = (kind == KIND_CODE["memory"]) & (device != "cpu")
+
+    windows = profiled_windows(events, meta)
+    spans = span_ns(windows, n_ranks)
+
+    # device keys: (rank, device label) of device work and device memory
+    relevant = work | is_mem
+    dev_codes, dev_labels = pd.factorize(device[relevant], sort=True)
+    n_dev = len(dev_labels)
+    dev_of = np.full(len(events), -1, dtype=np.int64)
+    dev_of[relevant] = dev_codes
+    key_all = rank * max(n_dev, 1) + dev_of
+    n_keys = n_ranks * max(n_dev, 1)
+
+    start = time_ns(events["start_us"].to_numpy())
+    dur = time_ns(events["dur_us"].to_numpy())
+    end = start + dur
+
+    rows = np.flatnonzero(work)
+    kw = key_all[rows]
+    seg_g, seg_s, seg_e = union_segments(start[rows], end[rows], kw)
+    keys = np.arange(n_keys)
+    key_rank = keys // max(n_dev, 1)
+    wk = _windows_of(windows, key_rank)
+    busy = measure_within(seg_g, seg_s, seg_e, wk[0], wk[1], wk[2], n_keys)
+
+    def per_key(mask_kind: int) -> tuple[np.ndarray, np.ndarray]:
+        m = rows[kind[rows] == mask_kind]
+        return (np.bincount(key_all[m], weights=dur[m], minlength=n_keys),
+                np.bincount(key_all[m], minlength=n_keys))
+
+    k_us, k_n = per_key(KIND_CODE["kernel"])
+    c_us, c_n = per_key(KIND_CODE["memcpy"])
+    s_us, s_n = per_key(KIND_CODE["memset"])
+    stream = events["stream"].to_numpy()
+    n_streams = (
+        pd.DataFrame({"k": kw, "s": stream[rows]}).drop_duplicates().groupby("k").size().reindex(keys, fill_value=0)
+        .to_numpy()
+    )
+
+    peak_alloc = np.full(n_keys, -1, dtype=np.int64)
+    peak_res = np.full(n_keys, -1, dtype=np.int64)
+    mrows = np.flatnonzero(is_mem)
+    if len(mrows):
+        np.maximum.at(peak_alloc, key_all[mrows], events["total_allocated_bytes"].to_numpy()[mrows])
+        np.maximum.at(peak_res, key_all[mrows], events["total_reserved_bytes"].to_numpy()[mrows])
+
+    total_mem = _device_memory(meta)
+    present = (k_n + c_n + s_n > 0) | (peak_alloc >= 0)
+    span_k = spans[key_rank]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        frac = np.where(span_k > 0, busy / span_k, np.nan)
+    dev_names = np.asarray(dev_labels, dtype=object)[keys % max(n_dev, 1)] if n_dev else np.array([], dtype=object)
+    devices = pd.DataFrame(
+        {
+            "device": dev_names if n_dev else np.zeros(n_keys, dtype=object),
+            "span_us": span_k / 1000.0,
+            "busy_us": busy / 1000.0,
+            "busy_fraction": frac,
+            "idle_us": (span_k - busy) / 1000.0,
+            "kernel_us": k_us / 1000.0,
+            "memcpy_us": c_us / 1000.0,
+            "memset_us": s_us / 1000.0,
+            "kernels": k_n.astype(np.int64),
+            "memcpys": c_n.astype(np.int64),
+            "memsets": s_n.astype(np.int64),
+            "streams": n_streams.astype(np.int64),
+            "peak_allocated_bytes": peak_alloc,
+            "peak_reserved_bytes": peak_res,
+            "total_memory_bytes": np.array([total_mem.get(str(d), -1) for d in dev_names], dtype=np.int64)
+            if n_dev else np.zeros(n_keys, dtype=np.int64),
+        }
+    )
+    columns = list(DEVICE_COLUMNS)
+    if has_rank:
+        devices.insert(0, "rank", rank_labels[key_rank])
+        columns.insert(0, "rank")
+    devices = devices[present][columns].reset_index(drop=True) if n_dev else devices.iloc[0:0][columns]
+
+    # per stream: busy time of each stream alone
+    streams = _stream_stats(rows, kw, kind, stream, start, end, dur, spans, key_rank, n_dev, dev_labels,
+                            rank_labels, has_rank, windows)
+    return DeviceStats(devices=devices, streams=streams)
+
+
+def _stream_stats(rows, kw, kind, stream, start, end, dur, spans, key_rank, n_dev, dev_labels, rank_labels,
+                  has_rank, windows) -> pd.DataFrame:
+    columns = list(STREAM_COLUMNS)
+    if has_rank:
+        columns.insert(0, "rank")
+    if len(rows) == 0:
+        return pd.DataFrame({c: pd.Series(dtype=object if c in ("device", "rank") else float) for c in columns})
+    s_codes, s_labels = pd.factorize(stream[rows], sort=True)
+    sk = kw * len(s_labels) + s_codes
+    uk, inv = np.unique(sk, return_inverse=True)
+    seg_g, seg_s, seg_e = union_segments(start[rows], end[rows], inv)
+    dev_key = uk // len(s_labels)
+    r_of = key_rank[dev_key]
+    wk = _windows_of(windows, r_of)
+    busy = measure_within(seg_g, seg_s, seg_e, wk[0], wk[1], wk[2], len(uk))
+    is_kernel = kind[rows] == KIND_CODE["kernel"]
+    k_us = np.bincount(inv, weights=np.where(is_kernel, dur[rows], 0), minlength=len(uk))
+    k_n = np.bincount(inv, weights=is_kernel.astype(np.int64), minlength=len(uk))
+    span = spans[r_of]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        frac = np.where(span > 0, busy / span, np.nan)
+    out = pd.DataFrame(
+        {
+            "device": np.asarray(dev_labels, dtype=object)[dev_key % max(n_dev, 1)],
+            "stream": np.asarray(s_labels)[uk % len(s_labels)].astype(np.int64),
+            "busy_us": busy / 1000.0,
+            "busy_fraction": frac,
+            "kernel_us": k_us / 1000.0,
+            "kernels": k_n.astype(np.int64),
+        }
+    )
+    if has_rank:
+        out.insert(0, "rank", rank_labels[r_of])
+    return out[columns]
+
+
+def _windows_of(windows: pd.DataFrame, group_rank: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The windows of each group (a device or stream key): those of the group's rank."""
+    groups = pd.DataFrame({"group": np.arange(len(group_rank)), "rank_code": group_rank})
+    m = groups.merge(windows, on="rank_code", how="inner")
+    return (m["group"].to_numpy(np.int64), m["start_ns"].to_numpy(np.int64), m["end_ns"].to_numpy(np.int64))
+
+
+def _device_memory(meta: dict[str, Any]) -> dict[str, int]:
+    """Total memory per device from the trace's ``deviceProperties``."""
+    out = {}
+    for p in meta.get("device_properties") or []:
+        try:
+            out[f"cuda:{int(p.get('id', 0))}"] = int(p.get("totalGlobalMem", -1))
+        except (TypeError, ValueError):
+            continue
+    return out

@@ -1,0 +1,258 @@
+"""Named ranges: the ``record_function`` labels of a profile, like Lightning's simple profiler.
+
+One row per label *path* (a label under its enclosing labels: "train_step › forward"), in tree
+order (each label right after its parent; siblings in the order they first ran):
+
+    label, path, depth, count, total_us, mean_us, min_us, max_us, share_of_span,
+    device_us, kernels, gpu_span_us
+
+- ``label``: the ``record_function`` name; all ``ProfilerStep#N`` are one label, "ProfilerStep*"
+  (as torch's tables); ``depth``: how many labels enclose it (the view indents by it).
+- ``count``, ``total_us``, ``mean_us``, ``min_us``, ``max_us``: over the label's instances (CPU
+  wall time from enter to exit); ``share_of_span``: ``total_us`` over the profiled span.
+- ``device_us`` / ``kernels``: the device work (kernels, copies, memsets) *launched while the
+  label was open*, by any thread of the same process, each launch counted once per row however
+  many instances were open. So ``backward`` gets the kernels that autograd's own thread launched
+  for it, which torch's table (kernels of the label's own-thread descendants only) leaves out;
+  and no row ever exceeds the device time that exists (torch's "437 %" comes from adding a GPU
+  annotation's span as if it were kernel time).
+- ``gpu_span_us``: the total span of the label's GPU annotations (``gpu_user_annotation``: first
+  to last kernel of the range on the device, idle gaps included); 0 when the trace has none.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..events import KIND_CODE, time_ns
+from ._intervals import launch_points, sum_in_intervals, union_segments
+from .device_stats import process_codes, profiled_windows, span_ns
+
+__all__ = ["ranges", "RANGE_COLUMNS", "PATH_SEP", "range_labels", "annotation_parents"]
+
+PATH_SEP = " › "
+
+RANGE_COLUMNS = (
+    "label",
+    "path",
+    "depth",
+    "count",
+    "total_us",
+    "mean_us",
+    "min_us",
+    "max_us",
+    "share_of_span",
+    "device_us",
+    "kernels",
+    "gpu_span_us",
+)
+
+
+def range_labels(names: pd.Series) -> np.ndarray:
+    """Label of each event: its name, with every ``ProfilerStep#N`` as "ProfilerStep*"."""
+    cats = names.cat.categories
+    renamed = np.array(["ProfilerStep*" if str(c).startswith("ProfilerStep#") else str(c) for c in cats],
+                       dtype=object)
+    codes = names.cat.codes.to_numpy()
+    out = np.empty(len(codes), dtype=object)
+    ok = codes >= 0
+    out[ok] = renamed[codes[ok]]
+    out[~ok] = ""
+    return out
+
+
+def annotation_parents(events: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
+    """For each of ``rows``: the nearest enclosing (live) annotation row, or -1."""
+    kind = events["kind"].cat.codes.to_numpy()
+    parent = events["parent"].to_numpy()
+    is_ann = (kind == KIND_CODE["annotation"]) & ~events["merged"].to_numpy()
+    cur = parent[rows].copy()
+    while True:
+        climb = cur >= 0
+        climb[climb] = ~is_ann[cur[climb]]
+        if not climb.any():
+            return cur
+        cur[climb] = parent[cur[climb]]
+
+
+def _survivors(events: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
+    """Rows merged into a same-name parent stand for that parent."""
+    merged = events["merged"].to_numpy()
+    parent = events["parent"].to_numpy()
+    cur = rows.copy()
+    while True:
+        climb = merged[cur] & (parent[cur] >= 0)
+        if not climb.any():
+            return cur
+        cur[climb] = parent[cur[climb]]
+
+
+def _paths(events: pd.DataFrame, ann: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, pd.DataFrame]:
+    """Path id of every annotation row, and a table of paths (parent path, label, depth)."""
+    n = len(events)
+    ann_parent = np.full(n, -1, dtype=np.int64)
+    ann_parent[ann] = annotation_parents(events, ann)
+    depth = np.zeros(n, dtype=np.int64)
+    cur = ann_parent[ann].copy()
+    d = np.zeros(len(ann), dtype=np.int64)
+    while (cur >= 0).any():
+        has = cur >= 0
+        d[has] += 1
+        cur[has] = ann_parent[cur[has]]
+    depth[ann] = d
+
+    label_codes, label_uniques = pd.factorize(labels[ann])
+    label_of = np.full(n, -1, dtype=np.int64)
+    label_of[ann] = label_codes
+    path_of = np.full(n, -1, dtype=np.int64)
+    parents: list[np.ndarray] = []
+    path_labels: list[np.ndarray] = []
+    depths: list[np.ndarray] = []
+    next_id = 0
+    for level in range(int(d.max()) + 1 if len(d) else 0):
+        rows = ann[d == level]
+        pp = np.where(ann_parent[rows] >= 0, path_of[np.maximum(ann_parent[rows], 0)], -1)
+        key = (pp + 1) * (len(label_uniques) + 1) + label_of[rows]
+        codes, uniq = pd.factorize(key)
+        path_of[rows] = codes + next_id
+        parents.append(uniq // (len(label_uniques) + 1) - 1)
+        path_labels.append(np.asarray(label_uniques, dtype=object)[uniq % (len(label_uniques) + 1)])
+        depths.append(np.full(len(uniq), level, dtype=np.int64))
+        next_id += len(uniq)
+    table = pd.DataFrame(
+        {
+            "parent_path": np.concatenate(parents) if parents else np.zeros(0, np.int64),
+            "label": np.concatenate(path_labels) if path_labels else np.zeros(0, object),
+            "depth": np.concatenate(depths) if depths else np.zeros(0, np.int64),
+        }
+    )
+    return path_of, table
+
+
+def ranges(events: pd.DataFrame, meta: dict[str, Any] | None = None) -> pd.DataFrame:
+    """The Ranges table (see the module doc) of a tree-built events table."""
+    kind = events["kind"].cat.codes.to_numpy()
+    ann = np.flatnonzero((kind == KIND_CODE["annotation"]) & ~events["merged"].to_numpy())
+    if len(ann) == 0:
+        return _empty()
+    labels = range_labels(events["name"])
+    path_of, paths = _paths(events, ann, labels)
+    n_paths = len(paths)
+    pid = path_of[ann]
+
+    start = time_ns(events["start_us"].to_numpy())
+    dur = time_ns(events["dur_us"].to_numpy())
+    end = start + dur
+    _, process = _lanes(events)
+
+    total = np.bincount(pid, weights=dur[ann], minlength=n_paths)
+    count = np.bincount(pid, minlength=n_paths)
+    mins = np.full(n_paths, np.inf)
+    maxs = np.full(n_paths, -np.inf)
+    firsts = np.full(n_paths, np.iinfo(np.int64).max)
+    np.minimum.at(mins, pid, dur[ann].astype(float))
+    np.maximum.at(maxs, pid, dur[ann].astype(float))
+    np.minimum.at(firsts, pid, start[ann])
+
+    # device work launched while the label was open: union the instances of each (path,
+    # process), then sum the launches inside by prefix sums
+    launches = launch_points(events, process)
+    n_proc = int(process.max()) + 1 if len(process) else 1
+    group = pid * n_proc + process[ann]
+    seg_g, seg_s, seg_e = union_segments(start[ann], end[ann], group)
+    dev_sum, dev_n = sum_in_intervals(
+        launches["process"].to_numpy(), launches["launch_ns"].to_numpy(), launches["dur_ns"].to_numpy(),
+        seg_g % n_proc, seg_s, seg_e,
+    )
+    # a launch belongs to a label open at its start: start <= launch < end
+    device_ns = np.bincount(seg_g // n_proc, weights=dev_sum, minlength=n_paths)
+    kernels = np.bincount(seg_g // n_proc, weights=dev_n, minlength=n_paths).astype(np.int64)
+
+    gpu_span = np.zeros(n_paths)
+    gpu = np.flatnonzero(kind == KIND_CODE["gpu_annotation"])
+    if len(gpu):
+        ext = events["external_id"].to_numpy()
+        ids = ext[ann]
+        order = np.argsort(ids, kind="stable")
+        at = np.minimum(np.searchsorted(ids[order], ext[gpu]), len(ann) - 1)
+        hit = (ids[order][at] == ext[gpu]) & (ext[gpu] > 0)
+        np.add.at(gpu_span, pid[order][at[hit]], dur[gpu[hit]].astype(float))
+        # GPU annotations of merged (same-name) CPU annotations stand for their survivor
+        merged_rows = np.flatnonzero((kind == KIND_CODE["annotation"]) & events["merged"].to_numpy())
+        if len(merged_rows) and (~hit).any():
+            miss = gpu[~hit]
+            mids = ext[merged_rows]
+            mo = np.argsort(mids, kind="stable")
+            at2 = np.minimum(np.searchsorted(mids[mo], ext[miss]), len(merged_rows) - 1)
+            hit2 = (mids[mo][at2] == ext[miss]) & (ext[miss] > 0)
+            surv = _survivors(events, merged_rows[mo][at2[hit2]])
+            ok = path_of[surv] >= 0
+            np.add.at(gpu_span, path_of[surv[ok]], dur[miss[hit2][ok]].astype(float))
+
+    windows = profiled_windows(events, meta)
+    rank_codes, rank_labels = process_codes(events)
+    span = float(span_ns(windows, len(rank_labels)).sum())
+
+    path_text = _path_text(paths)
+    out = pd.DataFrame(
+        {
+            "label": paths["label"].to_numpy(),
+            "path": path_text,
+            "depth": paths["depth"].to_numpy(),
+            "count": count.astype(np.int64),
+            "total_us": total / 1000.0,
+            "mean_us": total / np.maximum(count, 1) / 1000.0,
+            "min_us": mins / 1000.0,
+            "max_us": maxs / 1000.0,
+            "share_of_span": total / span if span > 0 else np.nan,
+            "device_us": device_ns / 1000.0,
+            "kernels": kernels,
+            "gpu_span_us": gpu_span / 1000.0,
+        }
+    )
+    order = _tree_order(paths["parent_path"].to_numpy(), paths["depth"].to_numpy(), firsts)
+    return out.iloc[order].reset_index(drop=True)
+
+
+def _lanes(events: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    from .tree import lanes
+
+    return lanes(events)
+
+
+def _path_text(paths: pd.DataFrame) -> np.ndarray:
+    parent = paths["parent_path"].to_numpy()
+    label = paths["label"].to_numpy()
+    text = label.astype(object).copy()
+    depth = paths["depth"].to_numpy()
+    for level in range(1, int(depth.max()) + 1 if len(depth) else 0):
+        rows = np.flatnonzero(depth == level)
+        text[rows] = text[parent[rows]] + PATH_SEP + label[rows]
+    return text
+
+
+def _tree_order(parent: np.ndarray, depth: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """Depth-first order: parents before children, siblings by first start."""
+    n = len(parent)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    rank = np.empty(n, dtype=np.int64)
+    rank[np.lexsort((np.arange(n), first))] = np.arange(n)  # unique: ties by path id
+    max_depth = int(depth.max())
+    keys = np.full((max_depth + 1, n), -1, dtype=np.int64)
+    cur = np.arange(n)
+    for level in range(max_depth, -1, -1):
+        deeper = depth[cur] > level
+        cur[deeper] = parent[cur[deeper]]
+        at = depth >= level  # for these rows, cur is now their ancestor at this level
+        keys[level, at] = rank[cur[at]]
+    # np.lexsort: the last key is the primary one
+    return np.lexsort(tuple(keys[level] for level in range(max_depth, -1, -1)))
+
+
+def _empty() -> pd.DataFrame:
+    types = {"label": object, "path": object, "depth": np.int64, "count": np.int64, "kernels": np.int64}
+    return pd.DataFrame({c: pd.Series(dtype=types.get(c, np.float64)) for c in RANGE_COLUMNS})

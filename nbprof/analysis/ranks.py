@@ -1,0 +1,198 @@
+"""Per-rank comparison of a profile merged from several ranks (``nbprof.load_trace(folder)``).
+
+:func:`rank_table`: one row per rank::
+
+    rank, span_us, self_cpu_us, ops, kernel_us, kernels, device_busy_us, device_busy_fraction,
+    comm_us, compute_us
+
+- ``comm_us``: time in collective communication: device work whose name looks like NCCL / RCCL
+  (``ncclDevKernel_AllReduce...``), or, in a profile without device work, self CPU time of c10d /
+  gloo ops. In DDP the fast ranks wait inside these for the slow one, so waiting is left out of
+  the next column;
+- ``compute_us``: kernel time minus communication (self CPU time minus communication without
+  device work): what each rank itself had to do. The **slowest rank** is the one with the most;
+  ``imbalance = (max - median) / median`` of ``compute_us``.
+
+:func:`rank_differences`: the kernels (ops without device work) whose count or time differs
+across ranks, with each rank's numbers side by side.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..events import KIND_CODE
+from .device_stats import device_stats, process_codes, profiled_windows, span_ns
+
+__all__ = ["RankReport", "rank_report", "rank_table", "rank_differences", "COMM_PATTERN", "RANK_TIME_SPREAD"]
+
+COMM_PATTERN = re.compile(
+    r"nccl|rccl|gloo|c10d::|record_param_comms|ProcessGroup|all_?reduce|all_?gather|reduce_?scatter"
+    r"|all_?to_?all|barrier|SendRecv",
+    re.IGNORECASE,
+)
+# A kernel "differs" across ranks when its count differs, or its total time's spread
+# (max - min) / mean is at least this.
+RANK_TIME_SPREAD = 0.10
+# ... and it matters: its slowest rank spends at least this share of that rank's device (or CPU) time.
+RANK_MIN_SHARE = 0.01
+
+_WORK = [KIND_CODE[k] for k in ("kernel", "memcpy", "memset")]
+_CPU = [KIND_CODE[k] for k in ("op", "runtime", "overhead", "other", "annotation")]
+
+
+@dataclass(frozen=True)
+class RankReport:
+    """``table`` (per rank), ``slowest`` (rank label), ``imbalance``, ``differences``."""
+
+    table: pd.DataFrame
+    slowest: Any
+    imbalance: float
+    differences: pd.DataFrame
+
+    def __repr__(self) -> str:
+        return (f"<RankReport {len(self.table)} ranks, slowest {self.slowest}, imbalance {self.imbalance:.1%}, "
+                f"{len(self.differences)} differing rows>")
+
+
+def _is_comm(names: np.ndarray) -> np.ndarray:
+    """COMM_PATTERN on each name (evaluated once per distinct name)."""
+    codes, uniq = pd.factorize(np.asarray(names, dtype=object))
+    hits = np.array([bool(COMM_PATTERN.search(str(u))) for u in uniq], dtype=bool)
+    return hits[codes] if len(codes) else np.zeros(0, dtype=bool)
+
+
+def rank_table(events: pd.DataFrame, meta: dict[str, Any] | None = None) -> pd.DataFrame:
+    rank, labels = process_codes(events)
+    n = len(labels)
+    kind = events["kind"].cat.codes.to_numpy()
+    names = events["name"].to_numpy()
+    tree = np.isin(kind, _CPU) & (events["thread"].to_numpy() >= 0) & ~events["merged"].to_numpy()
+    work = np.isin(kind, _WORK)
+    self_cpu = events["self_cpu_us"].to_numpy()
+    dur = events["dur_us"].to_numpy()
+    comm = _is_comm(names)
+    windows = profiled_windows(events, meta)
+    spans = span_ns(windows, n) / 1000.0
+
+    cpu_total = np.bincount(rank[tree], weights=self_cpu[tree], minlength=n)
+    ops = np.bincount(rank[tree & (kind == KIND_CODE["op"])], minlength=n)
+    kernel_us = np.bincount(rank[work], weights=dur[work], minlength=n)
+    kernels = np.bincount(rank[work], minlength=n)
+    has_device = bool(work.any())
+    if has_device:
+        comm_us = np.bincount(rank[work & comm], weights=dur[work & comm], minlength=n)
+        compute = kernel_us - comm_us
+    else:
+        comm_us = np.bincount(rank[tree & comm], weights=self_cpu[tree & comm], minlength=n)
+        compute = cpu_total - comm_us
+
+    busy = np.zeros(n)
+    n_devices = np.ones(n)
+    stats = device_stats(events, meta).devices
+    if len(stats):
+        key = stats["rank"].to_numpy() if "rank" in stats.columns else np.full(len(stats), labels[0], dtype=object)
+        idx = pd.Index(labels).get_indexer(key)
+        np.add.at(busy, idx, stats["busy_us"].to_numpy())
+        n_devices = np.maximum(np.bincount(idx, minlength=n), 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        frac = np.where(spans > 0, busy / (spans * n_devices), np.nan)
+    return pd.DataFrame(
+        {
+            "rank": labels,
+            "span_us": spans,
+            "self_cpu_us": cpu_total,
+            "ops": ops.astype(np.int64),
+            "kernel_us": kernel_us,
+            "kernels": kernels.astype(np.int64),
+            "device_busy_us": busy,
+            "device_busy_fraction": frac if has_device else np.full(n, np.nan),
+            "comm_us": comm_us,
+            "compute_us": compute,
+        }
+    )
+
+
+def rank_differences(
+    events: pd.DataFrame, spread: float = RANK_TIME_SPREAD, min_share: float = RANK_MIN_SHARE
+) -> pd.DataFrame:
+    """Kernels (ops, without device work) whose count or time differs across ranks.
+
+    Columns: ``name, kind, comm, count_min, count_max, time_min_us, time_max_us, time_mean_us,
+    spread, slowest_rank``, then ``count_rank<R>`` and ``time_us_rank<R>`` for every rank; sorted
+    by ``time_max_us - time_min_us``."""
+    rank, labels = process_codes(events)
+    n = len(labels)
+    kind = events["kind"].cat.codes.to_numpy()
+    work = np.isin(kind, _WORK)
+    if work.any():
+        rows = np.flatnonzero(work)
+        value = events["dur_us"].to_numpy()[rows]
+    else:
+        rows = np.flatnonzero((kind == KIND_CODE["op"]) & (events["thread"].to_numpy() >= 0)
+                              & ~events["merged"].to_numpy())
+        value = events["self_cpu_us"].to_numpy()[rows]
+    names = events["name"].to_numpy()[rows].astype(object)
+    frame = pd.DataFrame({"name": names, "kind": events["kind"].to_numpy()[rows].astype(object),
+                          "rank": rank[rows], "v": value})
+    g = frame.groupby(["name", "kind", "rank"], sort=True)["v"]
+    count = g.size().unstack("rank", fill_value=0).reindex(columns=range(n), fill_value=0)
+    time = g.sum().unstack("rank", fill_value=0.0).reindex(columns=range(n), fill_value=0.0)
+    if len(count) == 0 or n < 2:
+        return _empty_differences(labels)
+    c = count.to_numpy()
+    t = time.to_numpy()
+    mean = t.mean(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sp = np.where(mean > 0, (t.max(axis=1) - t.min(axis=1)) / mean, 0.0)
+    per_rank_total = t.sum(axis=0)
+    slowest = t.argmax(axis=1)
+    share = t.max(axis=1) / np.maximum(per_rank_total[slowest], 1e-12)
+    counts_differ = c.min(axis=1) != c.max(axis=1)
+    keep = (counts_differ | (sp >= spread)) & (share >= min_share)
+    idx = count.index
+    out = pd.DataFrame(
+        {
+            "name": idx.get_level_values("name"),
+            "kind": idx.get_level_values("kind"),
+            "comm": _is_comm(idx.get_level_values("name").to_numpy()),
+            "count_min": c.min(axis=1),
+            "count_max": c.max(axis=1),
+            "time_min_us": t.min(axis=1),
+            "time_max_us": t.max(axis=1),
+            "time_mean_us": mean,
+            "spread": sp,
+            "slowest_rank": labels[slowest],
+        }
+    )
+    for j, lab in enumerate(labels.tolist()):
+        out[f"count_rank{lab}"] = c[:, j]
+    for j, lab in enumerate(labels.tolist()):
+        out[f"time_us_rank{lab}"] = t[:, j]
+    out = out[keep]
+    order = np.lexsort((out["name"].astype(str).to_numpy(), -(out["time_max_us"] - out["time_min_us"]).to_numpy()))
+    return out.iloc[order].reset_index(drop=True)
+
+
+def _empty_differences(labels: np.ndarray) -> pd.DataFrame:
+    cols = ["name", "kind", "comm", "count_min", "count_max", "time_min_us", "time_max_us", "time_mean_us",
+            "spread", "slowest_rank"]
+    cols += [f"count_rank{lab}" for lab in labels.tolist()] + [f"time_us_rank{lab}" for lab in labels.tolist()]
+    return pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
+
+
+def rank_report(events: pd.DataFrame, meta: dict[str, Any] | None = None) -> RankReport:
+    table = rank_table(events, meta)
+    compute = table["compute_us"].to_numpy()
+    if len(table) == 0:
+        return RankReport(table, None, 0.0, _empty_differences(np.zeros(0, dtype=object)))
+    i = int(np.argmax(compute))
+    med = float(np.median(compute))
+    imbalance = (float(compute[i]) - med) / med if med > 0 else 0.0
+    return RankReport(table=table, slowest=table["rank"].iloc[i], imbalance=imbalance,
+                      differences=rank_differences(events))

@@ -1,0 +1,365 @@
+"""``nbprof.compare(before, after)``: two profiles of the same kind, operator by operator.
+
+    before = nbprof.load_trace("before.json.gz")       # or %%torchprof -o before
+    after = nbprof.load_trace("after.json.gz")
+    c = nbprof.compare(before, after)                  # renders as a report
+    c.table                                            # the DataFrame underneath
+    c.summary.speedup, c.summary.biggest_win
+
+Torch profiles compare their key averages (per operator, or per operator and input shape with
+``group_by="shape"``); cProfile profiles their stats (per function). The main metric is self
+device time when both torch profiles have device work, else self CPU time; cProfile's is
+``tottime``. Any key-averages (or stats) column, or torch's / pstats' name for it, can be chosen
+with ``metric=``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from .errors import OptionError
+
+__all__ = ["compare", "Comparison", "ComparisonSummary"]
+
+_LABELS = {
+    "self_cpu_us": "self CPU",
+    "cpu_total_us": "CPU total",
+    "cpu_avg_us": "CPU avg",
+    "self_device_us": "self CUDA",
+    "device_total_us": "CUDA total",
+    "device_avg_us": "CUDA avg",
+    "self_cpu_mem_bytes": "self CPU memory",
+    "cpu_mem_bytes": "CPU memory",
+    "self_device_mem_bytes": "self CUDA memory",
+    "device_mem_bytes": "CUDA memory",
+    "count": "calls",
+    "flops": "FLOPs",
+    "tottime_s": "tottime",
+    "cumtime_s": "cumtime",
+    "ncalls": "calls",
+    "primitive_calls": "primitive calls",
+}
+
+
+@dataclass(frozen=True)
+class ComparisonSummary:
+    """The headline numbers: totals of the main metric before and after, and the rows that
+    changed most. ``totals`` has every total computed (``self_cpu_us``, ``self_device_us``,
+    ``span_us`` for torch; ``tottime_s``, ``ncalls`` for cProfile) as (before, after)."""
+
+    kind: str
+    metric: str
+    total_before: float
+    total_after: float
+    speedup: float
+    biggest_win: str | None
+    biggest_win_change: float
+    biggest_regression: str | None
+    biggest_regression_change: float
+    added: int
+    removed: int
+    totals: dict[str, tuple[float, float]] = field(default_factory=dict)
+    total_metric: str = ""  # what the totals add up: the metric, or its self column (CPU total -> self CPU)
+
+    def text(self) -> str:
+        tm = self.total_metric or self.metric
+        label = _LABELS.get(tm, tm)
+        parts = [f"total {label} {_fmt(tm, self.total_before)} → {_fmt(tm, self.total_after)}, "
+                 f"{_fmt_speedup(self.speedup)}"]
+        if self.biggest_win is not None:
+            parts.append(f"biggest win {self.biggest_win} ({_fmt(self.metric, self.biggest_win_change, sign=True)})")
+        if self.biggest_regression is not None:
+            parts.append(f"biggest regression {self.biggest_regression} "
+                         f"({_fmt(self.metric, self.biggest_regression_change, sign=True)})")
+        return "; ".join(parts)
+
+
+def _fmt(metric: str, value: float, sign: bool = False) -> str:
+    from .views.format import fmt_bytes, fmt_count, fmt_flops, fmt_s, fmt_us
+
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    prefix = ("+" if value > 0 else "−" if value < 0 else "±") if sign else ""
+    v = abs(value) if sign else value
+    if metric.endswith("_us"):
+        text = fmt_us(v)
+    elif metric.endswith("_s"):
+        text = fmt_s(v)
+    elif metric.endswith("_bytes"):
+        text = fmt_bytes(v)
+    elif metric == "flops":
+        text = fmt_flops(v)
+    else:
+        text = fmt_count(v)
+    return prefix + text
+
+
+def _fmt_speedup(x: float) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "—"
+    if math.isinf(x):
+        return "gone"
+    if x == 0:
+        return "new"
+    return f"{x:.2f}x"
+
+
+class Comparison:
+    """Two profiles compared row by row. ``table`` is the DataFrame (see
+    ``nbprof.analysis.compare``); ``summary`` the headline; it renders as text and HTML."""
+
+    def __init__(self, before: Any, after: Any, table: pd.DataFrame, summary: ComparisonSummary,
+                 keys: list[str], limit: int = 20) -> None:
+        self.before = before
+        self.after = after
+        self._table = table
+        self.summary = summary
+        self.keys = keys
+        self.limit = limit
+
+    @property
+    def kind(self) -> str:
+        return self.summary.kind
+
+    @property
+    def metric(self) -> str:
+        return self.summary.metric
+
+    @property
+    def table(self) -> pd.DataFrame:
+        return self._table.copy(deep=False)
+
+    # -- rendering --------------------------------------------------------------------------------
+
+    def _columns(self) -> list[Any]:
+        from .views.format import shorten
+        from .views.table import Column
+
+        m = self.metric
+        label = _LABELS.get(m, m)
+        count = "count" if self.kind == "torch" else "ncalls"
+        cols: list[Any] = []
+        if self.kind == "torch":
+            cols.append(Column("Name", "name", lambda v: shorten(v, 55), align="left", title=str))
+            if "input_shapes" in self._table.columns:
+                cols.append(Column("Input shapes", "input_shapes", lambda v: shorten(v, 40), align="left", title=str))
+        else:
+            cols.append(Column("Function", "where", lambda v: shorten(v, 70), align="left", title=str))
+        cols += [
+            Column(f"{label} before", f"{m}_before", lambda v: _fmt(m, v)),
+            Column(f"{label} after", f"{m}_after", lambda v: _fmt(m, v)),
+            Column("Change", f"{m}_change", lambda v: _fmt(m, v, sign=True)),
+            Column("Speed-up", "speedup", _fmt_speedup),
+        ]
+        if m != count:
+            cols += [
+                Column("Calls before", f"{count}_before", lambda v: _fmt(count, v)),
+                Column("Calls after", f"{count}_after", lambda v: _fmt(count, v)),
+            ]
+        return cols
+
+    def _rows(self, limit: int | None = None) -> pd.DataFrame:
+        limit = self.limit if limit is None else limit
+        rows = self._table.head(limit) if limit else self._table
+        if self.kind == "python":
+            from .views.table import pstats_location
+
+            rows = rows.copy()
+            names = {**(self.before.meta.get("code_names") or {}), **(self.after.meta.get("code_names") or {})}
+            rows["where"] = pstats_location(rows, names)
+        return rows
+
+    def text(self, limit: int | None = None) -> str:
+        from .views.table import render_text
+
+        head = "torch profiles" if self.kind == "torch" else "cProfile profiles"
+        lines = [f"compare {head}: {self.summary.text()}"]
+        rows = self._rows(limit)
+        if len(rows):
+            lines.append(render_text(rows, self._columns()))
+            if len(rows) < len(self._table):
+                lines.append(f"{len(rows)} of {len(self._table)} rows (sorted by the size of the change)")
+        else:
+            lines.append("Both profiles are empty.")
+        return "\n".join(lines)
+
+    def html(self, limit: int | None = None) -> str:
+        from .views.format import esc
+        from .views.table import render_html
+
+        head = "torch profiles" if self.kind == "torch" else "cProfile profiles"
+        rows = self._rows(limit)
+        caption = f"{len(rows)} of {len(self._table)} rows, sorted by the size of the change" \
+            if len(rows) < len(self._table) else ""
+        body = render_html(rows, self._columns(), caption=caption) if len(rows) else \
+            "<div>Both profiles are empty.</div>"
+        return ('<div class="nbprof-compare" style="font-family:var(--jp-ui-font-family, sans-serif);font-size:13px">'
+                f'<div class="nbprof-summary"><b>compare {esc(head)}</b> · {esc(self.summary.text())}</div>'
+                f"{body}</div>")
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        return {"text/plain": self.text(), "text/html": self.html()}
+
+    def __repr__(self) -> str:
+        return self.text()
+
+
+# ------------------------------------------------------------------------------------- compare()
+
+
+def _as_profile(obj: Any, side: str) -> Any:
+    from .model import PythonProfile, TorchProfile
+
+    if isinstance(obj, (TorchProfile, PythonProfile)):
+        return obj
+    if isinstance(obj, (str, os.PathLike)):
+        path = os.fspath(obj)
+        if path.endswith((".prof", ".pstats", ".cprof")):
+            import marshal
+
+            try:
+                with open(path, "rb") as f:
+                    raw = marshal.load(f)
+            except (OSError, EOFError, ValueError, TypeError) as e:
+                raise OptionError(f"{path}: cannot read this .prof file ({e})") from None
+            return PythonProfile(raw, {"source": path})
+        from .loading import load_trace
+
+        return load_trace(path)
+    import cProfile
+    import pstats
+
+    if isinstance(obj, pstats.Stats):
+        return PythonProfile(dict(obj.stats))  # type: ignore[attr-defined]
+    if isinstance(obj, cProfile.Profile):
+        obj.create_stats()
+        return PythonProfile(dict(obj.stats))  # type: ignore[attr-defined]
+    raise OptionError(
+        f"compare: {side} is a {type(obj).__name__}; pass a TorchProfile or PythonProfile (from -o, "
+        "load_trace or %%cprofile), a trace file or folder, or a .prof file"
+    )
+
+
+def _kind_name(p: Any) -> str:
+    return "a torch profile" if p.kind == "torch" else "a cProfile profile"
+
+
+def compare(before: Any, after: Any, metric: str | None = None, group_by: str = "op", limit: int = 20) -> Comparison:
+    """Compare two profiles of the same kind; see the module doc."""
+    b = _as_profile(before, "before")
+    a = _as_profile(after, "after")
+    if b.kind != a.kind:
+        raise OptionError(
+            f"compare needs two profiles of the same kind; got {_kind_name(b)} (before) and {_kind_name(a)} (after)"
+        )
+    if b.kind == "torch":
+        return _compare_torch(b, a, metric, group_by, limit)
+    if group_by != "op":
+        raise OptionError(f"group_by={group_by!r} is for torch profiles; cProfile profiles compare by function")
+    return _compare_python(b, a, metric, limit)
+
+
+def _compare_torch(b: Any, a: Any, metric: str | None, group_by: str, limit: int) -> Comparison:
+    from .analysis.compare import compare_torch
+    from .settings import resolve_torch_sort
+
+    if group_by not in ("op", "shape", "stack"):
+        raise OptionError(f"group_by must be one of op, shape, stack; got {group_by!r}")
+    if group_by == "shape" and not (b.collected["shapes"] and a.collected["shapes"]):
+        raise OptionError("group_by='shape' needs input shapes in both profiles: profile with --shapes")
+    if group_by == "stack" and not (b.collected["stack"] and a.collected["stack"]):
+        raise OptionError("group_by='stack' needs Python stacks in both profiles: profile with --stack")
+    sb, sa = b.summary, a.summary
+    if metric is None:
+        metric = "self_device_us" if (sb.has_device and sa.has_device) else "self_cpu_us"
+    else:
+        metric = resolve_torch_sort(metric)
+        if metric == "name":
+            raise OptionError("metric must be a number column (self_cpu_us, self_device_us, count, ...), not name")
+    table = compare_torch(b.key_averages(group_by), a.key_averages(group_by), metric, group_by)
+    totals = {
+        "self_cpu_us": (sb.self_cpu_us, sa.self_cpu_us),
+        "self_device_us": (sb.self_device_us, sa.self_device_us),
+        "span_us": (sb.span_us, sa.span_us),
+    }
+    # totals of non-additive columns (CPU / CUDA total include their children): the self totals
+    total_of = {"cpu_total_us": "self_cpu_us", "cpu_avg_us": "self_cpu_us", "device_total_us": "self_device_us",
+                "device_avg_us": "self_device_us"}
+    total_metric = metric
+    if metric in totals:
+        tb, ta = totals[metric]
+    elif metric in total_of:
+        total_metric = total_of[metric]
+        tb, ta = totals[total_metric]
+    else:
+        ops_b = b.key_averages(group_by)
+        ops_a = a.key_averages(group_by)
+        tb = float(ops_b.loc[ops_b["kind"].astype(str) == "op", metric].sum()) if metric in ops_b else 0.0
+        ta = float(ops_a.loc[ops_a["kind"].astype(str) == "op", metric].sum()) if metric in ops_a else 0.0
+    ops = table[table["kind"].astype(str) == "op"]
+    summary = _summary("torch", metric, table if len(ops) == 0 else ops, table, tb, ta, totals, "name", total_metric)
+    keys = ["name", "input_shapes", "kind"] if group_by == "shape" else ["name", "kind"]
+    return Comparison(b, a, table, summary, keys, limit)
+
+
+def _compare_python(b: Any, a: Any, metric: str | None, limit: int) -> Comparison:
+    from .analysis.compare import PYTHON_METRICS, compare_python
+    from .settings import resolve_python_sort
+
+    metric = resolve_python_sort(metric) if metric else "tottime_s"
+    if metric in ("tottime_per_call_s", "cumtime_per_call_s"):
+        metric = metric.replace("_per_call", "")
+    if metric not in PYTHON_METRICS:
+        raise OptionError(f"metric must be one of {', '.join(PYTHON_METRICS)}; got {metric!r}")
+    table = compare_python(b.stats, a.stats, metric, b.meta.get("code_names"), a.meta.get("code_names"))
+    sb, sa = b.stats, a.stats
+    totals = {"tottime_s": (float(b.total_s), float(a.total_s)),
+              "ncalls": (float(sb["ncalls"].sum()), float(sa["ncalls"].sum()))}
+    total_metric = metric
+    if metric in ("tottime_s", "cumtime_s"):
+        total_metric = "tottime_s"
+        tb, ta = totals["tottime_s"]
+    elif metric in totals:
+        tb, ta = totals[metric]
+    else:
+        tb, ta = float(sb[metric].sum()), float(sa[metric].sum())
+    summary = _summary("python", metric, table, table, tb, ta, totals, "function", total_metric)
+    return Comparison(b, a, table, summary, ["function", "filename", "lineno"], limit)
+
+
+def _summary(kind: str, metric: str, candidates: pd.DataFrame, table: pd.DataFrame, tb: float, ta: float,
+             totals: dict[str, tuple[float, float]], name_col: str, total_metric: str) -> ComparisonSummary:
+    change = candidates[f"{metric}_change"].astype(float)
+    win = regression = None
+    win_change = regression_change = 0.0
+    if len(change) and change.min() < 0:
+        i = change.idxmin()
+        win, win_change = str(candidates.loc[i, name_col]), float(change.loc[i])
+    if len(change) and change.max() > 0:
+        i = change.idxmax()
+        regression, regression_change = str(candidates.loc[i, name_col]), float(change.loc[i])
+    if ta != 0:
+        speedup = tb / ta
+    else:
+        speedup = math.inf if tb != 0 else math.nan
+    status = table["status"].astype(str)
+    return ComparisonSummary(
+        kind=kind,
+        metric=metric,
+        total_before=float(tb),
+        total_after=float(ta),
+        speedup=float(speedup),
+        biggest_win=win,
+        biggest_win_change=win_change,
+        biggest_regression=regression,
+        biggest_regression_change=regression_change,
+        added=int((status == "added").sum()),
+        removed=int((status == "removed").sum()),
+        totals={k: (float(v[0]), float(v[1])) for k, v in totals.items()},
+        total_metric=total_metric,
+    )

@@ -1,0 +1,824 @@
+"""The timeline: CPU threads and device streams over time, as a plotly figure or a static SVG.
+
+Two steps, as HTA splits them: ``prepare_timeline`` turns the events table into rectangles (lane,
+level, x0, x1, name, hover text, color; merged to pixel resolution on big profiles, see
+``nbprof.analysis.timeline``), then ``timeline_figure`` / ``timeline_svg`` draw them.
+
+The figure draws each (lane, level) row as one ``heatmap`` trace whose cells are the row's
+rectangles and the gaps between them (bin edges = the rectangles' start and end times). So:
+
+- one trace per row, not one shape per event (plotly shapes are slow), and no DOM node per event:
+  a heatmap paints into one canvas image, so zoom and pan redraw fast;
+- hover works anywhere inside a rectangle (a heatmap finds the cell under the cursor), and not in
+  the gaps (``hoverongaps=False``);
+- numbers stay numpy arrays, which plotly serializes as base64 typed arrays; colors are indexes
+  into one discrete color axis shared by all rows.
+
+Colors: a stable hash of the name picks a color from the family's palette (CPU ops, kernels,
+annotations, runtime calls, Python frames), so an op has the same color in every run; kernels use
+a darker, saturated palette than CPU ops; memcpy, memset and synchronizing calls have fixed, loud
+colors. A merged rectangle takes its main event's color, lightened.
+"""
+
+from __future__ import annotations
+
+import functools
+import html as _html
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..analysis.timeline import TimelineData, remerge, timeline_rects
+from .figure import figure_bundle
+from .format import esc, fmt_bytes, fmt_us
+
+__all__ = [
+    "prepare_timeline",
+    "timeline_figure",
+    "timeline_svg",
+    "timeline_bundle",
+    "TimelineView",
+    "DEFAULT_MAX_RECTS",
+]
+
+DEFAULT_MAX_RECTS = 20_000
+FULL_WIDTH_PX = 2000  # the width of the full span the figure's merging assumes
+SVG_MAX_RECTS = 8_000
+
+# ------------------------------------------------------------------------------------------ colors
+
+PALETTES: dict[str, tuple[str, ...]] = {
+    # CPU operators: light, varied hues (dark text reads on them)
+    "op": ("#8fb8de", "#f4a582", "#a6d96a", "#c2a5cf", "#fdd49e", "#80cdc1", "#f1b6da", "#d9c89e",
+           "#9ecae1", "#bcbddc", "#fdae6b", "#b8e186"),
+    # kernels: darker and saturated (white text)
+    "kernel": ("#2e6f9e", "#2f8f7f", "#4f7f3a", "#6a5aa8", "#8c4f8f", "#2f86b3", "#4466c4", "#3a8f57",
+               "#7a6a2a", "#a0522d"),
+    "memcpy": ("#d7263d",),
+    "memset": ("#e8a202",),
+    "runtime": ("#c5cad3", "#b7bfcb", "#cfd3da"),
+    "sync": ("#ff6f59",),
+    "annotation": ("#7d8fb3", "#8a9bc4", "#6f86aa", "#97a3c4"),
+    "step": ("#4a5568",),
+    "gpu_annotation": ("#b4bfd6",),
+    "overhead": ("#e2e2e2",),
+    "other": ("#d0d0d0",),
+    "python": ("#f3e3a1", "#dcebb0", "#f2d3a0", "#d4e8bf", "#ecdfbb", "#e6ee9f"),
+}
+
+FAMILY_LABELS = {
+    "step": "ProfilerStep",
+    "annotation": "record_function",
+    "op": "CPU op",
+    "runtime": "CUDA runtime",
+    "sync": "synchronize",
+    "python": "Python",
+    "kernel": "kernel",
+    "memcpy": "memcpy",
+    "memset": "memset",
+    "gpu_annotation": "GPU annotation",
+    "overhead": "profiler overhead",
+    "other": "other",
+}
+
+KIND_LABELS = {
+    "op": "CPU op",
+    "annotation": "record_function",
+    "runtime": "CUDA runtime",
+    "python": "Python",
+    "gpu_annotation": "GPU annotation",
+    "overhead": "profiler overhead",
+}
+
+_MERGED_LIGHTEN = 0.3
+
+
+def _lighten(color: str, amount: float) -> str:
+    r, g, b = (int(color[i : i + 2], 16) for i in (1, 3, 5))
+    r, g, b = (round(c + (255 - c) * amount) for c in (r, g, b))
+    return f"#{r:02x}{g:02x}{b:02x}"
+
+
+def _luminance(color: str) -> float:
+    r, g, b = (int(color[i : i + 2], 16) / 255 for i in (1, 3, 5))
+    return 0.299 * r + 0.587 * g + 0.114 * b
+
+
+def rect_colors(rects: pd.DataFrame) -> np.ndarray:
+    """The color of each rectangle: its family's palette at hash(name), lightened when merged."""
+    fam = rects["family"].to_numpy(dtype=object)
+    hue = rects["hue"].to_numpy()
+    merged = rects["count"].to_numpy() > 1
+    out = np.empty(len(rects), dtype=object)
+    for f in pd.unique(fam):
+        sel = fam == f
+        palette = PALETTES.get(f, PALETTES["other"])
+        base = np.asarray(palette, dtype=object)[hue[sel] % len(palette)]
+        light = np.asarray([_lighten(c, _MERGED_LIGHTEN) for c in palette], dtype=object)[hue[sel] % len(palette)]
+        out[sel] = np.where(merged[sel], light, base)
+    return out
+
+
+# ------------------------------------------------------------------------------------------- hover
+
+
+def _wrap(text: str, width: int = 90, lines: int = 3) -> str:
+    """Escape for plotly's hover labels (they read <, > and & as markup) and wrap long names."""
+    parts = [text[i : i + width] for i in range(0, len(text), width)][:lines]
+    if len(text) > width * lines:
+        parts[-1] = parts[-1][: width - 1] + "…"
+    return "<br>".join(_html.escape(p, quote=False) for p in parts)
+
+
+@functools.lru_cache(maxsize=8192)
+def _esc_name(name: str, width: int = 70, short: bool = False) -> str:
+    """A name for a hover line: escaped, cut to ``width`` characters (``short``: a kernel's
+    function name without its template arguments)."""
+    name = _short_name(str(name)) if short else str(name)
+    if len(name) > width:
+        name = name[: width - 1] + "…"
+    return _html.escape(name, quote=False)
+
+
+@functools.lru_cache(maxsize=8192)
+def _wrap_cached(text: str, width: int, lines: int) -> str:
+    return _wrap(text, width, lines)
+
+
+def _at(us: float) -> str:
+    return f"{us / 1000:.3f} ms"
+
+
+# Hover text is most of a figure's JSON (numbers go as compact typed arrays). Past this many
+# characters, hover texts lose detail (shapes, long names, the list of merged names) until they fit.
+HOVER_BUDGET = 2_500_000
+
+
+def hover_texts(data: TimelineData, budget: int = HOVER_BUDGET) -> np.ndarray:
+    """The hover text of each rectangle (plotly's pseudo-HTML: <b>, <br>, entities).
+
+    An event: name, kind, duration, start, input shapes, and for a kernel / memcpy its launching
+    op (its ``parent``), for an op its CUDA time. A merged rectangle: how many events, the names
+    with the most time, busy time over its extent, start. Over ``budget`` characters in all, the
+    texts get shorter (detail 1: long names cut, fewer shapes; detail 2: names and times only)."""
+    out = None
+    for detail in (0, 1, 2):
+        out = _hover_texts(data, detail)
+        if sum(len(t) for t in out.tolist()) <= budget:
+            break
+    return out
+
+
+def _hover_texts(data: TimelineData, detail: int) -> np.ndarray:
+    r = data.rects
+    out = np.empty(len(r), dtype=object)
+    if len(r) == 0:
+        return out
+    x0 = r["x0_us"].to_numpy()
+    x1 = r["x1_us"].to_numpy()
+    busy = r["busy_us"].to_numpy()
+    count = r["count"].to_numpy()
+    ev_pos = r["event"].to_numpy()
+    single = ev_pos >= 0
+    rect_name = r["name"].to_numpy()
+    family = r["family"].to_numpy()
+    name_width = (70, 48, 40)[detail]
+
+    # merged rectangles
+    names = r["names"].to_numpy()
+    distinct = r["distinct"].to_numpy()
+    top = (3, 2, 1)[detail]
+    for i in np.flatnonzero(~single).tolist():
+        items = (names[i] or [(rect_name[i], count[i])])[:top]
+        short = family[i] == "kernel"
+        parts = [f"{_esc_name(n, name_width, short)} ×{c:,}" for n, c in items]
+        body = " · ".join(parts[:2]) + ("<br>" + " · ".join(parts[2:]) if len(parts) > 2 else "")
+        more = distinct[i] - len(items)
+        if more > 0:
+            body += f" · +{more} more"
+        out[i] = (f"<b>{count[i]:,} merged events</b><br>{body}<br>busy {fmt_us(busy[i])} of "
+                  f"{fmt_us(x1[i] - x0[i])} · at {_at(x0[i])}")
+
+    # single events: details from the events table
+    idx = np.flatnonzero(single)
+    if len(idx) == 0:
+        return out
+    ev = data.events
+    pos = ev_pos[idx]
+    kind = _cat_take(ev["kind"], pos)
+    dur = ev["dur_us"].to_numpy()[pos]
+    start = ev["start_us"].to_numpy()[pos]
+    shapes = _cat_take(ev["input_shapes"], pos) if "input_shapes" in ev.columns else np.full(len(idx), "[]")
+    parent = ev["parent"].to_numpy()[pos] if "parent" in ev.columns else np.full(len(idx), -1)
+    launcher = np.full(len(idx), None, dtype=object)
+    has_parent = parent >= 0
+    if has_parent.any():
+        launcher[has_parent] = _cat_take(ev["name"], parent[has_parent])
+    device_total = ev["device_total_us"].to_numpy()[pos] if "device_total_us" in ev.columns else np.zeros(len(idx))
+    nbytes = ev["bytes"].to_numpy()[pos] if "bytes" in ev.columns else np.zeros(len(idx))
+    work = np.isin(kind, ("kernel", "memcpy", "memset"))
+    cpu_side = np.isin(kind, ("op", "annotation", "other"))
+    wrap = ((90, 3), (90, 1), (60, 1))[detail]
+    shape_width = (160, 60, 0)[detail]
+    for j, i in enumerate(idx.tolist()):
+        k = kind[j]
+        lines = [f"<b>{_wrap_cached(str(rect_name[i]), *wrap)}</b>",
+                 f"{KIND_LABELS.get(k, k)} · {fmt_us(dur[j])} · at {_at(start[j])}"]
+        sh = shapes[j]
+        if shape_width and sh and sh != "[]":
+            lines.append("shapes " + _wrap_cached(sh if len(sh) <= shape_width else sh[: shape_width - 1] + "…",
+                                                  80, 2))
+        if work[j]:
+            if k != "kernel" and nbytes[j] > 0:
+                lines.append(f"{fmt_bytes(nbytes[j])} · {nbytes[j] / max(dur[j], 1e-9) / 1e3:.1f} GB/s")
+            if launcher[j] is not None:
+                lines.append("launched by " + _esc_name(str(launcher[j]), 80))
+        elif cpu_side[j] and device_total[j] > 0:
+            lines.append(f"CUDA time {fmt_us(device_total[j])}")
+        out[i] = "<br>".join(lines)
+    return out
+
+
+def _cat_take(column: pd.Series, pos: np.ndarray) -> np.ndarray:
+    """Values of a (categorical) column at positions, as strings, without converting it all."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        cats = np.asarray(column.cat.categories.astype(str), dtype=object)
+        return cats[column.cat.codes.to_numpy()[pos]]
+    return column.astype(str).to_numpy()[pos]
+
+
+# ----------------------------------------------------------------------------------------- prepare
+
+
+def _events_and_meta(source: Any) -> tuple[pd.DataFrame, dict]:
+    if isinstance(source, pd.DataFrame):
+        events = source
+        if "parent" not in events.columns:
+            from ..analysis.tree import build_tree
+
+            events = build_tree(events)
+        return events, {}
+    events = getattr(source, "_events", None)
+    if events is None:
+        events = source.events
+    return events, dict(getattr(source, "meta", {}) or {})
+
+
+def prepare_timeline(
+    source: Any,
+    *,
+    python: bool = False,
+    max_rects: int = DEFAULT_MAX_RECTS,
+    width_px: int = FULL_WIDTH_PX,
+    window: tuple[float, float] | None = None,
+    merge: bool | None = None,
+) -> TimelineData:
+    """The rectangles to draw, with ``hover`` and ``color`` columns (a TorchProfile or an events
+    table in; see :func:`nbprof.analysis.timeline.timeline_rects`). ``window`` is in ms."""
+    if isinstance(source, TimelineData):
+        data = source
+    else:
+        events, meta = _events_and_meta(source)
+        win_us = None if window is None else (float(window[0]) * 1000.0, float(window[1]) * 1000.0)
+        data = timeline_rects(events, meta, python=python, width_px=width_px, max_rects=max_rects,
+                              window=win_us, merge=merge)
+    _decorate(data)
+    return data
+
+
+def _decorate(data: TimelineData) -> TimelineData:
+    if "hover" not in data.rects.columns:
+        data.rects["color"] = rect_colors(data.rects)
+        data.rects["hover"] = hover_texts(data)
+    return data
+
+
+def _row_y(data: TimelineData, lane_gap: float = 0.6) -> np.ndarray:
+    """Vertical position of each row: rows one unit apart, lanes ``lane_gap`` apart."""
+    rows = data.rows
+    return rows["row"].to_numpy() + rows["lane"].to_numpy() * lane_gap
+
+
+def merge_note(data: TimelineData) -> str:
+    """What merging did, in one line."""
+    if data.events_drawn == 0:
+        return "no events"
+    if data.merged_rects == 0:
+        return f"all {data.events_drawn:,} events drawn"
+    px = data.px_us * data.width_px / max(data.span_us, 1e-9)
+    if px <= 1.01:
+        what = "below 1 px"
+    else:
+        what = f"below {px:.0f} px"
+    return (f"{data.merged_events:,} events {what} ({fmt_us(data.px_us)}) merged into "
+            f"{data.merged_rects:,} rects")
+
+
+def _zoom_hint(data: TimelineData) -> str:
+    if not data.merged_rects:
+        return ""
+    return "window=(start_ms, end_ms) draws a part in full detail"
+
+
+def describe(data: TimelineData) -> str:
+    lanes = len(data.lanes)
+    if data.events_drawn == 0:
+        return "Timeline: no events"
+    text = f"Timeline: {lanes} lane{'s' if lanes != 1 else ''}, {data.events_drawn:,} events"
+    if data.merged_rects:
+        text += f" ({data.merged_events:,} merged into {data.merged_rects:,} rects)"
+    return text
+
+
+def _hidden_note(data: TimelineData, python: bool) -> str:
+    notes = []
+    py = data.hidden.get("python", 0)
+    if py and not python:
+        notes.append(f"{py:,} Python frames hidden (python=True shows them)")
+    return " · ".join(notes)
+
+
+# ------------------------------------------------------------------------------------------ figure
+
+
+def timeline_figure(
+    profile: Any,
+    *,
+    python: bool = False,
+    max_rects: int = DEFAULT_MAX_RECTS,
+    window: tuple[float, float] | None = None,
+    height: int | None = None,
+) -> Any:
+    """The timeline as a plotly ``Figure``.
+
+    One lane per CPU thread and per device stream (per rank in a multi-rank profile), nested ops
+    as levels, kernels and memcpys on their streams. ``python=True`` adds a lane of Python frames
+    per thread. ``max_rects`` bounds the rectangles: a bigger profile is merged to pixel resolution
+    (see the subtitle). ``window=(start_ms, end_ms)`` draws only that part, at full resolution.
+    ``profile``: a TorchProfile, an events table, or the result of :func:`prepare_timeline`."""
+    import plotly.graph_objects as go
+
+    data = prepare_timeline(profile, python=python, max_rects=max_rects, window=window)
+    layout = _layout(data, python, height)
+    if data.empty:
+        layout["annotations"] = [dict(text="no events", x=0.5, y=0.5, xref="paper", yref="paper",
+                                      showarrow=False, font=dict(size=16, color="#888"))]
+        layout["xaxis"].update(visible=False)
+        layout["yaxis"].update(visible=False)
+        return go.Figure(dict(data=[], layout=layout), _validate=False)
+    traces, colors = _heatmap_traces(data)
+    row_px = (layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]) / (float(_row_y(data).max()) + 1.5)
+    if row_px >= 13:  # names inside rectangles only where a level is tall enough for the text
+        traces += _label_trace(data)
+    traces += _legend_traces(data)
+    k = len(colors)
+    layout["coloraxis"] = dict(
+        colorscale=[[v, c] for i, c in enumerate(colors) for v in (i / k, (i + 1) / k)],
+        cmin=0, cmax=k, showscale=False,
+    )
+    return go.Figure(dict(data=traces, layout=layout), _validate=False)
+
+
+def _heatmap_traces(data: TimelineData) -> tuple[list, list]:
+    r = data.rects
+    row = r["row"].to_numpy()
+    x0 = r["x0_us"].to_numpy() / 1000.0
+    x1 = r["x1_us"].to_numpy() / 1000.0
+    colors, color_code = np.unique(r["color"].to_numpy(dtype=str), return_inverse=True)
+    color_code = color_code.reshape(-1)
+    hover = r["hover"].to_numpy()
+    y = _row_y(data)
+    bounds = np.flatnonzero(np.r_[True, row[1:] != row[:-1], True])
+    traces = []
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        rx0, rx1 = x0[a:b], x1[a:b]
+        m = b - a
+        gap = rx0[1:] > rx1[:-1]  # a gap cell between rectangles i and i+1
+        # edges: x0[0], x1[0], (x0[1] if gap), x1[1], ...
+        edges = np.empty(2 * m, dtype=np.float64)
+        edges[0::2] = rx0
+        edges[1::2] = rx1
+        keep = np.ones(2 * m, dtype=bool)
+        keep[2::2] = gap  # x0[i+1] is a new edge only after a gap
+        edges = edges[keep]
+        cells = len(edges) - 1
+        z = np.full(cells, np.nan, dtype=np.float32)
+        text = np.full(cells, "", dtype=object)
+        # cell index of rectangle i: 2*i minus the gaps missing before it
+        missing = np.r_[0, np.cumsum(~gap)]
+        cell = 2 * np.arange(m) - missing
+        z[cell] = color_code[a:b] + 0.5
+        text[cell] = hover[a:b]
+        yc = float(y[row[a]])
+        traces.append(dict(
+            type="heatmap",
+            x=edges,
+            y=np.array([yc - 0.42, yc + 0.42]),
+            z=z.reshape(1, -1),
+            hovertext=text.reshape(1, -1),  # an object array: plotly neither copies nor checks each string
+            hovertemplate="%{hovertext}<extra></extra>",
+            hoverongaps=False,
+            coloraxis="coloraxis",
+            showlegend=False,
+            name=f"row {int(row[a])}",
+        ))
+    return traces, [str(c) for c in colors]
+
+
+def _label_trace(data: TimelineData, plot_px: float = 900.0, char_px: float = 6.4, limit: int = 300) -> list:
+    """Names written inside the rectangles wide enough for them at the full view."""
+    r = data.rects
+    span = max(data.span_us, 1e-9)
+    w_px = (r["x1_us"].to_numpy() - r["x0_us"].to_numpy()) / span * plot_px
+    cand = np.flatnonzero(w_px >= 40)
+    if len(cand) == 0:
+        return []
+    cand = cand[np.argsort(-w_px[cand], kind="stable")[:limit]]
+    y = _row_y(data)[r["row"].to_numpy()[cand]]
+    xs = (r["x0_us"].to_numpy()[cand] + r["x1_us"].to_numpy()[cand]) / 2000.0
+    colors = r["color"].to_numpy()[cand]
+    counts = r["count"].to_numpy()[cand]
+    names = r["name"].to_numpy()[cand]
+    fams = r["family"].to_numpy()[cand]
+    text, fonts = [], []
+    for name, fam, cnt, w, c in zip(names, fams, counts, w_px[cand], colors):
+        label = f"{cnt:,} merged" if cnt > 1 else _label_name(str(name), fam)
+        fit = int((w - 8) // char_px)
+        if fit < 3:
+            label = ""
+        elif len(label) > fit:
+            label = label[: fit - 1] + "…"
+        text.append(_html.escape(label, quote=False))
+        fonts.append("#ffffff" if _luminance(c) < 0.55 else "#1f2328")
+    return [dict(
+        type="scatter", mode="text", x=xs, y=y, text=np.asarray(text, dtype=object), hoverinfo="skip",
+        showlegend=False, textfont=dict(size=10, color=np.asarray(fonts, dtype=object)), textposition="middle center", cliponaxis=True,
+        name="labels",
+    )]
+
+
+def _label_name(name: str, family: str) -> str:
+    """The name to write inside a rectangle: short forms of kernel signatures and Python frames."""
+    if family == "kernel":
+        return _short_name(name)
+    if family == "python":
+        # "torch/nn/modules/module.py(1775): _call_impl" -> "_call_impl (module.py:1775)"
+        loc, sep, func = name.partition("): ")
+        if sep and "(" in loc:
+            path, _, line = loc.rpartition("(")
+            return f"{func} ({path.rsplit('/', 1)[-1]}:{line})"
+    return name
+
+
+def _short_name(name: str) -> str:
+    """Kernel names are C++ signatures: keep the function name, drop "void" and templates."""
+    s = name
+    if s.startswith("void "):
+        s = s[5:]
+    if "<" in s or "(" in s:
+        cut = min(i for i in (s.find("<"), s.find("(")) if i >= 0)
+        if cut > 0:
+            s = s[:cut]
+    return s
+
+
+def _legend_traces(data: TimelineData) -> list:
+    fams = pd.unique(data.rects["family"].to_numpy(dtype=object))
+    order = [f for f in FAMILY_LABELS if f in set(fams)]
+    out = []
+    for f in order:
+        out.append(dict(type="scatter", mode="markers", x=[None], y=[None], name=FAMILY_LABELS[f],
+                        marker=dict(symbol="square", size=11, color=PALETTES[f][0]),
+                        hoverinfo="skip", showlegend=True))
+    return out
+
+
+def _layout(data: TimelineData, python: bool, height: int | None) -> dict:
+    rows = len(data.rows)
+    lanes = data.lanes
+    y = _row_y(data)
+    row_px = 20
+    top, bottom = 96, 48
+    natural = top + bottom + int((rows + 0.6 * max(len(lanes) - 1, 0)) * row_px) + 10
+    capped = natural > 900
+    h = int(height or min(max(natural, 240), 900))
+
+    ticks, texts, shapes = [], [], []
+    rows_lane = data.rows["lane"].to_numpy()
+    for lane in lanes.itertuples(index=False):
+        sel = np.flatnonzero(rows_lane == lane.lane)
+        if len(sel) == 0:
+            continue
+        y_top, y_bot = float(y[sel].min()) - 0.5, float(y[sel].max()) + 0.5
+        ticks.append(float(y[sel].min()))
+        texts.append(_lane_label(lane))
+        shapes.append(dict(type="rect", xref="paper", x0=0, x1=1, yref="y", y0=y_top - 0.25, y1=y_bot + 0.25,
+                           fillcolor="#f4f6f9" if lane.lane % 2 == 0 else "#ffffff", line=dict(width=0),
+                           layer="below"))
+    if capped and ticks:
+        texts = _thin_labels(ticks, texts, (h - top - bottom) / (float(y.max()) + 1.5))
+    longest = max((len(t) for t in texts), default=10)
+    x_range = [data.t0_us / 1000.0, data.t1_us / 1000.0] if data.span_us > 0 else [0, 1]
+    pad = (x_range[1] - x_range[0]) * 0.005
+    subtitle = " · ".join(x for x in (merge_note(data), _hidden_note(data, python), _zoom_hint(data)) if x)
+    return dict(
+        template=dict(layout=dict()),
+        title=dict(text=f"<b>Timeline</b> · {len(lanes)} lanes · {data.events_drawn:,} events · "
+                        f"span {fmt_us(data.span_us)}",
+                   subtitle=dict(text=esc(subtitle), font=dict(size=12, color="#666")),
+                   x=0.01, xanchor="left", y=0.985, yanchor="top", font=dict(size=15)),
+        height=h,
+        margin=dict(l=min(24 + int(longest * 6.8), 320), r=16, t=top, b=bottom),
+        paper_bgcolor="#ffffff",
+        plot_bgcolor="#ffffff",
+        font=dict(family="Inter, -apple-system, 'Segoe UI', Roboto, Helvetica, Arial, sans-serif",
+                  size=12, color="#1f2328"),
+        hovermode="closest",
+        hoverlabel=dict(bgcolor="#ffffff", bordercolor="#c0c4cc", font=dict(size=12, color="#1f2328"),
+                        align="left"),
+        dragmode="zoom",
+        showlegend=True,
+        legend=dict(orientation="h", x=1, xanchor="right", y=1.0, yanchor="bottom", font=dict(size=11),
+                    itemclick=False, itemdoubleclick=False, bgcolor="rgba(0,0,0,0)"),
+        xaxis=dict(
+            title=dict(text="time (ms since profile start)", font=dict(size=12, color="#555")),
+            range=[x_range[0] - pad, x_range[1] + pad],
+            showgrid=True, gridcolor="#e6e8eb", zeroline=False, ticks="outside", ticklen=4,
+            tickcolor="#aaa", linecolor="#aaa", showline=True, mirror=False,
+            showspikes=True, spikemode="across", spikesnap="cursor", spikethickness=1,
+            spikedash="dot", spikecolor="#888",
+            tickformat="~r",
+        ),
+        yaxis=dict(
+            tickvals=ticks, ticktext=texts, autorange=False,
+            range=[float(y.max()) + 0.75 if len(y) else 1, -0.75],
+            showgrid=False, zeroline=False, ticks="", fixedrange=not capped,
+            tickfont=dict(size=12),
+        ),
+        shapes=shapes,
+        meta=dict(description=describe(data)),
+    )
+
+
+def _lane_label(lane: Any) -> str:
+    return esc(lane.label)
+
+
+def _thin_labels(ticks: list, texts: list, px_per_unit: float, min_px: float = 14.0) -> list:
+    """Blank the lane labels that would overlap the one above them (a squeezed, capped figure)."""
+    out, last = [], None
+    for t, text in zip(ticks, texts):
+        if last is None or (t - last) * px_per_unit >= min_px:
+            out.append(text)
+            last = t
+        else:
+            out.append("")
+    return out
+
+
+# --------------------------------------------------------------------------------------------- SVG
+
+
+def _nice_step(span: float, target: int) -> float:
+    raw = span / max(target, 1)
+    mag = 10 ** math.floor(math.log10(raw)) if raw > 0 else 1.0
+    for m in (1, 2, 2.5, 5, 10):
+        if m * mag >= raw:
+            return m * mag
+    return 10 * mag
+
+
+def _fmt_tick(v: float, step: float) -> str:
+    decimals = max(0, -int(math.floor(math.log10(step))) if step > 0 else 0)
+    if step * 10 ** decimals % 1:  # 2.5-style steps need one more digit
+        decimals += 1
+    return f"{v:,.{decimals}f}"
+
+
+def timeline_svg(
+    source: Any,
+    width: int = 1000,
+    height: int | None = None,
+    *,
+    python: bool = False,
+    window: tuple[float, float] | None = None,
+    max_rects: int = SVG_MAX_RECTS,
+    tooltips: int = 300,
+) -> str:
+    """The timeline as a static SVG (no JavaScript): what nbconvert, nbviewer and GitHub show.
+
+    Same lanes, levels and colors as the figure, merged to the pixels of this image, so it stays
+    small at any profile size; the ``tooltips`` widest rectangles get a ``<title>`` and a label.
+    ``source``: a TorchProfile, an events table, or :func:`prepare_timeline`'s result."""
+    right = 14
+    if isinstance(source, TimelineData):
+        lane_labels = source.lanes["label"].tolist()
+    else:
+        events, meta = _events_and_meta(source)
+        lane_labels = None
+    # the labels' column: fitted to the longest label when the lanes are known
+    label_w = 250 if lane_labels is None and "rank" in events.columns else 200
+    if lane_labels is not None:
+        label_w = int(min(max(max((len(x) for x in lane_labels), default=10) * 6.4 + 18, 120), 280))
+    plot_w = max(width - label_w - right, 100)
+    if isinstance(source, TimelineData):
+        data = remerge(source, plot_w, max_rects)
+    else:
+        win_us = None if window is None else (float(window[0]) * 1000.0, float(window[1]) * 1000.0)
+        data = timeline_rects(events, meta, python=python, width_px=plot_w, max_rects=max_rects,
+                              window=win_us, merge=True)
+    _decorate(data)
+
+    head_h, axis_h = 46, 34
+    font = "font-family=\"Inter,-apple-system,'Segoe UI',Roboto,Helvetica,Arial,sans-serif\""
+    title = (f"Timeline · {len(data.lanes)} lanes · {data.events_drawn:,} events · span {fmt_us(data.span_us)}"
+             if not data.empty else "Timeline")
+    note = merge_note(data)
+    hidden = _hidden_note(data, python)
+    if hidden:
+        note += " · " + hidden
+    if data.empty:
+        h = height or 120
+        return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{h}" viewBox="0 0 {width} {h}" '
+                f'{font} font-size="12" role="img"><title>{esc(describe(data))}</title>'
+                f'<rect width="{width}" height="{h}" fill="#fff"/>'
+                f'<text x="12" y="22" font-size="14" font-weight="600" fill="#1f2328">Timeline</text>'
+                f'<text x="{width / 2:.0f}" y="{h / 2 + 10:.0f}" text-anchor="middle" fill="#888" '
+                f'font-size="15">no events</text></svg>')
+
+    # legend: right of the title if there is room, else a line of its own under the note
+    fams = set(data.rects["family"].to_numpy(dtype=object).tolist())
+    legend = [f for f in FAMILY_LABELS if f in fams]
+    legend_w = sum(len(FAMILY_LABELS[f]) * 6.0 + 22 for f in legend)
+    title_w = 10 + len(title) * 7.4
+    legend_y = 9
+    if title_w + legend_w + 24 > width:
+        legend_y = head_h - 4
+        head_h += 20
+
+    ys = _row_y(data)
+    n_units = float(ys.max()) + 1.0
+    if height is not None:
+        row_px = max((height - head_h - axis_h) / n_units, 2.0)
+    else:  # 16 px a level, smaller for a tall profile so the image stays under about 1000 px
+        row_px = min(16.0, max((1000 - head_h - axis_h) / n_units, 4.0))
+    h = int(height or math.ceil(head_h + axis_h + n_units * row_px))
+    plot_h = n_units * row_px
+    t0, span = data.t0_us, max(data.span_us, 1e-9)
+    sx = plot_w / span
+
+    def X(us):
+        return label_w + (us - t0) * sx
+
+    def Y(yv):
+        return head_h + (yv + 0.5) * row_px
+
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{h}" viewBox="0 0 {width} {h}" '
+           f'{font} font-size="11" role="img">',
+           f"<title>{esc(describe(data))}</title>",
+           f'<rect width="{width}" height="{h}" fill="#fff"/>',
+           f'<text x="10" y="18" font-size="14" fill="#1f2328"><tspan font-weight="600">Timeline</tspan>'
+           f"{esc(title[len('Timeline'):])}</text>",
+           f'<text x="10" y="36" font-size="11.5" fill="#666">{esc(note)}</text>']
+
+    # lane bands and labels
+    rows_lane = data.rows["lane"].to_numpy()
+    last_label = -1e9
+    for lane in data.lanes.itertuples(index=False):
+        sel = np.flatnonzero(rows_lane == lane.lane)
+        if len(sel) == 0:
+            continue
+        top = Y(float(ys[sel].min()) - 0.5) - 0.25 * row_px
+        bot = Y(float(ys[sel].max()) + 0.5) + 0.25 * row_px
+        fill = "#f4f6f9" if lane.lane % 2 == 0 else "#fff"
+        out.append(f'<rect x="0" y="{top:.1f}" width="{width}" height="{bot - top:.1f}" fill="{fill}"/>')
+        fit = max(int((label_w - 14) / 6.4), 8)
+        label = lane.label if len(lane.label) <= fit else lane.label[: fit - 1] + "…"
+        ty = Y(float(ys[sel].min())) + 4
+        if ty - last_label >= 13:  # skip labels that would overlap (a squeezed image)
+            out.append(f'<text x="{label_w - 8}" y="{ty:.1f}" text-anchor="end" font-size="11.5" '
+                       f'fill="#1f2328"><title>{esc(lane.label)}</title>{esc(label)}</text>')
+            last_label = ty
+
+    # grid and ticks
+    step = _nice_step(span / 1000.0, 8)
+    first = math.ceil((t0 / 1000.0) / step) * step
+    axis_y = head_h + plot_h + 4
+    tick = first
+    grid = []
+    while tick <= (t0 + span) / 1000.0 + 1e-12:
+        x = X(tick * 1000.0)
+        grid.append(f'<line x1="{x:.1f}" y1="{head_h:.0f}" x2="{x:.1f}" y2="{axis_y:.1f}" stroke="#e3e5e9"/>'
+                    f'<text x="{x:.1f}" y="{axis_y + 14:.1f}" text-anchor="middle" fill="#555">'
+                    f"{_fmt_tick(tick, step)}</text>")
+        tick += step
+    out.extend(grid)
+    out.append(f'<line x1="{label_w}" y1="{axis_y:.1f}" x2="{label_w + plot_w}" y2="{axis_y:.1f}" stroke="#aaa"/>')
+    out.append(f'<text x="{label_w + plot_w}" y="{axis_y + 28:.1f}" text-anchor="end" fill="#555">'
+               f"time (ms since profile start)</text>")
+
+    # rectangles: one path per color, the widest ones as <rect> with a tooltip and a label
+    r = data.rects
+    rx0 = X(r["x0_us"].to_numpy())
+    rx1 = X(r["x1_us"].to_numpy())
+    rw = np.maximum(rx1 - rx0, 0.8)
+    ry = Y(ys[r["row"].to_numpy()] - 0.42)
+    rh = 0.84 * row_px
+    colors = r["color"].to_numpy()
+    widest = np.argsort(-(rx1 - rx0), kind="stable")[:tooltips]
+    widest = widest[(rx1 - rx0)[widest] >= 3]
+    special = np.zeros(len(r), dtype=bool)
+    special[widest] = True
+    plain = np.flatnonzero(~special)
+    for c in pd.unique(colors[plain]):
+        sel = plain[colors[plain] == c]
+        d = "".join(f"M{a:.1f} {b:.1f}h{w:.1f}v{rh:.1f}h-{w:.1f}z"
+                    for a, b, w in zip(rx0[sel].tolist(), ry[sel].tolist(), rw[sel].tolist()))
+        out.append(f'<path fill="{c}" d="{d}"/>')
+    names = r["name"].to_numpy()
+    fams_r = r["family"].to_numpy()
+    counts = r["count"].to_numpy()
+    hover = r["hover"].to_numpy()
+    for i in np.sort(widest).tolist():
+        c = colors[i]
+        tip = _svg_tooltip(hover[i])
+        out.append(f'<rect x="{rx0[i]:.1f}" y="{ry[i]:.1f}" width="{rw[i]:.1f}" height="{rh:.1f}" fill="{c}">'
+                   f"<title>{esc(tip)}</title></rect>")
+        fit = int((rw[i] - 6) // 6.2)
+        if fit >= 3 and row_px >= 11:
+            label = f"{counts[i]:,} merged" if counts[i] > 1 else _label_name(str(names[i]), fams_r[i])
+            if len(label) > fit:
+                label = label[: fit - 1] + "…"
+            tc = "#fff" if _luminance(c) < 0.55 else "#1f2328"
+            out.append(f'<text x="{rx0[i] + 3:.1f}" y="{ry[i] + rh / 2 + 3.5:.1f}" fill="{tc}" font-size="10" '
+                       f'pointer-events="none">{esc(label)}</text>')
+
+    # legend
+    lx = width - right if legend_y == 9 else 10 + legend_w
+    for f in legend[::-1]:
+        text = FAMILY_LABELS[f]
+        lx -= len(text) * 6.0 + 22
+        out.append(f'<rect x="{lx:.0f}" y="{legend_y}" width="10" height="10" fill="{PALETTES[f][0]}"/>'
+                   f'<text x="{lx + 14:.0f}" y="{legend_y + 9}" fill="#444" font-size="11">{esc(text)}</text>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _svg_tooltip(hover: str) -> str:
+    """Plotly's hover markup as plain text for an SVG <title>."""
+    text = hover.replace("<br>", "\n").replace("<b>", "").replace("</b>", "")
+    return _html.unescape(text)
+
+
+# ------------------------------------------------------------------------------------------ bundle
+
+
+def timeline_bundle(profile: Any, *, python: bool = False, max_rects: int = DEFAULT_MAX_RECTS,
+                    window: tuple[float, float] | None = None, svg_width: int = 1000) -> dict:
+    """The timeline's mime bundle: the plotly figure, its static SVG, and a line of text."""
+    data = prepare_timeline(profile, python=python, max_rects=max_rects, window=window)
+    fig = timeline_figure(data, python=python)
+    svg = timeline_svg(data, width=svg_width, python=python)
+    html = f'<div class="nbprof-timeline" style="max-width:100%;overflow-x:auto">{svg}</div>'
+    return figure_bundle(fig, html=html, text=describe(data))
+
+
+class TimelineView:
+    """The timeline of a profile, for display: ``.figure`` (plotly), ``.svg()``, and a mime bundle
+    that needs no plotly renderer settings."""
+
+    def __init__(self, profile: Any, *, python: bool = False, max_rects: int = DEFAULT_MAX_RECTS,
+                 window: tuple[float, float] | None = None):
+        self.profile = profile
+        self.python = python
+        self.max_rects = max_rects
+        self.window = window
+        self._data: TimelineData | None = None
+
+    @property
+    def data(self) -> TimelineData:
+        if self._data is None:
+            self._data = prepare_timeline(self.profile, python=self.python, max_rects=self.max_rects,
+                                          window=self.window)
+        return self._data
+
+    @property
+    def figure(self) -> Any:
+        return timeline_figure(self.data, python=self.python)
+
+    def svg(self, width: int = 1000, height: int | None = None) -> str:
+        return timeline_svg(self.data, width=width, height=height, python=self.python)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict:
+        html = f'<div class="nbprof-timeline" style="max-width:100%;overflow-x:auto">{self.svg()}</div>'
+        bundle = figure_bundle(self.figure, html=html, text=describe(self.data))
+        if include:
+            bundle = {k: v for k, v in bundle.items() if k in include}
+        if exclude:
+            bundle = {k: v for k, v in bundle.items() if k not in exclude}
+        return bundle
+
+    def __repr__(self) -> str:
+        return f"<{describe(self.data)}>"

@@ -1,0 +1,156 @@
+"""``python -m nbprof torch|cprofile script.py [args]``, run in a subprocess on small scripts."""
+
+from __future__ import annotations
+
+import os
+import pstats
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import nbprof
+from nbprof.cli import _split
+
+from .conftest import needs_torch
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def cli(*args: str, cwd: Path, timeout: int = 120) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return subprocess.run([sys.executable, "-m", "nbprof", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+def script(tmp_path: Path, body: str, name: str = "job.py") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(body))
+    return path
+
+
+PY = """
+import sys
+def square(x):
+    return x * x
+if __name__ == "__main__":
+    print("argv", sys.argv[1:], "torch" in sys.modules)
+    total = sum(square(i) for i in range(500))
+    if "--fail" in sys.argv:
+        raise ValueError("boom in the script")
+    if "--exit" in sys.argv:
+        sys.exit(int(sys.argv[-1]))
+"""
+
+
+def test_cprofile_runs_the_script_as_main_prints_the_table_and_writes_html(tmp_path):
+    script(tmp_path, PY)
+    r = cli("cprofile", "-s", "ncalls", "job.py", "a", "--b", "-c", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert "argv ['a', '--b', '-c'] False" in out  # arguments reach the script; no torch imported
+    assert "cProfile:" in out and "job.py:3(square)" in out
+    line = next(x for x in out.splitlines() if "(square)" in x)
+    assert line.split()[0] == "500"  # ncalls, as pstats counts them
+    html = (tmp_path / "job.nbprof.html").read_text()
+    assert html.lstrip().lower().startswith("<!doctype html") and "square" in html
+    assert "report written to job.nbprof.html" in r.stderr
+
+
+def test_script_module_frame_keeps_its_numbers(tmp_path):
+    script(tmp_path, PY)
+    r = cli("cprofile", "--dump", "out.prof", "--no-html", "job.py", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    stats = pstats.Stats(str(tmp_path / "out.prof")).stats
+    [(key, value)] = [(k, v) for k, v in stats.items() if k[2] == "<module>" and k[0].endswith("job.py")]
+    cc, nc, tt, ct, callers = value
+    assert (cc, nc) == (1, 1) and ct >= tt > 0 and callers == {}
+    [square] = [v for k, v in stats.items() if k[2] == "square"]
+    assert square[1] == 500
+    assert not (tmp_path / "job.nbprof.html").exists()
+    assert not any("nbprof" in k[0] and "site-packages" not in k[0] and k[0].endswith(".py") and "/nbprof/" in k[0]
+                   for k in stats)
+
+
+@pytest.mark.parametrize("flag,code", [("--exit", 3), ("--exit", 0)])
+def test_exit_code_is_the_scripts(tmp_path, flag, code):
+    script(tmp_path, PY)
+    r = cli("cprofile", "-q", "job.py", flag, str(code), cwd=tmp_path)
+    assert r.returncode == code
+    assert (tmp_path / "job.nbprof.html").exists()
+
+
+def test_exception_prints_traceback_and_still_writes_the_report(tmp_path):
+    script(tmp_path, PY)
+    r = cli("cprofile", "-o", "custom.html", "job.py", "--fail", cwd=tmp_path)
+    assert r.returncode == 1
+    assert "Traceback" in r.stderr and "ValueError: boom in the script" in r.stderr
+    assert 'File "' in r.stderr and "job.py" in r.stderr
+    assert "cli.py" not in r.stderr  # nbprof's own frames are not in the script's traceback
+    assert "the script raised (ValueError: boom in the script)" in r.stdout
+    assert (tmp_path / "custom.html").exists()
+
+
+def test_run_a_module(tmp_path):
+    pkg = tmp_path / "toolpkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "__main__.py").write_text("import sys\nprint('module main', __name__, sys.argv[1:])\n")
+    r = cli("cprofile", "-m", "toolpkg", "x", "-y", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "module main __main__ ['x', '-y']" in r.stdout
+    assert (tmp_path / "toolpkg.nbprof.html").exists()
+
+
+def test_usage_errors(tmp_path):
+    r = cli("cprofile", "missing.py", cwd=tmp_path)
+    assert r.returncode == 2 and "missing.py: no such file" in r.stderr
+    r = cli("cprofile", cwd=tmp_path)
+    assert r.returncode == 2 and "give a script" in r.stderr
+    r = cli("nope", "x.py", cwd=tmp_path)
+    assert r.returncode == 2
+    script(tmp_path, PY)
+    r = cli("cprofile", "-s", "bogus", "job.py", cwd=tmp_path)
+    assert r.returncode == 2 and "unknown sort key" in r.stderr
+
+
+def test_split_keeps_script_arguments_apart():
+    assert _split(["torch", "--memory", "-l", "5", "train.py", "--lr", "0.1", "-v"]) == (
+        ["torch", "--memory", "-l", "5"], "train.py", None, ["--lr", "0.1", "-v"])
+    assert _split(["cprofile", "-m", "pkg.mod", "-x"]) == (["cprofile"], None, "pkg.mod", ["-x"])
+    assert _split(["cprofile", "--", "-weird.py", "a"]) == (["cprofile"], "-weird.py", None, ["a"])
+
+
+TORCH_PY = """
+import sys
+import torch, nbprof
+from torch.profiler import record_function
+x = torch.randn(32, 32)
+for i in range(6):
+    with record_function("body"):
+        y = torch.mm(x, x).relu()
+    nbprof.step()
+print("done", sys.argv[1:])
+"""
+
+
+@needs_torch
+@pytest.mark.slow
+def test_torch_profiles_the_script_with_a_schedule_and_exports(tmp_path):
+    """One subprocess (importing torch takes seconds): the table, the export, the HTML, and only
+    the active steps of the schedule (wait 1, warmup 1, active 2 of 6 iterations)."""
+    script(tmp_path, TORCH_PY, "train.py")
+    r = cli("torch", "--no-cuda", "--shapes", "--schedule", "1,1,2", "--export", "trace.json.gz", "train.py",
+            "--epochs", "1", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "done ['--epochs', '1']" in r.stdout
+    assert "torch profile:" in r.stdout and "aten::mm" in r.stdout
+    p = nbprof.load_trace(tmp_path / "trace.json.gz")
+    assert p.steps()["step"].tolist() == [2, 3]
+    a = p.key_averages().set_index("name")
+    assert a.loc["aten::mm", "count"] == 2 and a.loc["body", "count"] == 2
+    assert p.collected["shapes"]
+    assert (tmp_path / "train.nbprof.html").exists()

@@ -1,0 +1,439 @@
+"""Findings: each kind fires on a profile where it must, and stays quiet where it must not.
+
+Evidence numbers are checked against answers computed here another way: from the raw trace
+JSON, with plain loops, or from torch's own key_averages (the oracles).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import nbprof
+from nbprof.analysis import findings as F
+from nbprof.model import PythonProfile
+
+from .conftest import TRACES, needs_torch, oracle, run, trace_path
+from .synthetic import Trace, training_loop
+
+
+def raw_events(name: str) -> list[dict]:
+    with gzip.open(trace_path(name)) as f:
+        return json.load(f)["traceEvents"]
+
+
+def kinds(frame: pd.DataFrame) -> list[str]:
+    return frame["kind"].tolist()
+
+
+def one(frame: pd.DataFrame, kind: str) -> pd.Series:
+    rows = frame[frame["kind"] == kind]
+    assert len(rows) == 1, (kind, kinds(frame))
+    return rows.iloc[0]
+
+
+def union_length(intervals: list[tuple[float, float]]) -> float:
+    """Plain-loop union of intervals (independent of the vectorized one)."""
+    total, cur_s, cur_e = 0.0, None, None
+    for s, e in sorted(intervals):
+        if cur_e is None or s > cur_e:
+            if cur_e is not None:
+                total += cur_e - cur_s
+            cur_s, cur_e = s, e
+        else:
+            cur_e = max(cur_e, e)
+    if cur_e is not None:
+        total += cur_e - cur_s
+    return total
+
+
+# ------------------------------------------------------------------------------------------ shape
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_findings_table_shape(name):
+    f = nbprof.load_trace(trace_path(name)).findings
+    assert list(f.columns) == ["kind", "severity", "message", "evidence"]
+    assert set(f["kind"]) <= set(F.KINDS)
+    assert set(f["severity"]) <= set(F.SEVERITIES)
+    order = [F.SEVERITIES.index(s) for s in f["severity"]]
+    assert order == sorted(order)
+    assert all(isinstance(e, dict) for e in f["evidence"])
+    assert all(m and "\n" not in m for m in f["message"])
+    json.dumps(f["evidence"].tolist())  # evidence is plain data
+
+
+def test_empty_profile_has_no_findings(tmp_path):
+    t = Trace()
+    t.annotation("idle", 0, 100)
+    assert kinds(t.load(tmp_path).findings) == []
+    path = tmp_path / "empty.json"
+    path.write_text(json.dumps({"traceEvents": [{"ph": "X", "cat": "Trace", "name": "x", "ts": 0, "dur": 1,
+                                                 "pid": "Spans", "tid": "x"}]}))
+    assert len(nbprof.load_trace(path).findings) == 0
+
+
+# ----------------------------------------------------------------------------------------- top_op
+
+
+@pytest.mark.parametrize("name", ["cnn_train_cuda", "transformer_infer_stack", "two_streams"])
+def test_top_op_is_torchs_top_operator_by_self_cuda_time(name):
+    """Fires: the op with the most self CUDA time in torch's own table, its share of the kernel
+    time summed from the raw file."""
+    rows = [r for r in oracle(name)["rows"] if r["device_type"].endswith("CPU") and r["key"].startswith("aten::")]
+    top = max(rows, key=lambda r: r["self_device_time_total"])
+    kernel_us = sum(e["dur"] for e in raw_events(name) if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"))
+    ev = one(nbprof.load_trace(trace_path(name)).findings, "top_op")["evidence"]
+    assert ev["op"] == top["key"]
+    assert ev["time_us"] == pytest.approx(top["self_device_time_total"], abs=0.01)
+    assert ev["share"] == pytest.approx(top["self_device_time_total"] / kernel_us, rel=1e-9)
+    assert ev["count"] == top["count"]
+
+
+def test_top_op_does_not_fire_without_operators(tmp_path):
+    t = Trace()
+    t.annotation("label only", 0, 50)
+    assert "top_op" not in kinds(t.load(tmp_path).findings)
+
+
+# ------------------------------------------------------------------------------------------- sync
+
+
+def test_sync_fires_on_item_in_the_loop(tmp_path):
+    # 4 steps; each .item() blocks 300 µs in cudaStreamSynchronize. The last one is followed by
+    # no launch, so it costs no overlap and is not counted: 3 calls, 900 µs.
+    p = training_loop(4, kernel_us=100, item_sync_us=300).load(tmp_path)
+    assert p.summary.span_us == pytest.approx(3965.0)  # first op at 30 µs, last ends at 3995 µs
+    row = one(p.findings, "sync")
+    ev = row["evidence"]
+    assert ev["calls"] == 3
+    assert ev["blocked_us"] == pytest.approx(900.0)
+    assert ev["share_of_span"] == pytest.approx(900.0 / p.summary.span_us)
+    assert ev["scalar_reads"] == 4
+    assert ev["by_op"] == {"aten::_local_scalar_dense": {"count": 3, "us": pytest.approx(900.0)}}
+    assert row["severity"] == "high"  # 900 / 3965 = 23 % of the span
+    assert ".item()" in row["message"]
+
+
+def test_sync_does_not_fire_on_a_final_synchronize_or_cheap_syncs(tmp_path):
+    # the recorded traces end with torch.cuda.synchronize(): nothing is launched after it
+    for name in TRACES:
+        assert "sync" not in kinds(nbprof.load_trace(trace_path(name)).findings), name
+    # 3 counted syncs of 20 µs: 60 µs of ~4 ms, under SYNC_MIN_SHARE
+    p = training_loop(4, kernel_us=100, item_sync_us=20).load(tmp_path)
+    assert "sync" not in kinds(p.findings)
+
+
+@needs_torch
+def test_sync_does_not_fire_on_cpu_item(shell):
+    """On the CPU .item() is no synchronization."""
+    result, _ = run(shell, "%%torchprof -q --no-cuda -o p\nimport torch\nx = torch.randn(100)\n"
+                           "s = [float(x[i]) for i in range(100)]")
+    assert result.error_in_exec is None
+    p = shell.user_ns["p"]
+    assert (p.key_averages()["name"] == "aten::_local_scalar_dense").any()
+    assert "sync" not in kinds(p.findings)
+
+
+# ------------------------------------------------------------------------------------------- copy
+
+
+def test_copy_fires_on_pageable_host_to_device_copies(tmp_path):
+    # per step: a 300 µs HtoD copy and a 600 µs kernel: copies are 1200 / 3600 of the GPU's work
+    p = training_loop(4, kernel_us=600, copy_us=300).load(tmp_path)
+    row = one(p.findings, "copy")
+    ev = row["evidence"]
+    assert ev["copies"] == 4
+    assert ev["copy_us"] == pytest.approx(1200.0)
+    assert ev["share_of_device_time"] == pytest.approx(1200.0 / 3600.0)
+    assert ev["bytes"] == 4 * (4 << 20)
+    assert ev["pageable"] == 4
+    assert ev["by_direction"]["HtoD"]["count"] == 4
+    assert ev["launched_by"] == {"aten::copy_": 4}
+    assert row["severity"] == "high"
+    assert "pin_memory" in row["message"]
+
+
+def test_copy_does_not_fire_on_small_copies_or_without_copies(tmp_path):
+    p = training_loop(4, kernel_us=900, copy_us=20).load(tmp_path)  # 80 of 3680 µs
+    assert "copy" not in kinds(p.findings)
+    for name in TRACES:  # no memcpy in any recorded trace
+        assert "copy" not in kinds(nbprof.load_trace(trace_path(name)).findings)
+
+
+def test_pinned_copies_are_not_called_pageable(tmp_path):
+    p = training_loop(4, kernel_us=600, copy_us=300, pageable=False).load(tmp_path)
+    row = one(p.findings, "copy")
+    assert row["evidence"]["pageable"] == 0
+    assert "pin_memory" not in row["message"]
+
+
+# --------------------------------------------------------------------------------------- gpu_idle
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_gpu_idle_fires_on_the_recorded_traces(name):
+    """All four recorded workloads are small: the GPU idles most of the time. The busy time is the
+    union of the device intervals in the raw file, measured with a plain loop."""
+    p = nbprof.load_trace(trace_path(name))
+    busy = union_length([(e["ts"], e["ts"] + e["dur"]) for e in raw_events(name)
+                         if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")])
+    ev = one(p.findings, "gpu_idle")["evidence"]
+    assert ev["busy_us"] == pytest.approx(busy, abs=0.01)
+    assert ev["span_us"] == pytest.approx(p.summary.span_us, abs=0.001)
+    assert ev["busy_fraction"] == pytest.approx(busy / p.summary.span_us, abs=1e-6)
+    gaps = ev["largest_gaps"]
+    assert gaps and gaps == sorted(gaps, key=lambda g: -g["dur_us"])
+    assert all(isinstance(g["cpu"], str) and g["cpu"] for g in gaps)
+
+
+def test_gpu_idle_names_what_the_cpu_did_in_the_longest_gap():
+    ev = one(nbprof.load_trace(trace_path("cnn_train_cuda")).findings, "gpu_idle")["evidence"]
+    longest = ev["largest_gaps"][0]
+    # 5.24 ms: the main thread is inside "backward", autograd's thread starts its first op
+    assert longest["start_us"] == pytest.approx(5237.634, abs=0.001)
+    assert longest["cpu"].startswith("backward (main thread)")
+
+
+def test_gpu_idle_does_not_fire_on_a_busy_gpu(tmp_path):
+    p = training_loop(4, kernel_us=900).load(tmp_path)  # 3600 µs of kernels in ~4 ms
+    assert p.device_stats.devices["busy_fraction"].iloc[0] > 0.85
+    assert "gpu_idle" not in kinds(p.findings)
+    q = training_loop(4, kernel_us=100).load(tmp_path, "idle.json")
+    assert one(q.findings, "gpu_idle")["evidence"]["busy_us"] == pytest.approx(400.0)
+
+
+# ----------------------------------------------------------------------------------- launch_bound
+
+
+def launch_bound_runs(name: str) -> list[dict]:
+    """Plain-loop answer: runs of >= 20 consecutive kernels under 10 µs whose launches took at
+    least as long as they ran."""
+    ev = raw_events(name)
+    launch = {e["args"]["correlation"]: e["dur"] for e in ev
+              if e.get("cat") == "cuda_runtime" and e.get("args", {}).get("correlation")}
+    kernels = sorted((e for e in ev if e.get("cat") == "kernel"), key=lambda e: e["ts"])
+    runs, cur = [], []
+    for k in kernels + [None]:
+        if k is not None and k["dur"] < F.TINY_KERNEL_US:
+            cur.append(k)
+            continue
+        if len(cur) >= F.LAUNCH_MIN_KERNELS:
+            kt = sum(x["dur"] for x in cur)
+            lt = sum(launch.get(x["args"]["correlation"], 0) for x in cur)
+            if lt >= kt:
+                runs.append({"n": len(cur), "kernel": kt, "launch": lt,
+                             "wall": cur[-1]["ts"] + cur[-1]["dur"] - cur[0]["ts"]})
+        cur = []
+    return runs
+
+
+@pytest.mark.parametrize("name", ["cnn_train_cuda", "transformer_infer_stack", "cnn_cuda_toggled"])
+def test_launch_bound_fires_on_small_kernels(name):
+    runs = launch_bound_runs(name)
+    assert runs
+    p = nbprof.load_trace(trace_path(name))
+    ev = one(p.findings, "launch_bound")["evidence"]
+    assert ev["stretches"] == len(runs)
+    assert ev["kernels"] == sum(r["n"] for r in runs)
+    assert ev["kernel_us"] == pytest.approx(sum(r["kernel"] for r in runs), abs=0.01)
+    assert ev["launch_us"] == pytest.approx(sum(r["launch"] for r in runs), abs=0.01)
+    assert ev["wall_us"] == pytest.approx(sum(r["wall"] for r in runs), abs=0.01)
+    assert ev["launch_us"] >= ev["kernel_us"]
+
+
+def test_launch_bound_does_not_fire_on_few_or_cheap_to_launch_kernels(tmp_path):
+    assert "launch_bound" not in kinds(nbprof.load_trace(trace_path("two_streams")).findings)  # 9 kernels
+    # 40 tiny kernels (8 µs), each launched in 2 µs: the GPU, not the launches, sets the pace
+    t = Trace()
+    gpu = 10.0
+    for i in range(40):
+        ext = t.op("aten::add", i * 10.0, 4)
+        t.launch("add_kernel", ext, i * 10.0 + 1, 2.0, gpu, 8.0)
+        gpu += 8.5
+    assert "launch_bound" not in kinds(t.load(tmp_path).findings)
+    # the same kernels launched in 12 µs each: launch bound
+    t = Trace()
+    for i in range(40):
+        ext = t.op("aten::add", i * 20.0, 14)
+        t.launch("add_kernel", ext, i * 20.0 + 1, 12.0, i * 20.0 + 13, 8.0)
+    ev = one(t.load(tmp_path, "b.json").findings, "launch_bound")["evidence"]
+    assert (ev["kernels"], ev["kernel_us"], ev["launch_us"]) == (40, pytest.approx(320.0), pytest.approx(480.0))
+
+
+# ------------------------------------------------------------------------------------- dataloader
+
+
+@needs_torch
+def test_dataloader_fires_when_loading_dominates(shell):
+    code = """%%torchprof -q --no-cuda -o p
+import time, torch
+from torch.utils.data import DataLoader, Dataset
+class Slow(Dataset):
+    def __len__(self): return 8
+    def __getitem__(self, i):
+        time.sleep(0.01)
+        return torch.ones(4) * i
+total = 0.0
+for batch in DataLoader(Slow(), batch_size=2):
+    total = total + batch.sum()
+"""
+    result, _ = run(shell, code)
+    assert result.error_in_exec is None
+    p = shell.user_ns["p"]
+    ev = p.events
+    nexts = ev[(ev["kind"] == "annotation") & ev["name"].astype(str).str.startswith("enumerate(DataLoader)")]
+    row = one(p.findings, "dataloader")
+    e = row["evidence"]
+    assert e["batches"] == len(nexts) == 5  # 4 batches, then the call that raises StopIteration
+    assert e["total_us"] == pytest.approx(nexts["dur_us"].sum(), abs=0.01)  # they do not overlap
+    assert e["share_of_span"] == pytest.approx(nexts["dur_us"].sum() / p.summary.span_us, rel=1e-9)
+    assert e["loaders"] == ["_SingleProcessDataLoaderIter"] and not e["multiprocess"]
+    assert "num_workers" in row["message"]
+
+
+def test_dataloader_does_not_fire_when_loading_is_cheap(tmp_path):
+    t = training_loop(4, kernel_us=900)
+    for i in range(4):  # 30 µs of loading per 1000 µs step
+        t.annotation("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", i * 1000.0 + 900, 30)
+    assert "dataloader" not in kinds(t.load(tmp_path).findings)
+    assert "dataloader" not in kinds(nbprof.load_trace(trace_path("cnn_train_cuda")).findings)
+
+
+# ------------------------------------------------------------------------------------ memory_peak
+
+
+def test_memory_peak_on_the_recorded_training_run():
+    name = "cnn_train_cuda"
+    raw = raw_events(name)
+    mem = [e for e in raw if e.get("cat") == "cpu_instant_event" and e["args"].get("Device Type") == 1]
+    peak = max(e["args"]["Total Allocated"] for e in mem)
+    peak_event = min((e for e in mem if e["args"]["Total Allocated"] == peak), key=lambda e: e["ts"])
+    # the outermost operator open on the allocating thread, by a plain search over the raw ops
+    ops = [e for e in raw if e.get("cat") == "cpu_op"]
+    by_op: dict[str, int] = {}
+    for e in mem:
+        if e["ts"] > peak_event["ts"] or e["args"]["Bytes"] <= 0:
+            continue
+        around = [o for o in ops if o["tid"] == e["tid"] and o["ts"] <= e["ts"] <= o["ts"] + o["dur"]]
+        outer = max(around, key=lambda o: o["dur"])["name"] if around else "(outside operators)"
+        by_op[outer] = by_op.get(outer, 0) + e["args"]["Bytes"]
+    top = sorted(by_op.items(), key=lambda kv: -kv[1])[: F.MEMORY_TOP_OPS]
+
+    p = nbprof.load_trace(trace_path(name))
+    row = one(p.findings, "memory_peak")
+    ev = row["evidence"]
+    assert ev["peak_allocated_bytes"] == peak == p.device_stats.devices["peak_allocated_bytes"].iloc[0]
+    assert ev["peak_reserved_bytes"] == max(e["args"]["Total Reserved"] for e in mem)
+    first = min(mem, key=lambda e: e["ts"])
+    assert ev["allocated_before_profile_bytes"] == first["args"]["Total Allocated"] - first["args"]["Bytes"]
+    assert [t["bytes"] for t in ev["top_ops"]] == [b for _, b in top]
+    assert {t["op"] for t in ev["top_ops"]} <= set(by_op)
+    assert row["severity"] == "low"  # 92 MB of an 80 GB H100
+
+
+def test_memory_peak_severity_follows_the_device_size(tmp_path):
+    t = training_loop(2, kernel_us=900)
+    gib = 2**30
+    t.memory(31, 10 * gib, 70 * gib, 78 * gib)  # reserved: 97.5 % of the fake 80 GiB device
+    t.memory(60, -10 * gib, 60 * gib, 78 * gib)
+    row = one(t.load(tmp_path).findings, "memory_peak")
+    assert row["severity"] == "high"
+    assert row["evidence"]["top_ops"] == [{"op": "aten::mm", "bytes": 10 * gib}]
+    assert "expandable_segments" in row["message"]
+
+
+def test_memory_peak_does_not_fire_without_memory_events():
+    assert "memory_peak" not in kinds(nbprof.load_trace(trace_path("transformer_infer_stack")).findings)
+
+
+# -------------------------------------------------------------------------------------- straggler
+
+
+def test_straggler_fires_for_a_slow_rank_and_not_for_equal_ranks(tmp_path):
+    for r in (0, 1):
+        training_loop(4, kernel_us=400 if r == 0 else 800, rank=r).write(tmp_path / f"w{r}.json")
+    row = one(nbprof.load_trace(tmp_path).findings, "straggler")
+    ev = row["evidence"]
+    assert ev["slowest_rank"] == 1
+    # compute: 1600 vs 3200 µs of kernels; median of two ranks = 2400
+    assert ev["imbalance"] == pytest.approx((3200 - 2400) / 2400)
+    same = tmp_path / "same"
+    same.mkdir()
+    for r in (0, 1):
+        training_loop(4, kernel_us=400, rank=r).write(same / f"w{r}.json")
+    assert "straggler" not in kinds(nbprof.load_trace(same).findings)
+
+
+# -------------------------------------------------------------------------------------- cProfile
+
+
+def python_profile(rows: dict) -> PythonProfile:
+    """A PythonProfile from hand-made raw stats: {(file, line, fn): (cc, nc, tt, ct, callers)}."""
+    return PythonProfile(rows)
+
+
+def test_hot_function_fires_on_many_cheap_calls():
+    main = ("main.py", 1, "<module>")
+    hot = ("main.py", 10, "tiny")
+    raw = {
+        main: (1, 1, 0.4, 1.0, {}),
+        hot: (50_000, 50_000, 0.6, 0.6, {main: (50_000, 50_000, 0.6, 0.6)}),
+    }
+    f = python_profile(raw).findings
+    row = one(f, "hot_function")
+    ev = row["evidence"]
+    assert (ev["function"], ev["ncalls"]) == ("tiny", 50_000)
+    assert ev["share"] == pytest.approx(0.6)
+    assert ev["per_call_s"] == pytest.approx(0.6 / 50_000)
+    assert row["severity"] == "high"
+    top = one(f, "top_function")["evidence"]
+    assert (top["function"], top["share"]) == ("tiny", pytest.approx(0.6))
+
+
+def test_hot_function_does_not_fire_on_few_or_slow_calls():
+    main = ("main.py", 1, "<module>")
+    few = ("main.py", 10, "few")
+    slow = ("main.py", 20, "slow")
+    raw = {
+        main: (1, 1, 0.1, 30.0, {}),
+        few: (50, 50, 0.9, 0.9, {main: (50, 50, 0.9, 0.9)}),  # 50 calls
+        slow: (20_000, 20_000, 29.0, 29.0, {main: (20_000, 20_000, 29.0, 29.0)}),  # 1.45 ms per call
+    }
+    f = python_profile(raw).findings
+    assert "hot_function" not in kinds(f)
+    assert kinds(f) == ["top_function"]
+    assert len(python_profile({}).findings) == 0
+
+
+def test_hot_function_live(shell):
+    code = ("%%cprofile -q -o prof\ndef tiny(x):\n    return x * x + 1\n"
+            "total = 0\nfor i in range(100_000):\n    total += tiny(i)")
+    result, _ = run(shell, code)
+    assert result.error_in_exec is None
+    prof = shell.user_ns["prof"]
+    row = one(prof.findings, "hot_function")
+    ev = row["evidence"]
+    st = prof.pstats
+    [(key, value)] = [(k, v) for k, v in st.stats.items() if k[2] == "tiny"]
+    assert ev["ncalls"] == value[1] == 100_000
+    assert ev["cumtime_s"] == pytest.approx(value[3])
+    assert "In [" in row["message"] or "tiny" in row["message"]
+
+
+# ------------------------------------------------------------------------------------- thresholds
+
+
+def test_thresholds_are_documented():
+    doc = F.__doc__
+    for name in ("TOP_OP_MEDIUM_SHARE", "SYNC_MIN_SHARE", "COPY_MIN_SHARE", "GPU_IDLE_MIN_SHARE", "TINY_KERNEL_US",
+                 "LAUNCH_MIN_KERNELS", "LAUNCH_MIN_SHARE", "DATALOADER_MIN_SHARE", "MEMORY_HIGH_SHARE",
+                 "STRAGGLER_MIN_IMBALANCE", "HOT_MIN_CALLS", "HOT_MAX_PER_CALL_S", "HOT_MIN_SHARE"):
+        assert name in doc and isinstance(getattr(F, name), (int, float))
+    assert set(F.KINDS) >= {"top_op", "sync", "copy", "launch_bound", "gpu_idle", "dataloader", "memory_peak",
+                            "hot_function"}
+    assert np.isfinite(F.TINY_KERNEL_US)
