@@ -156,10 +156,13 @@ class Run:
         self.wall_s = 0.0
         self._stopped = False
         self._data: Any = None
+        from .views.progress import Progress
+
+        self.progress = Progress()
         if magic == "torchprof":
             from .collect.torch_live import TorchSession
 
-            self.session: Any = TorchSession(options)
+            self.session: Any = TorchSession(options, self.progress)
         else:
             from .collect.cprofile import CProfileSession
 
@@ -215,6 +218,8 @@ class Run:
                 data = empty_trace()
                 if opts.schedule is not None:
                     notes.append("with --schedule, call nbprof.step() once per loop iteration")
+            if len(data.events):
+                self.progress.stage(f"nesting {len(data.events):,} events")
             meta = dict(
                 sort=opts.sort,
                 limit=opts.limit,
@@ -350,13 +355,17 @@ def end() -> None:
         result = run.finish(error)
     except KeyboardInterrupt:
         # the profiler is stopped (finish stops it first); building the report was interrupted
+        run.progress.done()
         _warn("report cancelled (interrupted while building it)")
         raise
     except Exception as e:  # never let a report problem replace the cell's own exception
+        run.progress.done()
         _warn(f"could not build the report: {type(e).__name__}: {e}")
         return
     if not run.options.quiet:
-        _state.pending.append(result)
+        _state.pending.append((result, run.progress))
+    else:
+        run.progress.done()
 
 
 def show_pending(*_: Any) -> None:
@@ -366,8 +375,12 @@ def show_pending(*_: Any) -> None:
         return
     from IPython.display import display
 
-    for r in reports:
-        display(r)
+    for result, progress in reports:
+        progress.stage("drawing the report")
+        try:
+            display(result)
+        finally:
+            progress.done()
 
 
 def _warn(message: str) -> None:
@@ -416,7 +429,10 @@ def run_sync(shell: Any, magic: str, options: Any, code: str) -> Any:
             if not options.quiet:
                 from IPython.display import display
 
+                run.progress.stage("drawing the report")
                 display(result)
+        finally:
+            run.progress.done()
     return value
 
 

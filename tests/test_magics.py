@@ -298,3 +298,25 @@ def test_profiles_cannot_nest(shell):
     result, captured = run(shell, "%%torchprof -q\ninner = get_ipython().run_line_magic('cprofile', '-q 1 + 1')")
     assert isinstance(result.error_in_exec, UsageError)
     assert "already running" in str(result.error_in_exec)
+
+
+@needs_torch
+def test_big_profiles_show_a_status_line_that_updates(shell, monkeypatch):
+    """Post-processing that takes a while shows what it is doing, then clears the line."""
+    from nbprof.views import progress
+
+    monkeypatch.setattr(progress, "BIG_TRACE_BYTES", 0)  # treat this small profile as big
+    result, captured = run(shell, "%%torchprof\nimport torch\ntorch.ones(4) + 1")
+    texts = [o.data.get("text/plain", "") for o in captured.outputs]
+    status = [t for t in texts if t.startswith("nbprof: ")]
+    assert any("reading the profile" in t and "MB of trace" in t for t in status)
+    assert any("nesting" in t for t in status)
+    assert any("drawing the report" in t for t in status)
+    assert texts[-1] == ""  # the status line is cleared at the end
+    assert len(reports(captured)) == 1
+
+
+@needs_torch
+def test_small_profiles_show_no_status_line(shell):
+    result, captured = run(shell, "%%torchprof\nimport torch\ntorch.ones(4) + 1")
+    assert not [o for o in captured.outputs if o.data.get("text/plain", "").startswith("nbprof: ")]

@@ -62,8 +62,9 @@ def cuda_available() -> bool:
 class TorchSession:
     """One profiled region: ``start()``, run the code, ``stop()`` -> :class:`TraceData`."""
 
-    def __init__(self, options: TorchOptions) -> None:
+    def __init__(self, options: TorchOptions, progress: Any = None) -> None:
         self.options = options
+        self.progress = progress  # views.progress.Progress, told how big the trace is
         self.profiler: Any = None  # the live torch.profiler.profile
         self._stderr: NativeStderrFilter | None = None
         self._started = False
@@ -171,7 +172,7 @@ class TorchSession:
         results = getattr(prof.profiler, "kineto_results", None) if prof.profiler else None
         if results is None:
             return None
-        trace = _save_and_read(results)
+        trace = _save_and_read(results, self.progress)
         if self.options.flops:
             _add_flops(trace, results)
         trace.meta.update(
@@ -184,7 +185,7 @@ class TorchSession:
         return trace
 
 
-def _save_and_read(results: Any) -> TraceData:
+def _save_and_read(results: Any, progress: Any = None) -> TraceData:
     """torch's C++ writer -> a file in memory -> the events table; the file is removed."""
     last_error: Exception | None = None
     for folder in _scratch_dirs():
@@ -192,6 +193,10 @@ def _save_and_read(results: Any) -> TraceData:
         os.close(fd)
         try:
             results.save(path)
+            if progress is not None:
+                size = os.path.getsize(path)
+                progress.start_if_big(size)
+                progress.stage(f"reading the profile ({size / 2**20:,.0f} MB of trace)")
             trace = read_trace_file(path)
             trace.meta["source"] = "live"
             return trace

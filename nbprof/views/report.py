@@ -238,6 +238,9 @@ class TorchReport:
         ranges = self._ranges_panel()
         if ranges:
             tabs.append(("Ranges", ranges))
+        steps = self._steps_panel()
+        if steps:
+            tabs.append(("Steps", steps))
         tabs.append(("Timeline", timeline if timeline is not None else self._timeline_panel()))
         first = {"op": 0, "shape": 1, "stack": 2}.get(self.group_by, 0)
         parts.append(tabs_html(uid, tabs, selected=first if first < len(tabs) else 0))
@@ -332,6 +335,34 @@ class TorchReport:
             cols.append(Col("device_us", "GPU time (kernels)", "time_us"))
         return datatable_html(frame, cols, order=[], page_length=0,
                               caption="record_function ranges, nested ranges indented")
+
+    def _steps_panel(self) -> str:
+        """The recorded steps of a --schedule loop: one row per step, then the steps side by
+        side (self CPU time per op, one column per step)."""
+        steps = self.profile.steps()
+        if steps is None or len(steps) == 0:
+            return ""
+        cols = [Col("step", "Step", "count")]
+        if "rank" in steps.columns:
+            cols.insert(0, Col("rank", "Rank", "count"))
+        cols += [Col("dur_us", "Duration", "time_us"), Col("self_cpu_us", "Self CPU", "time_us"),
+                 Col("ops", "Ops", "count")]
+        if (steps["device_us"] > 0).any():
+            cols += [Col("device_us", "GPU time", "time_us"), Col("kernels", "Kernels", "count")]
+        cols += [Col("top_op", "Top op", "name", 40), Col("top_op_us", "Top op time", "time_us")]
+        table = datatable_html(steps, cols, order=[], page_length=0, caption="one row per recorded step")
+        side = self.profile.step_breakdown()
+        if side.empty:
+            return table
+        side = side.reset_index()
+        side.columns = [str(c) for c in side.columns]
+        side_cols = [Col(side.columns[0], "Name", "name", 50)] + [
+            Col(c, f"step {c}", "time_us") for c in side.columns[1:]
+        ]
+        by_total = side[side.columns[1:]].sum(axis=1).sort_values(ascending=False).index
+        side = side.loc[by_total]
+        return table + datatable_html(side, side_cols, order=[], page_length=self.limit or 0,
+                                      caption="self CPU time per op, steps side by side")
 
     def _timeline_panel(self) -> str:
         try:
