@@ -88,6 +88,24 @@ EVENT_COLUMNS = (
 )
 
 
+def kind_mask(codes: np.ndarray, kinds: "list[int] | tuple[int, ...] | np.ndarray") -> np.ndarray:
+    """``np.isin(codes, kinds)`` for kind codes, as one table lookup (no per-kind passes)."""
+    table = np.zeros(len(KINDS) + 1, dtype=bool)
+    table[np.asarray(kinds, dtype=np.int64)] = True
+    return table[codes]  # codes are 0..len(KINDS)-1 (-1, if ever, reads the spare last entry)
+
+
+def distinct(values: np.ndarray) -> np.ndarray:
+    """Sorted distinct values of an integer array; one pass when they are all the same (the
+    usual case for processes and threads), hashing otherwise (no full sort)."""
+    if len(values) == 0:
+        return values[:0]
+    first = values[0]
+    if (values == first).all():
+        return values[:1]
+    return np.sort(pd.unique(values))
+
+
 def kind_categorical(codes: np.ndarray) -> pd.Categorical:
     return pd.Categorical.from_codes(codes.astype(np.int8), categories=list(KINDS))
 

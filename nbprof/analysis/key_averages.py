@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..events import KIND_CODE, KINDS, time_ns
+from ..events import KIND_CODE, KINDS, distinct, kind_mask, time_ns
 from ..errors import OptionError
 
 __all__ = ["key_averages", "KEY_AVERAGE_COLUMNS", "GROUP_BY", "averaged_rows"]
@@ -58,8 +58,8 @@ _WORK_KINDS = [KIND_CODE[k] for k in ("kernel", "memcpy", "memset")]
 def averaged_rows(events: pd.DataFrame) -> np.ndarray:
     """Which rows of the (tree-built) events table key averages count."""
     kind = events["kind"].cat.codes.to_numpy()
-    tree = np.isin(kind, _TREE_KINDS) & (events["thread"].to_numpy() >= 0) & ~events["merged"].to_numpy()
-    work = np.isin(kind, _WORK_KINDS)
+    tree = kind_mask(kind, _TREE_KINDS) & (events["thread"].to_numpy() >= 0) & ~events["merged"].to_numpy()
+    work = kind_mask(kind, _WORK_KINDS)
     # memory events outside every CPU event are rows of their own ("[memory]"), as in torch
     loose_memory = ((kind == KIND_CODE["memory"]) | (kind == KIND_CODE["oom"])) & _outside_all(events, kind)
     return tree | work | loose_memory
@@ -86,7 +86,7 @@ def key_averages(
     rows = np.flatnonzero(averaged_rows(events))
     kind_all = events["kind"].cat.codes.to_numpy()
     kind = kind_all[rows]
-    is_tree = np.isin(kind, _TREE_KINDS)
+    is_tree = kind_mask(kind, _TREE_KINDS)
     is_mem = (kind == KIND_CODE["memory"]) | (kind == KIND_CODE["oom"])
 
     def col(name: str) -> np.ndarray:
@@ -223,7 +223,7 @@ def _outside_all(events: pd.DataFrame, kind: np.ndarray) -> np.ndarray:
 
     _, process = lanes(events)
     thread = events["thread"].to_numpy()
-    tree = np.isin(kind, _TREE_KINDS) & (thread >= 0)
+    tree = kind_mask(kind, _TREE_KINDS) & (thread >= 0)
     start_us = events["start_us"].to_numpy()
     dur_us = events["dur_us"].to_numpy()
     mem = np.flatnonzero(is_mem)
@@ -243,10 +243,11 @@ def _outside_all(events: pd.DataFrame, kind: np.ndarray) -> np.ndarray:
     # the others: count the tree events of their process open at their time
     start = time_ns(start_us)
     end = start + time_ns(dur_us)
-    for proc in np.unique(process[mem[rest]]).tolist():
+    for proc in distinct(process[mem[rest]]).tolist():
         in_proc = process == proc
-        starts = np.sort(start[tree & in_proc])
-        ends = np.sort(end[tree & in_proc])
+        # nearly sorted already (file order): a stable sort (timsort) takes them in about one pass
+        starts = np.sort(start[tree & in_proc], kind="stable")
+        ends = np.sort(end[tree & in_proc], kind="stable")
         sel = rest[process[mem[rest]] == proc]
         tq = t[sel]
         open_count = np.searchsorted(starts, tq, side="right") - np.searchsorted(ends, tq, side="left")

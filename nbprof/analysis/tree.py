@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..events import KIND_CODE, time_ns
+from ..events import KIND_CODE, distinct, kind_mask, time_ns
 
 __all__ = ["build_tree", "TREE_COLUMNS"]
 
@@ -65,7 +65,7 @@ def build_tree(events: pd.DataFrame) -> pd.DataFrame:
     end = start + dur
     thread, process = lanes(events)
 
-    in_tree = np.isin(kind, _TREE_KINDS) & (thread >= 0)
+    in_tree = kind_mask(kind, _TREE_KINDS) & (thread >= 0)
     rows = _nesting_order(np.flatnonzero(in_tree), thread, start, end)
     s, e, t = start[rows], end[rows], thread[rows]
 
@@ -86,7 +86,7 @@ def build_tree(events: pd.DataFrame) -> pd.DataFrame:
     external_id = events["external_id"].to_numpy()
     launcher = _launchers(kind, external_id, in_tree)
     launcher = np.where(launcher >= 0, _survivor(launcher, merged, parent), -1)
-    is_work = np.isin(kind, _DEVICE_WORK_KINDS)
+    is_work = kind_mask(kind, _DEVICE_WORK_KINDS)
     attributed = is_work & (launcher >= 0)
     own_kernel_ns = np.bincount(launcher[attributed], weights=dur[attributed], minlength=n)
 
@@ -355,10 +355,10 @@ def _launchers(kind: np.ndarray, external_id: np.ndarray, in_tree: np.ndarray) -
     """For each device event, the row of the CPU op with its External id (-1 if none)."""
     n = len(kind)
     out = np.full(n, -1, dtype=np.int64)
-    work = np.flatnonzero(np.isin(kind, _DEVICE_WORK_KINDS) & (external_id > 0))
+    work = np.flatnonzero(kind_mask(kind, _DEVICE_WORK_KINDS) & (external_id > 0))
     if len(work) == 0:
         return out
-    front = np.flatnonzero(np.isin(kind, _FRONTEND_KINDS) & in_tree & (external_id > 0))
+    front = np.flatnonzero(kind_mask(kind, _FRONTEND_KINDS) & in_tree & (external_id > 0))
     if len(front) == 0:
         return out
     ids = external_id[front]
@@ -398,7 +398,7 @@ def _memory_in_intervals(
     categories = list(device.cat.categories)
     on_cpu = device.cat.codes.to_numpy() == (categories.index("cpu") if "cpu" in categories else -2)
     mem_all = np.flatnonzero(is_mem)
-    procs = np.unique(process[mem_all])
+    procs = distinct(process[mem_all])
     tree_proc = process[rows]
     for proc in procs.tolist():
         mem_rows = mem_all if len(procs) == 1 else mem_all[process[mem_all] == proc]
@@ -442,7 +442,7 @@ def _attach_instants(
     # last event (in nesting order) of the same thread that starts at or before the instant
     cand = np.full(len(inst), -1, dtype=np.int64)
     inst_thread = thread[inst]
-    threads = np.unique(inst_thread)
+    threads = distinct(inst_thread)
     for th in threads.tolist():
         a, b = np.searchsorted(t, th, side="left"), np.searchsorted(t, th, side="right")
         if a >= b:

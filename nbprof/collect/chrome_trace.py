@@ -46,7 +46,6 @@ import pandas as pd
 from ..errors import TraceError
 from ..events import (
     DEVICE_MEMORY_TYPES,
-    CPU_MEMORY_TYPES,
     KINDS,
     KIND_CODE,
     IGNORED_NAMES,
@@ -166,7 +165,23 @@ _CORRELATED_CODES = np.array(
     [_C[k] for k in ("runtime", "kernel", "memcpy", "memset", "gpu_annotation", "other")], dtype=np.int8
 )
 _COPY_CODES = np.array([_C["memcpy"], _C["memset"]], dtype=np.int8)
-_PYTHON_CODES = np.array([_C["python"]], dtype=np.int8)
+_OP_CODES = np.array([_C["op"], _C["annotation"]], dtype=np.int8)
+
+
+def _kind_table(codes: np.ndarray) -> np.ndarray:
+    table = np.zeros(len(KINDS), dtype=bool)
+    table[codes] = True
+    return table
+
+
+# groups of kinds whose rows have fields of their own (read for those rows only)
+_GROUPS = {
+    "correlation": _kind_table(_CORRELATED_CODES),
+    "device": _kind_table(_DEVICE_CODES),
+    "memory": _kind_table(_MEMORY_CODES),
+    "copy": _kind_table(_COPY_CODES),
+    "python": _kind_table(np.array([_C["python"]])),
+}
 
 # torch's writer: one event per block, "  {" ... "  }," at two spaces; cut between "}," and "\n  {".
 _EVENT_BOUNDARY = b"},\n  {"
@@ -326,7 +341,7 @@ class _Reader:
         self.n = 0  # rows kept
         self.cat_code = dict(_CAT_CODE)
         self.names = _Codes()
-        self.ignored: list[bool] = []  # per name code: a utility op torch leaves out
+        self.ignored = np.zeros(0, dtype=bool)  # per name code: a utility op torch leaves out
         self.dims = _Codes()
         self.string_ids: dict[str, int] = {}  # pid/tid strings of hand-made traces
         self.shapes = bool(trace.record_shapes)
@@ -370,10 +385,9 @@ class _Reader:
                 self.span.append((events[i].ts, events[i].dur))
 
         names = self.names.encode([e.name for e in events])
-        ignored = self.ignored
-        if len(ignored) < len(self.names.ids):
-            ignored.extend(n in IGNORED_NAMES for n in list(self.names.ids)[len(ignored) :])
-        keep &= ~np.asarray(ignored, dtype=bool)[names]
+        if len(self.ignored) < len(self.names.ids):
+            self.ignored = np.array([n in IGNORED_NAMES for n in self.names.ids], dtype=bool)
+        keep &= ~self.ignored[names]
         if not keep.all():
             rows = np.flatnonzero(keep)
             events = [events[i] for i in rows.tolist()]
@@ -382,6 +396,7 @@ class _Reader:
             m = len(events)
             if m == 0:
                 return
+        counts = np.bincount(kind, minlength=len(KINDS))
         cols = self.cols
         cols["kind"].append(kind)
         cols["name"].append(names)
@@ -392,58 +407,91 @@ class _Reader:
         cols["pid"].append(self._ids([e.pid for e in events]))
         cols["tid"].append(self._ids([e.tid for e in events]))
         args = [e.args for e in events]
-        cols["external_id"].append(np.fromiter([a.external_id for a in args], dtype=np.int64, count=m))
-        if not self.shapes and self.n < 5000:
+        base = self.n
+        self.n += m
+        sparse = self.sparse
+
+        # memory events (often half of a --memory profile) have no External id and no shapes:
+        # read those for the other rows only
+        n_memory = int(counts[KIND_CODE["memory"]])
+        if n_memory == 0:
+            ops, op_rows = args, None
+        elif n_memory == m:
+            ops, op_rows = [], np.zeros(0, dtype=np.int64)
+        else:
+            op_rows = np.flatnonzero(kind != KIND_CODE["memory"])
+            ops = [args[i] for i in op_rows.tolist()]
+        external_id = _ints([a.external_id for a in ops])
+        if op_rows is not None:
+            full = np.zeros(m, dtype=np.int64)
+            full[op_rows] = external_id
+            external_id = full
+        cols["external_id"].append(external_id)
+        if not self.shapes and self.n - m < 5000:
             # shapes not announced by the file: look for them in its first 5,000 events
-            if any(a.input_dims for a in args[: 5000 - self.n]):
+            if any(a.input_dims for a in args[: 5000 - (self.n - m)]):
                 self.shapes = True
         if self.shapes:
-            cols["dims"].append(self.dims.encode([bytes(a.input_dims) for a in args]))
+            dims = self.dims.encode([bytes(a.input_dims) for a in ops])
+            if op_rows is not None:
+                full = np.full(m, self.dims.encode([b""])[0], dtype=np.int32)
+                full[op_rows] = dims
+                dims = full
+            cols["dims"].append(dims)
         else:
             cols["dims"].append(np.zeros(0, dtype=np.int32))  # no shapes in this slice
         if self.flops:
-            cols["flops"].append(np.fromiter([a.flops for a in args], dtype=np.int64, count=m))
+            cols["flops"].append(_ints([a.flops for a in args]))
 
-        base = self.n
-        self.n += m
         # fields only some kinds have: read for the rows of those kinds only
-        sparse = self.sparse
-        sub = self._rows(base, kind, args, _CORRELATED_CODES, "correlation")
-        if sub:
-            sparse["correlation"].append(_ints([a.correlation for a in sub]))
-        sub = self._rows(base, kind, args, _DEVICE_CODES, "device")
-        if sub:
-            sparse["device"].append(_ints([a.device for a in sub]))
-            sparse["stream"].append(_ints([a.stream for a in sub]))
-        sub = self._rows(base, kind, args, _MEMORY_CODES, "memory")
-        if sub:
+        if n_memory:
+            sub = self._rows(base, kind, args, "memory", counts, n_memory)
             sparse["alloc_bytes"].append(_ints([a.alloc_bytes for a in sub]))
             sparse["total_allocated"].append(_ints([a.total_allocated for a in sub]))
             sparse["total_reserved"].append(_ints([a.total_reserved for a in sub]))
             sparse["device_type"].append(_ints([a.device_type for a in sub]))
             sparse["device_id"].append(_ints([a.device_id for a in sub]))
-        sub = self._rows(base, kind, args, _COPY_CODES, "copy")
+        if n_memory + counts[_OP_CODES].sum() == m:
+            return  # a CPU slice (ops, annotations, memory): nothing else to read
+        sub = self._rows(base, kind, args, "correlation", counts)
+        if sub:
+            sparse["correlation"].append(_ints([a.correlation for a in sub]))
+        sub = self._rows(base, kind, args, "device", counts)
+        if sub:
+            sparse["device"].append(_ints([a.device for a in sub]))
+            sparse["stream"].append(_ints([a.stream for a in sub]))
+        sub = self._rows(base, kind, args, "copy", counts)
         if sub:
             sparse["copy_bytes"].append(_ints([a.copy_bytes for a in sub]))
-        sub = self._rows(base, kind, args, _PYTHON_CODES, "python")
+        sub = self._rows(base, kind, args, "python", counts)
         if sub:
             sparse["python_id"].append(_ints([a.python_id for a in sub]))
             sparse["python_parent_id"].append(
                 _ints([-1 if a.python_parent_id is None else a.python_parent_id for a in sub])
             )
 
-    def _rows(self, base: int, kind: np.ndarray, args: list, codes: np.ndarray, key: str) -> list:
-        """The args of the rows of some kinds; their row numbers go to ``sparse["rows:" + key]``."""
-        rows = np.flatnonzero(np.isin(kind, codes)) if len(codes) > 1 else np.flatnonzero(kind == codes[0])
-        if len(rows) == 0:
+    def _rows(self, base: int, kind: np.ndarray, args: list, group: str, counts: np.ndarray,
+              count: int | None = None) -> list:
+        """The args of the rows of a group of kinds; their row numbers go to ``sparse["rows:" + group]``."""
+        table = _GROUPS[group]
+        if count is None:
+            count = int(counts[table].sum())
+        if count == 0:
             return []
-        self.sparse["rows:" + key].append(rows + base)
-        if len(rows) == len(args):
-            return args
-        return [args[i] for i in rows.tolist()]
+        if count == len(args):
+            rows = np.arange(len(args))
+            sub = args
+        else:
+            rows = np.flatnonzero(table[kind])
+            sub = [args[i] for i in rows.tolist()]
+        self.sparse["rows:" + group].append(rows + base)
+        return sub
 
     def _ids(self, values: list) -> np.ndarray:
         """pid/tid values are ints, or strings in hand-made traces: strings get stable negative ids."""
+        first = values[0]
+        if type(first) is int and values.count(first) == len(values):  # one thread: no conversion
+            return np.full(len(values), first, dtype=np.int64)
         try:
             return np.array(values, dtype=np.int64)
         except (TypeError, ValueError):

@@ -371,78 +371,12 @@ class TorchReport:
             return _empty(f"The timeline could not be drawn: {type(e).__name__}: {e}")
         return svg + _empty("An overview; the zoomable timeline is shown under this report (result.timeline()).")
 
-    def _callgraph_panel(self, frame: pd.DataFrame, uid: int, top: int = 40) -> str:
-        """Pick a function (the most expensive by cumtime) to see its callers and callees, with
-        the calls and time on each edge. Without scripts every function's panel shows."""
-        from ..analysis.callgraph import function_key
-
-        names = self.profile.meta.get("code_names")
-        ranked = frame.sort_values("cumtime_s", ascending=False, kind="stable").head(top)
-        options, panels = [], []
-        for i, (row, location) in enumerate(zip(ranked.index, ranked["location"])):
-            key = function_key(frame, frame.index.get_loc(row))
-            callers = self.profile.callers(key)
-            callees = self.profile.callees(key)
-            label = f"{location} · cumtime {fmt_s(frame.at[row, 'cumtime_s'])}"
-            options.append(f'<option value="{i}">{esc(label)}</option>')
-            panels.append(
-                f'<div class="nbprof-cg" data-i="{i}"><div style="margin:6px 0 2px"><b>{esc(location)}</b>: '
-                f'{esc(frame.at[row, "ncalls_text"])} calls, tottime {fmt_s(frame.at[row, "tottime_s"])}, '
-                f'cumtime {fmt_s(frame.at[row, "cumtime_s"])}</div>'
-                + _edges_html("called by", callers, names) + _edges_html("calls", callees, names) + "</div>"
-            )
-        script = (
-            "<script>(function(){var root=document.getElementById('nbprof-cg-%d');if(!root)return;"
-            "var sel=root.querySelector('select');function show(){root.querySelectorAll('.nbprof-cg')"
-            ".forEach(function(p){p.style.display=p.dataset.i===sel.value?'':'none';});}"
-            "sel.style.display='';sel.addEventListener('change',show);show();})();</script>" % uid
-        )
-        return (
-            f'<div id="nbprof-cg-{uid}"><select style="display:none;max-width:100%;margin:4px 0">'
-            f'{"".join(options)}</select>{"".join(panels)}</div>{script}'
-        )
-
-    def _flame_panel(self) -> str:
-        try:
-            from .flame import flame_svg
-
-            svg = flame_svg(self.profile.call_tree())
-        except Exception as e:  # a flame problem must not hide the tables
-            return _empty(f"The flame view could not be drawn: {type(e).__name__}: {e}")
-        return svg + _empty("An overview; the zoomable flame view is shown under this report (result.flame()).")
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         return {"text/plain": self.text(), "text/html": self.html()}
 
     def __repr__(self) -> str:
         return self.text()
-
-
-def _edges_html(title: str, edges: pd.DataFrame, names: dict[str, str] | None) -> str:
-    """A small table of the edges to or from a function (pstats' print_callers / print_callees)."""
-    from ..analysis.flame import location_label
-
-    if edges.empty:
-        nothing = ("the cell's own top-level code (cProfile does not see the cell as a function)"
-                   if title == "called by" else "no other function")
-        return f'<div style="color:#666;margin:2px 0 6px">{esc(title)}: {nothing}</div>'
-    pad = "padding:2px 10px"
-    rows = "".join(
-        f"<tr><td style='text-align:right;{pad}'>{r.ncalls:,}"
-        f"{'' if r.ncalls == r.primitive_calls else f'/{r.primitive_calls:,}'}</td>"
-        f"<td style='text-align:right;{pad}'>{esc(fmt_s(r.tottime_s))}</td>"
-        f"<td style='text-align:right;{pad}'>{esc(fmt_s(r.cumtime_s))}</td>"
-        f"<td style='font-family:monospace;{pad}' title='{esc(r.filename)}'>"
-        f"{esc(location_label(r.filename, r.lineno, r.function, names))}</td></tr>"
-        for r in edges.itertuples()
-    )
-    return (
-        f'<div style="margin:4px 0 2px;color:#555">{esc(title)}</div>'
-        '<table style="border-collapse:collapse;font-size:12px;margin-bottom:8px"><thead><tr>'
-        f"<th style='text-align:right;{pad}'>ncalls</th><th style='text-align:right;{pad}'>tottime</th>"
-        f"<th style='text-align:right;{pad}'>cumtime</th><th style='text-align:left;{pad}'>function</th>"
-        f"</tr></thead><tbody>{rows}</tbody></table>"
-    )
 
 
 class PythonReport:

@@ -13,7 +13,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from .format import esc, fmt_bytes, fmt_count, fmt_flops, fmt_pct, fmt_s, fmt_us, short_path, shorten
+from .format import esc, fmt_bytes, fmt_count, fmt_flops, fmt_pct, fmt_s, fmt_us, shorten
 
 __all__ = ["Column", "torch_columns", "python_columns", "render_text", "render_html", "sorted_rows"]
 
