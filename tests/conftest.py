@@ -15,6 +15,36 @@ HAS_TORCH = importlib.util.find_spec("torch") is not None
 needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed in this environment")
 
 
+# torch's FunctionEventAvg attribute -> our key_averages column
+TORCH_FIELDS = {
+    "count": "count",
+    "cpu_time_total": "cpu_total_us",
+    "self_cpu_time_total": "self_cpu_us",
+    "device_time_total": "device_total_us",
+    "self_device_time_total": "self_device_us",
+    "cpu_memory_usage": "cpu_mem_bytes",
+    "self_cpu_memory_usage": "self_cpu_mem_bytes",
+    "device_memory_usage": "device_mem_bytes",
+    "self_device_memory_usage": "self_device_mem_bytes",
+}
+
+
+def union_length(intervals) -> float:
+    """Total length covered by [start, end] intervals: a plain loop, independent of nbprof's
+    vectorized unions."""
+    total, cur_s, cur_e = 0.0, None, None
+    for s, e in sorted(intervals):
+        if cur_e is None or s > cur_e:
+            if cur_e is not None:
+                total += cur_e - cur_s
+            cur_s, cur_e = s, e
+        else:
+            cur_e = max(cur_e, e)
+    if cur_e is not None:
+        total += cur_e - cur_s
+    return total
+
+
 def trace_path(name: str) -> Path:
     return DATA / f"{name}.trace.json.gz"
 

@@ -16,7 +16,7 @@ import pytest
 
 import nbprof
 
-from .conftest import DATA, HAS_TORCH
+from .conftest import DATA
 
 lab = pytest.importorskip("tests.lab")
 

@@ -17,7 +17,7 @@ import nbprof
 from nbprof.analysis import findings as F
 from nbprof.model import PythonProfile
 
-from .conftest import TRACES, needs_torch, oracle, run, trace_path
+from .conftest import TRACES, needs_torch, oracle, run, trace_path, union_length
 from .synthetic import Trace, training_loop
 
 
@@ -34,21 +34,6 @@ def one(frame: pd.DataFrame, kind: str) -> pd.Series:
     rows = frame[frame["kind"] == kind]
     assert len(rows) == 1, (kind, kinds(frame))
     return rows.iloc[0]
-
-
-def union_length(intervals: list[tuple[float, float]]) -> float:
-    """Plain-loop union of intervals (independent of the vectorized one)."""
-    total, cur_s, cur_e = 0.0, None, None
-    for s, e in sorted(intervals):
-        if cur_e is None or s > cur_e:
-            if cur_e is not None:
-                total += cur_e - cur_s
-            cur_s, cur_e = s, e
-        else:
-            cur_e = max(cur_e, e)
-    if cur_e is not None:
-        total += cur_e - cur_s
-    return total
 
 
 # ------------------------------------------------------------------------------------------ shape

@@ -9,22 +9,11 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import needs_torch, run
+from .conftest import TORCH_FIELDS, needs_torch, run
 
 pytestmark = needs_torch
 
-FIELDS = {
-    "count": "count",
-    "cpu_time_total": "cpu_total_us",
-    "self_cpu_time_total": "self_cpu_us",
-    "device_time_total": "device_total_us",
-    "self_device_time_total": "self_device_us",
-    "cpu_memory_usage": "cpu_mem_bytes",
-    "self_cpu_memory_usage": "self_cpu_mem_bytes",
-    "device_memory_usage": "device_mem_bytes",
-    "self_device_memory_usage": "self_device_mem_bytes",
-    "flops": "flops",
-}
+FIELDS = {**TORCH_FIELDS, "flops": "flops"}
 
 
 def torch_rows(profiler, group_by: str = "op") -> dict:

@@ -29,7 +29,7 @@ from nbprof.views.timeline import (
     timeline_svg,
 )
 
-from .conftest import TRACES, trace_path
+from .conftest import TRACES, trace_path, union_length
 
 CPU_KINDS = ("op", "annotation", "runtime", "overhead", "other")
 DEVICE_KINDS = ("kernel", "memcpy", "memset", "gpu_annotation")
@@ -37,21 +37,6 @@ WORK_KINDS = ("kernel", "memcpy", "memset")
 
 
 # ------------------------------------------------------------------------------------ helpers
-
-
-def union_length(intervals) -> float:
-    """Total length covered by a set of [start, end] intervals."""
-    total, cur_s, cur_e = 0.0, None, None
-    for s, e in sorted(intervals):
-        if cur_e is None or s > cur_e:
-            if cur_e is not None:
-                total += cur_e - cur_s
-            cur_s, cur_e = s, e
-        else:
-            cur_e = max(cur_e, e)
-    if cur_e is not None:
-        total += cur_e - cur_s
-    return total
 
 
 @pytest.fixture(scope="module")

@@ -20,19 +20,9 @@ import pytest
 from nbprof import load_trace
 from nbprof.events import time_ns
 
-from .conftest import TRACES, oracle, trace_path
+from .conftest import TORCH_FIELDS, TRACES, oracle, trace_path
 
-FIELDS = {
-    "count": "count",
-    "cpu_time_total": "cpu_total_us",
-    "self_cpu_time_total": "self_cpu_us",
-    "device_time_total": "device_total_us",
-    "self_device_time_total": "self_device_us",
-    "cpu_memory_usage": "cpu_mem_bytes",
-    "self_cpu_memory_usage": "self_cpu_mem_bytes",
-    "device_memory_usage": "device_mem_bytes",
-    "self_device_memory_usage": "self_device_mem_bytes",
-}
+FIELDS = TORCH_FIELDS
 DEVICE_KINDS = {"kernel", "memcpy", "memset"}
 
 

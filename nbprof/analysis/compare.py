@@ -19,6 +19,8 @@ import re
 import numpy as np
 import pandas as pd
 
+from .key_averages import KEY_AVERAGE_COLUMNS
+
 __all__ = [
     "compare_tables",
     "compare_torch",
@@ -28,20 +30,8 @@ __all__ = [
     "PYTHON_METRICS",
 ]
 
-TORCH_METRICS = (
-    "count",
-    "self_cpu_us",
-    "cpu_total_us",
-    "cpu_avg_us",
-    "self_device_us",
-    "device_total_us",
-    "device_avg_us",
-    "self_cpu_mem_bytes",
-    "cpu_mem_bytes",
-    "self_device_mem_bytes",
-    "device_mem_bytes",
-    "flops",
-)
+# every number column of key_averages()
+TORCH_METRICS = tuple(c for c in KEY_AVERAGE_COLUMNS if c not in ("name", "kind"))
 PYTHON_METRICS = ("ncalls", "primitive_calls", "tottime_s", "cumtime_s")
 
 # code compiled from a notebook cell: its file name changes from run to run

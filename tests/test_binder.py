@@ -1,0 +1,169 @@
+"""Binder, checked offline: repo2docker accepts binder/, and an environment built from
+binder/requirements.txt alone (plus the test runner) runs every notebook under nbval.
+
+PyTorch's CPU index (the --extra-index-url line) cannot be reached from here: the test installs the
+same file without that line, so that `torch==X+cpu` resolves to the local CPU wheel, exactly the
+build Binder gets from the index. The venv is cached (NBPROF_TEST_CACHE, default
+~/.cache/nbprof-tests) by the hash of the requirements and pyproject.toml; nbprof itself is
+reinstalled from the working tree on every run. NBPROF_FRESH_BINDER_VENV=1 rebuilds it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .test_notebooks import copy_notebooks, nbval, tutorial_notebooks
+
+ROOT = Path(__file__).resolve().parent.parent
+BINDER = ROOT / "binder"
+CPU_INDEX = "--extra-index-url https://download.pytorch.org/whl/cpu"
+
+
+def requirement_lines() -> list[str]:
+    text = (BINDER / "requirements.txt").read_text()
+    return [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
+def test_binder_config_files():
+    lines = requirement_lines()
+    assert CPU_INDEX in lines, "torch must come from PyTorch's CPU index (a plain torch is the CUDA build)"
+    pins = [line for line in lines if line.startswith("torch")]
+    assert len(pins) == 1 and re.fullmatch(r"torch==\d+\.\d+\.\d+\+cpu", pins[0]), pins
+    dev = (ROOT / "requirements-dev.txt").read_text()
+    version = pins[0].split("==")[1].split("+")[0]
+    assert f"torch=={version}" in dev, "keep binder's torch pin in step with requirements-dev.txt"
+    assert "." in lines, "the package itself, from the repository root"
+    assert (BINDER / "runtime.txt").read_text().strip() == "python-3.11"
+    for script in ("postBuild", "start"):  # none needed today; if one is added, it must be sound
+        path = BINDER / script
+        if path.exists():
+            assert os.access(path, os.X_OK), f"binder/{script} must be executable"
+            body = path.read_text()
+            assert "set -e" in body or script == "start", f"binder/{script}: use set -e"
+            if script == "start":
+                assert body.rstrip().endswith('exec "$@"'), "binder/start must end with exec \"$@\""
+
+
+def _repo2docker() -> str:
+    exe = shutil.which("repo2docker") or str(Path(sys.executable).with_name("repo2docker"))
+    if not os.path.exists(exe):
+        pytest.skip("jupyter-repo2docker is not installed (pip install -e '.[test]')")
+    return exe
+
+
+def test_repo2docker_accepts_the_config():
+    """`repo2docker --no-build` needs no Docker: it reads binder/ and prints the Dockerfile."""
+    result = subprocess.run(
+        [_repo2docker(), "--no-build", "--debug", "--user-id", "1000", "--user-name", "jovyan", str(ROOT)],
+        capture_output=True, text=True, timeout=120,
+    )
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out[-4000:]
+    assert "python=3.11" in out  # runtime.txt was read
+    assert 'pip install --no-cache-dir -r "binder/requirements.txt"' in out
+    assert "requirements-dev.txt" not in out  # with binder/ present, root files are ignored
+    assert "FROM " in out and "ENTRYPOINT" in out
+
+
+# ------------------------------------------------------------------------- the environment
+
+
+def _offline_requirements(dest: Path, package: Path) -> Path:
+    """binder/requirements.txt without the unreachable index, `.` -> a copy of the package."""
+    out = []
+    for line in requirement_lines():
+        if line.startswith(("--extra-index-url", "--index-url", "-i ")):
+            continue
+        out.append(str(package) if line == "." else line)
+    path = dest / "requirements-offline.txt"
+    path.write_text("\n".join(out) + "\n")
+    return path
+
+
+def _package_copy(dest: Path) -> Path:
+    """What `.` installs on Binder (the repository root), without touching the working tree."""
+    src = dest / "nbprof-src"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        if (ROOT / name).exists():
+            shutil.copy2(ROOT / name, src / name)
+    shutil.copytree(ROOT / "nbprof", src / "nbprof", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return src
+
+
+def _pip(python: Path, *args: str, timeout: float = 900) -> None:
+    result = subprocess.run([str(python), "-m", "pip", "install", "-q", *args], capture_output=True, text=True,
+                            timeout=timeout)
+    assert result.returncode == 0, f"pip install {' '.join(args)}:\n{result.stdout[-3000:]}{result.stderr[-3000:]}"
+
+
+def _cache_root() -> Path:
+    return Path(os.environ.get("NBPROF_TEST_CACHE", Path.home() / ".cache" / "nbprof-tests"))
+
+
+@pytest.fixture(scope="module")
+def binder_venv(tmp_path_factory) -> Path:
+    work = tmp_path_factory.mktemp("binder")
+    package = _package_copy(work)
+    reqs = _offline_requirements(work, package)
+    key = hashlib.sha256(
+        (BINDER / "requirements.txt").read_bytes() + (ROOT / "pyproject.toml").read_bytes()
+        + sys.version.encode()
+    ).hexdigest()[:16]
+    cache = _cache_root()
+    cache.mkdir(parents=True, exist_ok=True)
+    venv = cache / f"binder-venv-{key}"
+    python = venv / "bin" / "python"
+    with open(cache / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # two test runs never build the same venv at once
+        fresh = os.environ.get("NBPROF_FRESH_BINDER_VENV") == "1"
+        if fresh or not (venv / ".complete").exists():
+            shutil.rmtree(venv, ignore_errors=True)
+            for old in cache.glob("binder-venv-*"):  # one cached venv at a time
+                shutil.rmtree(old, ignore_errors=True)
+            subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+            # what Binder installs, then what its base image has (ipykernel) and the test runner (nbval)
+            _pip(python, "-r", str(reqs))
+            _pip(python, "ipykernel", "nbval")
+            (venv / ".complete").write_text(key)
+        else:  # the dependencies are cached; nbprof itself always comes from the working tree
+            _pip(python, "--no-deps", "--force-reinstall", str(package))
+    return python
+
+
+@pytest.mark.slow
+def test_binder_environment_has_cpu_torch_and_the_shipped_traces(binder_venv, tmp_path):
+    code = (
+        "import torch, nbprof, pathlib\n"
+        "from importlib.resources import files\n"
+        "data = files('nbprof') / 'data'\n"
+        "names = sorted(p.name for p in data.iterdir() if p.name.endswith('.trace.json.gz'))\n"
+        "p = nbprof.load_trace(data / 'cnn_train_cuda.trace.json.gz')\n"
+        "print(torch.__version__, torch.cuda.is_available(), len(names), p.summary.has_device)\n"
+        "print(pathlib.Path(nbprof.__file__).parent)\n"
+    )
+    result = subprocess.run([str(binder_venv), "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    first, where = result.stdout.split("\n")[:2]
+    version, cuda, n_traces, has_device = first.split()
+    assert version.endswith("+cpu") and cuda == "False"
+    assert n_traces == "4" and has_device == "True"
+    assert "site-packages" in where  # the installed package, not the working tree
+
+
+@pytest.mark.slow
+def test_binder_environment_runs_every_notebook(binder_venv, tmp_path):
+    root = copy_notebooks(tmp_path / "notebooks")
+    notebooks = tutorial_notebooks()
+    result = nbval(str(binder_venv), notebooks, root, timeout=2400)
+    assert result.returncode == 0, result.stdout[-8000:] + result.stderr[-2000:]
+    assert " passed" in result.stdout and " failed" not in result.stdout
