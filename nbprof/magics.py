@@ -32,12 +32,15 @@ class ProfileMagics(Magics):
               help="Record CUDA kernels, copies and streams (default: on when CUDA is available, "
                    "unless the controls panel turned it off).")
     @argument("--no-cuda", dest="cuda", action="store_false", help="Record the CPU only.")
-    @argument("--memory", action="store_true", default=None,
+    @argument("--memory", dest="memory", action="store_true", default=None,
               help="Record allocations: memory per operator and the memory curve.")
-    @argument("--shapes", action="store_true", default=None,
+    @argument("--no-memory", dest="memory", action="store_false", help="Do not record allocations.")
+    @argument("--shapes", dest="shapes", action="store_true", default=None,
               help="Record input shapes (for --group-by shape).")
-    @argument("--stack", action="store_true", default=None,
+    @argument("--no-shapes", dest="shapes", action="store_false", help="Do not record input shapes.")
+    @argument("--stack", dest="stack", action="store_true", default=None,
               help="Record Python stacks (for --group-by stack).")
+    @argument("--no-stack", dest="stack", action="store_false", help="Do not record Python stacks.")
     @argument("--flops", action="store_true", default=False, help="Estimate FLOPs of matmuls and convolutions.")
     @argument("--sort", metavar="KEY", default=None,
               help="Sort tables by this column (self_cpu_us, cpu_total_us, self_device_us, device_total_us, "
@@ -280,8 +283,39 @@ def _apply_panel(options: TorchOptions, args: argparse.Namespace) -> TorchOption
         notes.append(message)
     else:
         cuda = bool(wanted)
-    return replace(options, cuda=cuda, memory=bool(memory), shapes=bool(shapes), stack=bool(stack),
-                   notes=tuple(notes))
+    options = replace(options, cuda=cuda, memory=bool(memory), shapes=bool(shapes), stack=bool(stack),
+                      notes=tuple(notes))
+    _check_sort_is_collected(options)
+    return options
+
+
+# the columns a run fills only with these options on (device columns also need CUDA)
+_SORT_NEEDS = {
+    "self_device_us": ("cuda",),
+    "device_total_us": ("cuda",),
+    "device_avg_us": ("cuda",),
+    "self_device_mem_bytes": ("memory", "cuda"),
+    "device_mem_bytes": ("memory", "cuda"),
+    "self_cpu_mem_bytes": ("memory",),
+    "cpu_mem_bytes": ("memory",),
+    "flops": ("flops",),
+}
+
+
+def _recorded(column: str, options: TorchOptions) -> bool:
+    return all(getattr(options, need) for need in _SORT_NEEDS.get(column, ()))
+
+
+def _check_sort_is_collected(options: TorchOptions) -> None:
+    """``--sort`` by a column this run will not fill is a mistake: say so before the cell runs."""
+    if options.sort is None or _recorded(options.sort, options):
+        return
+    needs = " ".join(f"--{n}" for n in _SORT_NEEDS[options.sort])
+    valid = [k for k, v in settings.TORCH_SORT_KEYS.items() if k == v and _recorded(k, options)]
+    raise UsageError(
+        f"%%torchprof: --sort {options.sort}: this run does not record it (needs {needs}); "
+        f"sort by one of: {', '.join(valid)}"
+    )
 
 
 # -------------------------------------------------------------------------- extension hooks

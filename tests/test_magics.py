@@ -320,3 +320,35 @@ def test_big_profiles_show_a_status_line_that_updates(shell, monkeypatch):
 def test_small_profiles_show_no_status_line(shell):
     result, captured = run(shell, "%%torchprof\nimport torch\ntorch.ones(4) + 1")
     assert not [o for o in captured.outputs if o.data.get("text/plain", "").startswith("nbprof: ")]
+
+
+@needs_torch
+@pytest.mark.parametrize(
+    "flags,needs",
+    [("--sort cpu_mem_bytes", "--memory"), ("--sort flops", "--flops"), ("--no-cuda --sort self_device_us", "--cuda")],
+)
+def test_sorting_by_a_column_the_run_does_not_record_is_an_error(shell, flags, needs):
+    from IPython.core.error import UsageError
+
+    shell.user_ns.pop("ran", None)
+    result, _ = run(shell, f"%%torchprof {flags}\nran = True")
+    err = result.error_in_exec
+    assert isinstance(err, UsageError) and needs in str(err) and "sort by one of: self_cpu_us" in str(err)
+    assert "\n" not in str(err) and "ran" not in shell.user_ns
+    result, _ = run(shell, "%%torchprof -q --memory --sort cpu_mem_bytes\nran = True")
+    assert result.error_in_exec is None and shell.user_ns["ran"]
+
+
+@needs_torch
+def test_the_panel_sets_defaults_and_flags_win(shell):
+    from nbprof import settings
+
+    saved = (settings.panel.memory, settings.panel.shapes)
+    settings.panel.memory, settings.panel.shapes = True, True
+    try:
+        run(shell, "%%torchprof -q -o by_panel\nimport torch\ntorch.ones(3) * 2")
+        run(shell, "%%torchprof -q -o by_flags --no-memory\nimport torch\ntorch.ones(3) * 2")
+    finally:
+        settings.panel.memory, settings.panel.shapes = saved
+    assert shell.user_ns["by_panel"].collected["memory"] and shell.user_ns["by_panel"].collected["shapes"]
+    assert not shell.user_ns["by_flags"].collected["memory"] and shell.user_ns["by_flags"].collected["shapes"]
