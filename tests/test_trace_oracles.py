@@ -191,3 +191,20 @@ def test_times_are_exact_nanoseconds():
     origin = profile.meta["origin_ns"]
     ours = sorted(zip((time_ns(ev["start_us"].to_numpy()) + origin).tolist(), time_ns(ev["dur_us"].to_numpy()).tolist()))
     assert ours == kernels
+
+
+def test_cuda_collection_paused_for_the_middle_pass():
+    """cnn_cuda_toggled: three forward/backward passes, CUDA collection off for the second
+    (toggle_collection_dynamic, what nbprof.cuda_collection(False) calls). The CPU ops of all
+    three passes are there; the kernels of the second are not, and its ops show no device time."""
+    profile = load_trace(trace_path("cnn_cuda_toggled"))
+    ev = profile.events
+    conv = ev[(ev["name"] == "aten::cudnn_convolution") & ~ev["merged"]].sort_values("start_us")
+    assert len(conv) == 12  # 4 conv blocks x 3 passes, all on the CPU side
+    with_kernels = (conv["device_total_us"] > 0).to_numpy()
+    assert with_kernels.tolist() == [True] * 4 + [False] * 4 + [True] * 4
+    # and no kernel at all while the second pass ran
+    second = conv.iloc[4:8]
+    lo, hi = second["start_us"].min(), (second["start_us"] + second["dur_us"]).max()
+    launches = ev[(ev["kind"] == "runtime") & ev["name"].astype(str).str.startswith("cudaLaunch")]
+    assert not ((launches["start_us"] >= lo) & (launches["start_us"] <= hi)).any()
