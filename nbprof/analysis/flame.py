@@ -437,15 +437,17 @@ def _short_path(path: str, keep: int = 2) -> str:
     return "…/" + "/".join(parts[-keep:])
 
 
-def location_label(filename: str, lineno: int, function: str, code_names: dict[str, str] | None = None) -> str:
+def location_label(filename: str, lineno: int, function: str, code_names: dict[str, str] | None = None,
+                   full_path: bool = False) -> str:
     """pstats' ``file:line(function)`` (``{built-in method time.sleep}`` for builtins), with a
-    short path and notebook cells named "In [n]"."""
+    short path (or the full one) and notebook cells named "In [n]"."""
     if filename == "~" and lineno == 0:  # pstats.func_std_string
         if function.startswith("<") and function.endswith(">"):
             return "{%s}" % function[1:-1]
         return function
     names = code_names or {}
-    return f"{names.get(filename) or _short_path(filename)}:{lineno}({function})"
+    path = filename if full_path else _short_path(filename)
+    return f"{names.get(filename) or path}:{lineno}({function})"
 
 
 _STDLIB_DIRS = tuple(

@@ -65,6 +65,19 @@ _JS_NAME = """function (d, type) {
   return '<span title="' + esc(s) + '">' + esc(short) + '</span>';
 }"""
 
+# "file:line(function)" with the directories cut to the last two (full text on hover)
+_JS_LOCATION = """function (d, type) {
+  if (type !== 'display') return d;
+  var esc = function (s) { return String(s).replace(/[&<>"']/g, function (c) {
+    return {'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;'}[c]; }); };
+  var s = String(d), m = s.match(/^(.*?):(\\d+)\\((.*)\\)$/), short = s;
+  if (m && m[1].indexOf('/') >= 0) {
+    var parts = m[1].split('/');
+    if (parts.length > 3) short = '…/' + parts.slice(-2).join('/') + ':' + m[2] + '(' + m[3] + ')';
+  }
+  return '<span title="' + esc(s) + '">' + esc(short) + '</span>';
+}"""
+
 _RENDERERS = {
     "time_us": _JS_TIME_US,
     "time_s": _JS_TIME_S,
@@ -116,6 +129,8 @@ def datatable_html(
         if c.unit == "name":
             defs.append({"targets": [i], "render": JavascriptFunction(_JS_NAME.replace("LIMIT", str(c.width))),
                          "className": "dt-left nbprof-name"})
+        elif c.unit == "location":
+            defs.append({"targets": [i], "render": JavascriptFunction(_JS_LOCATION), "className": "dt-left nbprof-name"})
         elif c.unit in _RENDERERS:
             defs.append({"targets": [i], "render": JavascriptFunction(_RENDERERS[c.unit]), "className": "dt-right"})
         else:
@@ -194,7 +209,20 @@ def _fmt(unit: str, width: int) -> Any:
         "flops": fmt_flops,
         "share": lambda v: f"{100 * float(v):.1f}%",
         "name": lambda v: shorten(v, width),
+        "location": _short_location,
     }.get(unit, str)
+
+
+def _short_location(location: str) -> str:
+    """The Python twin of _JS_LOCATION: directories cut to the last two."""
+    import re
+
+    from .format import short_path
+
+    m = re.match(r"^(.*?):(\d+)\((.*)\)$", str(location))
+    if not m or "/" not in m.group(1):
+        return str(location)
+    return f"{short_path(m.group(1))}:{m.group(2)}({m.group(3)})"
 
 
 def static_html(rows: pd.DataFrame, columns: list[Col], total: int) -> str:
@@ -218,7 +246,7 @@ def static_html(rows: pd.DataFrame, columns: list[Col], total: int) -> str:
                 w = max(0.0, min(100.0, 100 * float(v))) * 0.6
                 tds.append(f'<td style="text-align:right;white-space:nowrap"><span style="display:inline-block;'
                            f'height:0.75em;width:{w:.1f}px;background:#e8710a;margin-right:4px"></span>{text}</td>')
-            elif c.unit == "name":
+            elif c.unit in ("name", "location"):
                 tds.append(f'<td style="text-align:left;white-space:nowrap;font-family:monospace" '
                            f'title="{esc(v)}">{text}</td>')
             elif c.unit == "text":

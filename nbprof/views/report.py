@@ -459,10 +459,12 @@ class PythonReport:
             return "".join(parts)
         total = self.profile.total_s
         frame["tottime_share"] = frame["tottime_s"] / total if total else 0.0
+        # the full file:line(function): the table shows it shortened, the hover in full
+        frame["full_location"] = pstats_location(frame, self.profile.meta.get("code_names"), full_paths=True)
         cols = [Col("ncalls", "ncalls", "count"), Col("tottime_share", "tottime %", "share"),
                 Col("tottime_s", "tottime", "time_s"), Col("tottime_per_call_s", "percall", "time_s"),
                 Col("cumtime_s", "cumtime", "time_s"), Col("cumtime_per_call_s", "percall (cum)", "time_s"),
-                Col("location", "filename:lineno(function)", "name", 80)]
+                Col("full_location", "filename:lineno(function)", "location")]
         sort = self.sort if self.sort in frame.columns else "tottime_s"
         frame = frame.sort_values(sort, ascending=sort in ("function", "filename", "lineno"), kind="stable")
         table = datatable_html(frame, cols, order=[(sort, "asc" if sort in ("function", "filename", "lineno") else "desc")],

@@ -141,13 +141,13 @@ def render_html(rows: pd.DataFrame, columns: list[Column], *, caption: str = "")
     )
 
 
-def pstats_location(stats: pd.DataFrame, names: dict[str, str] | None = None) -> np.ndarray:
+def pstats_location(stats: pd.DataFrame, names: dict[str, str] | None = None, full_paths: bool = False) -> np.ndarray:
     """pstats' "filename:lineno(function)" text, with notebook cells shown as "In [n]"."""
     from ..analysis.flame import location_label
 
     names = names or {}
     out = [
-        location_label(f, line, fn, names)
+        location_label(f, line, fn, names, full_path=full_paths)
         for f, line, fn in zip(stats["filename"].tolist(), stats["lineno"].tolist(), stats["function"].tolist())
     ]
     return np.asarray(out, dtype=object)

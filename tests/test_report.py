@@ -1,0 +1,122 @@
+"""The report's views on recorded traces, against answers computed from the raw trace JSON."""
+
+from __future__ import annotations
+
+import collections
+import gzip
+import json
+import re
+
+import pytest
+
+import nbprof
+from nbprof.analysis.kernels import kernel_table
+from nbprof.analysis.memory import memory_curve, memory_peaks
+from nbprof.views.format import fmt_us
+
+from .conftest import TRACES, run, trace_path
+
+
+def raw_events(name: str) -> list[dict]:
+    with gzip.open(trace_path(name)) as f:
+        return json.load(f)["traceEvents"]
+
+
+@pytest.mark.parametrize("name", [n for n in TRACES])
+def test_kernels_view_sums_and_launchers_match_the_raw_trace(name):
+    raw = raw_events(name)
+    dur = collections.Counter()
+    count = collections.Counter()
+    op_of = {e["args"]["External id"]: e["name"] for e in raw if e.get("cat") in ("cpu_op", "user_annotation")}
+    launchers = collections.defaultdict(collections.Counter)
+    for e in raw:
+        if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") and e.get("ph") == "X":
+            dur[e["name"]] += round(e["dur"] * 1000)
+            count[e["name"]] += 1
+            launcher = op_of.get(e["args"].get("External id"))
+            if launcher:
+                launchers[e["name"]][launcher] += 1
+    table = kernel_table(nbprof.load_trace(trace_path(name))._events)
+    assert set(table["name"]) == set(dur)
+    for r in table.itertuples():
+        assert r.count == count[r.name]
+        assert round(r.device_total_us * 1000) == dur[r.name]
+        if launchers[r.name]:
+            assert r.launched_by == launchers[r.name].most_common(1)[0][0]
+    assert table["share"].sum() == pytest.approx(1.0)
+
+
+def test_memory_peak_matches_the_raw_trace():
+    raw = raw_events("cnn_train_cuda")
+    mem = [e for e in raw if e.get("name") == "[memory]" and e["args"]["Device Type"] == 1]
+    peak_event = max(mem, key=lambda e: e["args"]["Total Allocated"])
+    # the op open on the same thread at the peak: the innermost (latest start) containing it
+    ops = [e for e in raw if e.get("cat") in ("cpu_op", "user_annotation") and e["tid"] == peak_event["tid"]
+           and e["ts"] <= peak_event["ts"] <= e["ts"] + e["dur"]]
+    innermost = max(ops, key=lambda e: (e["ts"], -e["dur"]))["name"]
+    profile = nbprof.load_trace(trace_path("cnn_train_cuda"))
+    [peak] = [p for p in memory_peaks(memory_curve(profile._events)) if p.device == "cuda:0"]
+    assert peak.peak_allocated_bytes == peak_event["args"]["Total Allocated"]
+    assert peak.peak_reserved_bytes == max(e["args"]["Total Reserved"] for e in mem)
+    assert peak.peak_op == innermost
+    assert profile.summary.peak_allocated_bytes["cuda:0"] == peak.peak_allocated_bytes
+
+
+def _tab_labels(html: str) -> list[str]:
+    return re.findall(r'<label for="nbprof-\d+-\d+">([^<]+)</label>', html)
+
+
+def test_tabs_and_what_they_say_when_nothing_was_collected():
+    cuda = nbprof.load_trace(trace_path("cnn_train_cuda")).report().html(include_library=False)
+    assert _tab_labels(cuda) == ["Operators", "By input shape", "Memory", "Kernels", "Ranges", "Timeline"]
+    bare = nbprof.load_trace(trace_path("cnn_cuda_toggled")).report().html(include_library=False)
+    assert "Input shapes were not recorded: run with --shapes." in bare
+    assert "Memory was not recorded: run with --memory." in bare
+    stack = nbprof.load_trace(trace_path("transformer_infer_stack")).report().html(include_library=False)
+    assert "By stack" in _tab_labels(stack)
+
+
+def test_the_static_preview_shows_the_top_rows_humanized():
+    """Where scripts do not run, the preview shows the first rows in --sort order, units humanized."""
+    profile = nbprof.load_trace(trace_path("cnn_train_cuda"))
+    html = profile.report(limit=5, sort="self_cpu_us").html(include_library=False)
+    top = profile.key_averages().query("kind not in ['kernel','memcpy','memset']")
+    top = top.sort_values("self_cpu_us", ascending=False).head(5)
+    first_table = html[html.index("_fallback"):]
+    for name, self_cpu in zip(top["name"], top["self_cpu_us"]):
+        assert f'title="{name}"' in first_table
+        assert fmt_us(self_cpu) in first_table
+    assert "more rows (the DataFrame has all)" in first_table
+
+
+def test_text_report_is_torchs_layout_with_the_limit():
+    profile = nbprof.load_trace(trace_path("cnn_train_cuda"))
+    text = profile.report(limit=7).text()
+    lines = text.splitlines()
+    header = next(line for line in lines if line.startswith("Name"))
+    for column in ("Self CPU %", "Self CPU", "CPU total", "Self CUDA %", "CUDA total", "CPU Mem", "Calls"):
+        assert column in header
+    body = lines[lines.index(header) + 2:]
+    rows = body[: body.index(next(line for line in body if line.startswith("---")))]
+    assert len(rows) == 7
+    assert f"7 of {len(profile.key_averages())} rows" in text
+    assert rows[0].startswith("aten::convolution_backward")  # default sort: self CUDA time
+
+
+def test_bad_sort_names_the_valid_columns():
+    profile = nbprof.load_trace(trace_path("two_streams"))
+    with pytest.raises(nbprof.OptionError, match="choose one of: self_cpu_us"):
+        profile.report(sort="wallclock")
+
+
+def test_cprofile_callgraph_panel_matches_callers_and_callees(shell):
+    run(shell, "%%cprofile -q -o cg\ndef leaf(n):\n    return sum(range(n))\ndef mid():\n    return [leaf(500) for _ in range(7)]\nmid()")
+    profile = shell.user_ns["cg"]
+    html = profile.report().html(include_library=False)
+    panel = html[html.index('class="nbprof-cg"'):]
+    assert "called by" in panel and "calls" in panel
+    callees = profile.callees("mid")
+    assert list(callees["function"]) == ["<listcomp>"] or "leaf" in set(callees["function"])
+    leaf_callers = profile.callers("leaf")
+    assert int(leaf_callers["ncalls"].sum()) == 7
+    assert ">7</td>" in panel  # the edge's call count, as pstats.print_callers shows it
