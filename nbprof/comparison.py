@@ -99,6 +99,19 @@ def _fmt(metric: str, value: float, sign: bool = False) -> str:
     return prefix + text
 
 
+def _unit(metric: str) -> str:
+    """The datatable unit of a metric column."""
+    if metric.endswith("_us"):
+        return "time_us"
+    if metric.endswith("_s"):
+        return "time_s"
+    if metric.endswith("_bytes"):
+        return "bytes"
+    if metric == "flops":
+        return "flops"
+    return "count"
+
+
 def _fmt_speedup(x: float) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "—"
@@ -188,19 +201,49 @@ class Comparison:
             lines.append("Both profiles are empty.")
         return "\n".join(lines)
 
-    def html(self, limit: int | None = None) -> str:
+    def html(self, limit: int | None = None, include_library: bool | None = None) -> str:
+        """Like the report: the summary, then a table that sorts by clicking (all rows; the
+        first ``limit`` per page), static where scripts do not run."""
+        import numpy as np
+
+        from .views.datatable import Col, datatable_html
         from .views.format import esc
-        from .views.table import render_html
+        from .views.report import _library, report_css
 
         head = "torch profiles" if self.kind == "torch" else "cProfile profiles"
-        rows = self._rows(limit)
-        caption = f"{len(rows)} of {len(self._table)} rows, sorted by the size of the change" \
-            if len(rows) < len(self._table) else ""
-        body = render_html(rows, self._columns(), caption=caption) if len(rows) else \
-            "<div>Both profiles are empty.</div>"
-        return ('<div class="nbprof-compare" style="font-family:var(--jp-ui-font-family, sans-serif);font-size:13px">'
-                f'<div class="nbprof-summary"><b>compare {esc(head)}</b> · {esc(self.summary.text())}</div>'
-                f"{body}</div>")
+        limit = self.limit if limit is None else limit
+        rows = self._rows(0)
+        library = "" if include_library is False else (_library() if include_library is None else _library(force=True))
+        summary = (f'<div class="nbprof-report">{report_css()}<div class="nbprof-summary"><b>compare {esc(head)}</b> · '
+                   f"{esc(self.summary.text())}</div>")
+        if not len(rows):
+            return library + summary + "<div>Both profiles are empty.</div></div>"
+        m = self.metric
+        unit = _unit(m)
+        count = "count" if self.kind == "torch" else "ncalls"
+        rows = rows.copy()
+        rows["speedup_sortable"] = np.where(np.isinf(rows["speedup"].to_numpy(dtype=float)), 1e300,
+                                            rows["speedup"].to_numpy(dtype=float))
+        label = _LABELS.get(m, m)
+        if self.kind == "torch":
+            cols = [Col("name", "Name", "name", 60)]
+            if "input_shapes" in rows.columns:
+                cols.append(Col("input_shapes", "Input shapes", "name", 40))
+        else:
+            from .views.table import pstats_location
+
+            names = {**(self.before.meta.get("code_names") or {}), **(self.after.meta.get("code_names") or {})}
+            rows["full_location"] = pstats_location(rows, names, full_paths=True)
+            cols = [Col("full_location", "Function", "location")]
+        cols += [Col(f"{m}_before", f"{label} before", unit), Col(f"{m}_after", f"{label} after", unit),
+                 Col(f"{m}_change", "Change", unit), Col("speedup_sortable", "Speed-up", "ratio")]
+        if m != count:
+            cols += [Col(f"{count}_before", "Calls before", "count"), Col(f"{count}_after", "Calls after", "count")]
+        if "status" in rows.columns:
+            cols.append(Col("status", "Status"))
+        table = datatable_html(rows, cols, order=[], page_length=limit or 0,
+                               caption="sorted by the size of the change; click a header to sort")
+        return library + summary + table + "</div>"
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         return {"text/plain": self.text(), "text/html": self.html()}

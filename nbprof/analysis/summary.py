@@ -69,10 +69,15 @@ def summarize_torch(events: pd.DataFrame, averages: pd.DataFrame, sort: str | No
     peaks_alloc: dict[str, int] = {}
     peaks_reserved: dict[str, int] = {}
     if is_mem.any():
-        mem = events.loc[is_mem, ["device", "total_allocated_bytes", "total_reserved_bytes"]]
-        for device, group in mem.groupby("device", observed=True):
-            peaks_alloc[str(device)] = int(group["total_allocated_bytes"].max())
-            peaks_reserved[str(device)] = int(group["total_reserved_bytes"].max())
+        device = events["device"]
+        codes = device.cat.codes.to_numpy()[is_mem]
+        allocated = events["total_allocated_bytes"].to_numpy()[is_mem]
+        reserved = events["total_reserved_bytes"].to_numpy()[is_mem]
+        labels = device.cat.categories
+        for code in np.unique(codes).tolist():  # a few devices
+            on = codes == code
+            peaks_alloc[str(labels[code])] = int(allocated[on].max())
+            peaks_reserved[str(labels[code])] = int(reserved[on].max())
     return TorchSummary(
         events=len(events),
         span_us=span,

@@ -14,7 +14,7 @@ How the columns are read (see ``benchmarks/``; on this machine every pass over a
 events that are not in the CPU cache costs ~50-100 ns per event, most of it cache misses):
 
 - torch's writer prints one event per block, ``  {`` ... ``  },``; the events array is cut at
-  those boundaries into slices of ~4,000 events. Each slice is decoded, its columns are read while
+  those boundaries into slices of ~1,500 events (compact files, cut at ``}, {"ph":``, likewise). Each slice is decoded, its columns are read while
   its objects are still in the CPU cache, and its objects are freed before the next slice (which
   reuses their memory). A cut can only land between two events (a JSON string holds no raw
   newline), and a slice that does not decode sends the whole file down the plain path, so any
@@ -183,8 +183,10 @@ _GROUPS = {
     "python": _kind_table(np.array([_C["python"]])),
 }
 
-# torch's writer: one event per block, "  {" ... "  }," at two spaces; cut between "}," and "\n  {".
-_EVENT_BOUNDARY = b"},\n  {"
+# Where one event ends and the next begins: torch's writer (one event per block, "  {" ... "  },"
+# at two spaces), compact JSON from json.dumps (kineto's writer in some builds; events start with
+# "ph") and from msgspec (nbprof's exporter). A slice is cut between "}," and the next "{".
+_EVENT_BOUNDARIES = (b"},\n  {", b'}, {"ph": ', b'},{"ph":')
 _SLICE_BYTES = 1 << 19  # ~1,500-2,000 events of torch's writer: their objects stay in the CPU cache
 
 
@@ -272,9 +274,12 @@ def _read_sliced(buf: Any, source: str) -> TraceData | None:
     open_at = buf.find(b"[", key, key + 64)
     if colon < 0 or open_at < 0 or bytes(buf[colon + 1 : open_at]).strip():
         return None
-    last_cut = buf.rfind(_EVENT_BOUNDARY, open_at)
-    if last_cut < 0:
+    for boundary in _EVENT_BOUNDARIES:
+        if buf.find(boundary, open_at, open_at + (4 << 20)) >= 0:
+            break
+    else:
         return None
+    last_cut = buf.rfind(boundary, open_at)
     try:
         # the header, the footer and the last event, as one document
         head = _DECODER.decode(bytes(buf[: open_at + 1]) + bytes(buf[last_cut + 2 :]))
@@ -283,7 +288,7 @@ def _read_sliced(buf: Any, source: str) -> TraceData | None:
         decode = _LIST_DECODER.decode
         with memoryview(buf) as view:
             while pos < end:
-                cut = buf.find(_EVENT_BOUNDARY, pos + _SLICE_BYTES, end)
+                cut = buf.find(boundary, pos + _SLICE_BYTES, end)
                 stop = end if cut < 0 else cut + 1
                 reader.add(decode(b"".join((b"[", view[pos:stop], b"]"))))
                 pos = stop + 1  # past the comma

@@ -78,6 +78,15 @@ _JS_LOCATION = """function (d, type) {
   return '<span title="' + esc(s) + '">' + esc(short) + '</span>';
 }"""
 
+# a before/after ratio: "2.97x"; removed rows carry 1e300 ("gone"), added rows 0 ("new")
+_JS_RATIO = """function (d, type) {
+  if (type !== 'display') return d;
+  if (d === null || d === undefined || Number.isNaN(d)) return '—';
+  if (d >= 1e300) return 'gone';
+  if (d === 0) return 'new';
+  return d.toFixed(2) + 'x';
+}"""
+
 _RENDERERS = {
     "time_us": _JS_TIME_US,
     "time_s": _JS_TIME_S,
@@ -85,6 +94,7 @@ _RENDERERS = {
     "count": _JS_COUNT,
     "flops": _JS_FLOPS,
     "share": _JS_SHARE,
+    "ratio": _JS_RATIO,
 }
 
 
@@ -208,9 +218,16 @@ def _fmt(unit: str, width: int) -> Any:
         "count": fmt_count,
         "flops": fmt_flops,
         "share": lambda v: f"{100 * float(v):.1f}%",
+        "ratio": _ratio_text,
         "name": lambda v: shorten(v, width),
         "location": _short_location,
     }.get(unit, str)
+
+
+def _ratio_text(v: float) -> str:
+    if v is None or v != v:
+        return "—"
+    return "gone" if v >= 1e300 else "new" if v == 0 else f"{v:.2f}x"
 
 
 def _short_location(location: str) -> str:

@@ -60,6 +60,10 @@ _CSS = """
 """
 
 
+def report_css() -> str:
+    return f"<style>{_CSS}</style>"
+
+
 def _panel_css(uid: int, n: int) -> str:
     rules = ",".join(f"#nbprof-{uid}-{i}:checked~.nbprof-panel-{i}" for i in range(n))
     return f"<style>{_CSS}{rules}{{display:block}}</style>"
@@ -80,10 +84,10 @@ def tabs_html(uid: int, tabs: list[tuple[str, str]], selected: int = 0) -> str:
     return "".join(out)
 
 
-def _library() -> str:
-    """itables' bundle, in the first report of this kernel session only."""
+def _library(force: bool = False) -> str:
+    """itables' bundle, in the first report of this kernel session only (or when forced)."""
     global _library_sent
-    if _library_sent:
+    if _library_sent and not force:
         return ""
     _library_sent = True
     return library_html()
