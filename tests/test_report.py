@@ -120,3 +120,20 @@ def test_cprofile_callgraph_panel_matches_callers_and_callees(shell):
     leaf_callers = profile.callers("leaf")
     assert int(leaf_callers["ncalls"].sum()) == 7
     assert ">7</td>" in panel  # the edge's call count, as pstats.print_callers shows it
+
+
+def test_ranks_tab_names_the_slowest_rank(tmp_path):
+    kernel_time = {}
+    for rank in (0, 1):
+        with gzip.open(trace_path("two_streams")) as f:
+            doc = json.load(f)
+        doc["distributedInfo"] = {"rank": rank, "world_size": 2}
+        for e in doc["traceEvents"]:
+            if e.get("cat") == "kernel" and rank == 1:
+                e["dur"] *= 3
+        kernel_time[rank] = sum(e["dur"] for e in doc["traceEvents"] if e.get("cat") == "kernel")
+        (tmp_path / f"worker{rank}.pt.trace.json").write_text(json.dumps(doc))
+    slowest = max(kernel_time, key=kernel_time.get)
+    html = nbprof.load_trace(tmp_path).report().html(include_library=False)
+    assert "Ranks" in _tab_labels(html)
+    assert f"slowest rank: {slowest}" in html

@@ -245,6 +245,8 @@ class TorchReport:
         steps = self._steps_panel()
         if steps:
             tabs.append(("Steps", steps))
+        if "rank" in self.profile._events.columns:
+            tabs.append(("Ranks", self._ranks_panel()))
         tabs.append(("Timeline", timeline if timeline is not None else self._timeline_panel()))
         first = {"op": 0, "shape": 1, "stack": 2}.get(self.group_by, 0)
         parts.append(tabs_html(uid, tabs, selected=first if first < len(tabs) else 0))
@@ -367,6 +369,29 @@ class TorchReport:
         side = side.loc[by_total]
         return table + datatable_html(side, side_cols, order=[], page_length=self.limit or 0,
                                       caption="self CPU time per op, steps side by side")
+
+    def _ranks_panel(self) -> str:
+        """A profile merged from several ranks: time per rank, the slowest rank, what differs."""
+        ranks = self.profile.ranks()
+        table = ranks.table
+        cols = [Col("rank", "Rank", "text"), Col("span_us", "Span", "time_us"), Col("self_cpu_us", "Self CPU", "time_us"),
+                Col("ops", "Ops", "count")]
+        if (table["kernel_us"] > 0).any():
+            cols += [Col("kernel_us", "Kernel time", "time_us"), Col("kernels", "Kernels", "count"),
+                     Col("device_busy_fraction", "GPU busy", "share"), Col("compute_us", "Compute", "time_us"),
+                     Col("comm_us", "Communication", "time_us")]
+        head = (f'<div class="nbprof-sub">slowest rank: {esc(ranks.slowest)} · imbalance '
+                f"{100 * ranks.imbalance:.0f}% (the slowest rank's extra time over the median)</div>")
+        out = head + datatable_html(table, cols, order=[], page_length=0, caption="one row per rank")
+        diff = ranks.differences
+        if len(diff):
+            dcols = [Col("name", "Name", "name", 70), Col("kind", "Kind"), Col("count_min", "Calls (min)", "count"),
+                     Col("count_max", "Calls (max)", "count"), Col("time_min_us", "Time (min rank)", "time_us"),
+                     Col("time_max_us", "Time (max rank)", "time_us"), Col("spread", "Spread", "share"),
+                     Col("slowest_rank", "Slowest rank", "text")]
+            out += datatable_html(diff, dcols, order=[], page_length=self.limit or 0,
+                                  caption="operators and kernels that differ across ranks, biggest spread first")
+        return out
 
     def _timeline_panel(self) -> str:
         try:
