@@ -352,3 +352,22 @@ def test_the_panel_sets_defaults_and_flags_win(shell):
         settings.panel.memory, settings.panel.shapes = saved
     assert shell.user_ns["by_panel"].collected["memory"] and shell.user_ns["by_panel"].collected["shapes"]
     assert not shell.user_ns["by_flags"].collected["memory"] and shell.user_ns["by_flags"].collected["shapes"]
+
+
+def test_cprofile_reports_python_312s_refusal_in_one_line(shell, monkeypatch):
+    """On Python 3.12+ a second profiler makes enable() raise ValueError("Another profiling tool
+    is already active"); nbprof turns it into a one-line error and the cell does not run.
+    (tests/test_python_versions.py sees the real thing on real 3.12 / 3.13 interpreters.)"""
+    import cProfile
+
+    from IPython.core.error import UsageError
+
+    def refuse(self):
+        raise ValueError("Another profiling tool is already active")
+
+    monkeypatch.setattr(cProfile.Profile, "enable", refuse)
+    shell.user_ns.pop("ran_under_312", None)
+    result, _ = run(shell, "%%cprofile\nran_under_312 = True")
+    err = result.error_in_exec
+    assert isinstance(err, UsageError) and "Another profiling tool is already active" in str(err)
+    assert "\n" not in str(err) and "ran_under_312" not in shell.user_ns

@@ -1,0 +1,87 @@
+"""nbprof on the other Pythons of this machine (3.12, 3.13), without torch.
+
+Each interpreter gets a venv (cached in .cache/, reused while pyproject.toml is unchanged) with
+nbprof installed from this checkout; a script then runs the magics in a real IPython shell:
+%%cprofile and load_trace work, %%torchprof says how to install torch, and the busy check meets
+the real sys.monitoring refusal of Python 3.12+.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CACHE = ROOT / ".cache"
+VERSIONS = ["3.12", "3.13"]
+
+SCRIPT = textwrap.dedent(
+    """
+    import cProfile, sys
+    from IPython.testing.globalipapp import start_ipython
+    ip = start_ipython()
+    ip.run_line_magic("load_ext", "nbprof")
+    r = ip.run_cell("%%cprofile -q -o cp\\ndef f(n):\\n    return sum(i * i for i in range(n))\\nf(1000)")
+    assert r.error_in_exec is None, r.error_in_exec
+    print("cprofile", int(ip.user_ns["cp"].stats["ncalls"].sum()) > 1000)
+    other = cProfile.Profile()
+    other.enable()
+    r = ip.run_cell("%%cprofile\\nran = True")
+    other.disable()
+    err = r.error_in_exec
+    print("busy", type(err).__name__, "already active" in str(err), "ran" in ip.user_ns)
+    r = ip.run_cell("%%torchprof\\nx = 1")
+    err = r.error_in_exec or r.error_before_exec
+    print("torchprof", type(err).__name__, "pip install torch" in str(err))
+    import nbprof
+    p = nbprof.load_trace(sys.argv[1])
+    print("load_trace", len(p.key_averages()) > 10, "torch" in sys.modules)
+    """
+)
+
+
+def _python(version: str) -> str | None:
+    """A real interpreter (pyenv's shims refuse versions that are not activated)."""
+    candidates = sorted(Path.home().glob(f".pyenv/versions/{version}.*/bin/python{version}"))
+    if candidates:
+        return str(candidates[-1])
+    found = shutil.which(f"python{version}")
+    return found if found and "/shims/" not in found else None
+
+
+def _venv(version: str, python: str) -> Path:
+    stamp = hashlib.sha1((ROOT / "pyproject.toml").read_bytes() + b"pytest").hexdigest()[:12]
+    venv = CACHE / f"venv-py{version}"
+    marker = venv / f".installed-{stamp}"
+    if not marker.exists():
+        shutil.rmtree(venv, ignore_errors=True)
+        subprocess.run([python, "-m", "venv", str(venv)], check=True)
+        # pytest: IPython's test shell (globalipapp) imports it
+        subprocess.run([str(venv / "bin/python"), "-m", "pip", "install", "-q", "-e", str(ROOT), "pytest"],
+                       check=True, capture_output=True, timeout=900)
+        marker.touch()
+    return venv
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", VERSIONS)
+def test_nbprof_on_python(version):
+    python = _python(version)
+    if python is None:
+        pytest.skip(f"no python{version} on this machine")
+    venv = _venv(version, python)
+    trace = ROOT / "tests" / "data" / "two_streams.trace.json.gz"
+    out = subprocess.run([str(venv / "bin/python"), "-c", SCRIPT, str(trace)], capture_output=True, text=True,
+                         timeout=300, cwd=CACHE)
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = dict(line.split(" ", 1) for line in out.stdout.strip().splitlines() if " " in line)
+    assert lines["cprofile"] == "True"
+    assert lines["busy"] == "UsageError True False"  # one-line error, the cell did not run
+    assert lines["torchprof"] == "UsageError True"
+    assert lines["load_trace"] == "True False"  # loads without importing torch
