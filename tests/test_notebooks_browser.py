@@ -34,10 +34,10 @@ WIDGET = ".jupyter-widgets"
 # notebook -> {selector: the least number of elements drawn}
 EXPECTED = {
     "01-quickstart.ipynb": {REPORT: 6, TABLE: 6, PLOT: 4, WIDGET: 1},
-    "02-find-the-bottleneck.ipynb": {REPORT: 3, TABLE: 2, PLOT: 2},
-    "03-pytorch-profiler-basics.ipynb": {REPORT: 6, TABLE: 6, PLOT: 5},
+    "02-find-the-bottleneck.ipynb": {REPORT: 2, TABLE: 2, PLOT: 2},
+    "03-pytorch-profiler-basics.ipynb": {REPORT: 5, TABLE: 6, PLOT: 5},
     "04-memory.ipynb": {REPORT: 4, TABLE: 4, PLOT: 4},
-    "05-gpu-and-the-timeline.ipynb": {REPORT: 2, TABLE: 2, PLOT: 5},
+    "05-gpu-and-the-timeline.ipynb": {REPORT: 1, TABLE: 1, PLOT: 5},
     "06-long-training-loops.ipynb": {REPORT: 2, TABLE: 2, PLOT: 1},
 }
 
@@ -89,6 +89,9 @@ def test_notebook_runs_and_renders_in_jupyterlab(server, name):
         assert "Error displaying widget" not in html
         assert "Javascript Error" not in html
         found = {sel: _count(page, sel) for sel in EXPECTED[name]}
+        heights = page.evaluate("() => [...document.querySelectorAll('.jp-OutputArea .js-plotly-plot')]"
+                                ".map(el => Math.round(el.getBoundingClientRect().height))")
+        assert all(h >= 150 for h in heights), f"plots drawn too small: {heights}"
         missing = {sel: (found[sel], least) for sel, least in EXPECTED[name].items() if found[sel] < least}
         _screenshots(page, Path(name).stem)
         assert not missing, f"drawn (found, expected at least): {missing}"

@@ -1,0 +1,256 @@
+# %% [markdown]
+# # PyTorch profiler basics
+#
+# What does `model(x)` actually run? In this notebook you will read a torch profile operator by
+# operator: what an **operator** is, **self** vs **total** time, how to **sort**, how to put your
+# own **labels** on parts of the code with `record_function`, and how to split the table **by input
+# shape** to see how the cost grows with the size of the data. The exercises end with removing
+# useless copies from a preprocessing function.
+#
+# About 5 minutes, CPU only.
+
+# %%
+%load_ext nbprof
+
+# %%
+import torch
+from torch.profiler import record_function
+
+torch.manual_seed(0)
+model = torch.nn.Sequential(
+    torch.nn.Linear(256, 512),
+    torch.nn.ReLU(),
+    torch.nn.Linear(512, 10),
+)
+with torch.no_grad():  # warm up: the first call of an operator pays one-time costs we do not want to measure
+    for batch in (8, 64, 512):
+        model(torch.randn(batch, 256))
+
+# %% [markdown]
+# ## Operators
+#
+# Every PyTorch function you call runs one or more **operators** (`aten::...` names: ATen is
+# PyTorch's tensor library). An operator often calls other operators: `nn.Linear` runs
+# `aten::linear`, which runs `aten::t` (transpose the weight) and `aten::addmm` (bias + matrix
+# multiply). The profiler records each call with its start and end.
+
+# %%
+%%torchprof -o prof
+with torch.no_grad():
+    for _ in range(5):
+        out = model(torch.randn(64, 256))
+
+# %% [markdown]
+# ## Self vs total
+#
+# - **CPU total** of an operator: from its start to its end, *including* the operators it called.
+# - **Self CPU**: its total minus the totals of its children: the time in its own code.
+#
+# Self times add up to the whole profile without counting anything twice, so sort by **self** time
+# to find where the time goes (the default), and by **total** time to find which high-level call is
+# expensive. Compare `aten::linear` and `aten::addmm`:
+
+# %%
+ka = prof.key_averages().set_index("name")
+ka.loc[["aten::linear", "aten::addmm", "aten::t"], ["count", "self_cpu_us", "cpu_total_us"]]
+
+# %% [markdown]
+# `aten::linear`'s total is large but its self time is small: it delegates the work to
+# `aten::addmm`. In the report, click the *Self CPU* and *CPU total* headers to sort by either, or
+# choose the order when profiling with `--sort cpu_total_us`. Times vary from run to run; counts do
+# not:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+ka.loc[["aten::linear", "aten::addmm", "aten::t", "aten::relu"], "count"]
+
+# %% [markdown]
+# The tree behind self and total is in `prof.events`: each event has a `parent` (the row of the
+# event that called it, -1 at the top). The children of the first `aten::linear`:
+
+# %%
+ev = prof.events
+first_linear = ev.index[ev["name"] == "aten::linear"][0]
+ev.loc[ev["parent"] == first_linear, ["name", "start_us", "dur_us"]]
+
+# %% [markdown]
+# ## Your own labels: `record_function`
+#
+# Operator names say *what* ran, not *which part of your program* ran it. Wrap parts of the code in
+# `torch.profiler.record_function("label")`: the label becomes an event that contains everything
+# under it. The report gets a **Ranges** tab, and `result.ranges()` returns the labels as a table.
+
+# %%
+%%torchprof -o labeled
+with record_function("make_batch"):
+    xb = torch.randn(64, 256) * 2 + 1
+with record_function("forward"):
+    out = model(xb)
+with record_function("loss"):
+    loss = out.pow(2).mean()
+with record_function("backward"):
+    loss.backward()
+
+# %%
+labeled.ranges()[["label", "depth", "count", "total_us", "share_of_span"]]
+
+# %% [markdown]
+# ## Grouping by input shape
+#
+# The same operator can be cheap or expensive depending on the size of its inputs. Record the shapes
+# (`--shapes`) and split the table by operator *and* input shapes (`--group-by shape`, or the
+# *By input shape* tab). We run the model with three batch sizes:
+
+# %%
+%%torchprof --shapes --group-by shape -o by_shape
+with torch.no_grad():
+    for batch in (8, 64, 512):
+        xb = torch.randn(batch, 256)
+        for _ in range(3):
+            model(xb)
+
+# %% [markdown]
+# The rows of `aten::addmm` (`input_shapes` lists the shape of each argument: bias, input, weight,
+# and two scalars). Can you see a correlation between the input's shape and the cost?
+
+# %%
+shapes = by_shape.key_averages("shape")
+addmm = shapes[shapes["name"] == "aten::addmm"][["input_shapes", "count", "cpu_avg_us"]]
+addmm
+
+# %% [markdown]
+# Calls with a bigger batch cost more, but not in proportion: divide by the batch size to get the
+# time **per sample**. Small batches pay a fixed cost per call (dispatch, launching threads) that
+# large batches spread over many samples; that is one reason why batching helps, on a CPU and even
+# more on a GPU.
+
+# %%
+import ast
+
+addmm = addmm.assign(batch=[ast.literal_eval(s)[1][0] for s in addmm["input_shapes"]])
+addmm.assign(us_per_sample=addmm["cpu_avg_us"] / addmm["batch"]).sort_values(["batch", "input_shapes"])
+
+# %% [markdown]
+# The shapes themselves are deterministic: one row per (operator, shapes) pair, 3 calls each.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+sorted(addmm["input_shapes"])
+
+# %% [markdown]
+# ## Exercises
+#
+# ### Exercise 1: the most expensive shape
+#
+# Which batch size makes the single most expensive `aten::addmm` call (highest `cpu_avg_us`) in
+# `by_shape`? Find it from the DataFrame and store it in `costliest_batch` (an int).
+#
+# {{solution}}
+
+# %% [task]
+costliest_batch = None  # TODO: read it from by_shape.key_averages("shape")
+
+# %% [solution]
+rows = by_shape.key_averages("shape")
+rows = rows[rows["name"] == "aten::addmm"]
+top = rows.loc[rows["cpu_avg_us"].idxmax(), "input_shapes"]
+costliest_batch = ast.literal_eval(top)[1][0]  # the input's first dimension
+
+# %% [check]
+rows = by_shape.key_averages("shape")
+rows = rows[rows["name"] == "aten::addmm"]
+top = rows.loc[rows["cpu_avg_us"].idxmax()]
+truth = ast.literal_eval(top["input_shapes"])[1][0]
+cheapest = rows["cpu_avg_us"].min()
+if costliest_batch == truth:
+    print(f"✔ Right: batch {truth}: {top['cpu_avg_us']:.0f} µs per aten::addmm call, "
+          f"{top['cpu_avg_us'] / cheapest:.0f}x the cheapest call.")
+else:
+    print(f"✘ Not yet: you have costliest_batch={costliest_batch!r}. Sort the aten::addmm rows by cpu_avg_us.")
+
+# %% [markdown]
+# ### Exercise 2: fewer copies
+#
+# `preprocess` turns a batch of 8-bit images (`[N, 3, 32, 32]`, values 0-255) into normalized
+# floats. It is correct, but it copies the data again and again: one image at a time, converting,
+# permuting back and forth with `.contiguous()`, cloning. Profile it:
+
+# %%
+def preprocess(images):
+    out = []
+    for img in images:  # one image at a time
+        img = img.to(torch.float32)
+        img = img.permute(1, 2, 0).contiguous()  # to height, width, channels...
+        img = img.permute(2, 0, 1).contiguous()  # ...and back
+        img = (img / 255.0 - 0.5) / 0.25
+        out.append(img.clone())
+    return torch.stack(out)
+
+
+images = torch.randint(0, 256, (64, 3, 32, 32), dtype=torch.uint8)
+
+# %%
+%%torchprof --sort self_cpu_us --limit 10 -o before
+reference = preprocess(images)
+
+# %% [markdown]
+# Look for `aten::copy_` in the report: every `.to()`, `.contiguous()` and `.clone()` copies the
+# tensor. Write `preprocess_fast` below so that it returns the same tensor with **at most half as
+# many** `aten::copy_` calls (the check counts calls: unlike times, they do not vary from run to
+# run, and here fewer copies is what makes it fast). Hint: the whole batch can be converted and
+# normalized at once, and the permutes cancel out.
+#
+# {{solution}}
+
+# %% [task]
+def preprocess_fast(images):
+    # TODO: remove the useless copies (this is still the slow version)
+    out = []
+    for img in images:
+        img = img.to(torch.float32)
+        img = img.permute(1, 2, 0).contiguous()
+        img = img.permute(2, 0, 1).contiguous()
+        img = (img / 255.0 - 0.5) / 0.25
+        out.append(img.clone())
+    return torch.stack(out)
+
+# %% [solution]
+def preprocess_fast(images):
+    # one conversion of the whole batch (one copy), then arithmetic on the batch
+    return (images.to(torch.float32) / 255.0 - 0.5) / 0.25
+
+# %%
+%%torchprof --sort self_cpu_us --limit 10 -o after
+result = preprocess_fast(images)
+
+# %% [check]
+# NBVAL_CHECK_OUTPUT
+def copy_calls(p):
+    ka = p.key_averages()
+    return int(ka.loc[ka["name"] == "aten::copy_", "count"].sum())
+
+
+n0, n1 = copy_calls(before), copy_calls(after)
+if not torch.allclose(result, reference):
+    print("✘ Not yet: preprocess_fast returns a different tensor than preprocess.")
+elif n1 <= n0 / 2:
+    print(f"✔ Done: same result with {n1} aten::copy_ calls instead of {n0}.")
+else:
+    print(f"✘ Not yet: same result, but still {n1} aten::copy_ calls ({n0} before); the goal is at most {n0 // 2}.")
+
+# %% [markdown]
+# `nbprof.compare` shows the change operator by operator:
+
+# %%
+import nbprof
+
+nbprof.compare(before, after)
+
+# %% [markdown]
+# ## Takeaways
+#
+# - Sort by **self** time to find where the time goes, by **total** time to find the expensive calls.
+# - `record_function` labels make a profile speak your program's language (`forward`, `loss`, ...).
+# - `--shapes --group-by shape` separates calls by input size: the same operator, very different costs.
+# - Copies (`aten::copy_`, `aten::clone`, `aten::contiguous`, `aten::to`) are often pure overhead;
+#   per-item loops over a tensor multiply every fixed cost by the number of items.

@@ -1,0 +1,188 @@
+# %% [markdown]
+# # Memory: who allocates, and how high the peak goes
+#
+# Running out of memory stops a program; on a GPU, memory is usually the first limit you hit (batch
+# size, model size, sequence length). `%%torchprof --memory` records every allocation and every free
+# made by PyTorch, and attributes them to the operator that made them. In this notebook you will
+# read the memory columns, the memory curve, and cut a computation's peak memory by a large factor.
+#
+# About 5 minutes, CPU only (on a GPU, the same flags record CUDA memory too).
+
+# %%
+%load_ext nbprof
+
+# %%
+import torch
+
+torch.manual_seed(0)
+MB = 2**20
+
+# %% [markdown]
+# ## Training keeps activations; inference does not have to
+#
+# A forward pass with autograd on keeps the intermediate results (the *activations*): the backward
+# pass needs them. Under `torch.no_grad()` they are freed as soon as the next layer has used them.
+# Compare the memory of the same forward pass, both ways:
+
+# %%
+model = torch.nn.Sequential(*[torch.nn.Linear(512, 512) for _ in range(4)])
+x = torch.randn(256, 512)
+
+# %%
+%%torchprof --memory -o with_grad
+y_train = model(x).sum()
+
+# %%
+%%torchprof --memory -o no_grad
+with torch.no_grad():
+    y_infer = model(x).sum()
+
+# %% [markdown]
+# ### The memory columns
+#
+# - **CPU Mem**: bytes allocated minus bytes freed inside the operator *and its children*;
+# - **Self CPU Mem**: the same, for the operator's own allocations only (negative when it frees more
+#   than it allocates);
+# - the `[memory]` row collects frees that happen outside any operator (a tensor that goes out of
+#   scope in your Python code).
+#
+# The *Memory* tab sorts the operators by the memory they allocate and draws the **memory curve**:
+# bytes allocated over time. It is nothing but the running sum of the allocation events, which you
+# can compute yourself from `result.events`:
+
+# %%
+def memory_curve(p):
+    """Bytes allocated since the profile started, after each allocation or free."""
+    mem = p.events.query("kind == 'memory'").sort_values("start_us")
+    return mem.assign(allocated=mem["bytes"].cumsum())[["start_us", "name", "bytes", "allocated"]]
+
+
+def peak_bytes(p):
+    curve = memory_curve(p)
+    return int(curve["allocated"].max()) if len(curve) else 0
+
+
+memory_curve(with_grad).tail()
+
+# %% [markdown]
+# Allocations are exact byte counts, the same on every run: a 256 × 512 float32 tensor is
+# 256 · 512 · 4 = 512 KB. With autograd on, all four layer outputs are still allocated at the end;
+# without it, only what is left.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+for name, p in [("with grad", with_grad), ("no_grad", no_grad)]:
+    curve = memory_curve(p)
+    print(f"{name:>9}: peak {peak_bytes(p) / MB:.2f} MB, still allocated at the end {curve['allocated'].iloc[-1] / MB:.2f} MB")
+
+# %% [markdown]
+# The same curves as a plot, from the DataFrames (plotly):
+
+# %%
+import plotly.graph_objects as go
+
+fig = go.Figure()
+for name, p in [("with grad", with_grad), ("no_grad", no_grad)]:
+    curve = memory_curve(p)
+    fig.add_scatter(x=(curve["start_us"] - curve["start_us"].min()) / 1e3, y=curve["allocated"] / MB,
+                    mode="lines", line_shape="hv", name=name)
+fig.update_layout(xaxis_title="time since the first allocation (ms)", yaxis_title="allocated (MB)",
+                  height=320, margin=dict(t=30, b=40, l=60, r=20))
+fig
+
+# %% [markdown]
+# ## A computation with a big peak
+#
+# Squared distances between every row of `a` (256 points) and every row of `b` (512 points), in 64
+# dimensions. The straightforward broadcast builds a `[256, 512, 64]` tensor of differences, then
+# another one of their squares, before summing them away:
+
+# %%
+a = torch.randn(256, 64)
+b = torch.randn(512, 64)
+
+# %%
+%%torchprof --memory --sort self_cpu_mem_bytes -o naive
+d = ((a[:, None, :] - b[None, :, :]) ** 2).sum(-1)
+
+# %% [markdown]
+# The operators that allocate the most, from the DataFrame:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+ka = naive.key_averages()
+ka.sort_values("self_cpu_mem_bytes", ascending=False, kind="stable")[["name", "count", "self_cpu_mem_bytes"]].head(3)
+
+# %% [markdown]
+# ## Exercises
+#
+# ### Exercise 1: bytes from a shape
+#
+# `aten::sub` allocates the `[256, 512, 64]` tensor of differences. How many bytes is that? Compute
+# it from the shape and the size of one float32 element (`torch.float32.itemsize`, or
+# `tensor.element_size()`), and store it in `diff_bytes`.
+#
+# {{solution}}
+
+# %% [task]
+diff_bytes = None  # TODO: number of elements × bytes per element
+
+# %% [solution]
+diff_bytes = 256 * 512 * 64 * torch.float32.itemsize  # 8,388,608 elements × 4 bytes
+
+# %% [check]
+# NBVAL_CHECK_OUTPUT
+ka = naive.key_averages().set_index("name")
+recorded = int(ka.loc["aten::sub", "self_cpu_mem_bytes"])
+if diff_bytes == recorded:
+    print(f"✔ Right: {recorded:,} bytes ({recorded / MB:.0f} MB), exactly what the profile recorded for aten::sub.")
+else:
+    print(f"✘ Not yet: you have diff_bytes={diff_bytes!r}; the profile recorded {recorded:,} bytes for aten::sub.")
+
+# %% [markdown]
+# ### Exercise 2: cut the peak by 4×
+#
+# Write `sq_distances(a, b)` so that it returns the same `[256, 512]` result (up to float rounding)
+# with a peak at least **4× lower** than the naive version's. Hint: the result itself is only 512 KB;
+# avoid the `[256, 512, 64]` intermediates. Either expand the square,
+# ‖a − b‖² = ‖a‖² + ‖b‖² − 2 a·b (a matrix multiply), or use `torch.cdist`.
+#
+# {{solution}}
+
+# %% [task]
+def sq_distances(a, b):
+    # TODO: avoid building the [256, 512, 64] tensors
+    return ((a[:, None, :] - b[None, :, :]) ** 2).sum(-1)
+
+# %% [solution]
+def sq_distances(a, b):
+    # ||a||^2 + ||b||^2 - 2 a.b: the largest tensor is the [256, 512] result itself
+    return (a * a).sum(1, keepdim=True) + (b * b).sum(1) - 2 * a @ b.T
+
+# %%
+%%torchprof --memory -o better
+d_better = sq_distances(a, b)
+
+# %% [check]
+# NBVAL_CHECK_OUTPUT
+before, after = peak_bytes(naive), peak_bytes(better)
+if not torch.allclose(d_better, d, rtol=1e-4, atol=1e-3):
+    print("✘ Not yet: sq_distances gives a different result than the naive version.")
+elif after * 4 <= before:
+    print(f"✔ Done: same result; peak {before / MB:.1f} MB → {after / MB:.1f} MB ({before / after:.0f}x lower).")
+else:
+    print(f"✘ Not yet: same result, but the peak is {after / MB:.1f} MB vs {before / MB:.1f} MB before; "
+          f"the goal is {before / 4 / MB:.1f} MB or less.")
+
+# %% [markdown]
+# ## Takeaways
+#
+# - `--memory` attributes every allocation to an operator: sort by *Self CPU Mem* (or *Self CUDA
+#   Mem*) to find who allocates.
+# - The peak is what makes a program run out of memory; the memory curve shows when it happens.
+# - Broadcasting can silently build huge intermediates; rewriting the math (or using a fused
+#   operator such as `torch.cdist`) avoids them.
+# - For inference, `torch.no_grad()` (or `torch.inference_mode()`) lets PyTorch free activations
+#   right away.
+# - On a GPU, look at the CUDA memory columns; the report's summary also shows the caching
+#   allocator's *reserved* memory, which is what `nvidia-smi` sees.
