@@ -402,6 +402,8 @@ def run_sync(shell: Any, magic: str, options: Any, code: str) -> Any:
         raise UsageError("a profiled cell is already running; profiles cannot nest")
     run = Run(shell, magic, options)
     compiled = _compile(shell, code)  # syntax errors surface before the profiler starts
+    # read the namespaces now: IPython's properties would otherwise be profiled
+    namespaces = (shell.user_global_ns, shell.user_ns)
     value = None
     error: BaseException | None = None
     _state.active = run
@@ -415,7 +417,7 @@ def run_sync(shell: Any, magic: str, options: Any, code: str) -> Any:
         run.session.stop()
         raise
     try:
-        value = _execute(shell, compiled)
+        value = _execute(compiled, *namespaces)
     except BaseException as e:
         error = e
         raise
@@ -449,9 +451,9 @@ def _compile(shell: Any, code: str) -> tuple[Any, Any]:
     return body, expr
 
 
-def _execute(shell: Any, compiled: tuple[Any, Any]) -> Any:
+def _execute(compiled: tuple[Any, Any], user_global_ns: dict, user_ns: dict) -> Any:
     body, expr = compiled
-    exec(body, shell.user_global_ns, shell.user_ns)
+    exec(body, user_global_ns, user_ns)
     if expr is not None:
-        return eval(expr, shell.user_global_ns, shell.user_ns)
+        return eval(expr, user_global_ns, user_ns)
     return None

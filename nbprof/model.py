@@ -7,6 +7,7 @@ a table cannot change what the report shows.
 
 from __future__ import annotations
 
+import functools
 import marshal
 import os
 import pstats
@@ -18,7 +19,7 @@ from .analysis.key_averages import GROUP_BY, key_averages
 from .analysis.summary import TorchSummary, summarize_torch
 from .analysis.tree import build_tree
 from .collect.chrome_trace import TraceData
-from .collect.cprofile import stats_tables
+from .collect.cprofile import edges_table, stats_table
 from .errors import OptionError
 
 __all__ = ["TorchProfile", "PythonProfile"]
@@ -228,7 +229,12 @@ class PythonProfile:
         self._raw = raw
         self.meta: dict[str, Any] = dict(meta or {})
         self.profiler = profiler
-        self._stats, self._edges = stats_tables(raw)
+        self._stats = stats_table(raw)
+
+    @functools.cached_property
+    def _edges(self) -> pd.DataFrame:
+        """The caller -> callee edges, built on first use (a quiet run never needs them)."""
+        return edges_table(self._raw)
 
     @property
     def stats(self) -> pd.DataFrame:

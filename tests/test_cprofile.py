@@ -108,3 +108,15 @@ def test_dump_flag_and_report(shell, tmp_path):
     lines = [l for l in text.splitlines() if l and l[0] == " " or l[:1].isdigit()]
     assert "3 of " in text  # the limit
     assert "In [" in text  # the cell's functions are named after the cell, not a temp file
+
+
+def test_line_magic_profiles_the_statement_without_nbprof_or_ipython_rows(shell):
+    result, _ = run(shell, "def work(n):\n    return sum(i * i for i in range(n))")
+    result, _ = run(shell, "%cprofile -q -o line_cp work(20000)")
+    stats = shell.user_ns["line_cp"].stats
+    assert (stats["ncalls"] > 0).all()
+    assert not stats["filename"].str.contains("interactiveshell|nbprof").any()
+    work = stats[stats["function"] == "work"].iloc[0]
+    assert work["ncalls"] == 1 and work["cumtime_s"] > 0
+    tree = shell.user_ns["line_cp"].call_tree()
+    assert len(tree) > 1 and tree.loc[tree["parent"] == -1, "value_s"].iloc[0] > 0

@@ -211,3 +211,47 @@ def test_cuda_flag_without_cuda_warns_once_and_profiles_cpu(shell, capfd):
     assert p.collected["cuda"] is False
     assert any("CUDA is not available" in n for n in p.meta["notes"])
     assert len(p.key_averages()) > 0
+
+
+def _fresh(code: str) -> list[str]:
+    import subprocess
+    import sys
+    import textwrap
+
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                         timeout=300, check=True)
+    return out.stdout.split()
+
+
+def test_first_profile_does_not_import_inductor():
+    """torch's prepare_trace would import inductor and dynamo (seconds) to read one setting."""
+    out = _fresh(
+        """
+        import sys
+        from IPython.testing.globalipapp import start_ipython
+        ip = start_ipython()
+        ip.run_line_magic("load_ext", "nbprof")
+        ip.run_cell("%%torchprof -q -o p\\nimport torch\\nx = torch.ones(3) + 1")
+        import torch.profiler.profiler as m
+        print(len(ip.user_ns["p"].key_averages()) > 0, "torch._inductor" in sys.modules,
+              "torch._dynamo" in sys.modules, "hasattr" in m.__dict__)
+        """
+    )
+    assert out == ["True", "False", "False", "False"]
+
+
+def test_with_inductor_loaded_torch_reads_its_setting():
+    out = _fresh(
+        """
+        import torch, torch._inductor.config as cfg
+        cfg.triton.cudagraphs = True
+        from nbprof.collect.torch_live import TorchSession
+        from nbprof.settings import TorchOptions
+        s = TorchSession(TorchOptions())
+        s.start()
+        seen = s.profiler.has_cudagraphs
+        s.stop()
+        print(seen)
+        """
+    )
+    assert out == ["True"]

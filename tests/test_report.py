@@ -137,3 +137,13 @@ def test_ranks_tab_names_the_slowest_rank(tmp_path):
     html = nbprof.load_trace(tmp_path).report().html(include_library=False)
     assert "Ranks" in _tab_labels(html)
     assert f"slowest rank: {slowest}" in html
+
+
+@pytest.mark.parametrize("sort", ["self_cpu_us", "count", "self_device_us", "cpu_mem_bytes"])
+def test_headline_names_the_first_row_of_the_chosen_sort(sort):
+    profile = nbprof.load_trace(trace_path("cnn_train_cuda"))
+    text = profile.report(sort=sort, limit=3).text()
+    averages = profile.key_averages()
+    first = averages.sort_values(sort, ascending=False, kind="stable")["name"].iloc[0]
+    headline = next(line for line in text.splitlines() if line.startswith("top by"))
+    assert headline.split(": ", 1)[1].startswith(first)

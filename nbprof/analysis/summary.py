@@ -9,7 +9,7 @@ import pandas as pd
 
 from ..events import KIND_CODE
 
-__all__ = ["TorchSummary", "summarize_torch", "default_sort"]
+__all__ = ["TorchSummary", "summarize_torch", "default_sort", "top_row"]
 
 
 @dataclass(frozen=True)
@@ -47,24 +47,7 @@ def summarize_torch(events: pd.DataFrame, averages: pd.DataFrame, sort: str | No
     self_device = float(events["dur_us"].to_numpy()[work].sum()) if has_device else 0.0
 
     sort = sort or default_sort(has_device)
-    top_name, top_value, top_share = None, 0.0, 0.0
-    if len(averages) and sort in averages.columns and sort != "name":
-        i = int(np.argmax(averages[sort].to_numpy()))
-        top_name = str(averages["name"].iloc[i])
-        top_value = float(averages[sort].iloc[i])
-        # Shares are of what the whole profile spent, as torch's "%" columns: CPU columns of the
-        # self CPU total; device columns of the kernel time (the sum of a self-device column
-        # would count each kernel twice: on its launching op's row and on its own row).
-        if sort in ("self_cpu_us", "cpu_total_us"):
-            total = self_cpu
-        elif sort in ("self_device_us", "device_total_us"):
-            total = self_device
-        elif sort.startswith("self_"):
-            total = float(averages[sort].clip(lower=0).sum())
-        else:
-            total = 0.0
-        if total > 0:
-            top_share = top_value / total
+    top_name, top_value, top_share = top_row(averages, sort, self_cpu, self_device)
 
     peaks_alloc: dict[str, int] = {}
     peaks_reserved: dict[str, int] = {}
@@ -92,3 +75,26 @@ def summarize_torch(events: pd.DataFrame, averages: pd.DataFrame, sort: str | No
         peak_allocated_bytes=peaks_alloc,
         peak_reserved_bytes=peaks_reserved,
     )
+
+
+def top_row(averages: pd.DataFrame, sort: str, self_cpu_us: float, self_device_us: float) -> tuple[str | None, float, float]:
+    """The row with the most of ``sort``: (name, value, share of the whole profile).
+
+    Shares are of what the whole profile spent, as torch's "%" columns: CPU columns of the self
+    CPU total; device columns of the kernel time (the sum of a self-device column would count
+    each kernel twice: on its launching op's row and on its own row); counts of all calls.
+    """
+    if not len(averages) or sort not in averages.columns or sort == "name":
+        return None, 0.0, 0.0
+    values = averages[sort].to_numpy()
+    i = int(np.argmax(values))
+    value = float(values[i])
+    if sort in ("self_cpu_us", "cpu_total_us"):
+        total = self_cpu_us
+    elif sort in ("self_device_us", "device_total_us"):
+        total = self_device_us
+    elif sort == "count" or sort.startswith("self_"):
+        total = float(averages[sort].clip(lower=0).sum())
+    else:
+        total = 0.0
+    return str(averages["name"].iloc[i]), value, (value / total if total > 0 else 0.0)

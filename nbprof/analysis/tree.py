@@ -57,7 +57,10 @@ _DEVICE_WORK_KINDS = [KIND_CODE[k] for k in ("kernel", "memcpy", "memset")]
 
 
 def build_tree(events: pd.DataFrame) -> pd.DataFrame:
-    """Return ``events`` with the columns in :data:`TREE_COLUMNS` added (same rows, same order)."""
+    """Return ``events`` with the columns in :data:`TREE_COLUMNS` added (same rows, same order).
+
+    Written for a low peak of memory: temporaries are dropped as soon as they are used, and
+    columns that are all zeros (no device work, no memory events) cost no pages."""
     n = len(events)
     kind = events["kind"].cat.codes.to_numpy()
     start = time_ns(events["start_us"].to_numpy())
@@ -75,57 +78,61 @@ def build_tree(events: pd.DataFrame) -> pd.DataFrame:
     parent = np.full(n, -1, dtype=np.int64)
     has_parent = parent_pos >= 0
     parent[rows[has_parent]] = rows[parent_pos[has_parent]]
+    del has_parent
     depth = np.full(n, -1, dtype=np.int64)
     depth[rows] = depth_pos
+    del depth_pos
 
     name_code = events["name"].cat.codes.to_numpy()
     merged = _collapse_same_name(parent, in_tree, name_code)
     live_parent = _resolve(parent, merged)  # children of merged events hang from the survivor
-
-    # kernels -> the op that launched them (merged ops hand theirs to the op that absorbed them)
-    external_id = events["external_id"].to_numpy()
-    launcher = _launchers(kind, external_id, in_tree)
-    launcher = np.where(launcher >= 0, _survivor(launcher, merged, parent), -1)
-    is_work = kind_mask(kind, _DEVICE_WORK_KINDS)
-    attributed = is_work & (launcher >= 0)
-    own_kernel_ns = np.bincount(launcher[attributed], weights=dur[attributed], minlength=n)
-
-    # device time of a subtree: prefix sums of own kernel time in nesting order
-    device_total_ns = np.zeros(n)
-    if attributed.any():
-        prefix = np.concatenate(([0.0], np.cumsum(own_kernel_ns[rows])))
-        device_total_ns[rows] = prefix[sub_end] - prefix[:m]
-
     live_child = in_tree & ~merged & (live_parent >= 0)
     child_parent = live_parent[live_child]
-    children_dur = np.bincount(child_parent, weights=dur[live_child], minlength=n)
-    self_cpu_ns = np.where(in_tree, dur - children_dur, 0.0)
 
+    # CPU time: self = total minus the children's totals
+    self_cpu_us = np.where(in_tree, dur - np.bincount(child_parent, weights=dur[live_child], minlength=n), 0.0)
+    self_cpu_us /= 1000.0
+
+    # kernels -> the op that launched them (merged ops hand theirs to the op that absorbed them)
+    is_work = kind_mask(kind, _DEVICE_WORK_KINDS)
+    if is_work.any():
+        external_id = events["external_id"].to_numpy()
+        launcher = _launchers(kind, external_id, in_tree)
+        launcher = np.where(launcher >= 0, _survivor(launcher, merged, parent), -1)
+        attributed = is_work & (launcher >= 0)
+        own_kernel_ns = np.bincount(launcher[attributed], weights=dur[attributed], minlength=n)
+        # device time of a subtree: prefix sums of own kernel time in nesting order
+        device_total_ns = np.zeros(n)
+        prefix = np.concatenate(([0.0], np.cumsum(own_kernel_ns[rows])))
+        device_total_ns[rows] = prefix[sub_end] - prefix[:m]
+        del prefix
+        # a kernel's own row: all of its time is device time, and all of it "self"
+        device_total_us = np.where(is_work, dur, device_total_ns) / 1000.0
+        self_device_us = np.where(is_work, dur, np.where(in_tree, own_kernel_ns, 0.0)) / 1000.0
+        del device_total_ns, own_kernel_ns
+        parent = np.where(attributed, launcher, parent)  # device events hang from their launcher
+        del launcher, attributed
+    else:
+        device_total_us = np.zeros(n)  # untouched zeros: no memory until written
+        self_device_us = np.zeros(n)
+
+    # memory: bytes allocated inside each event (any thread), and self = minus the children's
     cpu_mem, device_mem = _memory_in_intervals(events, kind, start, end, rows, s, e, process)
     if cpu_mem is not None:
-        children_cpu_mem = np.bincount(child_parent, weights=cpu_mem[live_child], minlength=n)
-        children_dev_mem = np.bincount(child_parent, weights=device_mem[live_child], minlength=n)
-        self_cpu_mem = np.where(in_tree, cpu_mem - children_cpu_mem, 0).astype(np.int64)
-        self_dev_mem = np.where(in_tree, device_mem - children_dev_mem, 0).astype(np.int64)
-        cpu_mem = cpu_mem.astype(np.int64)
-        device_mem = device_mem.astype(np.int64)
+        self_cpu_mem = np.where(in_tree, cpu_mem - _children_sum(child_parent, cpu_mem[live_child], n), 0)
+        self_dev_mem = np.where(in_tree, device_mem - _children_sum(child_parent, device_mem[live_child], n), 0)
     else:
-        cpu_mem = device_mem = self_cpu_mem = self_dev_mem = np.zeros(n, dtype=np.int64)
+        cpu_mem, device_mem = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+        self_cpu_mem, self_dev_mem = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+    del child_parent, live_child, dur, end
 
-    device_total_us = device_total_ns / 1000.0
-    self_device_us = np.where(in_tree, own_kernel_ns / 1000.0, 0.0)
-    if is_work.any():
-        # a kernel's own row: all of its time is device time, and all of it "self"
-        device_work_us = dur / 1000.0
-        device_total_us = np.where(is_work, device_work_us, device_total_us)
-        self_device_us = np.where(is_work, device_work_us, self_device_us)
-
-    # device events hang from the op that launched them; memory events from the innermost
-    # CPU event of their thread that was open when they happened
-    parent = np.where(attributed, launcher, parent)
+    # memory events hang from the innermost CPU event of their thread that was open when they
+    # happened; Python frames from their caller
     parent = _attach_instants(parent, kind, start, thread, rows, s, e, t, parent_pos)
+    del s, e, t, rows, parent_pos, sub_end, start
     parent = _attach_python(parent, events, kind)
     parent = np.where(in_tree & ~merged, live_parent, parent)
+    del live_parent, in_tree
 
     # the events and the new columns side by side, without copies (pd.concat of the two frames
     # is the cheapest way to add ten columns: ~0.7 ms whatever the size)
@@ -134,7 +141,7 @@ def build_tree(events: pd.DataFrame) -> pd.DataFrame:
             "parent": parent,
             "depth": depth,
             "merged": merged,
-            "self_cpu_us": self_cpu_ns / 1000.0,
+            "self_cpu_us": self_cpu_us,
             "device_total_us": device_total_us,
             "self_device_us": self_device_us,
             "cpu_mem_bytes": cpu_mem,
@@ -143,6 +150,7 @@ def build_tree(events: pd.DataFrame) -> pd.DataFrame:
             "self_device_mem_bytes": self_dev_mem,
         },
         index=events.index,
+        copy=False,
     )
     if events.index.is_unique:
         out = pd.concat([events, new], axis=1)
@@ -151,6 +159,15 @@ def build_tree(events: pd.DataFrame) -> pd.DataFrame:
         for c in new.columns:
             out[c] = new[c].to_numpy()
     out.attrs = dict(events.attrs)
+    return out
+
+
+def _children_sum(child_parent: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """Per event, the sum of ``values`` over its children (int64: byte counts stay exact)."""
+    if len(values) and np.abs(values).sum() < 2**53:
+        return np.rint(np.bincount(child_parent, weights=values, minlength=n)).astype(np.int64)
+    out = np.zeros(n, dtype=np.int64)
+    np.add.at(out, child_parent, values)
     return out
 
 
@@ -198,11 +215,11 @@ def lanes(events: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
 
     In one profile the thread id is the lane. A profile merged from several ranks can repeat
     thread ids (copies of one trace, or ranks on different hosts), so there a lane is a
-    (rank, pid, thread) triple; device events keep lane -1.
+    (rank, pid, thread) triple; device events keep lane -1. Both arrays are read-only.
     """
     thread = events["thread"].to_numpy()
     if "rank" not in events.columns:
-        return thread, np.zeros(len(thread), dtype=np.int64)
+        return thread, np.broadcast_to(np.int64(0), len(thread))  # one process (a view: no memory)
     rank_codes, _ = pd.factorize(events["rank"].to_numpy())
     pid_codes, pids = pd.factorize(events["pid"].to_numpy())
     process = rank_codes.astype(np.int64) * max(len(pids), 1) + pid_codes
@@ -399,8 +416,8 @@ def _memory_in_intervals(
     if not is_mem.any():
         return None, None
     n = len(kind)
-    cpu_mem = np.zeros(n)
-    dev_mem = np.zeros(n)
+    cpu_mem = np.zeros(n, dtype=np.int64)
+    dev_mem = np.zeros(n, dtype=np.int64)
     nbytes = events["bytes"].to_numpy()
     device = events["device"]
     categories = list(device.cat.categories)

@@ -6,23 +6,27 @@ loaded from disk become the same table by construction.
 
 Why JSON and not the pybind event objects: ``kineto_results.events()`` alone costs ~4.6 µs per
 event and every attribute read another 0.3-3.8 µs (measured on this machine with torch 2.13),
-which is more than torch's whole ``__exit__``. torch's C++ writer costs ~2.5 µs per event and
-``msgspec`` decodes the result into GC-free structs at ~1.5 µs per event, reading only the
-fields we use.
+which is more than torch's whole ``__exit__``. torch's C++ writer costs ~2.5-4 µs per event and
+``msgspec`` decodes the result into GC-free structs at ~1 µs per event, reading only the fields
+we use.
 
-How the columns are read (see ``benchmarks/``; on this machine every pass over a million decoded
-events that are not in the CPU cache costs ~50-100 ns per event, most of it cache misses):
+How a file is read (numbers from ``benchmarks/bench_profiling.py`` on a 2-core EPYC VM; there,
+every pass over a million decoded events that are no longer in the CPU cache costs 50-100 ns per
+event, mostly cache misses):
 
-- torch's writer prints one event per block, ``  {`` ... ``  },``; the events array is cut at
-  those boundaries into slices of ~1,500 events (compact files, cut at ``}, {"ph":``, likewise). Each slice is decoded, its columns are read while
-  its objects are still in the CPU cache, and its objects are freed before the next slice (which
-  reuses their memory). A cut can only land between two events (a JSON string holds no raw
-  newline), and a slice that does not decode sends the whole file down the plain path, so any
-  other layout (compact JSON, hand-written files) is read the plain way, with the same result.
-- every column is one list comprehension and one numpy conversion; strings (names, categories,
-  shapes) become integer codes through a dict kept across slices (one lookup per event, no
-  per-event Python objects kept); the fields only some kinds have (device, memory, Python ids)
-  are read only for the rows of those kinds.
+- Slices. The events array is cut where one event ends and the next begins (torch's writer prints
+  one event per block, ``  {`` ... ``  },``; compact files, ``}, {"ph": ...``) into slices of
+  ~256 KB (~700-1,500 events), read from the file as they are needed. Each slice is decoded, its
+  columns are read while its objects are still in the CPU cache, and its objects are freed before
+  the next slice is decoded (which reuses their memory): ~2 MB of buffers whatever the file size,
+  and the file is never all in memory. A cut can only land between two events (a JSON string
+  holds no raw newline), and a slice that does not decode sends the file down the plain path
+  (decode it whole), which reads any layout and reports what is wrong with a bad file.
+- Columns. One list comprehension and one numpy conversion per field; strings (names,
+  categories, shapes) become integer codes through a dict kept across slices (one lookup per
+  event, no per-event Python objects kept); the fields only some kinds have (memory, device,
+  Python ids) are read only for the rows of those kinds, and External id and shapes not for
+  memory events. ~0.8 µs per event, next to ~1 µs for msgspec's decode.
 
 Times: the writer prints ``ts``/``dur`` in µs with exactly three decimals (ns resolution). A float64
 near 4.5e12 µs is only exact to ~1 ns, so naive ``ts * 1000`` can be off by a nanosecond; we split
@@ -37,7 +41,7 @@ import mmap
 import os
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import msgspec
 import numpy as np
@@ -152,10 +156,12 @@ _DEVICE_KINDS = {"kernel", "memcpy", "memset", "gpu_annotation"}
 # Kind codes while reading: the event kinds, and two codes for rows that are not events.
 _DROP = -1  # not an event (flows, metadata, categories mapped to None)
 _SPAN = -2  # the profiler's own span ("Trace"): not an event, but it fixes the time origin
+_NOT_AN_EVENT = "\x00"  # the "category" of phases other than "X" and "i"
 _CAT_CODE: dict[str, int] = {
     cat: (_SPAN if cat == "Trace" else _DROP if kind is None else KIND_CODE[kind])
     for cat, kind in _CAT_KIND.items()
 }
+_CAT_CODE[_NOT_AN_EVENT] = _DROP
 _C = KIND_CODE
 _DEVICE_CODES = np.array([_C[k] for k in _DEVICE_KINDS], dtype=np.int8)
 _MEMORY_CODES = np.array([_C["memory"]], dtype=np.int8)  # "oom" is decided later, from the name
@@ -187,7 +193,7 @@ _GROUPS = {
 # at two spaces), compact JSON from json.dumps (kineto's writer in some builds; events start with
 # "ph") and from msgspec (nbprof's exporter). A slice is cut between "}," and the next "{".
 _EVENT_BOUNDARIES = (b"},\n  {", b'}, {"ph": ', b'},{"ph":')
-_SLICE_BYTES = 1 << 19  # ~1,500-2,000 events of torch's writer: their objects stay in the CPU cache
+_SLICE_BYTES = 1 << 18  # ~700-1,500 events: their objects stay in the CPU cache; ~2 MiB of buffers in all
 
 
 @dataclass
@@ -217,13 +223,42 @@ def read_trace_file(path: str | os.PathLike) -> TraceData:
             except (OSError, EOFError) as e:
                 raise TraceError(f"{path}: gzip data is truncated or corrupt ({e})") from None
             return parse_trace_bytes(buf, source=path)
+        if not head.lstrip().startswith(b"["):
+            # read in slices straight from the file: the file is never all in our memory
+            sliced = _read_sliced(f.read, path)
+            if sliced is not None:
+                return sliced
+            f.seek(0)
         # mmap avoids a second copy of a large file in memory.
         with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
-            return parse_trace_bytes(buf, source=path)
+            return _parse_whole(buf, path)
 
 
 def parse_trace_bytes(buf: Any, source: str = "<trace>") -> TraceData:
     """Parse chrome-trace JSON (bytes, bytearray or mmap) into a :class:`TraceData`."""
+    if not bytes(buf[:256]).lstrip().startswith(b"["):
+        with memoryview(buf) as view:
+            sliced = _read_sliced(_reader_of(view), source)
+        if sliced is not None:
+            return sliced
+    return _parse_whole(buf, source)
+
+
+def _reader_of(view: memoryview) -> Callable[[int], bytes]:
+    """``read(n)`` over a buffer in memory, as a file's ``read``."""
+    pos = 0
+
+    def read(n: int) -> bytes:
+        nonlocal pos
+        out = bytes(view[pos : pos + n])
+        pos += len(out)
+        return out
+
+    return read
+
+
+def _parse_whole(buf: Any, source: str) -> TraceData:
+    """The plain path: decode the whole document at once (any layout; reports what is wrong)."""
     if bytes(buf[:256]).lstrip().startswith(b"["):
         # a bare list of events is a chrome trace too (the "JSON Array Format")
         try:
@@ -236,9 +271,6 @@ def parse_trace_bytes(buf: Any, source: str = "<trace>") -> TraceData:
         reader = _Reader(_Trace(traceEvents=[]), source)
         reader.add(events)
         return reader.finish()
-    sliced = _read_sliced(buf, source)
-    if sliced is not None:
-        return sliced
     try:
         try:
             trace = _DECODER.decode(buf)
@@ -262,40 +294,62 @@ def _loose(events: list) -> list:
     return events
 
 
-def _read_sliced(buf: Any, source: str) -> TraceData | None:
-    """Read a file in torch's writer layout slice by slice (see the module docstring).
+def _read_sliced(read: Callable[[int], bytes], source: str) -> TraceData | None:
+    """Read a trace slice by slice as it streams in (see the module docstring).
 
-    Returns None when the file is not in that layout or a slice does not decode; the caller then
-    reads it whole (and reports what is wrong with it, if anything is)."""
-    key = buf.find(b'"traceEvents"', 0, 1 << 20)
+    ``read(n)`` gives the next bytes of the file (b"" at its end). Returns None when the file is not
+    in a layout we can cut or a slice does not decode; the caller then reads it whole (and reports
+    what is wrong with it, if anything is)."""
+    data = read(_SLICE_BYTES)
+    while len(data) < (4 << 20):  # a long header, long first events: read on a little
+        key = data.find(b'"traceEvents"')
+        open_at = data.find(b"[", key, key + 64) if key >= 0 else -1
+        if open_at >= 0 and any(data.find(b, open_at) >= 0 for b in _EVENT_BOUNDARIES):
+            break
+        more = read(_SLICE_BYTES)
+        if not more:
+            break
+        data += more
+    key = data.find(b'"traceEvents"', 0, 1 << 20)
     if key < 0:
         return None
-    colon = buf.find(b":", key, key + 64)
-    open_at = buf.find(b"[", key, key + 64)
-    if colon < 0 or open_at < 0 or bytes(buf[colon + 1 : open_at]).strip():
+    colon = data.find(b":", key, key + 64)
+    open_at = data.find(b"[", key, key + 64)
+    if colon < 0 or open_at < 0 or data[colon + 1 : open_at].strip():
         return None
     for boundary in _EVENT_BOUNDARIES:
-        if buf.find(boundary, open_at, open_at + (4 << 20)) >= 0:
+        if data.find(boundary, open_at) >= 0:
             break
     else:
         return None
-    last_cut = buf.rfind(boundary, open_at)
+    prefix = data[: open_at + 1]  # the header, up to the events' "["
+    decode = _LIST_DECODER.decode
     try:
-        # the header, the footer and the last event, as one document
-        head = _DECODER.decode(bytes(buf[: open_at + 1]) + bytes(buf[last_cut + 2 :]))
+        head = _DECODER.decode(prefix + b"]}")
         reader = _Reader(head, source)
-        pos, end = open_at + 1, last_cut + 1  # events in buf[pos:end], complete, comma-separated
-        decode = _LIST_DECODER.decode
-        with memoryview(buf) as view:
-            while pos < end:
-                cut = buf.find(boundary, pos + _SLICE_BYTES, end)
-                stop = end if cut < 0 else cut + 1
-                reader.add(decode(b"".join((b"[", view[pos:stop], b"]"))))
-                pos = stop + 1  # past the comma
-        reader.add(head.traceEvents)
-        head.traceEvents = []
+        pending = data[open_at + 1 :]
+        del data
+        while True:
+            more = read(_SLICE_BYTES)
+            if more:
+                pending += more
+            # complete events end at the last boundary; the rest waits for more bytes
+            cut = pending.rfind(boundary)
+            if cut > 0:
+                with memoryview(pending) as view:
+                    reader.add(decode(b"".join((b"[", view[: cut + 1], b"]"))))
+                pending = pending[cut + 2 :]
+            if not more:
+                break
+        # the last event and the footer: with the header, one small document
+        full = _DECODER.decode(prefix + pending)
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
+    if (bool(full.record_shapes), bool(full.with_flops)) != (bool(head.record_shapes), bool(head.with_flops)):
+        return None  # announced after the events (we read them without knowing): read it whole
+    reader.add(full.traceEvents)
+    full.traceEvents = []
+    reader.trace = full
     return reader.finish()
 
 
@@ -358,6 +412,7 @@ class _Reader:
             k: [] for k in ("kind", "name", "ts", "dur", "pid", "tid", "external_id", "dims", "flops")
         }
         self.sparse: dict[str, list[np.ndarray]] = defaultdict(list)
+        self.slice_rows: list[int] = []  # rows kept from each slice
 
     # -- one slice -----------------------------------------------------------------------------
 
@@ -367,7 +422,9 @@ class _Reader:
             return
         self.seen += m
         cat_code = self.cat_code
-        cats = [e.cat for e in events]
+        # the kind of each event from its category; phases other than complete ("X") and
+        # instant ("i") events are not events of the table (metadata, flows, begin/end pairs)
+        cats = [e.cat if (e.ph == "X" or e.ph == "i") else _NOT_AN_EVENT for e in events]
         try:
             kind = np.fromiter(map(cat_code.__getitem__, cats), dtype=np.int8, count=m)
         except KeyError:
@@ -375,19 +432,14 @@ class _Reader:
                 cat_code.setdefault(c, KIND_CODE["other"])
             kind = np.fromiter(map(cat_code.__getitem__, cats), dtype=np.int8, count=m)
         del cats
-        phs = [e.ph for e in events]
-        if phs.count("X") + phs.count("i") != m:  # metadata, flows, ...: ("X" is a shared object)
-            ph = np.array(phs, dtype=object)
-            keep = ((ph == "X") | (ph == "i")) & (kind >= 0)
-            for i in np.flatnonzero(ph == "M").tolist():
-                self._metadata(events[i])
-        else:
-            keep = kind >= 0
-        del phs
-        spans = np.flatnonzero(kind == _SPAN)
-        for i in spans.tolist():
-            if events[i].ph == "X":
-                self.span.append((events[i].ts, events[i].dur))
+        keep = kind >= 0
+        if not keep.all():
+            for i in np.flatnonzero(kind < 0).tolist():  # metadata, flows, the profiler's span
+                e = events[i]
+                if e.ph == "M":
+                    self._metadata(e)
+                elif kind[i] == _SPAN:
+                    self.span.append((e.ts, e.dur))
 
         names = self.names.encode([e.name for e in events])
         if len(self.ignored) < len(self.names.ids):
@@ -403,6 +455,7 @@ class _Reader:
                 return
         counts = np.bincount(kind, minlength=len(KINDS))
         cols = self.cols
+        self.slice_rows.append(m)
         cols["kind"].append(kind)
         cols["name"].append(names)
         # one comprehension per field while the slice is in the CPU cache; fromiter with a count
@@ -516,13 +569,17 @@ class _Reader:
             self.process_labels[e.pid] = e.args.labels
 
     def _column(self, key: str, dtype: Any) -> np.ndarray:
-        parts = self.cols[key]
-        return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+        """A column from its slices (the slices are let go: no second copy stays around)."""
+        parts, self.cols[key] = self.cols[key], []
+        if not parts:
+            return np.zeros(0, dtype=dtype)
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     def _sparse_column(self, rows_key: str, column: str, default: int) -> np.ndarray:
-        out = np.full(self.n, default, dtype=np.int64)
-        if self.sparse.get(column):
-            out[np.concatenate(self.sparse["rows:" + rows_key])] = np.concatenate(self.sparse[column])
+        out = np.full(self.n, default, dtype=np.int64) if default else np.zeros(self.n, dtype=np.int64)
+        values = self.sparse.pop(column, None)
+        if values:
+            out[np.concatenate(self.sparse["rows:" + rows_key])] = np.concatenate(values)
         return out
 
     # -- the table -----------------------------------------------------------------------------
@@ -587,9 +644,13 @@ class _Reader:
         input_shapes = self._shapes() if self.shapes else None
 
         # Devices: device events carry their GPU index; memory events their device type and index.
-        device = np.where(is_device, np.where(device_arg >= 0, device_arg, 0), -1)
+        any_device = bool(is_device.any())
+        device = np.where(is_device, np.where(device_arg >= 0, device_arg, 0), -1) if any_device else device_arg
+        del device_arg
         mem_on_device = is_memory & np.isin(mem_device_type, list(DEVICE_MEMORY_TYPES))
-        device = np.where(mem_on_device, np.maximum(mem_device_id, 0), device)
+        if mem_on_device.any():
+            device = np.where(mem_on_device, np.maximum(mem_device_id, 0), device)
+        del mem_device_id, mem_on_device
 
         # Overhead events (pid -1, tid 0 in the file) happen in the profiler's own code on the main
         # thread; torch files them there, under the op open at their start, and so do we.
@@ -600,8 +661,12 @@ class _Reader:
             tid = np.where(overhead, main_tid, tid)
             pid = np.where(overhead, main_pid, pid)
 
-        thread = np.where(is_device, -1, tid)
-        stream = np.where(is_device, np.where(stream >= 0, stream, tid), -1)
+        if any_device:
+            thread = np.where(is_device, -1, tid)
+            stream = np.where(is_device, np.where(stream >= 0, stream, tid), -1)
+        else:  # a CPU profile: threads as they are, no streams (stream is all -1 already)
+            thread = tid
+        del tid, is_device
 
         origin_ns = int(start_ns.min()) if n else 0
         span = self.span
@@ -609,13 +674,14 @@ class _Reader:
             span_ns = int(_exact_ns(np.array([span[0][0]]))[0])
             origin_ns = min(origin_ns, span_ns) if n else span_ns
 
+        start_ns -= origin_ns
         events = make_events_frame(
             name=pd.Categorical.from_codes(name_codes, categories=pd.Index(name_values, dtype=object)),
             kind=kind,
             device=device,
             thread=thread,
             stream=stream,
-            start_ns=start_ns - origin_ns,
+            start_ns=start_ns,
             dur_ns=dur_ns,
             correlation=correlation,
             external_id=external_id,
@@ -658,8 +724,8 @@ class _Reader:
         ``input_shapes`` shows it as ``[]``, and so do we.
         """
         empty = self.dims.encode([b""])[0]  # slices read before shapes showed up have none
-        parts = [p if len(p) else np.full(len(k), empty, dtype=np.int32)
-                 for p, k in zip(self.cols["dims"], self.cols["kind"])]
+        parts = [p if len(p) else np.full(rows, empty, dtype=np.int32)
+                 for p, rows in zip(self.cols.pop("dims"), self.slice_rows)]
         codes = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
         texts = np.array([_shape_text(raw) for raw in self.dims.values()], dtype=object)
         used = np.zeros(len(texts), dtype=bool)

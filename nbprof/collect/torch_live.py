@@ -99,10 +99,12 @@ class TorchSession:
             kwargs["on_trace_ready"] = self._cycle_ready
         self._stderr = NativeStderrFilter()
         self._stderr.start()
+        _skip_inductor_import(True)
         try:
             self.profiler = profile(**kwargs)
             self.profiler.__enter__()
         except BaseException:
+            _skip_inductor_import(False)
             self._force_disable()
             self._stderr.stop()
             raise
@@ -119,6 +121,7 @@ class TorchSession:
             self._force_disable()
             raise
         finally:
+            _skip_inductor_import(False)
             if self._stderr is not None:
                 self._stderr.stop()
         if self.options.schedule is not None:
@@ -183,6 +186,36 @@ class TorchSession:
             with_cuda=self.options.cuda,
         )
         return trace
+
+
+def _skip_inductor_import(on: bool) -> None:
+    """Keep torch's profiler from importing inductor and dynamo just to read one setting.
+
+    torch.profiler's ``prepare_trace`` asks ``hasattr(torch, "_inductor")`` to read whether
+    compiled code uses CUDA graphs; torch's lazy attribute answers by importing inductor and
+    dynamo: 2-10 s on the first profile of a session (measured with torch 2.13), and again
+    mid-loop with --schedule. While inductor is not imported nothing was compiled, so the
+    answer is "no" without the import. The shadow ``hasattr`` lives only in that module, only
+    while nbprof's profile runs, and asks the real one as soon as inductor is imported.
+    """
+    import builtins
+    import sys
+
+    try:
+        import torch
+        import torch.profiler.profiler as module
+    except ImportError:
+        return
+    if not on:
+        module.__dict__.pop("hasattr", None)
+        return
+
+    def hasattr_(obj: Any, name: str) -> bool:
+        if obj is torch and name == "_inductor" and "torch._inductor" not in sys.modules:
+            return False
+        return builtins.hasattr(obj, name)
+
+    module.hasattr = hasattr_  # a module global shadows the builtin for that module only
 
 
 def _save_and_read(results: Any, progress: Any = None) -> TraceData:

@@ -212,7 +212,10 @@ def _figure_class() -> type:
         def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict[str, Any]:
             tree = getattr(self, "_nbprof_tree", None)
             html = flame_svg(tree) if tree is not None else None
-            return figure_bundle(self, html=html, text=_plain(self))
+            # not responsive: in JupyterLab a responsive icicle (no cartesian axes) relayouts to
+            # its output's computed height on the first window resize and collapses to ~29 px
+            # (measured; the timeline keeps its height). It still fills the width it is drawn at.
+            return figure_bundle(self, html=html, text=_plain(self), config={"responsive": False})
 
         def _repr_html_(self) -> str:
             return self._repr_mimebundle_().get("text/html", "")

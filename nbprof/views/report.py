@@ -156,13 +156,17 @@ class TorchReport:
         return parts
 
     def top_line(self) -> str | None:
+        """The first row of the table (sorted by this report's sort) and its share."""
+        from ..analysis.summary import top_row
+
         s = self.profile.summary
-        if not s.top_name:
+        averages = self.profile.key_averages(self.group_by)
+        name, _, share = top_row(averages, self.sort, s.self_cpu_us, s.self_device_us)
+        if not name:
             return None
         label = self.sort.replace("_us", "").replace("_bytes", "").replace("_", " ")
         label = label.replace("device", "CUDA").replace("cpu", "CPU").replace("mem", "memory")
-        share = f" ({100 * s.top_share:.1f}%)" if s.top_share else ""
-        return f"top by {label}: {s.top_name}{share}"
+        return f"top by {label}: {name}" + (f" ({100 * share:.1f}%)" if share else "")
 
     def collected_line(self) -> str:
         c = self.profile.collected

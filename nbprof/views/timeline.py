@@ -525,7 +525,7 @@ def _layout(data: TimelineData, python: bool, height: int | None) -> dict:
     subtitle = " · ".join(x for x in (merge_note(data), _hidden_note(data, python), _zoom_hint(data)) if x)
     return dict(
         template=dict(layout=dict()),
-        title=dict(text=f"<b>Timeline</b> · {len(lanes)} lanes · {data.events_drawn:,} events · "
+        title=dict(text=f"<b>Timeline</b> · {len(lanes)} lane{'s' if len(lanes) != 1 else ''} · {data.events_drawn:,} events · "
                         f"span {fmt_us(data.span_us)}",
                    subtitle=dict(text=esc(subtitle), font=dict(size=12, color="#666")),
                    x=0.01, xanchor="left", y=0.985, yanchor="top", font=dict(size=15)),
@@ -633,7 +633,9 @@ def timeline_svg(
 
     head_h, axis_h = 46, 34
     font = "font-family=\"Inter,-apple-system,'Segoe UI',Roboto,Helvetica,Arial,sans-serif\""
-    title = (f"Timeline · {len(data.lanes)} lanes · {data.events_drawn:,} events · span {fmt_us(data.span_us)}"
+    n_lanes = len(data.lanes)
+    title = (f"Timeline · {n_lanes} lane{'s' if n_lanes != 1 else ''} · {data.events_drawn:,} events · "
+             f"span {fmt_us(data.span_us)}"
              if not data.empty else "Timeline")
     note = merge_note(data)
     hidden = _hidden_note(data, python)

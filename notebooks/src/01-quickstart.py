@@ -50,8 +50,6 @@ with torch.no_grad():
 logits.shape
 
 # %% [markdown]
-# (The first profile of a session takes a few seconds longer: PyTorch loads its profiler then.)
-#
 # ### How to read the report
 #
 # - **The summary line**: how many events were recorded, the wall-clock span of the profile and
