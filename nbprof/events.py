@@ -195,6 +195,18 @@ def _device_labels(kind: np.ndarray, device: np.ndarray, mem_device_type: np.nda
     return pd.Categorical.from_codes(codes, categories=categories)
 
 
+def key_names(names: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """torch's keys for event names: "ProfilerStep#3" and friends all count as "ProfilerStep*".
+
+    Returns each row's key code (-1 for a missing name) and the key names the codes index."""
+    cats = names.cat.categories
+    renamed = np.array(["ProfilerStep*" if str(c).startswith("ProfilerStep#") else c for c in cats], dtype=object)
+    key_of_cat, labels = pd.factorize(renamed) if len(renamed) else (np.zeros(0, np.int64), renamed)
+    codes = names.cat.codes.to_numpy()
+    keys = np.where(codes >= 0, key_of_cat[np.maximum(codes, 0)] if len(key_of_cat) else -1, -1)
+    return keys, np.asarray(labels, dtype=object)
+
+
 def time_ns(us: pd.Series | np.ndarray) -> np.ndarray:
     """µs floats (relative, ns resolution) -> exact int64 nanoseconds."""
     return np.rint(np.asarray(us, dtype=np.float64) * 1000.0).astype(np.int64)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..events import KIND_CODE, KINDS, distinct, kind_mask, time_ns
+from ..events import KIND_CODE, KINDS, distinct, kind_mask, time_ns, key_names
 from ..errors import OptionError
 
 __all__ = ["key_averages", "KEY_AVERAGE_COLUMNS", "GROUP_BY", "averaged_rows"]
@@ -118,7 +118,7 @@ def key_averages(
     }
 
     # the key of each row as one integer: (name, [shape | stack], kind)
-    name_codes, name_labels = _key_names(events["name"])
+    name_codes, name_labels = key_names(events["name"])
     key = name_codes[rows].astype(np.int64)
     extra_labels: np.ndarray | None = None
     if group_by == "shape":
@@ -198,19 +198,6 @@ def _group_sum(group: np.ndarray, values: np.ndarray, k: int) -> np.ndarray:
 def _average(total: np.ndarray, count: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         return total / count
-
-
-def _key_names(names: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """torch's keys: "ProfilerStep#3" and friends all count as "ProfilerStep*".
-
-    Returns each row's key code and the key names."""
-    cats = names.cat.categories
-    renamed = np.array(
-        ["ProfilerStep*" if str(c).startswith("ProfilerStep#") else c for c in cats], dtype=object
-    )
-    key_of_cat, labels = pd.factorize(renamed) if len(renamed) else (np.zeros(0, np.int64), renamed)
-    codes = names.cat.codes.to_numpy()
-    return key_of_cat[codes], np.asarray(labels, dtype=object)
 
 
 def _outside_all(events: pd.DataFrame, kind: np.ndarray) -> np.ndarray:

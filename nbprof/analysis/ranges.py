@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..events import KIND_CODE, time_ns
+from ..events import KIND_CODE, key_names, time_ns
 from ._intervals import launch_points, sum_in_intervals, union_segments
 from .device_stats import process_codes, profiled_windows, span_ns
 
@@ -53,14 +53,10 @@ RANGE_COLUMNS = (
 
 def range_labels(names: pd.Series) -> np.ndarray:
     """Label of each event: its name, with every ``ProfilerStep#N`` as "ProfilerStep*"."""
-    cats = names.cat.categories
-    renamed = np.array(["ProfilerStep*" if str(c).startswith("ProfilerStep#") else str(c) for c in cats],
-                       dtype=object)
-    codes = names.cat.codes.to_numpy()
-    out = np.empty(len(codes), dtype=object)
-    ok = codes >= 0
-    out[ok] = renamed[codes[ok]]
-    out[~ok] = ""
+    keys, labels = key_names(names)
+    out = np.full(len(keys), "", dtype=object)
+    ok = keys >= 0
+    out[ok] = labels[keys[ok]].astype(str)
     return out
 
 
