@@ -229,11 +229,17 @@ class PythonProfile:
         self._raw = raw
         self.meta: dict[str, Any] = dict(meta or {})
         self.profiler = profiler
-        self._stats = stats_table(raw)
+
+    # The tables are built on first use: a quiet run (``-q -o prof``) keeps cProfile's raw dict
+    # and costs nothing more until the tables are looked at.
+
+    @functools.cached_property
+    def _stats(self) -> pd.DataFrame:
+        return stats_table(self._raw)
 
     @functools.cached_property
     def _edges(self) -> pd.DataFrame:
-        """The caller -> callee edges, built on first use (a quiet run never needs them)."""
+        """The caller -> callee edges."""
         return edges_table(self._raw)
 
     @property

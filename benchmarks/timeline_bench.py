@@ -1,0 +1,65 @@
+"""Timeline benchmark: build time, JSON size and SVG size at 10k / 100k / 1M events.
+
+    python benchmarks/timeline_bench.py [N ...] [--repeat R] [--html DIR]
+
+Targets (issue 4): at 1 M events the figure builds in under 2 s and its JSON stays under 5 MB;
+the static SVG stays under about 300 KB. "build" is ``timeline_figure`` from a loaded profile
+(prepare + figure); "json" is what the plotly mimetype carries (``figure_json``), serialized.
+The profile itself (``TorchProfile(events)``, which builds the event tree) is timed apart.
+Timings are the best of ``--repeat`` runs; the machine's other load shows in them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from nbprof.model import TorchProfile  # noqa: E402
+from nbprof.views.figure import figure_json  # noqa: E402
+from nbprof.views.timeline import prepare_timeline, timeline_figure, timeline_svg  # noqa: E402
+from tests.test_timeline import synthetic_events  # noqa: E402
+
+
+def best(fn, repeat):
+    times, out = [], None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t)
+    return min(times), out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("sizes", nargs="*", type=int, default=[10_000, 100_000, 1_000_000])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--html", help="also write <DIR>/timeline_<N>.html (plotly.js inline) and .svg")
+    args = ap.parse_args()
+
+    print(f"{'events':>10} {'profile s':>10} {'prepare s':>10} {'build s':>8} {'json s':>7} {'JSON MB':>8} "
+          f"{'rects':>7} {'merged':>10} {'SVG s':>6} {'SVG KB':>7}")
+    for n in args.sizes:
+        events = synthetic_events(n)
+        t_profile, profile = best(lambda: TorchProfile(events), 1)
+        t_prepare, data = best(lambda: prepare_timeline(profile), args.repeat)
+        t_build, fig = best(lambda: timeline_figure(profile), args.repeat)
+        t_json, text = best(lambda: json.dumps(figure_json(fig)), args.repeat)
+        t_svg, svg = best(lambda: timeline_svg(profile), args.repeat)
+        print(f"{len(events):>10,} {t_profile:>10.2f} {t_prepare:>10.2f} {t_build:>8.2f} {t_json:>7.2f} "
+              f"{len(text) / 1e6:>8.2f} {len(data.rects):>7,} {data.merged_events:>10,} {t_svg:>6.2f} "
+              f"{len(svg) / 1e3:>7.0f}")
+        if args.html:
+            os.makedirs(args.html, exist_ok=True)
+            fig.write_html(os.path.join(args.html, f"timeline_{n}.html"), include_plotlyjs=True)
+            with open(os.path.join(args.html, f"timeline_{n}.svg"), "w") as f:
+                f.write(svg)
+
+
+if __name__ == "__main__":
+    main()
