@@ -202,9 +202,13 @@ def key_names(names: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     cats = names.cat.categories
     renamed = np.array(["ProfilerStep*" if str(c).startswith("ProfilerStep#") else c for c in cats], dtype=object)
     key_of_cat, labels = pd.factorize(renamed) if len(renamed) else (np.zeros(0, np.int64), renamed)
+    labels = np.asarray(labels, dtype=object)
     codes = names.cat.codes.to_numpy()
-    keys = np.where(codes >= 0, key_of_cat[np.maximum(codes, 0)] if len(key_of_cat) else -1, -1)
-    return keys, np.asarray(labels, dtype=object)
+    if (codes < 0).any():  # a missing name is the key "" (never -1: that would index the last label)
+        labels = np.append(labels, "")
+        key_of_cat = np.append(key_of_cat, len(labels) - 1)
+        codes = np.where(codes < 0, len(key_of_cat) - 1, codes)
+    return key_of_cat[codes] if len(codes) else codes.astype(np.int64), labels
 
 
 def time_ns(us: pd.Series | np.ndarray) -> np.ndarray:

@@ -15,7 +15,8 @@ import pandas as pd
 
 from ..errors import OptionError
 
-__all__ = ["match_function", "callers", "callees", "function_key", "top_level_time", "other_threads_suspected"]
+__all__ = ["match_function", "callers", "callees", "function_key", "top_level_time", "other_threads_suspected",
+           "EdgeIndex"]
 
 _LOCATION = re.compile(r"^(?P<file>.*):(?P<line>\d+)\((?P<name>.*)\)$")
 
@@ -80,6 +81,38 @@ def _edge_view(edges: pd.DataFrame, mask: pd.Series, side: str) -> pd.DataFrame:
         }
     )
     return out.sort_values("cumtime_s", ascending=False, kind="stable").reset_index(drop=True)
+
+
+class EdgeIndex:
+    """Every function's edges, found once: for views that show many functions' edges (a
+    DataFrame per function would cost more than the whole profile).
+
+    ``callers(key)`` / ``callees(key)`` give the row numbers of the edges into / out of a
+    function, biggest cumulative time first; the columns are plain arrays."""
+
+    def __init__(self, edges: pd.DataFrame) -> None:
+        import numpy as np
+
+        self.caller = list(zip(edges["caller_filename"].tolist(), edges["caller_lineno"].tolist(),
+                               edges["caller_function"].tolist()))
+        self.callee = list(zip(edges["callee_filename"].tolist(), edges["callee_lineno"].tolist(),
+                               edges["callee_function"].tolist()))
+        self.ncalls = edges["ncalls"].to_numpy()
+        self.primitive_calls = edges["primitive_calls"].to_numpy()
+        self.tottime_s = edges["tottime_s"].to_numpy()
+        self.cumtime_s = edges["cumtime_s"].to_numpy()
+        order = np.argsort(-self.cumtime_s, kind="stable")  # so each list below is already sorted
+        self._in: dict[tuple, list[int]] = {}
+        self._out: dict[tuple, list[int]] = {}
+        for row in order.tolist():
+            self._in.setdefault(self.callee[row], []).append(row)
+            self._out.setdefault(self.caller[row], []).append(row)
+
+    def callers(self, key: tuple[str, int, str]) -> list[int]:
+        return self._in.get(key, [])
+
+    def callees(self, key: tuple[str, int, str]) -> list[int]:
+        return self._out.get(key, [])
 
 
 def callers(stats: pd.DataFrame, edges: pd.DataFrame, fn: Any) -> pd.DataFrame:

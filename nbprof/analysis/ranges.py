@@ -54,10 +54,7 @@ RANGE_COLUMNS = (
 def range_labels(names: pd.Series) -> np.ndarray:
     """Label of each event: its name, with every ``ProfilerStep#N`` as "ProfilerStep*"."""
     keys, labels = key_names(names)
-    out = np.full(len(keys), "", dtype=object)
-    ok = keys >= 0
-    out[ok] = labels[keys[ok]].astype(str)
-    return out
+    return labels[keys].astype(str).astype(object) if len(keys) else np.zeros(0, dtype=object)
 
 
 def annotation_parents(events: pd.DataFrame, rows: np.ndarray) -> np.ndarray:

@@ -511,22 +511,24 @@ class PythonReport:
     def _callgraph_panel(self, frame: pd.DataFrame, uid: int, top: int = 40) -> str:
         """Pick a function (the most expensive by cumtime) to see its callers and callees, with
         the calls and time on each edge. Without scripts every function's panel shows."""
-        from ..analysis.callgraph import function_key
+        from ..analysis.callgraph import EdgeIndex, function_key
 
         names = self.profile.meta.get("code_names")
         ranked = frame.sort_values("cumtime_s", ascending=False, kind="stable").head(top)
+        edges = EdgeIndex(self.profile.edges)  # one grouping, not a filter per function
         options, panels = [], []
         for i, (row, location) in enumerate(zip(ranked.index, ranked["location"])):
             key = function_key(frame, frame.index.get_loc(row))
-            callers = self.profile.callers(key)
-            callees = self.profile.callees(key)
+            callers = edges.callers(key)
+            callees = edges.callees(key)  # row numbers into edges' columns
             label = f"{location} · cumtime {fmt_s(frame.at[row, 'cumtime_s'])}"
             options.append(f'<option value="{i}">{esc(label)}</option>')
             panels.append(
                 f'<div class="nbprof-cg" data-i="{i}"><div style="margin:6px 0 2px"><b>{esc(location)}</b>: '
                 f'{esc(frame.at[row, "ncalls_text"])} calls, tottime {fmt_s(frame.at[row, "tottime_s"])}, '
                 f'cumtime {fmt_s(frame.at[row, "cumtime_s"])}</div>'
-                + _edges_html("called by", callers, names) + _edges_html("calls", callees, names) + "</div>"
+                + _edges_html("called by", edges, callers, edges.caller, names)
+                + _edges_html("calls", edges, callees, edges.callee, names) + "</div>"
             )
         script = (
             "<script>(function(){var root=document.getElementById('nbprof-cg-%d');if(!root)return;"
@@ -555,30 +557,31 @@ class PythonReport:
         return self.text()
 
 
-def _edges_html(title: str, edges: pd.DataFrame, names: dict[str, str] | None) -> str:
-    """A small table of the edges to or from a function (pstats' print_callers / print_callees)."""
+def _edges_html(title: str, edges: Any, rows: list[int], other: list[tuple], names: dict[str, str] | None) -> str:
+    """A small table of the edges to or from a function (pstats' print_callers / print_callees):
+    ``rows`` index the columns of an ``EdgeIndex``; ``other`` is the function on the other end."""
     from ..analysis.flame import location_label
 
-    if edges.empty:
+    if not rows:
         nothing = ("the cell's own top-level code (cProfile does not see the cell as a function)"
                    if title == "called by" else "no other function")
         return f'<div style="color:#666;margin:2px 0 6px">{esc(title)}: {nothing}</div>'
     pad = "padding:2px 10px"
-    rows = "".join(
-        f"<tr><td style='text-align:right;{pad}'>{r.ncalls:,}"
-        f"{'' if r.ncalls == r.primitive_calls else f'/{r.primitive_calls:,}'}</td>"
-        f"<td style='text-align:right;{pad}'>{esc(fmt_s(r.tottime_s))}</td>"
-        f"<td style='text-align:right;{pad}'>{esc(fmt_s(r.cumtime_s))}</td>"
-        f"<td style='font-family:monospace;{pad}' title='{esc(r.filename)}'>"
-        f"{esc(location_label(r.filename, r.lineno, r.function, names))}</td></tr>"
-        for r in edges.itertuples()
-    )
+    out = []
+    for r in rows:
+        nc, pc = int(edges.ncalls[r]), int(edges.primitive_calls[r])
+        filename, lineno, function = other[r]
+        out.append(
+            f"<tr><td style='text-align:right;{pad}'>{nc:,}{'' if nc == pc else f'/{pc:,}'}</td>"
+            f"<td style='text-align:right;{pad}'>{esc(fmt_s(float(edges.tottime_s[r])))}</td>"
+            f"<td style='text-align:right;{pad}'>{esc(fmt_s(float(edges.cumtime_s[r])))}</td>"
+            f"<td style='font-family:monospace;{pad}' title='{esc(filename)}'>"
+            f"{esc(location_label(filename, lineno, function, names))}</td></tr>"
+        )
     return (
         f'<div style="margin:4px 0 2px;color:#555">{esc(title)}</div>'
         '<table style="border-collapse:collapse;font-size:12px;margin-bottom:8px"><thead><tr>'
         f"<th style='text-align:right;{pad}'>ncalls</th><th style='text-align:right;{pad}'>tottime</th>"
         f"<th style='text-align:right;{pad}'>cumtime</th><th style='text-align:left;{pad}'>function</th>"
-        f"</tr></thead><tbody>{rows}</tbody></table>"
+        f"</tr></thead><tbody>{''.join(out)}</tbody></table>"
     )
-
-
