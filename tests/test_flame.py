@@ -408,6 +408,11 @@ def test_flame_figure(profiled):
     colors = list(trace.marker.colors)
     assert colors[a] != colors[int(_row(tree, "<built-in method builtins.sum>", "b")["id"])]
     assert profiled.flame(maxdepth=3).data[0].maxdepth == 3
+    # built without plotly's validation: the same figure must pass it
+    checked = go.Figure(fig.to_dict())
+    assert checked.data[0].type == "icicle" and checked.layout.height == fig.layout.height
+    titled = profiled.flame(title="cell <3>", height=400)
+    assert go.Figure(titled.to_dict()).layout.title.text == "cell &lt;3&gt;" and titled.layout.height == 400
 
 
 def test_figure_renders_without_the_global_plotly_renderer(profiled, ip):

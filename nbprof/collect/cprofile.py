@@ -99,11 +99,14 @@ class CProfileSession:
         return self.raw
 
 
-def _is_own(key: tuple[str, int, str]) -> bool:
+def _is_own(key: tuple[str, int, str], own_files: dict[str, bool]) -> bool:
     filename, _, func = key
     if filename == "~":
         return func in _OWN_BUILTINS
-    return os.path.abspath(filename).startswith(_NBPROF_DIR + os.sep)
+    own = own_files.get(filename)
+    if own is None:  # once per file: abspath is most of this function's cost
+        own = own_files[filename] = os.path.abspath(filename).startswith(_NBPROF_DIR + os.sep)
+    return own
 
 
 def _without_own_frames(raw: dict[Any, Any]) -> dict[Any, Any]:
@@ -115,7 +118,8 @@ def _without_own_frames(raw: dict[Any, Any]) -> dict[Any, Any]:
     user's code that nbprof ran (the statement of ``%cprofile stmt``): it keeps its numbers and
     loses only the edge from nbprof, so it becomes a top-level function of the profile.
     """
-    own = {k for k in raw if _is_own(k)}
+    own_files: dict[str, bool] = {}
+    own = {k for k in raw if _is_own(k, own_files)}
     changed = True
     while changed:
         changed = False
