@@ -1,9 +1,11 @@
-"""nbprof on the other Pythons of this machine (3.12, 3.13), without torch.
+"""nbprof on the other Pythons of this machine (3.10, 3.12, 3.13), without torch.
 
 Each interpreter gets a venv (cached in .cache/, reused while pyproject.toml is unchanged) with
 nbprof installed from this checkout; a script then runs the magics in a real IPython shell:
 %%cprofile and load_trace work, %%torchprof says how to install torch, and the busy check meets
-the real sys.monitoring refusal of Python 3.12+.
+the real sys.monitoring refusal of Python 3.12+. Each report is rendered (text, HTML, figures)
+with the pandas and numpy that pip picks for that Python (3.10: pandas 2.x, the oldest line we
+support; 3.11 runs the whole suite with pandas 3).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / ".cache"
-VERSIONS = ["3.12", "3.13"]
+VERSIONS = ["3.10", "3.12", "3.13"]
 
 SCRIPT = textwrap.dedent(
     """
@@ -42,6 +44,24 @@ SCRIPT = textwrap.dedent(
     import nbprof
     p = nbprof.load_trace(sys.argv[1])
     print("load_trace", len(p.key_averages()) > 10, "torch" in sys.modules)
+    # every view renders with this Python's pandas/numpy
+    from IPython.display import display
+    from IPython.utils.capture import capture_output
+    r = ip.run_cell("%%cprofile -o cp2\\ndef f(n):\\n    return sum(i * i for i in range(n))\\nf(3000)")
+    assert r.error_in_exec is None, r.error_in_exec
+    cp2 = ip.user_ns["cp2"]
+    html = cp2.report().html()
+    print("cprofile_report", "Callers &amp; callees" in html or "Callers & callees" in html,
+          "<svg" in html, len(cp2.callees("f")) >= 1)
+    with capture_output() as shown:
+        display(p)
+    kinds = [k for o in shown.outputs for k in o.data]
+    print("trace_report", "text/html" in kinds, "application/vnd.plotly.v1+json" in kinds,
+          len(p.timeline().data) > 0, len(p.findings) > 0)
+    c = nbprof.compare(ip.user_ns["cp"], cp2)
+    print("compare", len(c.table) > 0, "text/html" in c._repr_mimebundle_())
+    import pandas
+    print("pandas", pandas.__version__)
     """
 )
 
@@ -85,3 +105,8 @@ def test_nbprof_on_python(version):
     assert lines["busy"] == "UsageError True False"  # one-line error, the cell did not run
     assert lines["torchprof"] == "UsageError True"
     assert lines["load_trace"] == "True False"  # loads without importing torch
+    assert lines["cprofile_report"] == "True True True"
+    assert lines["trace_report"] == "True True True True"
+    assert lines["compare"] == "True True"
+    if version == "3.10":  # pandas 3 needs 3.11+: here the 2.x line is what users get
+        assert lines["pandas"].startswith("2."), lines["pandas"]
