@@ -184,4 +184,9 @@ def test_cprofile_report(session):
     assert cell.locator(".nbprof-report").count() == 1
     table = cell.locator("table.dataTable").first
     assert any("(f)" in t for t in _column(table, 7))
+    # the zoomable flame icicle, drawn by JupyterLab's plotly.js: one box per call-tree node
+    slices = cell.locator(".jp-OutputArea .js-plotly-plot g.slice")
+    slices.first.wait_for(timeout=10_000)
+    labels = " ".join(cell.locator(".jp-OutputArea .js-plotly-plot g.slice text").all_text_contents())
+    assert slices.count() >= 4 and "sum" in labels and "cell" in labels, labels
     lab.full_screenshot(session, str(ARTIFACTS / "notebook.png"))
