@@ -59,27 +59,31 @@ def _document(profile: Any) -> dict[str, Any]:
     origin = int(meta.get("origin_ns", 0))
     start = time_ns(ev["start_us"].to_numpy()) + origin
     dur = time_ns(ev["dur_us"].to_numpy())
-    names = ev["name"].astype(str).to_numpy()
-    kinds = ev["kind"].astype(str).to_numpy()
-    devices = ev["device"].astype(str).to_numpy()
-    thread = ev["thread"].to_numpy()
-    stream = ev["stream"].to_numpy()
-    pid = ev["pid"].to_numpy()
-    ext = ev["external_id"].to_numpy()
-    corr = ev["correlation"].to_numpy()
-    shapes = ev["input_shapes"].astype(str).to_numpy()
-    flops = ev["flops"].to_numpy()
-    nbytes = ev["bytes"].to_numpy()
-    alloc = ev["total_allocated_bytes"].to_numpy()
-    reserved = ev["total_reserved_bytes"].to_numpy()
-    py_id = ev["python_id"].to_numpy()
-    py_parent = ev["python_parent_id"].to_numpy()
+    # Python lists, read once: indexing numpy arrays per event (a numpy scalar each, then int())
+    # was most of this loop's time
+    names = ev["name"].astype(str).tolist()
+    kinds = ev["kind"].astype(str).tolist()
+    devices = ev["device"].astype(str).tolist()
+    thread_arr = ev["thread"].to_numpy()
+    thread = thread_arr.tolist()
+    stream = ev["stream"].to_numpy().tolist()
+    pid_arr = ev["pid"].to_numpy()
+    pid = pid_arr.tolist()
+    ext = ev["external_id"].to_numpy().tolist()
+    corr = ev["correlation"].to_numpy().tolist()
+    shapes = ev["input_shapes"].astype(str).tolist()
+    flops = ev["flops"].to_numpy().tolist()
+    nbytes = ev["bytes"].to_numpy().tolist()
+    alloc = ev["total_allocated_bytes"].to_numpy().tolist()
+    reserved = ev["total_reserved_bytes"].to_numpy().tolist()
+    py_id = ev["python_id"].to_numpy().tolist()
+    py_parent = ev["python_parent_id"].to_numpy().tolist()
     shapes_recorded = bool(meta.get("record_shapes"))
 
     ts = (start / 1000.0).tolist()
     durs = (dur / 1000.0).tolist()
     out: list[dict[str, Any]] = []
-    cpu_pid = int(pid[thread >= 0][0]) if (thread >= 0).any() else 0
+    cpu_pid = int(pid_arr[thread_arr >= 0][0]) if (thread_arr >= 0).any() else 0
     for i in range(len(ev)):
         kind = kinds[i]
         dev = devices[i]
