@@ -41,7 +41,8 @@ from typing import Any
 
 from .errors import NbprofError
 
-__all__ = ["rewrite_cell", "CellWrapper", "begin", "end", "keep", "kept", "show_pending", "run_sync", "active"]
+__all__ = ["rewrite_cell", "CellWrapper", "begin", "end", "keep", "kept", "show_pending", "run_sync", "active",
+           "set_active"]
 
 NAMESPACE_NAME = "__nbprof__"
 _MAGIC_LINE = re.compile(r"^%%(torchprof|cprofile)(?:[ \t]+(?P<flags>.*?))?[ \t]*$")
@@ -60,6 +61,11 @@ _state = _State()
 def active() -> Any:
     """The run in progress (used by nbprof.step / cuda_collection), or None."""
     return _state.active
+
+
+def set_active(run: Any) -> None:
+    """Make ``run`` the run in progress (or none), for runners outside a cell (the CLI)."""
+    _state.active = run
 
 
 # ----------------------------------------------------------------------------------- transforms

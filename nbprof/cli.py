@@ -317,13 +317,13 @@ def main(argv: list[str] | None = None) -> int:
     except NbprofError as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 2
-    _cell._state.active = run  # so nbprof.step() / cuda_collection() reach this run
+    _cell.set_active(run)  # so nbprof.step() / cuda_collection() reach this run
     try:
         _execute(code, namespace)
     except BaseException as e:  # SystemExit and KeyboardInterrupt too: the report is still written
         error = e
     finally:
-        _cell._state.active = None
+        _cell.set_active(None)
         run.stop()
     if magic == "cprofile":
         _restore_script_root(run.session, code)
