@@ -30,6 +30,7 @@ import re
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import nbformat
 
@@ -109,27 +110,11 @@ def build(stem: str, cells: list[dict], execute: bool = True) -> list[str]:
     for solution, path in targets(stem).items():
         nb = notebook(stem, cells, solution)
         if execute:
-            from nbclient import NotebookClient
-
-            ran = copy.deepcopy(nb)
-            with tempfile.TemporaryDirectory(prefix="nbprof-build-") as cwd:  # files the notebook writes land here
-                NotebookClient(ran, timeout=600, kernel_name="python3", allow_errors=True,
-                               resources={"metadata": {"path": cwd}}).execute()
+            ran, found = run_and_check(nb, solution, str(path.relative_to(HERE)))
+            problems += found
             for cell, done in zip(nb.cells, ran.cells):
-                if cell.cell_type != "code":
-                    continue
-                if "exercise-check" in cell.metadata.get("tags", []):
-                    text = _text(done.outputs)
-                    want = PASS if solution else FAIL
-                    if want not in text:
-                        problems.append(f"{path.relative_to(HERE)} {cell.id}: check printed {text[:200]!r}, expected {want}")
-                for o in done.outputs:
-                    if o.output_type == "stream" and o.name == "stderr" and "nbprof:" in o.text:
-                        problems.append(f"{path.relative_to(HERE)} {cell.id}: stderr: {o.text.strip()[:500]}")
-                errors = [o for o in done.outputs if o.output_type == "error"]
-                if errors:
-                    problems.append(f"{path.relative_to(HERE)} {cell.id}: {errors[0].ename}: {errors[0].evalue}")
-                if CHECK_OUTPUT in cell.source:  # nbval needs a run count on a cell with stored outputs
+                if cell.cell_type == "code" and CHECK_OUTPUT in cell.source:
+                    # nbval compares these outputs; it needs a run count on a cell with stored outputs
                     cell.outputs = [_clean_output(o) for o in done.outputs]
                     cell.execution_count = done.execution_count
         path.parent.mkdir(exist_ok=True)
@@ -137,6 +122,34 @@ def build(stem: str, cells: list[dict], execute: bool = True) -> list[str]:
         path.write_text(nbformat.writes(nb) + "\n", encoding="utf-8")
         print(f"wrote {path.relative_to(HERE.parent)}")
     return problems
+
+
+def run_and_check(nb: Any, solution: bool, label: str) -> tuple[Any, list[str]]:
+    """Run a copy of ``nb`` (nbclient, in a scratch folder) and list what is wrong with it: an
+    error output, a warning from nbprof on stderr, or an exercise check that does not say
+    "✔" (solutions) / "✘" (the students' notebook, before the exercise is done)."""
+    from nbclient import NotebookClient
+
+    ran = copy.deepcopy(nb)
+    with tempfile.TemporaryDirectory(prefix="nbprof-build-") as cwd:  # files the notebook writes land here
+        NotebookClient(ran, timeout=600, kernel_name="python3", allow_errors=True,
+                       resources={"metadata": {"path": cwd}}).execute()
+    problems = []
+    for cell in ran.cells:
+        if cell.cell_type != "code":
+            continue
+        if "exercise-check" in cell.metadata.get("tags", []):
+            text = _text(cell.outputs)
+            want = PASS if solution else FAIL
+            if want not in text:
+                problems.append(f"{label} {cell.id}: check printed {text[:200]!r}, expected {want}")
+        for o in cell.outputs:
+            if o.output_type == "stream" and o.name == "stderr" and "nbprof:" in o.text:
+                problems.append(f"{label} {cell.id}: stderr: {o.text.strip()[:500]}")
+        errors = [o for o in cell.outputs if o.output_type == "error"]
+        if errors:
+            problems.append(f"{label} {cell.id}: {errors[0].ename}: {errors[0].evalue}")
+    return ran, problems
 
 
 def _text(outputs: list) -> str:

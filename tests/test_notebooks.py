@@ -100,6 +100,20 @@ def test_notebook_passes_nbval(notebook, tmp_path):
     assert " passed" in result.stdout
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("notebook", [n for n in tutorial_notebooks() if n.startswith("solutions/")])
+def test_solutions_pass_their_checks(notebook):
+    """Each check cell judges with the profile's own numbers: run with this nbprof, the solutions
+    must get "✔" from every one of them (the students' notebooks get "✘": see the browser test)."""
+    import nbformat
+
+    nb = nbformat.read(NOTEBOOKS / notebook, as_version=4)
+    ran, problems = _load_build().run_and_check(nb, True, notebook)
+    assert not problems, "\n".join(problems)
+    checks = [c for c in ran.cells if "exercise-check" in c.metadata.get("tags", [])]
+    assert len(checks) >= 2
+
+
 SANITIZER_NOTEBOOK = [
     "%load_ext nbprof",
     "import torch\nx = torch.randn(64, 64)",

@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 
 from .conftest import HAS_TORCH
-from .test_notebooks import copy_notebooks
+import nbformat
+
+from .test_notebooks import NOTEBOOKS, copy_notebooks
 
 lab = pytest.importorskip("tests.lab")
 
@@ -98,5 +100,11 @@ def test_notebook_runs_and_renders_in_jupyterlab(server, name):
         stderr = [o.get("text", "") for cell in outputs for o in cell
                   if o.get("output_type") == "stream" and o.get("name") == "stderr"]
         assert not [t for t in stderr if "nbprof:" in t], stderr  # nbprof's own warnings
+        # the students' notebook, exercises not done: every check cell says so with "✘"
+        code_cells = [c for c in nbformat.read(NOTEBOOKS / name, as_version=4).cells if c.cell_type == "code"]
+        assert len(code_cells) == len(outputs)
+        verdicts = ["".join(o.get("text", "") for o in out if o.get("output_type") == "stream")
+                    for cell, out in zip(code_cells, outputs) if "exercise-check" in cell.metadata.get("tags", [])]
+        assert len(verdicts) >= 2 and all("✘" in v and "✔" not in v for v in verdicts), verdicts
     finally:
         page.close()
