@@ -230,6 +230,19 @@ def test_exception_shows_traceback_and_partial_report_and_releases(shell, magic,
 def test_real_interrupt_releases_the_profiler(shell, magic):
     """A real SIGINT-style interrupt (interrupt_main) while the cell is busy."""
     import _thread
+    import signal
+
+    # as in a kernel, SIGINT raises KeyboardInterrupt; a test run started in the background by a
+    # non-interactive shell inherits SIGINT ignored, and interrupt_main() would then do nothing
+    saved = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        _interrupt_mid_cell(shell, magic)
+    finally:
+        signal.signal(signal.SIGINT, saved)
+
+
+def _interrupt_mid_cell(shell, magic):
+    import _thread
 
     shell.user_ns.pop("interrupt_probe", None)
 
