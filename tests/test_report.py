@@ -89,6 +89,22 @@ def test_the_static_preview_shows_the_top_rows_humanized():
     assert "more rows (the DataFrame has all)" in first_table
 
 
+def test_without_styles_every_panel_shows_under_its_title():
+    """GitHub's preview strips <style>, <script> and style attributes: all panels then show, in
+    order, each under its tab's title, and the tab labels read as a list."""
+    html = nbprof.load_trace(trace_path("cnn_train_cuda")).report().html(include_library=False)
+    stripped = re.sub(r"<(script|style)\b.*?</\1>", "", html, flags=re.S)
+    stripped = re.sub(r'\sstyle="[^"]*"', "", stripped)
+    labels = _tab_labels(stripped)
+    text = re.sub(r"<[^>]+>", "", stripped)
+    assert " · ".join(labels) in text
+    titles = re.findall(r'<div class="nbprof-panel-title"><b>([^<]+)</b></div>', stripped)
+    assert titles == labels
+    # each title comes right before its own panel's content: the shapes table under "By input shape"
+    after = stripped[stripped.index("<b>By input shape</b>"):stripped.index("<b>Memory</b>")]
+    assert "Input shapes" in re.sub(r"<[^>]+>", "", after)
+
+
 def test_text_report_is_torchs_layout_with_the_limit():
     profile = nbprof.load_trace(trace_path("cnn_train_cuda"))
     text = profile.report(limit=7).text()

@@ -56,6 +56,7 @@ _CSS = """
 .nbprof-tabs>.nbprof-panel{display:none;border:1px solid var(--jp-border-color2,#ddd);padding:8px;
   background:var(--jp-layout-color0,#fff)}
 .nbprof-empty{color:var(--jp-ui-font-color2,#666);padding:6px 2px}
+.nbprof-tab-sep,.nbprof-panel-title{display:none}
 .nbprof-report table.dataTable td.nbprof-name span{font-family:var(--jp-code-font-family,monospace)}
 """
 
@@ -70,16 +71,22 @@ def _panel_css(uid: int, n: int) -> str:
 
 
 def tabs_html(uid: int, tabs: list[tuple[str, str]], selected: int = 0) -> str:
-    """Tabs from (title, body html) pairs: radio inputs + labels + panels, no script."""
+    """Tabs from (title, body html) pairs: radio inputs + labels + panels, no script.
+
+    Where styles are stripped (GitHub's notebook preview) every panel shows, one after the
+    other: the separators between the labels and a title above each panel, hidden by the CSS,
+    keep that readable."""
     out = [f'<div class="nbprof-tabs" id="nbprof-tabs-{uid}">']
     for i, (title, _) in enumerate(tabs):
         checked = " checked" if i == selected else ""
         out.append(
             f'<input type="radio" name="nbprof-tabs-{uid}" id="nbprof-{uid}-{i}"{checked}>'
             f'<label for="nbprof-{uid}-{i}">{esc(title)}</label>'
+            + ('<span class="nbprof-tab-sep"> · </span>' if i < len(tabs) - 1 else "")
         )
-    for i, (_, body) in enumerate(tabs):
-        out.append(f'<div class="nbprof-panel nbprof-panel-{i}">{body}</div>')
+    for i, (title, body) in enumerate(tabs):
+        out.append(f'<div class="nbprof-panel nbprof-panel-{i}">'
+                   f'<div class="nbprof-panel-title"><b>{esc(title)}</b></div>{body}</div>')
     out.append("</div>")
     return "".join(out)
 
