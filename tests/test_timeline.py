@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import html
 import json
+import re
 import shutil
 
 import numpy as np
@@ -484,6 +485,10 @@ def test_svg_draws_lanes_ticks_and_tooltips(profiles):
     assert "time (ms since profile start)" in svg
     assert svg.count("<title>") > 50
     assert "train_step" in svg
+    # tooltips carry the figure's hover details (computed for the tooltip rectangles only)
+    titles = re.findall(r"<title>([^<]*)</title>", svg)
+    train_step = [t for t in titles if t.startswith("ProfilerStep") or t.startswith("train_step")]
+    assert train_step and all("CUDA time" in t and " · at " in t for t in train_step), train_step[:2]
     assert "&lt;" in svg or "<float" not in svg  # kernel templates escaped
     # parsable XML
     import xml.etree.ElementTree as ET

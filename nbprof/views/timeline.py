@@ -22,6 +22,7 @@ colors. A merged rectangle takes its main event's color, lightened.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import html as _html
 import math
@@ -629,7 +630,8 @@ def timeline_svg(
         win_us = None if window is None else (float(window[0]) * 1000.0, float(window[1]) * 1000.0)
         data = timeline_rects(events, meta, python=python, width_px=plot_w, max_rects=max_rects,
                               window=win_us, merge=True)
-    _decorate(data)
+    if "color" not in data.rects.columns:
+        data.rects["color"] = rect_colors(data.rects)
 
     head_h, axis_h = 46, 34
     font = "font-family=\"Inter,-apple-system,'Segoe UI',Roboto,Helvetica,Arial,sans-serif\""
@@ -742,10 +744,15 @@ def timeline_svg(
     names = r["name"].to_numpy()
     fams_r = r["family"].to_numpy()
     counts = r["count"].to_numpy()
-    hover = r["hover"].to_numpy()
-    for i in np.sort(widest).tolist():
+    widest = np.sort(widest)
+    # hover text for the tooltips only (the figure needs one per rectangle, the SVG a few hundred)
+    if "hover" in r.columns:
+        hover = r["hover"].to_numpy()[widest]
+    else:
+        hover = _hover_texts(dataclasses.replace(data, rects=r.iloc[widest].reset_index(drop=True)), 0)
+    for tip_i, i in enumerate(widest.tolist()):
         c = colors[i]
-        tip = _svg_tooltip(hover[i])
+        tip = _svg_tooltip(hover[tip_i])
         out.append(f'<rect x="{rx0[i]:.1f}" y="{ry[i]:.1f}" width="{rw[i]:.1f}" height="{rh:.1f}" fill="{c}">'
                    f"<title>{esc(tip)}</title></rect>")
         fit = int((rw[i] - 6) // 6.2)
