@@ -45,7 +45,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from contextlib import redirect_stdout
 from typing import Any, Callable
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -169,7 +168,7 @@ def run_workload(n_iter: int) -> None:
 
 def profile_workload(n_iter: int, collect: str) -> tuple[Any, float, float]:
     """Profile the workload; returns (profiler, seconds of the run, seconds of torch's __exit__)."""
-    from torch.profiler import ProfilerActivity, profile
+    from torch.profiler import profile
 
     prof = profile(activities=activities(), **collect_kwargs(collect))
     prof.__enter__()

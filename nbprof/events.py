@@ -20,6 +20,12 @@ Columns written by the collectors (units in the names; -1 means "does not apply"
     pid             process id (or rank) of the event
     python_id, python_parent_id
                     python function events: their ids in the Python tracer; -1 elsewhere
+    grid, block     kernels: launch dimensions as written, "[128, 1, 1]"; "" elsewhere (categorical)
+    registers_per_thread, shared_memory_bytes
+                    kernels: registers per thread, static + dynamic shared memory per block; -1 elsewhere
+    blocks_per_sm, warps_per_sm, occupancy_pct
+                    kernels: CUPTI's estimates (blocks and warps per SM, est. achieved occupancy %);
+                    NaN elsewhere and in traces that do not have them
 
 Columns the analysis adds (``nbprof.analysis.tree``): ``parent``, ``depth``, ``merged``,
 ``self_cpu_us``, ``device_total_us``, ``self_device_us``, ``cpu_mem_bytes``,
@@ -85,7 +91,15 @@ EVENT_COLUMNS = (
     "pid",
     "python_id",
     "python_parent_id",
+    "grid",
+    "block",
+    "registers_per_thread",
+    "shared_memory_bytes",
+    "blocks_per_sm",
+    "warps_per_sm",
+    "occupancy_pct",
 )
+LAUNCH_COLUMNS = EVENT_COLUMNS[EVENT_COLUMNS.index("grid"):]
 
 
 def kind_mask(codes: np.ndarray, kinds: "list[int] | tuple[int, ...] | np.ndarray") -> np.ndarray:
@@ -130,11 +144,14 @@ def make_events_frame(
     python_id: np.ndarray,
     python_parent_id: np.ndarray,
     flops: np.ndarray | None = None,
+    launch: dict | None = None,
 ) -> pd.DataFrame:
     """Build the events table from column arrays (kind as codes into KINDS, device as an index).
 
     ``device`` is the device index for device events and device-memory events, -1 for the CPU.
     ``name`` and ``input_shapes`` are arrays of strings, or ``pd.Categorical`` already.
+    ``launch``: the kernels' launch columns (``LAUNCH_COLUMNS``); ``grid`` and ``block`` as
+    (codes, texts) with -1 where there is none. Left out: none anywhere.
     """
     n = len(name)
     if isinstance(name, pd.Categorical):
@@ -168,7 +185,26 @@ def make_events_frame(
         "python_id": python_id,
         "python_parent_id": python_parent_id,
     }
+    columns.update(_launch_columns(n, launch))
     return pd.DataFrame(columns, copy=False)
+
+
+def _launch_columns(n: int, launch: dict | None) -> dict:
+    out: dict = {}
+    for column in ("grid", "block"):
+        if launch is None:
+            out[column] = pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), categories=[""])
+            continue
+        codes, texts = launch[column]
+        # "" for rows without one; raw texts that read the same share a category
+        categories, text_code = np.unique(np.array([""] + list(texts), dtype=object), return_inverse=True)
+        out[column] = pd.Categorical.from_codes(text_code.reshape(-1)[codes + 1].astype(np.int32),
+                                                categories=pd.Index(categories, dtype=object))
+    for column, dtype, default in (("registers_per_thread", np.int32, -1), ("shared_memory_bytes", np.int64, -1),
+                                   ("blocks_per_sm", np.float64, np.nan), ("warps_per_sm", np.float64, np.nan),
+                                   ("occupancy_pct", np.float64, np.nan)):
+        out[column] = launch[column] if launch is not None else np.full(n, default, dtype=dtype)
+    return out
 
 
 def _device_labels(kind: np.ndarray, device: np.ndarray, mem_device_type: np.ndarray) -> pd.Categorical:
@@ -217,7 +253,7 @@ def time_ns(us: pd.Series | np.ndarray) -> np.ndarray:
 
 
 _ID_COLUMNS = ("external_id", "correlation", "python_id", "python_parent_id")
-_CATEGORY_COLUMNS = ("name", "kind", "device", "input_shapes")
+_CATEGORY_COLUMNS = ("name", "kind", "device", "input_shapes", "grid", "block")
 
 
 def concat_traces(traces: list, labels: list | None = None, label_column: str | None = None):

@@ -78,6 +78,13 @@ def _document(profile: Any) -> dict[str, Any]:
     reserved = ev["total_reserved_bytes"].to_numpy().tolist()
     py_id = ev["python_id"].to_numpy().tolist()
     py_parent = ev["python_parent_id"].to_numpy().tolist()
+    grid = ev["grid"].astype(str).tolist()
+    block = ev["block"].astype(str).tolist()
+    registers = ev["registers_per_thread"].to_numpy().tolist()
+    shared = ev["shared_memory_bytes"].to_numpy().tolist()
+    blocks_sm = ev["blocks_per_sm"].to_numpy().tolist()
+    warps_sm = ev["warps_per_sm"].to_numpy().tolist()
+    occupancy = ev["occupancy_pct"].to_numpy().tolist()
     shapes_recorded = bool(meta.get("record_shapes"))
 
     ts = (start / 1000.0).tolist()
@@ -119,6 +126,17 @@ def _document(profile: Any) -> dict[str, Any]:
             args["stream"] = int(stream[i])
             if kind in ("memcpy", "memset"):
                 args["bytes"] = int(nbytes[i])
+            elif kind == "kernel" and grid[i]:  # CUPTI's launch configuration, as torch writes it
+                args["registers per thread"] = registers[i]
+                args["shared memory"] = shared[i]
+                if blocks_sm[i] == blocks_sm[i]:  # not NaN
+                    args["blocks per SM"] = blocks_sm[i]
+                if warps_sm[i] == warps_sm[i]:
+                    args["warps per SM"] = warps_sm[i]
+                args["grid"] = msgspec.Raw(grid[i].encode())
+                args["block"] = msgspec.Raw(block[i].encode())
+                if occupancy[i] == occupancy[i]:
+                    args["est. achieved occupancy %"] = occupancy[i]
         if kind == "op":
             if shapes_recorded:
                 args["Input Dims"] = msgspec.Raw(shapes[i].encode())

@@ -168,6 +168,17 @@ class TorchProfile:
             self._ranges = ranges(self._events, self.meta)
         return self._ranges.copy(deep=False)
 
+    def kernels(self) -> pd.DataFrame:
+        """One row per kernel (and memcpy / memset) name: calls, device time (total, mean, min,
+        max, share), streams, the op that launched it most, and CUPTI's launch configuration
+        (grid, block, registers, shared memory, blocks per SM, est. occupancy;
+        ``nbprof.analysis.kernels``). What the Kernels tab shows."""
+        if getattr(self, "_kernels", None) is None:
+            from .analysis.kernels import kernel_table
+
+            self._kernels = kernel_table(self._events)
+        return self._kernels.copy(deep=False)
+
     def steps(self) -> pd.DataFrame:
         """One row per recorded step of a ``--schedule`` loop (``nbprof.analysis.steps``)."""
         if getattr(self, "_steps", None) is None:

@@ -105,7 +105,6 @@ def test_dump_flag_and_report(shell, tmp_path):
     [report] = reports(captured)
     text = report["text/plain"]
     assert text.startswith("cProfile: ")
-    lines = [l for l in text.splitlines() if l and l[0] == " " or l[:1].isdigit()]
     assert "3 of " in text  # the limit
     assert "In [" in text  # the cell's functions are named after the cell, not a temp file
 

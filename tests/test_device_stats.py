@@ -46,6 +46,35 @@ def union_length(intervals):
 
 
 @pytest.mark.parametrize("name", TRACES)
+def test_sm_efficiency_and_occupancy_against_a_brute_force_sweep(name):
+    """TensorBoard's "Est. SM Efficiency" / "Est. Achieved Occupancy" from CUPTI's per-kernel
+    estimates: at each moment the running kernels' min(blocks per SM, 1), at most 1, over the
+    span; and the occupancy weighted by kernel time."""
+    p = nbprof.load_trace(trace_path(name))
+    d = p.device_stats.devices.iloc[0]
+    kernels = [e for e in raw(name) if e.get("cat") == "kernel"]
+    spans = [(*ns(e), min(e["args"]["blocks per SM"], 1.0)) for e in kernels]
+    cuts = sorted({t for s, e, _ in spans for t in (s, e)})
+    area = 0.0
+    for a, b in zip(cuts, cuts[1:]):  # each elementary interval: the kernels running through it
+        area += min(1.0, sum(w for s, e, w in spans if s <= a and b <= e)) * (b - a)
+    assert d["sm_efficiency"] == pytest.approx(area / 1000 / d["span_us"], rel=1e-9)
+    assert d["sm_efficiency"] <= d["busy_fraction"] + 1e-12
+    occ = sum(e["args"]["est. achieved occupancy %"] * e["dur"] for e in kernels) / sum(e["dur"] for e in kernels)
+    assert d["achieved_occupancy_pct"] == pytest.approx(occ, rel=1e-6)
+
+
+def test_sm_efficiency_is_nan_without_estimates(tmp_path):
+    """A trace whose kernels carry no CUPTI estimates (older or other writers): NaN, not 0."""
+    t = Trace()
+    ext = t.op("aten::mm", 0, 10)
+    t.launch("gemm", ext, 1, 2, 5, 20)
+    d = t.load(tmp_path).device_stats.devices.iloc[0]
+    assert d["kernels"] == 1 and d["busy_us"] == pytest.approx(20)
+    assert np.isnan(d["sm_efficiency"]) and np.isnan(d["achieved_occupancy_pct"])
+
+
+@pytest.mark.parametrize("name", TRACES)
 def test_busy_time_per_device_and_stream(name):
     p = nbprof.load_trace(trace_path(name))
     stats = p.device_stats

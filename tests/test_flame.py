@@ -148,7 +148,7 @@ def test_tree_shape_and_numbers_equal_pstats(profiled):
     b = _row(tree, "b", "a")
     c = _row(tree, "c", "a")
     assert b["ncalls"] == 2 and c["ncalls"] == 1
-    (b_key, b_stats), (c_key, c_stats) = by_name["b"], by_name["c"]
+    (_, b_stats), (_, c_stats) = by_name["b"], by_name["c"]
     assert b["value_s"] == pytest.approx(b_stats[3], rel=1e-12) and b["value_s"] <= a["value_s"]
     assert c["value_s"] == pytest.approx(c_stats[3], rel=1e-12)
     assert b_stats[4][by_name["a"][0]][0] == 2  # the edge pstats reports

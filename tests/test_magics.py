@@ -229,7 +229,6 @@ def test_exception_shows_traceback_and_partial_report_and_releases(shell, magic,
 @pytest.mark.parametrize("magic", MAGICS)
 def test_real_interrupt_releases_the_profiler(shell, magic):
     """A real SIGINT-style interrupt (interrupt_main) while the cell is busy."""
-    import _thread
     import signal
 
     # as in a kernel, SIGINT raises KeyboardInterrupt; a test run started in the background by a

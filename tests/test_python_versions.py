@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import shutil
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 

@@ -10,7 +10,6 @@ import re
 import pytest
 
 import nbprof
-from nbprof.analysis.kernels import kernel_table
 from nbprof.analysis.memory import memory_curve, memory_peaks
 from nbprof.views.format import fmt_us
 
@@ -29,6 +28,7 @@ def test_kernels_view_sums_and_launchers_match_the_raw_trace(name):
     count = collections.Counter()
     op_of = {e["args"]["External id"]: e["name"] for e in raw if e.get("cat") in ("cpu_op", "user_annotation")}
     launchers = collections.defaultdict(collections.Counter)
+    launch = collections.defaultdict(list)
     for e in raw:
         if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") and e.get("ph") == "X":
             dur[e["name"]] += round(e["dur"] * 1000)
@@ -36,13 +36,29 @@ def test_kernels_view_sums_and_launchers_match_the_raw_trace(name):
             launcher = op_of.get(e["args"].get("External id"))
             if launcher:
                 launchers[e["name"]][launcher] += 1
-    table = kernel_table(nbprof.load_trace(trace_path(name))._events)
+            if e["cat"] == "kernel":  # CUPTI's launch configuration, as the file has it
+                a = e["args"]
+                launch[e["name"]].append((str(a["grid"]), str(a["block"]), a["registers per thread"],
+                                          a["shared memory"], a["blocks per SM"], a["est. achieved occupancy %"],
+                                          e["dur"]))
+    table = nbprof.load_trace(trace_path(name)).kernels()
     assert set(table["name"]) == set(dur)
     for r in table.itertuples():
         assert r.count == count[r.name]
         assert round(r.device_total_us * 1000) == dur[r.name]
         if launchers[r.name]:
             assert r.launched_by == launchers[r.name].most_common(1)[0][0]
+        if launch[r.name]:
+            runs = launch[r.name]
+            configs = collections.Counter((g, b) for g, b, *_ in runs)
+            assert (r.grid, r.block) == configs.most_common(1)[0][0] and r.launch_configs == len(configs)
+            assert r.registers_per_thread == max(x[2] for x in runs)
+            assert r.shared_memory_bytes == max(x[3] for x in runs)
+            total = sum(x[6] for x in runs)
+            assert r.blocks_per_sm == pytest.approx(sum(x[4] * x[6] for x in runs) / total, rel=1e-6)
+            assert r.occupancy_pct == pytest.approx(sum(x[5] * x[6] for x in runs) / total, rel=1e-6)
+        else:  # copies and memsets have no launch configuration
+            assert r.grid == "" and r.launch_configs == 0
     assert table["share"].sum() == pytest.approx(1.0)
 
 

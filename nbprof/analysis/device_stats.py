@@ -8,6 +8,12 @@ What people read from Lightning's ``DeviceStatsMonitor``, computed from the prof
   summary's "span"). A profile merged from ``--schedule`` cycles is recorded in windows, and only
   the windows count (the steps between cycles were not recorded); see :func:`profiled_windows`.
   A profile merged from several ranks has one span per rank.
+- ``sm_efficiency``, ``achieved_occupancy_pct``: the TensorBoard plugin's "Est. SM Efficiency"
+  and "Est. Achieved Occupancy", from CUPTI's per-kernel estimates in the trace: the kernel time
+  weighted by ``min(blocks per SM, 1)`` over the span (a kernel with fewer blocks than SMs leaves
+  SMs idle; where kernels overlap on several streams their shares add up, at most 1 at any
+  moment, so it never exceeds ``busy_fraction``), and the mean est. achieved occupancy weighted
+  by kernel time. NaN without estimates.
 - ``peak_allocated_bytes`` / ``peak_reserved_bytes``: the largest "Total Allocated" and "Total
   Reserved" the allocator reported in the memory events (``--memory``); -1 when none were
   recorded. These are the allocator's totals, so memory allocated before the cell counts too.
@@ -49,6 +55,8 @@ DEVICE_COLUMNS = (
     "memcpys",
     "memsets",
     "streams",
+    "sm_efficiency",
+    "achieved_occupancy_pct",
     "peak_allocated_bytes",
     "peak_reserved_bytes",
     "total_memory_bytes",
@@ -184,6 +192,7 @@ def device_stats(events: pd.DataFrame, meta: dict[str, Any] | None = None) -> De
                 np.bincount(key_all[m], minlength=n_keys))
 
     k_us, k_n = per_key(KIND_CODE["kernel"])
+    sm_eff, occupancy = _launch_estimates(events, rows[kind[rows] == KIND_CODE["kernel"]], key_all, dur, n_keys)
     c_us, c_n = per_key(KIND_CODE["memcpy"])
     s_us, s_n = per_key(KIND_CODE["memset"])
     stream = events["stream"].to_numpy()
@@ -219,6 +228,8 @@ def device_stats(events: pd.DataFrame, meta: dict[str, Any] | None = None) -> De
             "memcpys": c_n.astype(np.int64),
             "memsets": s_n.astype(np.int64),
             "streams": n_streams.astype(np.int64),
+            "sm_efficiency": np.minimum(sm_eff / np.where(span_k > 0, span_k, np.nan), 1.0),
+            "achieved_occupancy_pct": occupancy,
             "peak_allocated_bytes": peak_alloc,
             "peak_reserved_bytes": peak_res,
             "total_memory_bytes": np.array([total_mem.get(str(d), -1) for d in dev_names], dtype=np.int64)
@@ -235,6 +246,40 @@ def device_stats(events: pd.DataFrame, meta: dict[str, Any] | None = None) -> De
     streams = _stream_stats(rows, kw, kind, stream, start, end, dur, spans, key_rank, n_dev, dev_labels,
                             rank_labels, has_rank, windows)
     return DeviceStats(devices=devices, streams=streams)
+
+
+def _launch_estimates(events: pd.DataFrame, krows: np.ndarray, key_all: np.ndarray, dur: np.ndarray,
+                      n_keys: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per device key: the integral over time of the SMs in use (each running kernel adds
+    min(blocks per SM, 1), at most 1 at any moment), in ns; and the kernel-time-weighted mean
+    est. achieved occupancy (NaN where no kernel has the estimates)."""
+    bps = events["blocks_per_sm"].to_numpy()[krows]
+    occ = events["occupancy_pct"].to_numpy()[krows]
+    k, d = key_all[krows], dur[krows].astype(np.float64)
+    has_bps, has_occ = ~np.isnan(bps), ~np.isnan(occ)
+    # sweep the starts (+share) and ends (-share) of the kernels in time order, per device
+    kb = k[has_bps]
+    share = np.minimum(bps[has_bps], 1.0)
+    t0 = time_ns(events["start_us"].to_numpy()[krows][has_bps])
+    t1 = t0 + dur[krows][has_bps]
+    key = np.concatenate([kb, kb])
+    at = np.concatenate([t0, t1])
+    delta = np.concatenate([share, -share])
+    order = np.lexsort((at, key))
+    key, at, delta = key[order], at[order], delta[order]
+    # the SMs in use after each boundary; every device's starts and ends cancel out, so the running
+    # sum is back at 0 (rounding aside: clipped below) when the next device begins
+    level = np.cumsum(delta)
+    nxt = np.r_[at[1:], at[-1:]] if len(at) else at
+    same_key = np.r_[key[1:] == key[:-1], False] if len(key) else np.zeros(0, dtype=bool)
+    area = np.where(same_key, np.clip(level, 0.0, 1.0) * (nxt - at), 0.0)
+    sm = np.bincount(key, weights=area, minlength=n_keys)
+    sm = np.where(np.bincount(kb, minlength=n_keys) > 0, sm, np.nan)
+    w = np.bincount(k[has_occ], weights=d[has_occ] * occ[has_occ], minlength=n_keys)
+    t = np.bincount(k[has_occ], weights=d[has_occ], minlength=n_keys)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        occupancy = np.where(t > 0, w / t, np.nan)
+    return sm, occupancy
 
 
 def _stream_stats(rows, kw, kind, stream, start, end, dur, spans, key_rank, n_dev, dev_labels, rank_labels,

@@ -1,4 +1,13 @@
-"""Device activity per kernel name: what ran on the GPU, how long, on which streams, launched by whom."""
+"""Device activity per kernel name: what ran on the GPU, how long, on which streams, launched by
+whom, and how it was launched (what the TensorBoard plugin's kernel view showed).
+
+Launch columns, from CUPTI through the trace (NaN / "" for copies and traces without them):
+``grid``, ``block``: the launch dimensions used most often (``launch_configs``: how many distinct
+(grid, block) pairs the kernel ran with); ``registers_per_thread``, ``shared_memory_bytes``: the
+largest; ``blocks_per_sm``, ``occupancy_pct``: means weighted by each launch's duration (CUPTI's
+estimates: blocks per SM below 1 leaves SMs idle; est. achieved occupancy is the share of the
+SM's warp slots in use).
+"""
 
 from __future__ import annotations
 
@@ -21,6 +30,13 @@ KERNEL_COLUMNS = (
     "bytes",
     "streams",
     "launched_by",
+    "grid",
+    "block",
+    "launch_configs",
+    "registers_per_thread",
+    "shared_memory_bytes",
+    "blocks_per_sm",
+    "occupancy_pct",
 )
 
 _WORK = [KIND_CODE[k] for k in ("kernel", "memcpy", "memset")]
@@ -65,6 +81,48 @@ def kernel_table(events: pd.DataFrame) -> pd.DataFrame:
     )
     out = out.merge(top[["name", "kind", "launcher"]], on=["name", "kind"], how="left")
     out["launched_by"] = out.pop("launcher").fillna("")
+    out = out.merge(_launch_summary(sub), on=["name", "kind"], how="left")
     return out.sort_values("device_total_us", ascending=False, kind="stable").reset_index(drop=True)[
         list(KERNEL_COLUMNS)
     ]
+
+
+def _launch_summary(sub: pd.DataFrame) -> pd.DataFrame:
+    """Per (name, kind): the launch columns described in the module doc."""
+    frame = pd.DataFrame({
+        "name": sub["name"].astype(str).to_numpy(),
+        "kind": sub["kind"].astype(str).to_numpy(),
+        "grid": sub["grid"].astype(str).to_numpy(),
+        "block": sub["block"].astype(str).to_numpy(),
+        "registers_per_thread": sub["registers_per_thread"].to_numpy().astype(np.float64),
+        "shared_memory_bytes": sub["shared_memory_bytes"].to_numpy().astype(np.float64),
+        "dur": sub["dur_us"].to_numpy(),
+    })
+    launched = frame["grid"].to_numpy() != ""
+    for column in ("registers_per_thread", "shared_memory_bytes"):
+        frame.loc[~launched, column] = np.nan
+    # duration-weighted sums; a launch without an estimate (NaN) weighs nothing
+    for column in ("blocks_per_sm", "occupancy_pct"):
+        v = sub[column].to_numpy().astype(np.float64)
+        known = ~np.isnan(v)
+        frame[column + "_w"] = np.where(known, v * frame["dur"].to_numpy(), 0.0)
+        frame[column + "_d"] = np.where(known, frame["dur"].to_numpy(), 0.0)
+    g = frame.groupby(["name", "kind"], sort=False)
+    out = g.agg(registers_per_thread=("registers_per_thread", "max"),
+                shared_memory_bytes=("shared_memory_bytes", "max"),
+                blocks_per_sm_w=("blocks_per_sm_w", "sum"), blocks_per_sm_d=("blocks_per_sm_d", "sum"),
+                occupancy_pct_w=("occupancy_pct_w", "sum"), occupancy_pct_d=("occupancy_pct_d", "sum"))
+    for column in ("blocks_per_sm", "occupancy_pct"):
+        d = out.pop(column + "_d").to_numpy()
+        w = out.pop(column + "_w").to_numpy()
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[column] = np.where(d > 0, w / np.where(d > 0, d, 1.0), np.nan)
+    # the most used (grid, block) pair, and how many there were
+    pairs = frame[launched].groupby(["name", "kind", "grid", "block"], sort=False).size().reset_index(name="n")
+    configs = pairs.groupby(["name", "kind"], sort=False).size().rename("launch_configs")
+    top = pairs.sort_values("n", ascending=False, kind="stable").drop_duplicates(["name", "kind"])
+    out = out.reset_index().merge(top[["name", "kind", "grid", "block"]], on=["name", "kind"], how="left")
+    out = out.merge(configs.reset_index(), on=["name", "kind"], how="left")
+    out[["grid", "block"]] = out[["grid", "block"]].fillna("")
+    out["launch_configs"] = out["launch_configs"].fillna(0).astype(np.int64)
+    return out

@@ -75,6 +75,14 @@ class _Args(msgspec.Struct, gc=False):
     python_id: int = msgspec.field(name="Python id", default=-1)
     python_parent_id: int | None = msgspec.field(name="Python parent id", default=-1)
     flops: int = 0  # written by nbprof's exporter (torch's writer drops FLOPs)
+    # kernels: CUPTI's launch configuration and occupancy estimates
+    grid: msgspec.Raw = msgspec.Raw(b"")
+    block: msgspec.Raw = msgspec.Raw(b"")
+    registers: int = msgspec.field(name="registers per thread", default=-1)
+    shared_memory: int = msgspec.field(name="shared memory", default=-1)
+    blocks_per_sm: float = msgspec.field(name="blocks per SM", default=float("nan"))
+    warps_per_sm: float = msgspec.field(name="warps per SM", default=float("nan"))
+    occupancy: float = msgspec.field(name="est. achieved occupancy %", default=float("nan"))
     name: str = ""  # metadata events (thread_name, process_name)
     labels: str = ""  # process_labels ("CPU", "GPU 0")
 
@@ -187,6 +195,7 @@ _GROUPS = {
     "memory": _kind_table(_MEMORY_CODES),
     "copy": _kind_table(_COPY_CODES),
     "python": _kind_table(np.array([_C["python"]])),
+    "kernel": _kind_table(np.array([_C["kernel"]])),
 }
 
 # Where one event ends and the next begins: torch's writer (one event per block, "  {" ... "  },"
@@ -402,6 +411,7 @@ class _Reader:
         self.names = _Codes()
         self.ignored = np.zeros(0, dtype=bool)  # per name code: a utility op torch leaves out
         self.dims = _Codes()
+        self.launch_dims = _Codes()  # kernels' grid and block, raw JSON lists
         self.string_ids: dict[str, int] = {}  # pid/tid strings of hand-made traces
         self.shapes = bool(trace.record_shapes)
         self.flops = bool(trace.with_flops)
@@ -521,6 +531,15 @@ class _Reader:
         sub = self._rows(base, kind, args, "copy", counts)
         if sub:
             sparse["copy_bytes"].append(_ints([a.copy_bytes for a in sub]))
+        sub = self._rows(base, kind, args, "kernel", counts)
+        if sub:
+            k = len(sub)
+            sparse["grid"].append(self.launch_dims.encode([bytes(a.grid) for a in sub]))
+            sparse["block"].append(self.launch_dims.encode([bytes(a.block) for a in sub]))
+            sparse["registers"].append(_ints([a.registers for a in sub]))
+            sparse["shared_memory"].append(_ints([a.shared_memory for a in sub]))
+            for f in ("blocks_per_sm", "warps_per_sm", "occupancy"):
+                sparse[f].append(np.fromiter([getattr(a, f) for a in sub], dtype=np.float64, count=k))
         sub = self._rows(base, kind, args, "python", counts)
         if sub:
             sparse["python_id"].append(_ints([a.python_id for a in sub]))
@@ -638,6 +657,7 @@ class _Reader:
         python_id = self._sparse_column("python", "python_id", -1)
         python_parent_id = self._sparse_column("python", "python_parent_id", -1)
 
+        launch = self._launch_columns()
         flops = self._column("flops", np.int64) if self.flops else np.zeros(n, dtype=np.int64)
         has_flops = bool(flops.any())
 
@@ -694,6 +714,7 @@ class _Reader:
             python_id=python_id,
             python_parent_id=python_parent_id,
             flops=flops,
+            launch=launch,
         )
         dist = trace.distributedInfo or {}
         meta: dict[str, Any] = {
@@ -715,6 +736,30 @@ class _Reader:
             "span_us": (span[0][1] if span else None),
         }
         return TraceData(events=events, meta=meta)
+
+    def _launch_columns(self) -> dict[str, Any] | None:
+        """Kernels' launch configuration (see ``events.LAUNCH_COLUMNS``); None when no kernel has one."""
+        if not self.sparse.get("grid"):
+            return None
+        rows = np.concatenate(self.sparse.pop("rows:kernel"))
+        out: dict[str, Any] = {}
+        for column, key in (("grid", "grid"), ("block", "block")):
+            codes = np.concatenate(self.sparse.pop(key))
+            texts = [_dims_text(raw) for raw in self.launch_dims.values()]
+            full = np.full(self.n, -1, dtype=np.int32)
+            full[rows] = codes
+            out[column] = (full, texts)
+        for column, key, dtype, default in (
+            ("registers_per_thread", "registers", np.int32, -1),
+            ("shared_memory_bytes", "shared_memory", np.int64, -1),
+            ("blocks_per_sm", "blocks_per_sm", np.float64, np.nan),
+            ("warps_per_sm", "warps_per_sm", np.float64, np.nan),
+            ("occupancy_pct", "occupancy", np.float64, np.nan),
+        ):
+            full = np.full(self.n, default, dtype=dtype)
+            full[rows] = np.concatenate(self.sparse.pop(key))
+            out[column] = full
+        return out
 
     def _shapes(self) -> pd.Categorical:
         """Raw "Input Dims" JSON -> torch's ``str(event.input_shapes)`` for each event.
@@ -748,6 +793,16 @@ def _shape_text(raw: bytes) -> str:
     elif ", " not in text and "," in text:
         text = str(json.loads(text))  # compact writers: normalise to Python's spacing
     return text
+
+
+def _dims_text(raw: bytes) -> str:
+    """A launch dimension as the writer prints it (``[128, 1, 1]``), whatever the file's spacing."""
+    if not raw:
+        return ""
+    try:
+        return str([int(v) for v in json.loads(raw)])
+    except (ValueError, TypeError):
+        return raw.decode(errors="replace")
 
 
 def _main_thread(kind: np.ndarray, pid: np.ndarray, tid: np.ndarray) -> int | None:

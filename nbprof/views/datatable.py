@@ -33,6 +33,7 @@ _JS_TIME_US = """function (d, type) {
 _JS_TIME_S = _JS_TIME_US.replace("var a = Math.abs(d);", "d = d * 1e6; var a = Math.abs(d);")
 _JS_BYTES = """function (d, type) {
   if (type !== 'display' && type !== 'filter') return d;
+  if (d === null || d === undefined || Number.isNaN(d)) return '—';
   var a = Math.abs(d);
   if (a >= 1073741824) return (d / 1073741824).toFixed(2) + ' GB';
   if (a >= 1048576) return (d / 1048576).toFixed(2) + ' MB';
@@ -41,7 +42,14 @@ _JS_BYTES = """function (d, type) {
 }"""
 _JS_COUNT = """function (d, type) {
   if (type !== 'display') return d;
+  if (d === null || d === undefined || Number.isNaN(Number(d))) return '—';
   return Number(d).toLocaleString('en-US');
+}"""
+# a plain number with two decimals (estimates such as blocks per SM)
+_JS_DECIMAL = """function (d, type) {
+  if (type !== 'display') return d;
+  if (d === null || d === undefined || Number.isNaN(Number(d))) return '—';
+  return Number(d).toFixed(2);
 }"""
 _JS_FLOPS = """function (d, type) {
   if (type !== 'display') return d;
@@ -92,6 +100,7 @@ _RENDERERS = {
     "time_s": _JS_TIME_S,
     "bytes": _JS_BYTES,
     "count": _JS_COUNT,
+    "decimal": _JS_DECIMAL,
     "flops": _JS_FLOPS,
     "share": _JS_SHARE,
     "ratio": _JS_RATIO,
@@ -104,7 +113,7 @@ class Col:
 
     key: str
     header: str
-    unit: str = "text"  # text, name, time_us, time_s, bytes, count, flops, share
+    unit: str = "text"  # text, name, time_us, time_s, bytes, count, decimal, flops, share
     width: int = 60  # for "name": characters shown before cutting
 
 
@@ -211,13 +220,19 @@ def _itables_html(data: pd.DataFrame, fallback: str, caption: str | None = None,
 def _fmt(unit: str, width: int) -> Any:
     from .format import fmt_bytes, fmt_count, fmt_flops, fmt_s, fmt_us, shorten
 
-    return {
+    numeric = {
         "time_us": fmt_us,
         "time_s": fmt_s,
         "bytes": fmt_bytes,
         "count": fmt_count,
+        "decimal": lambda v: f"{float(v):.2f}",
         "flops": fmt_flops,
         "share": lambda v: f"{100 * float(v):.1f}%",
+    }
+    if unit in numeric:
+        fmt = numeric[unit]
+        return lambda v: "—" if v is None or v != v else fmt(v)  # NaN: does not apply
+    return {
         "ratio": _ratio_text,
         "name": lambda v: shorten(v, width),
         "location": _short_location,

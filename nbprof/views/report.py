@@ -323,9 +323,7 @@ class TorchReport:
             reason = ("CUDA was not recorded: run with --cuda on a machine with a GPU."
                       if not p.collected["cuda"] else "No CUDA kernels ran in this cell.")
             return _empty(reason)
-        from ..analysis.kernels import kernel_table
-
-        frame = kernel_table(p._events)
+        frame = p.kernels()
         cols = [Col("name", "Kernel", "name", 80), Col("kind", "Kind"), Col("count", "Calls", "count"),
                 Col("share", "GPU time %", "share"), Col("device_total_us", "Total", "time_us"),
                 Col("device_avg_us", "Avg", "time_us"), Col("device_min_us", "Min", "time_us"),
@@ -333,7 +331,32 @@ class TorchReport:
                 Col("streams", "Streams")]
         if (frame["bytes"] > 0).any():
             cols.insert(8, Col("bytes", "Bytes", "bytes"))
-        return datatable_html(frame, cols, order=[("device_total_us", "desc")], page_length=self.limit or 0)
+        if (frame["launch_configs"] > 0).any():  # CUPTI's launch configuration (recorded with kernels)
+            cols += [Col("grid", "Grid"), Col("block", "Block"), Col("registers_per_thread", "Regs/thread", "count"),
+                     Col("shared_memory_bytes", "Shared mem", "bytes"), Col("blocks_per_sm", "Blocks/SM", "decimal"),
+                     Col("occupancy_pct", "Est. occupancy %", "decimal")]
+        table = datatable_html(frame, cols, order=[("device_total_us", "desc")], page_length=self.limit or 0)
+        return self._gpu_use_line() + table
+
+    def _gpu_use_line(self) -> str:
+        """Per device: busy share of the span, and CUPTI's SM efficiency and occupancy estimates."""
+        lines = []
+        for _, d in self.profile.device_stats.devices.iterrows():
+            if not d["kernels"] and not d["memcpys"] and not d["memsets"]:
+                continue
+            who = f"rank {d['rank']} {d['device']}" if "rank" in d.index else str(d["device"])
+            parts = [f"GPU busy {100 * d['busy_fraction']:.1f}% of the span"]
+            if d["sm_efficiency"] == d["sm_efficiency"]:  # not NaN: the trace has the estimates
+                parts.append(f"est. SM efficiency {100 * d['sm_efficiency']:.1f}%")
+            if d["achieved_occupancy_pct"] == d["achieved_occupancy_pct"]:
+                parts.append(f"est. achieved occupancy {d['achieved_occupancy_pct']:.1f}%")
+            lines.append(f'<div class="nbprof-sub"><b>{esc(who)}</b>: {esc(" · ".join(parts))}</div>')
+        if not lines:
+            return ""
+        hint = ("SM efficiency: the share of the span with SMs given work (a kernel with fewer blocks than "
+                "SMs counts in part); occupancy: warps resident per SM over the maximum, weighted by kernel time "
+                "(CUPTI's estimates)")
+        return "".join(lines) + f'<div class="nbprof-empty" style="padding-top:0">{esc(hint)}</div>'
 
     def _ranges_panel(self) -> str:
         ranges = getattr(self.profile, "ranges", None)

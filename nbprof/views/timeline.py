@@ -221,6 +221,10 @@ def _hover_texts(data: TimelineData, detail: int) -> np.ndarray:
     nbytes = ev["bytes"].to_numpy()[pos] if "bytes" in ev.columns else np.zeros(len(idx))
     work = np.isin(kind, ("kernel", "memcpy", "memset"))
     cpu_side = np.isin(kind, ("op", "annotation", "other"))
+    launch = None
+    if detail < 2 and "grid" in ev.columns and (kind == "kernel").any():
+        launch = (_cat_take(ev["grid"], pos), _cat_take(ev["block"], pos),
+                  ev["registers_per_thread"].to_numpy()[pos], ev["occupancy_pct"].to_numpy()[pos])
     wrap = ((90, 3), (90, 1), (60, 1))[detail]
     shape_width = (160, 60, 0)[detail]
     for j, i in enumerate(idx.tolist()):
@@ -236,6 +240,10 @@ def _hover_texts(data: TimelineData, detail: int) -> np.ndarray:
                 lines.append(f"{fmt_bytes(nbytes[j])} · {nbytes[j] / max(dur[j], 1e-9) / 1e3:.1f} GB/s")
             if launcher[j] is not None:
                 lines.append("launched by " + _esc_name(str(launcher[j]), 80))
+            if launch is not None and launch[0][j]:
+                grid, block, regs, occ = (a[j] for a in launch)
+                text = f"grid {grid} · block {block} · {regs} regs/thread"
+                lines.append(text + (f" · est. occupancy {occ:g}%" if occ == occ else ""))
         elif cpu_side[j] and device_total[j] > 0:
             lines.append(f"CUDA time {fmt_us(device_total[j])}")
         out[i] = "<br>".join(lines)
