@@ -91,6 +91,27 @@ print(f"{len(kernels)} kernels on streams {sorted(int(s) for s in kernels['strea
 print("most GPU time:", top.iloc[0]["op"], f"({top.iloc[0]['count']} kernels, {top.iloc[0]['gpu_us']:.1f} µs)")
 
 # %% [markdown]
+# ## How the kernels were launched
+#
+# `train.kernels()` is the *Kernels* tab as a DataFrame: one row per kernel name, with what CUPTI
+# recorded about each launch. `grid` × `block` is how many threads the kernel started;
+# `blocks_per_sm` below 1 means the kernel had fewer blocks than the H100 has SMs (132), so part of
+# the GPU sat idle while it ran; `occupancy_pct` is CUPTI's estimate of how full each SM was. This
+# small CNN's kernels are tiny: most use a few percent of the GPU.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+train.kernels()[["name", "count", "device_total_us", "grid", "block", "blocks_per_sm", "occupancy_pct"]].head(5).round(2)
+
+# %% [markdown]
+# The *Kernels* tab sums it up per GPU (TensorBoard's "Est. SM Efficiency" and "Est. Achieved
+# Occupancy"); `train.device_stats.devices` has the numbers:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+train.device_stats.devices[["device", "busy_fraction", "sm_efficiency", "achieved_occupancy_pct"]].round(3)
+
+# %% [markdown]
 # ## The timeline
 #
 # The report above ends with the timeline: one lane per CPU thread and per GPU stream, time from
