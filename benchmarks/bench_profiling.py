@@ -782,11 +782,14 @@ def markdown(results: dict[str, Any]) -> str:
                 f"= **{fmt_s(r['ours_s'])}** | {fmt_s(r['torch_s'])} | **{r['speedup']:.1f}x** | "
                 f"**{r['vs_exit']:.2f}** | {r['ours_us_per_event']:.2f} | {r['torch_us_per_event']:.1f} | {agree} |"
             )
+            # the issue sets both targets at 100k and 1M events; smaller profiles are shown, not judged
+            # (there fixed costs of ~20-40 ms weigh against an __exit__ of ~80-90 ms)
             if r["target_events"] >= 100_000 and r["speedup"] == r["speedup"]:
                 targets.append((f"≥10x faster than torch at {r['events']:,} events",
                                 f"{r['speedup']:.1f}x", r["speedup"] >= TARGETS["speedup"]))
-            targets.append((f"no slower than torch's `__exit__` at {r['events']:,} events",
-                            f"{r['vs_exit']:.2f}x of `__exit__`", r["vs_exit"] <= TARGETS["vs_exit"]))
+            if r["target_events"] >= 100_000:
+                targets.append((f"no slower than torch's `__exit__` at {r['events']:,} events",
+                                f"{r['vs_exit']:.2f}x of `__exit__`", r["vs_exit"] <= TARGETS["vs_exit"]))
         per = [f"{r['ours_us_per_event']:.2f} µs at {r['events']:,}" for r in results["post"]]
         lines += ["", "Our cost per event: " + ", ".join(per) + ".", ""]
     if "memory" in results:
