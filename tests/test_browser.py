@@ -106,6 +106,15 @@ def test_reports_have_tabs_and_tables(session):
     kernels = cuda.locator(".nbprof-panel:visible table.dataTable")
     assert kernels.count() == 1
     assert any("sm80_xmma" in t for t in _column(kernels, 1))
+    # kernel names shortened by the table's script exactly as the Python twin does, full name on hover
+    from nbprof.views.format import short_kernel_name
+
+    spans = kernels.locator("tbody tr td:nth-child(1) span")
+    pairs = [(spans.nth(i).inner_text(), spans.nth(i).get_attribute("title")) for i in range(spans.count())]
+    assert len(pairs) >= 10 and any(full.startswith("void ") for _, full in pairs)
+    assert all(shown == short_kernel_name(full, 60) for shown, full in pairs), pairs[:3]
+    headers = kernels.locator("thead th").all_inner_texts()
+    assert {"Grid", "Block", "Regs", "Occupancy %"} <= {h.strip() for h in headers}, headers
     session.locator(".jp-Cell").nth(2).screenshot(path=str(ARTIFACTS / "report-cuda-kernels.png"))
 
 

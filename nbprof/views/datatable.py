@@ -73,6 +73,28 @@ _JS_NAME = """function (d, type) {
   return '<span title="' + esc(s) + '">' + esc(short) + '</span>';
 }"""
 
+# a kernel's C++ signature, readable: no "void", no argument list, no namespaces (the full
+# signature on hover); the Python twin is format.short_kernel_name
+_JS_KERNEL = r"""function (d, type) {
+  if (type !== 'display') return d;
+  var esc = function (s) { return String(s).replace(/[&<>"']/g, function (c) {
+    return {'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;'}[c]; }); };
+  var s = String(d), t = s.split('(anonymous namespace)::').join(''), depth = 0, cut = -1;
+  if (t.indexOf('void ') === 0) {  // a C++ signature: its argument list goes
+    t = t.slice(5);
+    for (var i = 0; i < t.length; i++) {
+      var c = t[i];
+      if (c === '<') depth++;
+      else if (c === '>') depth = Math.max(0, depth - 1);
+      else if (c === '(' && depth === 0 && i > 0) { cut = i; break; }
+    }
+    if (cut > 0) t = t.slice(0, cut);
+  }
+  t = t.replace(/\b[A-Za-z_][A-Za-z0-9_]*::/g, '');
+  var short = t.length > LIMIT ? t.slice(0, LIMIT - 1) + '…' : t;
+  return '<span title="' + esc(s) + '">' + esc(short) + '</span>';
+}"""
+
 # "file:line(function)" with the directories cut to the last two (full text on hover)
 _JS_LOCATION = """function (d, type) {
   if (type !== 'display') return d;
@@ -113,7 +135,7 @@ class Col:
 
     key: str
     header: str
-    unit: str = "text"  # text, name, time_us, time_s, bytes, count, decimal, flops, share
+    unit: str = "text"  # text, name, kernel, location, time_us, time_s, bytes, count, decimal, flops, share
     width: int = 60  # for "name": characters shown before cutting
 
 
@@ -145,8 +167,9 @@ def datatable_html(
     data = pd.DataFrame({c.header: rows[c.key].to_numpy() for c in columns})
     defs: list[dict[str, Any]] = []
     for i, c in enumerate(columns):
-        if c.unit == "name":
-            defs.append({"targets": [i], "render": JavascriptFunction(_JS_NAME.replace("LIMIT", str(c.width))),
+        if c.unit in ("name", "kernel"):
+            js = _JS_NAME if c.unit == "name" else _JS_KERNEL
+            defs.append({"targets": [i], "render": JavascriptFunction(js.replace("LIMIT", str(c.width))),
                          "className": "dt-left nbprof-name"})
         elif c.unit == "location":
             defs.append({"targets": [i], "render": JavascriptFunction(_JS_LOCATION), "className": "dt-left nbprof-name"})
@@ -218,7 +241,7 @@ def _itables_html(data: pd.DataFrame, fallback: str, caption: str | None = None,
 
 
 def _fmt(unit: str, width: int) -> Any:
-    from .format import fmt_bytes, fmt_count, fmt_flops, fmt_s, fmt_us, shorten
+    from .format import fmt_bytes, fmt_count, fmt_flops, fmt_s, fmt_us, short_kernel_name, shorten
 
     numeric = {
         "time_us": fmt_us,
@@ -235,6 +258,7 @@ def _fmt(unit: str, width: int) -> Any:
     return {
         "ratio": _ratio_text,
         "name": lambda v: shorten(v, width),
+        "kernel": lambda v: short_kernel_name(v, width),
         "location": _short_location,
     }.get(unit, str)
 
@@ -263,7 +287,7 @@ def static_html(rows: pd.DataFrame, columns: list[Col], total: int) -> str:
     from .format import esc
 
     head = "".join(
-        f'<th style="text-align:{"left" if c.unit in ("name", "text") else "right"}">{esc(c.header)}</th>'
+        f'<th style="text-align:{"left" if c.unit in ("name", "kernel", "text") else "right"}">{esc(c.header)}</th>'
         for c in columns
     )
     body = []
@@ -278,7 +302,7 @@ def static_html(rows: pd.DataFrame, columns: list[Col], total: int) -> str:
                 w = max(0.0, min(100.0, 100 * float(v))) * 0.6
                 tds.append(f'<td style="text-align:right;white-space:nowrap"><span style="display:inline-block;'
                            f'height:0.75em;width:{w:.1f}px;background:#e8710a;margin-right:4px"></span>{text}</td>')
-            elif c.unit in ("name", "location"):
+            elif c.unit in ("name", "kernel", "location"):
                 tds.append(f'<td style="text-align:left;white-space:nowrap;font-family:monospace" '
                            f'title="{esc(v)}">{text}</td>')
             elif c.unit == "text":

@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import math
 import os
+import re
 
 __all__ = [
     "fmt_us",
@@ -74,6 +75,30 @@ def shorten(text: str, width: int) -> str:
     if len(text) <= width:
         return text
     return text[: max(width - 3, 1)] + "..."
+
+
+_NAMESPACE = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*::")
+
+
+def short_kernel_name(name: str, width: int = 60) -> str:
+    """A kernel's C++ signature, readable: no "void", no argument list, no namespaces, cut at
+    ``width`` ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>,
+    …>(int, …)" -> "vectorized_elementwise_kernel<4, FillFunctor<float>, …"). The table's script
+    does the same (``views.datatable._JS_KERNEL``)."""
+    t = str(name).replace("(anonymous namespace)::", "")
+    if t.startswith("void "):  # a C++ signature: its argument list goes ("Memset (Device)" stays)
+        t = t[5:]
+        depth = 0
+        for i, c in enumerate(t):
+            if c == "<":
+                depth += 1
+            elif c == ">":
+                depth = max(0, depth - 1)
+            elif c == "(" and depth == 0 and i > 0:
+                t = t[:i]
+                break
+    t = _NAMESPACE.sub("", t)
+    return t if len(t) <= width else t[: width - 1] + "…"
 
 
 def short_path(path: str, keep: int = 2) -> str:

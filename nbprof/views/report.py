@@ -324,17 +324,19 @@ class TorchReport:
                       if not p.collected["cuda"] else "No CUDA kernels ran in this cell.")
             return _empty(reason)
         frame = p.kernels()
-        cols = [Col("name", "Kernel", "name", 80), Col("kind", "Kind"), Col("count", "Calls", "count"),
+        cols = [Col("name", "Kernel", "kernel", 60), Col("kind", "Kind"), Col("count", "Calls", "count"),
                 Col("share", "GPU time %", "share"), Col("device_total_us", "Total", "time_us"),
                 Col("device_avg_us", "Avg", "time_us"), Col("device_min_us", "Min", "time_us"),
-                Col("device_max_us", "Max", "time_us"), Col("launched_by", "Launched by", "name", 40),
-                Col("streams", "Streams")]
+                Col("device_max_us", "Max", "time_us"), Col("launched_by", "Launched by", "name", 32)]
         if (frame["bytes"] > 0).any():
-            cols.insert(8, Col("bytes", "Bytes", "bytes"))
+            # bytes moved by copies and memsets; a kernel's cell says "—" (does not apply), not "0 B"
+            frame["bytes"] = frame["bytes"].where(frame["kind"] != "kernel")
+            cols.append(Col("bytes", "Bytes", "bytes"))
         if (frame["launch_configs"] > 0).any():  # CUPTI's launch configuration (recorded with kernels)
-            cols += [Col("grid", "Grid"), Col("block", "Block"), Col("registers_per_thread", "Regs/thread", "count"),
+            cols += [Col("grid", "Grid"), Col("block", "Block"), Col("registers_per_thread", "Regs", "count"),
                      Col("shared_memory_bytes", "Shared mem", "bytes"), Col("blocks_per_sm", "Blocks/SM", "decimal"),
-                     Col("occupancy_pct", "Est. occupancy %", "decimal")]
+                     Col("occupancy_pct", "Occupancy %", "decimal")]
+        cols.append(Col("streams", "Streams"))
         table = datatable_html(frame, cols, order=[("device_total_us", "desc")], page_length=self.limit or 0)
         return self._gpu_use_line() + table
 
