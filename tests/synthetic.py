@@ -50,14 +50,20 @@ class Trace:
 
     def launch(self, kernel: str, ext: int, cpu_ts: float, cpu_dur: float, gpu_ts: float, gpu_dur: float,
                runtime: str = "cudaLaunchKernel", cat: str = "kernel", stream: int = 7, nbytes: int = 0,
-               tid: int = TID, device: int = 0) -> None:
-        """A runtime call on the CPU and the device work it started, linked as torch links them."""
+               tid: int = TID, device: int = 0, blocks_per_sm: float | None = None) -> None:
+        """A runtime call on the CPU and the device work it started, linked as torch links them.
+        ``blocks_per_sm``: give a kernel CUPTI's launch args (grid, block, registers, estimates)."""
         self._corr += 1
         c = self._corr
         self.runtime(runtime, cpu_ts, cpu_dur, ext=ext, tid=tid, corr=c)
         args: dict[str, Any] = {"External id": ext, "correlation": c, "device": device, "stream": stream}
         if cat in ("gpu_memcpy", "gpu_memset"):
             args["bytes"] = nbytes
+        if blocks_per_sm is not None:  # as torch writes them, for a GPU of 132 SMs
+            blocks = max(1, round(blocks_per_sm * 132))
+            args.update({"registers per thread": 32, "shared memory": 0, "blocks per SM": blocks_per_sm,
+                         "warps per SM": blocks_per_sm * 4, "grid": [blocks, 1, 1], "block": [128, 1, 1],
+                         "est. achieved occupancy %": min(100, round(blocks_per_sm * 6))})
         self.events.append({"ph": "X", "cat": cat, "name": kernel, "pid": device, "tid": stream, "ts": gpu_ts,
                             "dur": gpu_dur, "args": args})
 
@@ -97,6 +103,7 @@ def training_loop(
     copy_us: float = 0.0,
     pageable: bool = True,
     rank: int | None = None,
+    blocks_per_sm: float | None = None,
 ) -> Trace:
     """A loop of ``steps`` steps, each 1000 µs of CPU time: ``aten::mm`` launches one kernel
     (``kernel_us`` on the GPU, starting ``gap_us`` after the previous one ended), optionally an
@@ -114,7 +121,7 @@ def training_loop(
             gpu += copy_us
         ext = t.op("aten::mm", s0 + 30, 40)
         gpu = max(gpu + gap_us, s0 + 35 + launch_us)
-        t.launch("gemm_kernel", ext, s0 + 35, launch_us, gpu, kernel_us)
+        t.launch("gemm_kernel", ext, s0 + 35, launch_us, gpu, kernel_us, blocks_per_sm=blocks_per_sm)
         gpu += kernel_us
         if item_sync_us:
             ext = t.op("aten::item", s0 + 100, item_sync_us + 30)

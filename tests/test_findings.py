@@ -6,6 +6,7 @@ JSON, with plain loops, or from torch's own key_averages (the oracles).
 
 from __future__ import annotations
 
+import collections
 import gzip
 import json
 
@@ -190,6 +191,48 @@ def test_gpu_idle_does_not_fire_on_a_busy_gpu(tmp_path):
     assert "gpu_idle" not in kinds(p.findings)
     q = training_loop(4, kernel_us=100).load(tmp_path, "idle.json")
     assert one(q.findings, "gpu_idle")["evidence"]["busy_us"] == pytest.approx(400.0)
+
+
+# ------------------------------------------------------------------------------------- small_grid
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_small_grid_fires_on_the_recorded_traces(name):
+    """Plain-loop answer from the raw JSON: kernel time with "blocks per SM" below 1."""
+    ev = raw_events(name)
+    kernels = [e for e in ev if e.get("cat") == "kernel"]
+    small = collections.Counter()
+    for e in kernels:
+        if e["args"]["blocks per SM"] < 1:
+            small[e["name"]] += round(e["dur"] * 1000)
+    share = sum(small.values()) / sum(round(e["dur"] * 1000) for e in kernels)
+    p = nbprof.load_trace(trace_path(name))
+    f = one(p.findings, "small_grid")
+    e = f["evidence"]
+    assert e["share_of_kernel_time"] == pytest.approx(share, rel=1e-9)
+    assert e["small_grid_us"] == pytest.approx(sum(small.values()) / 1000, abs=1e-6)
+    top = e["top_kernels"][0]
+    assert top["kernel"] == small.most_common(1)[0][0]
+    kt = p.kernels().set_index("name")
+    assert top["launched_by"] == kt.loc[top["kernel"], "launched_by"]  # as the Kernels tab says
+    assert e["sms"] == 132 and "132 on this GPU" in f["message"]
+    assert f["severity"] == "low"  # these GPUs are mostly idle: filling them is not the first fix
+
+
+def test_small_grid_severity_follows_how_busy_the_gpu_is(tmp_path):
+    busy = training_loop(4, kernel_us=900, blocks_per_sm=0.25).load(tmp_path)
+    f = one(busy.findings, "small_grid")
+    assert f["severity"] == "medium" and f["evidence"]["share_of_kernel_time"] == pytest.approx(1.0)
+    assert f["evidence"]["top_kernels"][0]["blocks_per_sm"] == pytest.approx(0.25)
+
+
+def test_small_grid_does_not_fire_on_full_grids_or_without_estimates(tmp_path):
+    full = training_loop(4, kernel_us=900, blocks_per_sm=4.0).load(tmp_path)
+    assert full.kernels()["blocks_per_sm"].iloc[0] == pytest.approx(4.0)
+    assert "small_grid" not in kinds(full.findings)
+    bare = training_loop(4, kernel_us=900).load(tmp_path, "bare.json")  # no CUPTI estimates
+    assert np.isnan(bare.kernels()["blocks_per_sm"].iloc[0])
+    assert "small_grid" not in kinds(bare.findings)
 
 
 # ----------------------------------------------------------------------------------- launch_bound

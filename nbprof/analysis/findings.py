@@ -27,6 +27,12 @@ Kinds and when they fire (thresholds are the module constants below):
                   ``TINY_KERNEL_US`` each, whose launch calls (``cudaLaunchKernel``...) took at
                   least as long as the kernels ran, cover at least ``LAUNCH_MIN_SHARE`` of the
                   span ("high" from ``LAUNCH_HIGH_SHARE``).
+``small_grid``    at least ``SMALL_GRID_MIN_SHARE`` of a device's kernel time is in kernels launched
+                  with fewer blocks than the GPU has SMs (CUPTI's "blocks per SM" below 1): part
+                  of the GPU idles while they run. Names the biggest such kernels with their
+                  launching ops. "medium" when the device is busy at least
+                  ``SMALL_GRID_BUSY_SHARE`` of the span (then filling it is what would pay off),
+                  else "low". Needs the estimates in the trace (torch's CUPTI traces have them).
 ``dataloader``    time inside DataLoader iteration (torch's ``enumerate(DataLoader)#...__next__``
                   ranges, or DataLoader Python frames with ``--stack``) is at least
                   ``DATALOADER_MIN_SHARE`` of the span ("high" from ``DATALOADER_HIGH_SHARE``).
@@ -60,8 +66,8 @@ from .device_stats import device_stats, process_codes, profiled_windows, span_ns
 __all__ = ["torch_findings", "python_findings", "FINDING_COLUMNS", "KINDS", "SEVERITIES"]
 
 FINDING_COLUMNS = ("kind", "severity", "message", "evidence")
-KINDS = ("top_op", "sync", "copy", "launch_bound", "gpu_idle", "dataloader", "memory_peak", "straggler",
-         "top_function", "hot_function")
+KINDS = ("top_op", "sync", "copy", "launch_bound", "gpu_idle", "small_grid", "dataloader", "memory_peak",
+         "straggler", "top_function", "hot_function")
 SEVERITIES = ("high", "medium", "low")
 
 TOP_OP_MEDIUM_SHARE = 0.5
@@ -76,6 +82,9 @@ TINY_KERNEL_US = 10.0
 LAUNCH_MIN_KERNELS = 20
 LAUNCH_MIN_SHARE = 0.05
 LAUNCH_HIGH_SHARE = 0.30
+SMALL_GRID_MIN_SHARE = 0.30
+SMALL_GRID_BUSY_SHARE = 0.50
+SMALL_GRID_SHOWN = 3
 DATALOADER_MIN_SHARE = 0.10
 DATALOADER_HIGH_SHARE = 0.30
 MEMORY_MEDIUM_SHARE = 0.80
@@ -224,7 +233,8 @@ def torch_findings(profile: Any) -> pd.DataFrame:
     if len(profile.events) == 0:
         return found.frame()
     ctx = _Context(profile)
-    for check in (_top_op, _sync, _copy, _gpu_idle, _launch_bound, _dataloader, _memory_peak, _straggler):
+    for check in (_top_op, _sync, _copy, _gpu_idle, _launch_bound, _small_grid, _dataloader, _memory_peak,
+                  _straggler):
         check(ctx, found)
     return found.frame()
 
@@ -490,6 +500,64 @@ def _launch_bound(ctx: _Context, found: _Found) -> None:
                "longest": {"start_us": float(longest["s"]) / 1000.0, "kernels": int(longest["n"]),
                            "wall_us": float(longest["w"]) / 1000.0}},
               score=share)
+
+
+def _small_grid(ctx: _Context, found: _Found) -> None:
+    if not ctx.has_device:
+        return
+    ev = ctx.events
+    kern = np.flatnonzero((ctx.kind == KIND_CODE["kernel"]) & ~np.isnan(ev["blocks_per_sm"].to_numpy()))
+    if len(kern) == 0:
+        return
+    bps = ev["blocks_per_sm"].to_numpy()[kern]
+    device = ev["device"].astype(str).to_numpy()[kern]
+    rank = ctx.rank[kern]
+    names = ev["name"].astype(str).to_numpy()[kern]
+    dur = ctx.dur_ns[kern].astype(np.float64)
+    busy = device_stats(ev, ctx.meta).devices
+    sms = {int(d.get("id", -1)): d.get("numSms") for d in ctx.meta.get("device_properties") or []}
+    for (r, dev), rows in pd.Series(np.arange(len(kern))).groupby([rank, device]).groups.items():
+        rows = np.asarray(rows)
+        total = float(dur[rows].sum())
+        small = rows[bps[rows] < 1.0]
+        small_ns = float(dur[small].sum())
+        share = small_ns / total if total else 0.0
+        if share < SMALL_GRID_MIN_SHARE:
+            continue
+        label = dev if ctx.rank_labels[r] is None else f"rank {ctx.rank_labels[r]} {dev}"
+        stats = busy[busy["device"] == dev]
+        if "rank" in stats.columns:
+            stats = stats[stats["rank"] == ctx.rank_labels[r]]
+        busy_share = float(stats["busy_fraction"].iloc[0]) if len(stats) else float("nan")
+        sm_eff = float(stats["sm_efficiency"].iloc[0]) if len(stats) else float("nan")
+        per = (pd.DataFrame({"name": names[small], "d": dur[small], "w": dur[small] * bps[small],
+                             "row": kern[small]})
+               .groupby("name", sort=False).agg(d=("d", "sum"), w=("w", "sum"), row=("row", "first"))
+               .sort_values("d", ascending=False).head(SMALL_GRID_SHOWN))
+        launched = ev["parent"].to_numpy()[per["row"].to_numpy()]  # the op that launched it (Kernels tab)
+        op_names = ev["name"].astype(str).to_numpy()
+        top = [{"kernel": n, "kernel_us": float(d) / 1000.0, "blocks_per_sm": float(w / d) if d else 0.0,
+                "launched_by": op_names[o] if o >= 0 else ""}
+               for n, d, w, o in zip(per.index, per["d"], per["w"], launched)]
+        from ..views.format import short_kernel_name
+
+        first = top[0]
+        n_sms = sms.get(int(dev.partition(":")[2] or 0)) if ":" in dev else None
+        sm_text = f" ({n_sms} on this GPU)" if n_sms else ""
+        by = f", launched by {first['launched_by']}" if first["launched_by"] else ""
+        msg = (f"{_pct(share)} of {label}'s kernel time ({fmt_us(small_ns / 1000)}) is in kernels launched with "
+               f"fewer blocks than the GPU has SMs{sm_text}, so part of the GPU idles while they run: e.g. "
+               f"{short_kernel_name(first['kernel'], 60)} ({first['blocks_per_sm']:.2f} blocks per SM, "
+               f"{fmt_us(first['kernel_us'])}{by}). Give each kernel more work (bigger batches or tensors), run "
+               "independent work side by side (CUDA streams) or fuse small ops (torch.compile).")
+        if sm_eff == sm_eff:
+            msg += f" Est. SM efficiency over the profile: {_pct(sm_eff)}."
+        severity = "medium" if busy_share >= SMALL_GRID_BUSY_SHARE else "low"
+        found.add("small_grid", severity, msg,
+                  {"device": label, "share_of_kernel_time": share, "small_grid_us": small_ns / 1000.0,
+                   "kernel_us": total / 1000.0, "busy_fraction": busy_share, "sm_efficiency": sm_eff,
+                   "sms": n_sms, "top_kernels": top},
+                  score=share * (busy_share if busy_share == busy_share else 0.0))
 
 
 def _dataloader(ctx: _Context, found: _Found) -> None:
