@@ -17,6 +17,8 @@ Columns written by the collectors (units in the names; -1 means "does not apply"
     bytes           memory events: signed bytes (+alloc / -free); memcpy/memset: bytes moved
     total_allocated_bytes, total_reserved_bytes
                     memory events: the allocator's totals after the event; -1 elsewhere
+    addr            memory events: the address of the block allocated or freed (pairs an
+                    allocation with its free); 0 elsewhere
     pid             process id (or rank) of the event
     python_id, python_parent_id
                     python function events: their ids in the Python tracer; -1 elsewhere
@@ -88,6 +90,7 @@ EVENT_COLUMNS = (
     "bytes",
     "total_allocated_bytes",
     "total_reserved_bytes",
+    "addr",
     "pid",
     "python_id",
     "python_parent_id",
@@ -145,6 +148,7 @@ def make_events_frame(
     python_parent_id: np.ndarray,
     flops: np.ndarray | None = None,
     launch: dict | None = None,
+    addr: np.ndarray | None = None,
 ) -> pd.DataFrame:
     """Build the events table from column arrays (kind as codes into KINDS, device as an index).
 
@@ -181,6 +185,7 @@ def make_events_frame(
         "bytes": nbytes,
         "total_allocated_bytes": total_allocated,
         "total_reserved_bytes": total_reserved,
+        "addr": np.zeros(n, dtype=np.int64) if addr is None else addr,
         "pid": pid,
         "python_id": python_id,
         "python_parent_id": python_parent_id,

@@ -76,6 +76,7 @@ def _document(profile: Any) -> dict[str, Any]:
     nbytes = ev["bytes"].to_numpy().tolist()
     alloc = ev["total_allocated_bytes"].to_numpy().tolist()
     reserved = ev["total_reserved_bytes"].to_numpy().tolist()
+    addr = ev["addr"].to_numpy().tolist()
     py_id = ev["python_id"].to_numpy().tolist()
     py_parent = ev["python_parent_id"].to_numpy().tolist()
     grid = ev["grid"].astype(str).tolist()
@@ -111,6 +112,7 @@ def _document(profile: Any) -> dict[str, Any]:
                         "Bytes": int(nbytes[i]),
                         "Device Id": int(index) if index else -1,
                         "Device Type": _DEVICE_TYPE.get(prefix, 0),
+                        "Addr": addr[i],
                     },
                 }
             )

@@ -168,6 +168,23 @@ class TorchProfile:
             self._ranges = ranges(self._events, self.meta)
         return self._ranges.copy(deep=False)
 
+    def allocations(self) -> pd.DataFrame:
+        """Each memory block allocated (``--memory``), paired with its free by address: ``device,
+        addr, bytes, alloc_us, free_us, lifetime_us, op, top_op`` (``nbprof.analysis.memory``).
+        ``alive_at(time_us, device)`` gives the blocks held at a moment, e.g. the memory peak."""
+        if getattr(self, "_allocations", None) is None:
+            from .analysis.memory import allocations
+
+            self._allocations = allocations(self._events)
+        return self._allocations.copy(deep=False)
+
+    def alive_at(self, time_us: float, device: str = "cpu") -> pd.DataFrame:
+        """The blocks of ``device`` held at ``time_us`` (µs since the profile start), biggest first;
+        blocks allocated before the profile have no ``alloc_us``."""
+        from .analysis.memory import alive_at
+
+        return alive_at(self.allocations(), time_us, device)
+
     def kernels(self) -> pd.DataFrame:
         """One row per kernel (and memcpy / memset) name: calls, device time (total, mean, min,
         max, share), streams, the op that launched it most, and CUPTI's launch configuration

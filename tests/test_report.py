@@ -7,13 +7,14 @@ import gzip
 import json
 import re
 
+import numpy as np
 import pytest
 
 import nbprof
 from nbprof.analysis.memory import memory_curve, memory_peaks
-from nbprof.views.format import fmt_us
+from nbprof.views.format import fmt_bytes, fmt_us
 
-from .conftest import TRACES, run, trace_path
+from .conftest import TRACES, needs_torch, run, trace_path
 
 
 def raw_events(name: str) -> list[dict]:
@@ -76,6 +77,76 @@ def test_memory_peak_matches_the_raw_trace():
     assert peak.peak_reserved_bytes == max(e["args"]["Total Reserved"] for e in mem)
     assert peak.peak_op == innermost
     assert profile.summary.peak_allocated_bytes["cuda:0"] == peak.peak_allocated_bytes
+
+
+def test_allocations_pair_each_block_with_its_free_as_a_plain_loop_does():
+    """Walk the raw memory events address by address, in time order: an allocation is held until
+    the next event at its address frees it; a free with nothing before it is an older block."""
+    raw = raw_events("cnn_train_cuda")
+    mem = [e for e in raw if e.get("name") == "[memory]"]
+    by_addr = collections.defaultdict(list)
+    for i, e in enumerate(mem):
+        by_addr[(e["args"]["Device Type"], e["args"]["Addr"])].append((e["ts"], i, e["args"]["Bytes"]))
+    expected = []
+    for (_, addr), evs in by_addr.items():
+        held = None
+        for ts, _, b in sorted(evs):
+            if b > 0:
+                assert held is None  # the allocator never hands out an address twice
+                held = (ts, b)
+            elif held is not None:
+                expected.append((addr, held[1], held[0], ts))
+                held = None
+            else:
+                expected.append((addr, -b, None, ts))
+        if held is not None:
+            expected.append((addr, held[1], held[0], None))
+    profile = nbprof.load_trace(trace_path("cnn_train_cuda"))
+    a = profile.allocations()
+    origin_us = profile.meta["origin_ns"] / 1000
+    got = [(int(r.addr), int(r.bytes), None if r.alloc_us != r.alloc_us else r.alloc_us + origin_us,
+            None if r.free_us != r.free_us else r.free_us + origin_us) for r in a.itertuples()]
+
+    def key(x):
+        return (x[0], x[2] if x[2] is not None else -1.0, x[3] if x[3] is not None else -1.0)
+
+    assert len(got) == len(expected) == 222
+    for g, e in zip(sorted(got, key=key), sorted(expected, key=key)):
+        assert g[:2] == e[:2]
+        for ours, theirs in zip(g[2:], e[2:]):
+            assert (ours is None) == (theirs is None) and (ours is None or abs(ours - theirs) < 0.002), (g, e)
+    assert (a["lifetime_us"].dropna() >= 0).all()
+
+
+def test_blocks_held_at_the_peak_add_up_to_the_peak():
+    """What was held at the peak: blocks from before the profile (what the allocator held at its
+    start, less those freed by then) plus the blocks allocated since and not yet freed."""
+    profile = nbprof.load_trace(trace_path("cnn_train_cuda"))
+    allocs = profile.allocations()
+    [peak] = [p for p in memory_peaks(memory_curve(profile._events)) if p.device == "cuda:0"]
+    held = profile.alive_at(peak.peak_time_us, "cuda:0")
+    older_freed = allocs[(allocs["device"] == "cuda:0") & allocs["alloc_us"].isna()
+                         & (allocs["free_us"] <= peak.peak_time_us)]["bytes"].sum()
+    during = held[held["alloc_us"].notna()]["bytes"].sum()
+    assert peak.start_allocated_bytes - older_freed + during == peak.peak_allocated_bytes
+    assert held["bytes"].is_monotonic_decreasing
+    html = profile.report().html(include_library=False)
+    assert f"Held on cuda:0 at its peak ({fmt_bytes(peak.peak_allocated_bytes)}" in html
+    assert f"{len(held[held['alloc_us'].notna()])} blocks allocated during the profile" in html
+
+
+@needs_torch
+def test_allocations_of_a_live_cell(shell):
+    run(shell, "import torch")
+    result, _ = run(shell, "%%torchprof -q --memory -o held\nkeep = torch.ones(1000)\n"
+                           "tmp = torch.ones(2000) * 2\ndel tmp")
+    assert result.error_in_exec is None
+    a = shell.user_ns["held"].allocations()
+    kept = a[a["bytes"] == 4000]
+    assert len(kept) == 1 and np.isnan(kept["free_us"].iloc[0]) and kept["top_op"].iloc[0] == "aten::ones"
+    freed = a[a["bytes"] == 8000]  # torch.ones(2000) and its product: both freed by `del` and the cell
+    assert len(freed) == 2 and freed["free_us"].notna().all()
+    assert set(freed["top_op"]) == {"aten::ones", "aten::mul"}
 
 
 def _tab_labels(html: str) -> list[str]:

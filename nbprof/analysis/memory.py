@@ -14,7 +14,10 @@ import pandas as pd
 
 from ..events import KIND_CODE
 
-__all__ = ["memory_curve", "MemoryPeak", "memory_peaks", "downsample_max"]
+__all__ = ["memory_curve", "MemoryPeak", "memory_peaks", "downsample_max", "allocations", "alive_at",
+           "ALLOCATION_COLUMNS"]
+
+ALLOCATION_COLUMNS = ("device", "addr", "bytes", "alloc_us", "free_us", "lifetime_us", "op", "top_op")
 
 
 def memory_curve(events: pd.DataFrame) -> pd.DataFrame:
@@ -87,3 +90,98 @@ def downsample_max(x: np.ndarray, y: np.ndarray, buckets: int) -> tuple[np.ndarr
     maxpos = order[np.r_[True, sorted_bucket[1:] != sorted_bucket[:-1]]]
     keep = np.unique(np.concatenate([starts, maxpos, [n - 1]]))
     return x[keep], y[keep]
+
+
+def allocations(events: pd.DataFrame) -> pd.DataFrame:
+    """Each block the allocator handed out, paired with its free by address (what the TensorBoard
+    plugin's memory events table showed): ``device, addr, bytes, alloc_us, free_us, lifetime_us,
+    op, top_op`` (and ``rank`` for merged ranks), in allocation order.
+
+    An address is allocated and freed in turn (the caching allocator reuses addresses), so each
+    allocation pairs with the next event at its address when that is a free. ``free_us`` is NaN
+    for a block still held when the profile ended; a free with no allocation before it is a block
+    allocated before the profile started (``alloc_us`` NaN, ``op`` ""). ``op`` is the operator
+    the allocation happened in (often ``aten::empty``), ``top_op`` the outermost operator around
+    it (``aten::conv2d``)."""
+    kind = events["kind"].cat.codes.to_numpy()
+    rows = np.flatnonzero((kind == KIND_CODE["memory"]) & (events["addr"].to_numpy() != 0))
+    has_rank = "rank" in events.columns
+    columns = (["rank"] if has_rank else []) + list(ALLOCATION_COLUMNS)
+    if len(rows) == 0:
+        return pd.DataFrame({c: pd.Series(dtype=object if c in ("device", "op", "top_op", "rank") else float)
+                             for c in columns})
+    device = events["device"].astype(str).to_numpy()[rows]
+    dev_code, dev_labels = pd.factorize(device)
+    rank_code = pd.factorize(events["rank"].to_numpy()[rows])[0] if has_rank else np.zeros(len(rows), np.int64)
+    addr = events["addr"].to_numpy()[rows]
+    t = events["start_us"].to_numpy()[rows]
+    nbytes = events["bytes"].to_numpy()[rows]
+    # by (rank, device, address), then time; rows keep their file order at equal times
+    order = np.lexsort((np.arange(len(rows)), t, addr, dev_code, rank_code))
+    same = np.zeros(len(rows), dtype=bool)
+    k_rank, k_dev, k_addr = rank_code[order], dev_code[order], addr[order]
+    same[:-1] = (k_rank[1:] == k_rank[:-1]) & (k_dev[1:] == k_dev[:-1]) & (k_addr[1:] == k_addr[:-1])
+    b = nbytes[order]
+    is_alloc = b > 0
+    is_free = b < 0
+    freed_next = np.zeros(len(rows), dtype=bool)
+    freed_next[:-1] = same[:-1] & is_free[1:]
+    alloc_pos = np.flatnonzero(is_alloc)
+    nxt = np.minimum(alloc_pos + 1, len(rows) - 1)
+    free_us = np.where(freed_next[alloc_pos], t[order][nxt], np.nan)
+    # frees that no allocation in the profile precedes: blocks from before the profile
+    paired_free = np.zeros(len(rows), dtype=bool)
+    paired_free[alloc_pos[freed_next[alloc_pos]] + 1] = True
+    early = np.flatnonzero(is_free & ~paired_free)
+    src = np.concatenate([order[alloc_pos], order[early]])
+    alloc_t = np.concatenate([t[order][alloc_pos], np.full(len(early), np.nan)])
+    free_t = np.concatenate([free_us, t[order][early]])
+    size = np.concatenate([b[alloc_pos], -b[early]])
+    ev_rows = rows[src]
+    parent = events["parent"].to_numpy()
+    names = events["name"].astype(str).to_numpy()
+    p = parent[ev_rows]
+    op = np.where(p >= 0, names[np.maximum(p, 0)], "")
+    top = _outermost_op(events, kind, parent, p)
+    op = np.where(np.isnan(alloc_t), "", op)
+    top_op = np.where((top >= 0) & ~np.isnan(alloc_t), names[np.maximum(top, 0)], "")
+    out = pd.DataFrame({
+        "device": device[src],
+        "addr": addr[src],
+        "bytes": size.astype(np.int64),
+        "alloc_us": alloc_t,
+        "free_us": free_t,
+        "lifetime_us": free_t - alloc_t,
+        "op": op,
+        "top_op": top_op,
+    })
+    if has_rank:
+        out.insert(0, "rank", events["rank"].to_numpy()[ev_rows])
+    # allocation order; blocks from before the profile first
+    out = out.assign(_t=np.where(np.isnan(alloc_t), -np.inf, alloc_t), _r=ev_rows)
+    return out.sort_values(["_t", "_r"], kind="stable").drop(columns=["_t", "_r"]).reset_index(drop=True)
+
+
+def _outermost_op(events: pd.DataFrame, kind: np.ndarray, parent: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """The outermost operator above each starting row (itself if it is one); -1 if none."""
+    is_op = kind == KIND_CODE["op"]
+    best = np.where((start >= 0) & is_op[np.maximum(start, 0)], start, -1)
+    cur = np.where(start >= 0, parent[np.maximum(start, 0)], -1)
+    while True:
+        live = cur >= 0
+        if not live.any():
+            return best
+        hit = np.zeros(len(cur), dtype=bool)
+        hit[live] = is_op[cur[live]]
+        best[hit] = cur[hit]
+        nxt = cur.copy()
+        nxt[live] = parent[cur[live]]
+        cur = nxt
+
+
+def alive_at(allocs: pd.DataFrame, time_us: float, device: str) -> pd.DataFrame:
+    """The blocks of ``device`` held at ``time_us`` (allocated at or before it, not yet freed),
+    biggest first."""
+    a = allocs[allocs["device"] == device]
+    held = ((a["alloc_us"] <= time_us) | a["alloc_us"].isna()) & ~(a["free_us"] <= time_us)
+    return a[held].sort_values("bytes", ascending=False, kind="stable")

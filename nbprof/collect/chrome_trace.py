@@ -72,6 +72,7 @@ class _Args(msgspec.Struct, gc=False):
     total_reserved: int = msgspec.field(name="Total Reserved", default=-1)
     device_type: int = msgspec.field(name="Device Type", default=-1)
     device_id: int = msgspec.field(name="Device Id", default=-1)
+    addr: int = msgspec.field(name="Addr", default=0)  # memory events: the block's address
     python_id: int = msgspec.field(name="Python id", default=-1)
     python_parent_id: int | None = msgspec.field(name="Python parent id", default=-1)
     flops: int = 0  # written by nbprof's exporter (torch's writer drops FLOPs)
@@ -519,6 +520,7 @@ class _Reader:
             sparse["total_reserved"].append(_ints([a.total_reserved for a in sub]))
             sparse["device_type"].append(_ints([a.device_type for a in sub]))
             sparse["device_id"].append(_ints([a.device_id for a in sub]))
+            sparse["addr"].append(_ints([a.addr for a in sub]))
         if n_memory + counts[_OP_CODES].sum() == m:
             return  # a CPU slice (ops, annotations, memory): nothing else to read
         sub = self._rows(base, kind, args, "correlation", counts)
@@ -644,13 +646,14 @@ class _Reader:
         total_reserved = self._sparse_column("memory", "total_reserved", -1)
         mem_device_type = self._sparse_column("memory", "device_type", -1)
         mem_device_id = self._sparse_column("memory", "device_id", -1)
+        addr = self._sparse_column("memory", "addr", 0)
         if self.sparse.get("copy_bytes"):
             rows = np.concatenate(self.sparse["rows:copy"])
             nbytes[rows] = np.concatenate(self.sparse["copy_bytes"])
         # memory rows that turned out not to be memory events (other instant events) keep -1s
         not_memory = ~is_memory
         for col, default in ((total_allocated, -1), (total_reserved, -1), (mem_device_type, -1),
-                             (mem_device_id, -1)):
+                             (mem_device_id, -1), (addr, 0)):
             col[not_memory] = default
         nbytes[not_memory & ~np.isin(kind, _COPY_CODES)] = 0
         python_mask = kind == KIND_CODE["python"]
@@ -710,6 +713,7 @@ class _Reader:
             total_allocated=total_allocated,
             total_reserved=total_reserved,
             mem_device_type=mem_device_type,
+            addr=addr,
             pid=pid,
             python_id=python_id,
             python_parent_id=python_parent_id,

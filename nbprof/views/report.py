@@ -315,7 +315,43 @@ class TorchReport:
         curve = memory_curve_svg(p._events)
         table = datatable_html(frame, cols, order=[(main, "desc")], page_length=self.limit or 0,
                                caption="memory allocated (+) and freed (−) inside each operator; self = not in its children")
-        return curve + table
+        return curve + table + self._held_at_peak()
+
+    def _held_at_peak(self) -> str:
+        """Per device, the blocks held when allocated memory peaked: what to free or shrink."""
+        from ..analysis.memory import memory_curve, memory_peaks
+
+        allocs = self.profile.allocations()
+        if not len(allocs) or "rank" in allocs.columns:
+            return ""
+        out = []
+        peaks = memory_peaks(memory_curve(self.profile._events))
+        order = sorted(peaks, key=lambda pk: (pk.device == "cpu", pk.device))  # GPUs first
+        for peak in order:
+            held = self.profile.alive_at(peak.peak_time_us, peak.device)
+            if not len(held):
+                continue
+            before = held[held["alloc_us"].isna()]
+            during = held[held["alloc_us"].notna()].copy()
+            unknown = peak.start_allocated_bytes - int(before["bytes"].sum()) - int(
+                allocs[(allocs["device"] == peak.device) & allocs["alloc_us"].isna()
+                       & (allocs["free_us"] <= peak.peak_time_us)]["bytes"].sum())
+            older = int(before["bytes"].sum()) + max(unknown, 0)
+            head = (f"Held on {peak.device} at its peak ({fmt_bytes(peak.peak_allocated_bytes)} at "
+                    f"{peak.peak_time_us / 1000:.2f} ms): {len(during):,} blocks allocated during the profile "
+                    f"({fmt_bytes(int(during['bytes'].sum()))})")
+            if older:
+                head += f" and {fmt_bytes(older)} allocated before it"
+            out.append(f'<div class="nbprof-sub" style="margin-top:10px"><b>{esc(head)}</b></div>')
+            if len(during):
+                during["age_us"] = peak.peak_time_us - during["alloc_us"]
+                cols = [Col("bytes", "Size", "bytes"), Col("op", "Allocated in", "name", 40),
+                        Col("top_op", "Under", "name", 48), Col("alloc_us", "At", "time_us"),
+                        Col("age_us", "Held for", "time_us"), Col("free_us", "Freed at", "time_us")]
+                out.append(datatable_html(during, cols, order=[("bytes", "desc")], page_length=10,
+                                          caption="blocks alive at the peak, biggest first (Freed at — : "
+                                                  "still held when the profile ended); result.alive_at(t, device)"))
+        return "".join(out)
 
     def _kernels_panel(self) -> str:
         p = self.profile
