@@ -338,7 +338,8 @@ class TorchReport:
                        & (allocs["free_us"] <= peak.peak_time_us)]["bytes"].sum())
             older = int(before["bytes"].sum()) + max(unknown, 0)
             head = (f"Held on {peak.device} at its peak ({fmt_bytes(peak.peak_allocated_bytes)} at "
-                    f"{peak.peak_time_us / 1000:.2f} ms): {len(during):,} blocks allocated during the profile "
+                    f"{peak.peak_time_us / 1000:.2f} ms): {len(during):,} block{'' if len(during) == 1 else 's'} "
+                    f"allocated during the profile "
                     f"({fmt_bytes(int(during['bytes'].sum()))})")
             if older:
                 head += f" and {fmt_bytes(older)} allocated before it"
