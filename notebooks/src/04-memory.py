@@ -114,6 +114,20 @@ ka = naive.key_averages()
 ka.sort_values("self_cpu_mem_bytes", ascending=False, kind="stable")[["name", "count", "self_cpu_mem_bytes"]].head(3)
 
 # %% [markdown]
+# **What is held at the peak?** Every allocation is paired with its free (by address):
+# `naive.allocations()` lists the blocks, and `naive.alive_at(time_us, device)` the ones held at a
+# moment. At the peak, both `[256, 512, 64]` tensors (32 MB each) are alive at once: the
+# differences have not been freed yet when the squares are allocated. The *Memory* tab of the
+# report shows the same table under the curve.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+curve = memory_curve(naive)
+at_peak = curve.loc[curve["allocated"].idxmax(), "start_us"]
+held = naive.alive_at(at_peak, "cpu")
+held[["bytes", "op", "top_op"]].head(3)
+
+# %% [markdown]
 # ## Exercises
 #
 # ### Exercise 1: bytes from a shape
