@@ -397,6 +397,35 @@ def test_straggler_fires_for_a_slow_rank_and_not_for_equal_ranks(tmp_path):
     assert "straggler" not in kinds(nbprof.load_trace(same).findings)
 
 
+def _cpu_rank(rank: int, load_us: float, wait_us: float) -> Trace:
+    """A CPU-only DDP-like rank (gloo): per step a load_batch label, an op, an all-reduce that
+    takes as long as this rank waits for the others."""
+    t = Trace(rank=rank)
+    for step in range(3):
+        s0 = step * 100_000.0
+        t.annotation("load_batch", s0, load_us)
+        t.op("aten::addmm", s0 + load_us + 10, 500)
+        t.annotation("gloo:all_reduce", s0 + load_us + 600, wait_us + 200)
+    return t
+
+
+def test_straggler_fires_on_cpu_ranks_from_the_wait_in_collectives(tmp_path):
+    """gloo on the CPU: the fast rank waits in its all-reduce; the slow one (a slow loader) does not."""
+    _cpu_rank(0, load_us=200, wait_us=20_000).write(tmp_path / "r0.json")
+    _cpu_rank(1, load_us=20_200, wait_us=0).write(tmp_path / "r1.json")
+    p = nbprof.load_trace(tmp_path)
+    row = one(p.findings, "straggler")
+    ev = row["evidence"]
+    assert ev["slowest_rank"] == 1 and ev["comm_us"] == {"0": pytest.approx(3 * 20_200), "1": pytest.approx(600)}
+    assert ev["differing"][0] == "load_batch"  # the label's own time, not the ProfilerStep markers
+    assert "the other ranks wait for it" in row["message"]
+    even = tmp_path / "even"
+    even.mkdir()
+    for r in (0, 1):
+        _cpu_rank(r, load_us=200, wait_us=100).write(even / f"r{r}.json")
+    assert "straggler" not in kinds(nbprof.load_trace(even).findings)
+
+
 # -------------------------------------------------------------------------------------- cProfile
 
 

@@ -42,7 +42,11 @@ Kinds and when they fire (thresholds are the module constants below):
                   reserved memory reaches ``MEMORY_MEDIUM_SHARE`` of the device, "high" from
                   ``MEMORY_HIGH_SHARE``.
 ``straggler``     (profiles of several ranks) one rank's compute time (device time without
-                  collectives) exceeds the median rank's by ``STRAGGLER_MIN_IMBALANCE`` or more.
+                  collectives) exceeds the median rank's by ``STRAGGLER_MIN_IMBALANCE`` or more;
+                  or the ranks' time in collectives differs by ``STRAGGLER_MIN_WAIT_SHARE`` of the
+                  span or more: the ranks that spend long in collectives are waiting there for
+                  the one that spends least (what shows on the CPU side, e.g. gloo, where waiting
+                  can hide in compute: the slowest rank is then the one that waits least).
 ``top_function``  (cProfile) the function with the most own time and its share; always.
 ``hot_function``  (cProfile) functions called at least ``HOT_MIN_CALLS`` times, at most
                   ``HOT_MAX_PER_CALL_S`` per call (cumulative), that take at least
@@ -91,6 +95,7 @@ MEMORY_MEDIUM_SHARE = 0.80
 MEMORY_HIGH_SHARE = 0.95
 MEMORY_TOP_OPS = 3
 STRAGGLER_MIN_IMBALANCE = 0.10
+STRAGGLER_MIN_WAIT_SHARE = 0.10
 HOT_MIN_CALLS = 10_000
 HOT_MAX_PER_CALL_S = 100e-6
 HOT_MIN_SHARE = 0.10
@@ -671,27 +676,41 @@ def _straggler(ctx: _Context, found: _Found) -> None:
     from .ranks import rank_report
 
     report = rank_report(ctx.events, ctx.meta)
-    if report.imbalance < STRAGGLER_MIN_IMBALANCE:
-        return
     table = report.table
+    comm = table["comm_us"].to_numpy(dtype=np.float64)
+    span = float(np.median(table["span_us"]))
+    wait_share = float(comm.max() - comm.min()) / span if span > 0 else 0.0
+    by_compute = report.imbalance >= STRAGGLER_MIN_IMBALANCE
+    by_wait = wait_share >= STRAGGLER_MIN_WAIT_SHARE
+    if not (by_compute or by_wait):
+        return
     what = "device time" if ctx.has_device else "CPU time"
-    slow = table[table["rank"] == report.slowest].iloc[0]
-    median = float(np.median(table["compute_us"]))
     diffs = report.differences
     diffs = diffs[~diffs["comm"].astype(bool)] if len(diffs) else diffs
     top = diffs["name"].head(3).astype(str).tolist() if len(diffs) else []
-    msg = (f"Rank {report.slowest} is the slowest: {fmt_us(slow['compute_us'])} of {what} outside collectives, "
-           f"{_pct(report.imbalance)} above the median rank ({fmt_us(median)}); the other ranks wait for it in "
-           "their collectives. ")
+    comm_text = ", ".join(f"rank {r}: {fmt_us(v)}" for r, v in zip(table["rank"], comm))
+    if by_compute:
+        slowest = report.slowest
+        slow = table[table["rank"] == slowest].iloc[0]
+        median = float(np.median(table["compute_us"]))
+        msg = (f"Rank {slowest} is the slowest: {fmt_us(slow['compute_us'])} of {what} outside collectives, "
+               f"{_pct(report.imbalance)} above the median rank ({fmt_us(median)}); the other ranks wait for it in "
+               "their collectives. ")
+    else:
+        slowest = table["rank"].to_numpy()[int(np.argmin(comm))]
+        msg = (f"Rank {slowest} is the slowest: the other ranks wait for it in their collectives (time in "
+               f"collectives, {comm_text}, over a {fmt_us(span)} span). ")
     if top:
         msg += "Differing most: " + ", ".join(top) + ". "
-    msg += "Check its data (uneven batch sizes or sequence lengths), its GPU (clocks, other processes) and its host."
-    severity = "high" if report.imbalance >= 3 * STRAGGLER_MIN_IMBALANCE else "medium"
+    msg += "Check its data (uneven batch sizes or sequence lengths, a slow loader), its GPU (clocks, other processes) and its host."
+    severity = "high" if (report.imbalance >= 3 * STRAGGLER_MIN_IMBALANCE or wait_share >= 3 * STRAGGLER_MIN_WAIT_SHARE) \
+        else "medium"
     found.add("straggler", severity, msg,
-              {"slowest_rank": _py(report.slowest), "imbalance": float(report.imbalance),
+              {"slowest_rank": _py(slowest), "imbalance": float(report.imbalance),
                "compute_us": {str(r): float(v) for r, v in zip(table["rank"], table["compute_us"])},
+               "comm_us": {str(r): float(v) for r, v in zip(table["rank"], comm)}, "wait_share": wait_share,
                "differing": top},
-              score=report.imbalance)
+              score=max(report.imbalance, wait_share))
 
 
 # ----------------------------------------------------------------------------------------- python

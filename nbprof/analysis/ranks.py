@@ -13,8 +13,9 @@
   device work): what each rank itself had to do. The **slowest rank** is the one with the most;
   ``imbalance = (max - median) / median`` of ``compute_us``.
 
-:func:`rank_differences`: the kernels (ops without device work) whose count or time differs
-across ranks, with each rank's numbers side by side.
+:func:`rank_differences`: the kernels (without device work: the ops and ``record_function``
+labels, by self CPU time, not the ProfilerStep markers) whose count or time differs across
+ranks, with each rank's numbers side by side.
 """
 
 from __future__ import annotations
@@ -134,8 +135,11 @@ def rank_differences(
         rows = np.flatnonzero(work)
         value = events["dur_us"].to_numpy()[rows]
     else:
-        rows = np.flatnonzero((kind == KIND_CODE["op"]) & (events["thread"].to_numpy() >= 0)
-                              & ~events["merged"].to_numpy())
+        # ops and record_function labels (a slow data loader shows as its label's own time); not
+        # the ProfilerStep#N markers, whose own time is mostly waiting on the ranks that wait
+        step = events["name"].astype(str).str.startswith("ProfilerStep#").to_numpy()
+        rows = np.flatnonzero(np.isin(kind, [KIND_CODE["op"], KIND_CODE["annotation"]])
+                              & (events["thread"].to_numpy() >= 0) & ~events["merged"].to_numpy() & ~step)
         value = events["self_cpu_us"].to_numpy()[rows]
     names = events["name"].to_numpy()[rows].astype(object)
     frame = pd.DataFrame({"name": names, "kind": events["kind"].to_numpy()[rows].astype(object),

@@ -145,6 +145,71 @@ import sys
 !{sys.executable} -m nbprof torch --no-cuda --schedule 1,1,2 --limit 5 --no-html traces/tiny_train.py
 
 # %% [markdown]
+# ### Several processes: one trace per rank
+#
+# Distributed training (`torchrun`, DDP) runs one process per GPU, and each can write its own
+# trace with torch's `tensorboard_trace_handler`. `nbprof.load_trace(folder)` reads them all into
+# one profile with a `rank` column, and the report gets a **Ranks** tab.
+#
+# Below, two CPU processes train the same model with DDP (gloo backend, no GPU needed); rank 1
+# takes 20 ms longer to load each batch (`time.sleep` inside a `record_function("load_batch")`).
+# At every step, DDP's gradient all-reduce makes the faster rank wait for the slower one.
+
+# %%
+ddp_script = """
+import time, torch, torch.distributed as dist
+from torch.profiler import ProfilerActivity, profile, record_function, schedule, tensorboard_trace_handler
+
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+torch.manual_seed(0)
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Sequential(
+    torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 10)))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=1, warmup=1, active=3),
+             on_trace_ready=tensorboard_trace_handler("traces/ddp")) as prof:
+    for step in range(5):
+        with record_function("load_batch"):
+            x, y = torch.randn(64, 256), torch.randint(0, 10, (64,))
+            if rank == 1:
+                time.sleep(0.02)  # a slow data loader on one rank
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        prof.step()
+dist.destroy_process_group()
+"""
+with open("traces/ddp_train.py", "w") as f:
+    f.write(ddp_script)
+
+# %%
+# two processes on this machine; torchrun (torch.distributed.run) starts them and sets up the group
+# (--standalone: on a free local port, so several notebooks can do this at once)
+!{sys.executable} -m torch.distributed.run --standalone --nproc_per_node=2 traces/ddp_train.py 2>&1 | grep -v -e USDT -e "^\*" -e OMP_NUM_THREADS
+
+# %%
+ddp = nbprof.load_trace("traces/ddp")
+ddp
+
+# %% [markdown]
+# The report's findings open with it: rank 1 is the slowest, the other rank waits for it in its
+# collectives, and `load_batch` differs most. The *Ranks* tab compares the ranks; the same numbers
+# are data. `comm_us` is time in collectives (the all-reduce): the rank that waits there longest
+# is waiting for the other one. The events show why: rank 1's `load_batch` takes about 20 ms per
+# step more.
+
+# %%
+table = ddp.ranks().table
+ev = ddp.events
+loads = ev[ev["name"] == "load_batch"].groupby("rank")["dur_us"].agg(["count", "sum"])
+print(table[["rank", "comm_us"]].round(0).to_string(index=False))
+print(loads.round(0))
+waiter = int(table.sort_values("comm_us").iloc[-1]["rank"])
+slow_loader = int(loads["sum"].idxmax())
+print(f"rank {waiter} waits longest in the all-reduce; rank {slow_loader} loads its batches slowest")
+
+# %% [markdown]
 # ## Exercises
 #
 # ### Exercise 1: skip the start-up
