@@ -252,6 +252,25 @@ def key_names(names: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     return key_of_cat[codes] if len(codes) else codes.astype(np.int64), labels
 
 
+def values_at(column: pd.Series, rows: np.ndarray | None = None) -> np.ndarray:
+    """A column's values as ``str`` objects at ``rows`` (every row when None). A categorical column
+    (names, kinds, devices, shapes) is read through its categories: one conversion per distinct
+    value, not per event (a missing value is "")."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        cats = np.append(np.asarray(column.cat.categories.astype(str), dtype=object), "")
+        codes = column.cat.codes.to_numpy()
+        return cats[codes if rows is None else codes[rows]]
+    values = column.astype(str).to_numpy()
+    return values if rows is None else values[rows]
+
+
+def category_mask(column: pd.Series, test) -> np.ndarray:
+    """``test(value)`` for each row of a categorical column, evaluated once per category."""
+    cats = column.cat.categories
+    hit = np.append(np.array([bool(test(str(c))) for c in cats], dtype=bool), False)
+    return hit[column.cat.codes.to_numpy()]
+
+
 def time_ns(us: pd.Series | np.ndarray) -> np.ndarray:
     """µs floats (relative, ns resolution) -> exact int64 nanoseconds."""
     return np.rint(np.asarray(us, dtype=np.float64) * 1000.0).astype(np.int64)

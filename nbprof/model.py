@@ -124,7 +124,16 @@ class TorchProfile:
         """Allocated (and reserved) memory over time as a plotly ``Figure`` (needs ``--memory``)."""
         from .views.memory import memory_curve_figure
 
-        return memory_curve_figure(self._events)
+        return memory_curve_figure(self._memory_curve())
+
+    def _memory_curve(self) -> pd.DataFrame:
+        """The allocator's totals after each memory event, per device (one pass, shared by the
+        Memory tab's chart, its held-at-peak tables and ``memory_curve()``)."""
+        if getattr(self, "_curve", None) is None:
+            from .analysis.memory import memory_curve
+
+            self._curve = memory_curve(self._events)
+        return self._curve
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         return self.report()._repr_mimebundle_(include, exclude)

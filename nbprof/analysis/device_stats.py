@@ -192,7 +192,8 @@ def device_stats(events: pd.DataFrame, meta: dict[str, Any] | None = None) -> De
                 np.bincount(key_all[m], minlength=n_keys))
 
     k_us, k_n = per_key(KIND_CODE["kernel"])
-    sm_eff, occupancy = _launch_estimates(events, rows[kind[rows] == KIND_CODE["kernel"]], key_all, dur, n_keys)
+    sm_eff, occupancy = _launch_estimates(events, rows[kind[rows] == KIND_CODE["kernel"]], key_all, start, dur,
+                                          n_keys)
     c_us, c_n = per_key(KIND_CODE["memcpy"])
     s_us, s_n = per_key(KIND_CODE["memset"])
     stream = events["stream"].to_numpy()
@@ -248,8 +249,8 @@ def device_stats(events: pd.DataFrame, meta: dict[str, Any] | None = None) -> De
     return DeviceStats(devices=devices, streams=streams)
 
 
-def _launch_estimates(events: pd.DataFrame, krows: np.ndarray, key_all: np.ndarray, dur: np.ndarray,
-                      n_keys: int) -> tuple[np.ndarray, np.ndarray]:
+def _launch_estimates(events: pd.DataFrame, krows: np.ndarray, key_all: np.ndarray, start: np.ndarray,
+                      dur: np.ndarray, n_keys: int) -> tuple[np.ndarray, np.ndarray]:
     """Per device key: the integral over time of the SMs in use (each running kernel adds
     min(blocks per SM, 1), at most 1 at any moment), in ns; and the kernel-time-weighted mean
     est. achieved occupancy (NaN where no kernel has the estimates)."""
@@ -260,7 +261,7 @@ def _launch_estimates(events: pd.DataFrame, krows: np.ndarray, key_all: np.ndarr
     # sweep the starts (+share) and ends (-share) of the kernels in time order, per device
     kb = k[has_bps]
     share = np.minimum(bps[has_bps], 1.0)
-    t0 = time_ns(events["start_us"].to_numpy()[krows][has_bps])
+    t0 = start[krows][has_bps]
     t1 = t0 + dur[krows][has_bps]
     key = np.concatenate([kb, kb])
     at = np.concatenate([t0, t1])

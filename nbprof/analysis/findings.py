@@ -62,10 +62,10 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from ..events import KIND_CODE, time_ns
-from ..views.format import fmt_bytes, fmt_us
+from ..events import KIND_CODE, time_ns, values_at
+from ..views.format import fmt_bytes, fmt_us, short_kernel_name
 from ._intervals import assign_points, gaps, launch_points, union_segments
-from .device_stats import device_stats, process_codes, profiled_windows, span_ns
+from .device_stats import process_codes, profiled_windows, span_ns
 
 __all__ = ["torch_findings", "python_findings", "FINDING_COLUMNS", "KINDS", "SEVERITIES"]
 
@@ -390,7 +390,7 @@ def _device_segments(ctx: _Context) -> tuple[np.ndarray, np.ndarray, np.ndarray,
 def _gpu_idle(ctx: _Context, found: _Found) -> None:
     if not ctx.has_device:
         return
-    stats = device_stats(ctx.events, ctx.meta).devices
+    stats = ctx.profile.device_stats.devices  # computed once per profile (the report uses it too)
     stats = stats[stats["kernels"] + stats["memcpys"] + stats["memsets"] > 0]
     if len(stats) == 0:
         return
@@ -515,11 +515,11 @@ def _small_grid(ctx: _Context, found: _Found) -> None:
     if len(kern) == 0:
         return
     bps = ev["blocks_per_sm"].to_numpy()[kern]
-    device = ev["device"].astype(str).to_numpy()[kern]
+    device = values_at(ev["device"], kern)
     rank = ctx.rank[kern]
-    names = ev["name"].astype(str).to_numpy()[kern]
+    names = values_at(ev["name"], kern)
     dur = ctx.dur_ns[kern].astype(np.float64)
-    busy = device_stats(ev, ctx.meta).devices
+    busy = ctx.profile.device_stats.devices
     sms = {int(d.get("id", -1)): d.get("numSms") for d in ctx.meta.get("device_properties") or []}
     for (r, dev), rows in pd.Series(np.arange(len(kern))).groupby([rank, device]).groups.items():
         rows = np.asarray(rows)
@@ -540,12 +540,10 @@ def _small_grid(ctx: _Context, found: _Found) -> None:
                .groupby("name", sort=False).agg(d=("d", "sum"), w=("w", "sum"), row=("row", "first"))
                .sort_values("d", ascending=False).head(SMALL_GRID_SHOWN))
         launched = ev["parent"].to_numpy()[per["row"].to_numpy()]  # the op that launched it (Kernels tab)
-        op_names = ev["name"].astype(str).to_numpy()
+        op_names = values_at(ev["name"], np.maximum(launched, 0))
         top = [{"kernel": n, "kernel_us": float(d) / 1000.0, "blocks_per_sm": float(w / d) if d else 0.0,
-                "launched_by": op_names[o] if o >= 0 else ""}
-               for n, d, w, o in zip(per.index, per["d"], per["w"], launched)]
-        from ..views.format import short_kernel_name
-
+                "launched_by": op if o >= 0 else ""}
+               for n, d, w, o, op in zip(per.index, per["d"], per["w"], launched, op_names)]
         first = top[0]
         n_sms = sms.get(int(dev.partition(":")[2] or 0)) if ":" in dev else None
         sm_text = f" ({n_sms} on this GPU)" if n_sms else ""
@@ -673,9 +671,7 @@ def _memory_peak(ctx: _Context, found: _Found) -> None:
 def _straggler(ctx: _Context, found: _Found) -> None:
     if "rank" not in ctx.events.columns or len(ctx.rank_labels) < 2:
         return
-    from .ranks import rank_report
-
-    report = rank_report(ctx.events, ctx.meta)
+    report = ctx.profile.ranks()  # cached on the profile, shared with the Ranks tab
     table = report.table
     comm = table["comm_us"].to_numpy(dtype=np.float64)
     span = float(np.median(table["span_us"]))

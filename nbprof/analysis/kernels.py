@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..events import KIND_CODE
+from ..events import KIND_CODE, values_at
 
 __all__ = ["kernel_table", "KERNEL_COLUMNS"]
 
@@ -51,8 +51,7 @@ def kernel_table(events: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame({c: [] for c in KERNEL_COLUMNS})
     sub = events.iloc[rows]
     parent = sub["parent"].to_numpy()
-    names = events["name"].astype(str).to_numpy()
-    launcher = np.where(parent >= 0, names[np.maximum(parent, 0)], "")
+    launcher = np.where(parent >= 0, values_at(events["name"], np.maximum(parent, 0)), "")
     frame = pd.DataFrame(
         {
             "name": sub["name"].astype(str).to_numpy(),

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..events import KIND_CODE
+from ..events import KIND_CODE, values_at
 
 __all__ = ["memory_curve", "MemoryPeak", "memory_peaks", "downsample_max", "allocations", "alive_at",
            "ALLOCATION_COLUMNS"]
@@ -110,7 +110,7 @@ def allocations(events: pd.DataFrame) -> pd.DataFrame:
     if len(rows) == 0:
         return pd.DataFrame({c: pd.Series(dtype=object if c in ("device", "op", "top_op", "rank") else float)
                              for c in columns})
-    device = events["device"].astype(str).to_numpy()[rows]
+    device = values_at(events["device"], rows)
     dev_code, dev_labels = pd.factorize(device)
     rank_code = pd.factorize(events["rank"].to_numpy()[rows])[0] if has_rank else np.zeros(len(rows), np.int64)
     addr = events["addr"].to_numpy()[rows]
@@ -139,12 +139,10 @@ def allocations(events: pd.DataFrame) -> pd.DataFrame:
     size = np.concatenate([b[alloc_pos], -b[early]])
     ev_rows = rows[src]
     parent = events["parent"].to_numpy()
-    names = events["name"].astype(str).to_numpy()
     p = parent[ev_rows]
-    op = np.where(p >= 0, names[np.maximum(p, 0)], "")
+    op = np.where((p >= 0) & ~np.isnan(alloc_t), values_at(events["name"], np.maximum(p, 0)), "")
     top = _outermost_op(events, kind, parent, p)
-    op = np.where(np.isnan(alloc_t), "", op)
-    top_op = np.where((top >= 0) & ~np.isnan(alloc_t), names[np.maximum(top, 0)], "")
+    top_op = np.where((top >= 0) & ~np.isnan(alloc_t), values_at(events["name"], np.maximum(top, 0)), "")
     out = pd.DataFrame({
         "device": device[src],
         "addr": addr[src],

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..events import KIND_CODE
+from ..events import KIND_CODE, category_mask
 from .device_stats import device_stats, process_codes, profiled_windows, span_ns
 
 __all__ = ["RankReport", "rank_report", "rank_table", "rank_differences", "COMM_PATTERN", "RANK_TIME_SPREAD"]
@@ -137,7 +137,7 @@ def rank_differences(
     else:
         # ops and record_function labels (a slow data loader shows as its label's own time); not
         # the ProfilerStep#N markers, whose own time is mostly waiting on the ranks that wait
-        step = events["name"].astype(str).str.startswith("ProfilerStep#").to_numpy()
+        step = category_mask(events["name"], lambda n: n.startswith("ProfilerStep#"))
         rows = np.flatnonzero(np.isin(kind, [KIND_CODE["op"], KIND_CODE["annotation"]])
                               & (events["thread"].to_numpy() >= 0) & ~events["merged"].to_numpy() & ~step)
         value = events["self_cpu_us"].to_numpy()[rows]

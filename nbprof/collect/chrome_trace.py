@@ -747,9 +747,9 @@ class _Reader:
             return None
         rows = np.concatenate(self.sparse.pop("rows:kernel"))
         out: dict[str, Any] = {}
+        texts = [_dims_text(raw) for raw in self.launch_dims.values()]  # once per distinct dimension
         for column, key in (("grid", "grid"), ("block", "block")):
             codes = np.concatenate(self.sparse.pop(key))
-            texts = [_dims_text(raw) for raw in self.launch_dims.values()]
             full = np.full(self.n, -1, dtype=np.int32)
             full[rows] = codes
             out[column] = (full, texts)

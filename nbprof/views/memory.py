@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..analysis.memory import downsample_max, memory_curve, memory_peaks
+from ..analysis.memory import downsample_max, memory_peaks
 from .format import esc, fmt_bytes, fmt_us
 
 __all__ = ["memory_curve_svg", "memory_curve_figure"]
@@ -22,16 +22,17 @@ def _nice_ticks(lo: float, hi: float, count: int = 5) -> np.ndarray:
     return np.arange(np.ceil(lo / step) * step, hi + step * 0.5, step)
 
 
-def memory_curve_svg(events: pd.DataFrame, width: int = 760, panel_height: int = 130) -> str:
-    """Allocated bytes over time, one small chart per device (each on its own scale, since CPU
-    and GPU totals differ by orders of magnitude); the peak marked and named with its op."""
-    curve = memory_curve(events)
+def memory_curve_svg(curve: pd.DataFrame, end_us: float, width: int = 760, panel_height: int = 130) -> str:
+    """Allocated bytes over time (``analysis.memory.memory_curve``'s frame), one small chart per
+    device (each on its own scale, since CPU and GPU totals differ by orders of magnitude); the
+    peak marked and named with its op. ``end_us``: where the time axis ends (the profile's last
+    event)."""
     if curve.empty:
         return ""
     left, right = 72, 16
     pw = width - left - right
     t0 = 0.0  # start_us counts from the profile's start, like every other view
-    t1 = max(float((events["start_us"] + events["dur_us"]).max()), t0 + 1e-3)
+    t1 = max(float(end_us), t0 + 1e-3)
     x_of = lambda t: left + (t - t0) / (t1 - t0) * pw  # noqa: E731
     devices = list(curve.groupby("device", sort=True))
     peaks = {p.device: p for p in memory_peaks(curve)}
@@ -88,11 +89,10 @@ def memory_curve_svg(events: pd.DataFrame, width: int = 760, panel_height: int =
     return "".join(parts)
 
 
-def memory_curve_figure(events: pd.DataFrame):
+def memory_curve_figure(curve: pd.DataFrame):
     """The same curve as a zoomable plotly figure (``result.memory_curve()``)."""
     import plotly.graph_objects as go
 
-    curve = memory_curve(events)
     fig = go.Figure()
     t0 = 0.0  # ms since the profile's start
     for device, d in curve.groupby("device", sort=True):

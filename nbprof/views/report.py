@@ -312,31 +312,31 @@ class TorchReport:
             cols += [Col("self_device_mem_bytes", "Self CUDA Mem", "bytes"), Col("device_mem_bytes", "CUDA Mem", "bytes")]
         cols += [Col("self_cpu_mem_bytes", "Self CPU Mem", "bytes"), Col("cpu_mem_bytes", "CPU Mem", "bytes"),
                  Col("kind", "Kind")]
-        curve = memory_curve_svg(p._events)
+        ev = p._events
+        curve = memory_curve_svg(p._memory_curve(), float((ev["start_us"] + ev["dur_us"]).max()))
         table = datatable_html(frame, cols, order=[(main, "desc")], page_length=self.limit or 0,
                                caption="memory allocated (+) and freed (−) inside each operator; self = not in its children")
         return curve + table + self._held_at_peak()
 
     def _held_at_peak(self) -> str:
         """Per device, the blocks held when allocated memory peaked: what to free or shrink."""
-        from ..analysis.memory import memory_curve, memory_peaks
+        from ..analysis.memory import memory_peaks
 
         allocs = self.profile.allocations()
         if not len(allocs) or "rank" in allocs.columns:
             return ""
         out = []
-        peaks = memory_peaks(memory_curve(self.profile._events))
+        peaks = memory_peaks(self.profile._memory_curve())
         order = sorted(peaks, key=lambda pk: (pk.device == "cpu", pk.device))  # GPUs first
         for peak in order:
             held = self.profile.alive_at(peak.peak_time_us, peak.device)
             if not len(held):
                 continue
-            before = held[held["alloc_us"].isna()]
             during = held[held["alloc_us"].notna()].copy()
-            unknown = peak.start_allocated_bytes - int(before["bytes"].sum()) - int(
-                allocs[(allocs["device"] == peak.device) & allocs["alloc_us"].isna()
-                       & (allocs["free_us"] <= peak.peak_time_us)]["bytes"].sum())
-            older = int(before["bytes"].sum()) + max(unknown, 0)
+            # what the allocator held when the profile started, less what of it was freed by the peak
+            freed_early = allocs[(allocs["device"] == peak.device) & allocs["alloc_us"].isna()
+                                 & (allocs["free_us"] <= peak.peak_time_us)]["bytes"].sum()
+            older = max(peak.start_allocated_bytes - int(freed_early), 0)
             head = (f"Held on {peak.device} at its peak ({fmt_bytes(peak.peak_allocated_bytes)} at "
                     f"{peak.peak_time_us / 1000:.2f} ms): {len(during):,} block{'' if len(during) == 1 else 's'} "
                     f"allocated during the profile "

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis.timeline import TimelineData, remerge, timeline_rects
+from ..events import values_at
 from .figure import figure_bundle
 from .format import esc, fmt_bytes, fmt_us
 
@@ -208,22 +209,22 @@ def _hover_texts(data: TimelineData, detail: int) -> np.ndarray:
         return out
     ev = data.events
     pos = ev_pos[idx]
-    kind = _cat_take(ev["kind"], pos)
+    kind = values_at(ev["kind"], pos)
     dur = ev["dur_us"].to_numpy()[pos]
     start = ev["start_us"].to_numpy()[pos]
-    shapes = _cat_take(ev["input_shapes"], pos) if "input_shapes" in ev.columns else np.full(len(idx), "[]")
+    shapes = values_at(ev["input_shapes"], pos) if "input_shapes" in ev.columns else np.full(len(idx), "[]")
     parent = ev["parent"].to_numpy()[pos] if "parent" in ev.columns else np.full(len(idx), -1)
     launcher = np.full(len(idx), None, dtype=object)
     has_parent = parent >= 0
     if has_parent.any():
-        launcher[has_parent] = _cat_take(ev["name"], parent[has_parent])
+        launcher[has_parent] = values_at(ev["name"], parent[has_parent])
     device_total = ev["device_total_us"].to_numpy()[pos] if "device_total_us" in ev.columns else np.zeros(len(idx))
     nbytes = ev["bytes"].to_numpy()[pos] if "bytes" in ev.columns else np.zeros(len(idx))
     work = np.isin(kind, ("kernel", "memcpy", "memset"))
     cpu_side = np.isin(kind, ("op", "annotation", "other"))
     launch = None
     if detail < 2 and "grid" in ev.columns and (kind == "kernel").any():
-        launch = (_cat_take(ev["grid"], pos), _cat_take(ev["block"], pos),
+        launch = (values_at(ev["grid"], pos), values_at(ev["block"], pos),
                   ev["registers_per_thread"].to_numpy()[pos], ev["occupancy_pct"].to_numpy()[pos])
     wrap = ((90, 3), (90, 1), (60, 1))[detail]
     shape_width = (160, 60, 0)[detail]
@@ -248,14 +249,6 @@ def _hover_texts(data: TimelineData, detail: int) -> np.ndarray:
             lines.append(f"CUDA time {fmt_us(device_total[j])}")
         out[i] = "<br>".join(lines)
     return out
-
-
-def _cat_take(column: pd.Series, pos: np.ndarray) -> np.ndarray:
-    """Values of a (categorical) column at positions, as strings, without converting it all."""
-    if isinstance(column.dtype, pd.CategoricalDtype):
-        cats = np.asarray(column.cat.categories.astype(str), dtype=object)
-        return cats[column.cat.codes.to_numpy()[pos]]
-    return column.astype(str).to_numpy()[pos]
 
 
 # ----------------------------------------------------------------------------------------- prepare
