@@ -263,7 +263,7 @@ def write_html(result: Any, path: str) -> str:
     if callable(to_html):
         to_html(path)
         return path
-    from .views.format import esc
+    from .format import esc
 
     title = f"nbprof: {os.path.basename(str(result.meta.get('script', 'profile')))}"
     body = result.report().html()

@@ -80,7 +80,7 @@ class ComparisonSummary:
 
 
 def _fmt(metric: str, value: float, sign: bool = False) -> str:
-    from .views.format import fmt_bytes, fmt_count, fmt_flops, fmt_s, fmt_us
+    from .format import fmt_bytes, fmt_count, fmt_flops, fmt_s, fmt_us
 
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "—"
@@ -150,7 +150,7 @@ class Comparison:
     # -- rendering --------------------------------------------------------------------------------
 
     def _columns(self) -> list[Any]:
-        from .views.format import shorten
+        from .format import shorten
         from .views.table import Column
 
         m = self.metric
@@ -180,7 +180,7 @@ class Comparison:
         limit = self.limit if limit is None else limit
         rows = self._table.head(limit) if limit else self._table
         if self.kind == "python":
-            from .views.table import pstats_location
+            from .analysis.flame import pstats_location
 
             rows = rows.copy()
             names = {**(self.before.meta.get("code_names") or {}), **(self.after.meta.get("code_names") or {})}
@@ -207,7 +207,7 @@ class Comparison:
         import numpy as np
 
         from .views.datatable import Col, datatable_html
-        from .views.format import esc
+        from .format import esc
         from .views.report import _library, report_css
 
         head = "torch profiles" if self.kind == "torch" else "cProfile profiles"
@@ -230,7 +230,7 @@ class Comparison:
             if "input_shapes" in rows.columns:
                 cols.append(Col("input_shapes", "Input shapes", "name", 40))
         else:
-            from .views.table import pstats_location
+            from .analysis.flame import pstats_location
 
             names = {**(self.before.meta.get("code_names") or {}), **(self.after.meta.get("code_names") or {})}
             rows["full_location"] = pstats_location(rows, names, full_paths=True)

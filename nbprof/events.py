@@ -54,9 +54,13 @@ KINDS = (
     "other",
 )
 KIND_CODE = {k: i for i, k in enumerate(KINDS)}
+# Named kind groups: use these, never a re-spelled tuple.
+# Events that live on a device stream (lanes of the timeline, rows with a stream, no thread).
 DEVICE_KINDS = ("kernel", "memcpy", "memset", "gpu_annotation")
 # The kinds whose time is spent on the device (and counted as device time).
 DEVICE_WORK_KINDS = ("kernel", "memcpy", "memset")
+DEVICE_CODES = tuple(KIND_CODE[k] for k in DEVICE_KINDS)
+DEVICE_WORK_CODES = tuple(KIND_CODE[k] for k in DEVICE_WORK_KINDS)
 
 # torch's DeviceType codes, as written in memory events ("Device Type").
 # cpu_memory_usage counts CPU, MKLDNN and IDEEP; device_memory_usage CUDA, HIP, XPU, PrivateUse1.

@@ -107,7 +107,7 @@ def test_reports_have_tabs_and_tables(session):
     assert kernels.count() == 1
     assert any("sm80_xmma" in t for t in _column(kernels, 1))
     # kernel names shortened by the table's script exactly as the Python twin does, full name on hover
-    from nbprof.views.format import short_kernel_name
+    from nbprof.format import short_kernel_name
 
     spans = kernels.locator("tbody tr td:nth-child(1) span")
     pairs = [(spans.nth(i).inner_text(), spans.nth(i).get_attribute("title")) for i in range(spans.count())]

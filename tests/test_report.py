@@ -12,7 +12,7 @@ import pytest
 
 import nbprof
 from nbprof.analysis.memory import memory_curve, memory_peaks
-from nbprof.views.format import fmt_bytes, fmt_us
+from nbprof.format import fmt_bytes, fmt_us
 
 from .conftest import TRACES, needs_torch, run, trace_path
 

@@ -63,7 +63,7 @@ import numpy as np
 import pandas as pd
 
 from ..events import KIND_CODE, time_ns, values_at
-from ..views.format import fmt_bytes, fmt_us, short_kernel_name
+from ..format import fmt_bytes, fmt_us, short_kernel_name
 from ._intervals import assign_points, gaps, launch_points, union_segments
 from .device_stats import process_codes, profiled_windows, span_ns
 
@@ -719,7 +719,7 @@ def python_findings(profile: Any) -> pd.DataFrame:
     total = float(profile.total_s)
     if len(st) == 0 or total <= 0:
         return found.frame()
-    from ..views.table import pstats_location
+    from .flame import pstats_location
 
     location = pstats_location(st, profile.meta.get("code_names"))
     tt = st["tottime_s"].to_numpy()

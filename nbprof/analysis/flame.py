@@ -437,6 +437,16 @@ def _short_path(path: str, keep: int = 2) -> str:
     return "…/" + "/".join(parts[-keep:])
 
 
+def pstats_location(stats: pd.DataFrame, names: dict[str, str] | None = None, full_paths: bool = False) -> np.ndarray:
+    """pstats' "filename:lineno(function)" text, with notebook cells shown as "In [n]"."""
+    names = names or {}
+    out = [
+        location_label(f, line, fn, names, full_path=full_paths)
+        for f, line, fn in zip(stats["filename"].tolist(), stats["lineno"].tolist(), stats["function"].tolist())
+    ]
+    return np.asarray(out, dtype=object)
+
+
 def location_label(filename: str, lineno: int, function: str, code_names: dict[str, str] | None = None,
                    full_path: bool = False) -> str:
     """pstats' ``file:line(function)`` (``{built-in method time.sleep}`` for builtins), with a

@@ -2,7 +2,7 @@
 
 The DataFrame handed to itables keeps raw numbers, so a click on a header sorts by value; small
 render functions humanize them for display only (µs/ms/s, B/KB/MB, bars for shares, long names
-cut with the full name on hover), with the same thresholds as ``views.format``. itables writes
+cut with the full name on hover), with the same thresholds as ``nbprof.format``. itables writes
 a static preview of the first rows next to the interactive table and swaps it out when its
 script runs, so the table still reads where scripts do not run (GitHub, untrusted notebooks).
 
@@ -241,7 +241,7 @@ def _itables_html(data: pd.DataFrame, fallback: str, caption: str | None = None,
 
 
 def _fmt(unit: str, width: int) -> Any:
-    from .format import fmt_bytes, fmt_count, fmt_flops, fmt_s, fmt_us, short_kernel_name, shorten
+    from ..format import fmt_bytes, fmt_count, fmt_flops, fmt_s, fmt_us, short_kernel_name, shorten
 
     numeric = {
         "time_us": fmt_us,
@@ -273,7 +273,7 @@ def _short_location(location: str) -> str:
     """The Python twin of _JS_LOCATION: directories cut to the last two."""
     import re
 
-    from .format import short_path
+    from ..format import short_path
 
     m = re.match(r"^(.*?):(\d+)\((.*)\)$", str(location))
     if not m or "/" not in m.group(1):
@@ -284,7 +284,7 @@ def _short_location(location: str) -> str:
 def static_html(rows: pd.DataFrame, columns: list[Col], total: int) -> str:
     """The first rows as a plain table with the interactive table's units, bars and hover names:
     what shows where scripts do not run (GitHub, untrusted notebooks)."""
-    from .format import esc
+    from ..format import esc
 
     head = "".join(
         f'<th style="text-align:{"left" if c.unit in ("name", "kernel", "text") else "right"}">{esc(c.header)}</th>'

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .format import esc
+from ..format import esc
 
 __all__ = ["PLOTLY_MIME", "DEFAULT_CONFIG", "figure_json", "figure_bundle"]
 

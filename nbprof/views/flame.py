@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from .format import esc, fmt_s
+from ..format import esc, fmt_s
 
 __all__ = ["flame_figure", "flame_svg", "flame_colors", "FAMILY_COLORS", "FAMILY_LABELS"]
 

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis.memory import downsample_max, memory_peaks
-from .format import esc, fmt_bytes, fmt_us
+from ..format import esc, fmt_bytes, fmt_us
 
 __all__ = ["memory_curve_svg", "memory_curve_figure"]
 

@@ -23,9 +23,9 @@ import pandas as pd
 
 from ..settings import DEFAULT_LIMIT, resolve_python_sort, resolve_torch_sort
 from .datatable import Col, datatable_html, library_html
-from .format import esc, fmt_bytes, fmt_count, fmt_s, fmt_us
+from ..analysis.flame import pstats_location
+from ..format import esc, fmt_bytes, fmt_count, fmt_s, fmt_us
 from .table import (
-    pstats_location,
     pstats_ncalls,
     python_columns,
     render_html,

@@ -13,7 +13,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from .format import esc, fmt_bytes, fmt_count, fmt_flops, fmt_pct, fmt_s, fmt_us, shorten
+from ..format import esc, fmt_bytes, fmt_count, fmt_flops, fmt_pct, fmt_s, fmt_us, shorten
 
 __all__ = ["Column", "torch_columns", "python_columns", "render_text", "render_html", "sorted_rows"]
 
@@ -139,18 +139,6 @@ def render_html(rows: pd.DataFrame, columns: list[Column], *, caption: str = "")
         '<table class="nbprof-table" style="border-collapse:collapse;font-size:12px">'
         f"{cap}<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
     )
-
-
-def pstats_location(stats: pd.DataFrame, names: dict[str, str] | None = None, full_paths: bool = False) -> np.ndarray:
-    """pstats' "filename:lineno(function)" text, with notebook cells shown as "In [n]"."""
-    from ..analysis.flame import location_label
-
-    names = names or {}
-    out = [
-        location_label(f, line, fn, names, full_path=full_paths)
-        for f, line, fn in zip(stats["filename"].tolist(), stats["lineno"].tolist(), stats["function"].tolist())
-    ]
-    return np.asarray(out, dtype=object)
 
 
 def pstats_ncalls(stats: pd.DataFrame) -> np.ndarray:

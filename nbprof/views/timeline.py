@@ -34,7 +34,7 @@ import pandas as pd
 from ..analysis.timeline import TimelineData, remerge, timeline_rects
 from ..events import values_at
 from .figure import figure_bundle
-from .format import esc, fmt_bytes, fmt_us
+from ..format import esc, fmt_bytes, fmt_us
 
 __all__ = [
     "prepare_timeline",

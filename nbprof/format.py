@@ -1,4 +1,6 @@
-"""Humanized units for views. Data keeps raw numbers in unit-named columns; only views format."""
+"""Humanized units: one module for the analysis (finding messages) and the views.
+
+Data keeps raw numbers in unit-named columns; text is made here, never in the tables."""
 
 from __future__ import annotations
 
