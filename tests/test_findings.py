@@ -9,6 +9,7 @@ from __future__ import annotations
 import collections
 import gzip
 import json
+import pathlib
 
 import numpy as np
 import pandas as pd
@@ -247,10 +248,10 @@ def launch_bound_runs(name: str) -> list[dict]:
     kernels = sorted((e for e in ev if e.get("cat") == "kernel"), key=lambda e: e["ts"])
     runs, cur = [], []
     for k in kernels + [None]:
-        if k is not None and k["dur"] < F.TINY_KERNEL_US:
+        if k is not None and k["dur"] < F.launch_bound.TINY_KERNEL_US:
             cur.append(k)
             continue
-        if len(cur) >= F.LAUNCH_MIN_KERNELS:
+        if len(cur) >= F.launch_bound.LAUNCH_MIN_KERNELS:
             kt = sum(x["dur"] for x in cur)
             lt = sum(launch.get(x["args"]["correlation"], 0) for x in cur)
             if lt >= kt:
@@ -350,7 +351,7 @@ def test_memory_peak_on_the_recorded_training_run():
         around = [o for o in ops if o["tid"] == e["tid"] and o["ts"] <= e["ts"] <= o["ts"] + o["dur"]]
         outer = max(around, key=lambda o: o["dur"])["name"] if around else "(outside operators)"
         by_op[outer] = by_op.get(outer, 0) + e["args"]["Bytes"]
-    top = sorted(by_op.items(), key=lambda kv: -kv[1])[: F.MEMORY_TOP_OPS]
+    top = sorted(by_op.items(), key=lambda kv: -kv[1])[: F.memory_peak.MEMORY_TOP_OPS]
 
     p = nbprof.load_trace(trace_path(name))
     row = one(p.findings, "memory_peak")
@@ -486,11 +487,54 @@ def test_hot_function_live(shell):
 
 
 def test_thresholds_are_documented():
-    doc = F.__doc__
-    for name in ("TOP_OP_MEDIUM_SHARE", "SYNC_MIN_SHARE", "COPY_MIN_SHARE", "GPU_IDLE_MIN_SHARE", "TINY_KERNEL_US",
-                 "LAUNCH_MIN_KERNELS", "LAUNCH_MIN_SHARE", "DATALOADER_MIN_SHARE", "MEMORY_HIGH_SHARE",
-                 "STRAGGLER_MIN_IMBALANCE", "HOT_MIN_CALLS", "HOT_MAX_PER_CALL_S", "HOT_MIN_SHARE"):
-        assert name in doc and isinstance(getattr(F, name), (int, float))
+    # each threshold is a number in its kind's module, named in that module's docstring
+    named = {"TOP_OP_MEDIUM_SHARE": F.top_op, "SYNC_MIN_SHARE": F.sync, "COPY_MIN_SHARE": F.copy,
+             "GPU_IDLE_MIN_SHARE": F.gpu_idle, "TINY_KERNEL_US": F.launch_bound,
+             "LAUNCH_MIN_KERNELS": F.launch_bound, "LAUNCH_MIN_SHARE": F.launch_bound,
+             "DATALOADER_MIN_SHARE": F.dataloader, "MEMORY_HIGH_SHARE": F.memory_peak,
+             "STRAGGLER_MIN_IMBALANCE": F.straggler, "HOT_MIN_CALLS": F.hot_function,
+             "HOT_MAX_PER_CALL_S": F.hot_function, "HOT_MIN_SHARE": F.hot_function}
+    for name, module in named.items():
+        assert name in module.__doc__ and isinstance(getattr(module, name), (int, float))
+    for module in F.TORCH_CHECKS + F.PYTHON_CHECKS:
+        for name in F.thresholds(module):
+            assert f"``{name}``" in module.__doc__, (module.__name__, name)
     assert set(F.KINDS) >= {"top_op", "sync", "copy", "launch_bound", "gpu_idle", "dataloader", "memory_peak",
                             "hot_function"}
-    assert np.isfinite(F.TINY_KERNEL_US)
+    assert np.isfinite(F.launch_bound.TINY_KERNEL_US)
+
+
+# --------------------------------------------------------------------------------------- registry
+
+
+def test_every_kind_module_is_registered_once_and_names_its_kind():
+    """A kind module left out of the registry would never run: every public module of the package
+    is in it, once, and the kinds it gives are the ones the findings carry."""
+    package = pathlib.Path(F.__file__).parent
+    modules = {p.stem for p in package.glob("*.py") if not p.stem.startswith("_")}
+    registered = [m.__name__.rpartition(".")[2] for m in F.TORCH_CHECKS + F.PYTHON_CHECKS]
+    assert sorted(registered) == sorted(modules) and len(set(registered)) == len(registered)
+    assert F.KINDS == F.TORCH_KINDS + F.PYTHON_KINDS == tuple(registered)
+    assert F.TORCH_KINDS == ("top_op", "sync", "copy", "gpu_idle", "launch_bound", "small_grid", "dataloader",
+                             "memory_peak", "straggler")
+    assert F.PYTHON_KINDS == ("top_function", "hot_function")
+    seen = set()
+    for name in TRACES:
+        seen |= set(nbprof.load_trace(trace_path(name)).findings["kind"])
+    assert seen <= set(F.TORCH_KINDS) and {"top_op", "gpu_idle", "small_grid"} <= seen
+
+
+def test_docs_table_of_kinds_is_the_generated_one():
+    """docs/findings.md holds exactly the table kinds_markdown() makes from the registry."""
+    doc = (pathlib.Path(__file__).parents[1] / "docs" / "findings.md").read_text()
+    begin, end = "<!-- kinds: begin -->\n", "<!-- kinds: end -->"
+    assert begin in doc and end in doc
+    table = doc[doc.index(begin) + len(begin):doc.index(end)]
+    assert table == F.kinds_markdown(), (
+        "docs/findings.md is out of date: replace its table with the output of\n"
+        "python -c 'from nbprof.analysis.findings import kinds_markdown; print(kinds_markdown(), end=\"\")'")
+    for kind in F.KINDS:
+        assert f"| `{kind}` |" in table
+    for module in F.TORCH_CHECKS + F.PYTHON_CHECKS:
+        for name, value in F.thresholds(module).items():
+            assert f"`{name}` = {value:g}" in table

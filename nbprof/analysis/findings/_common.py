@@ -1,0 +1,90 @@
+"""What the finding kinds share: the row a check yields, the number formatting of messages and
+evidence, and the per-profile context that several checks read (computed once per profile)."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from ...events import DEVICE_WORK_CODES, time_ns
+from .._intervals import launch_points
+from ..device_stats import process_codes, profiled_windows, span_ns
+from ..flame import pstats_location
+from ..tree import lanes
+
+FINDING_COLUMNS = ("kind", "severity", "message", "evidence")
+SEVERITIES = ("high", "medium", "low")
+
+SCALAR_READ_OPS = ("aten::_local_scalar_dense",)  # .item(), bool(tensor), float(tensor), .tolist()
+
+
+class Finding(NamedTuple):
+    """One finding as a check yields it; the registry adds its kind. ``score`` orders findings of
+    one severity: how much of the profile the finding covers (a share), larger first."""
+
+    severity: str
+    message: str
+    evidence: dict[str, Any]
+    score: float = 0.0
+
+
+def pct(x: float) -> str:
+    return f"{100 * x:.0f}%" if x >= 0.01 else f"{100 * x:.1f}%"
+
+
+def to_python(v: Any) -> Any:
+    """numpy scalars -> Python numbers (evidence stays JSON-friendly)."""
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
+class TorchContext:
+    """What several torch findings need, computed once."""
+
+    def __init__(self, profile: Any) -> None:
+        self.profile = profile
+        self.events = profile.events
+        self.meta = profile.meta
+        ev = self.events
+        self.kind = ev["kind"].cat.codes.to_numpy()
+        self.names = ev["name"]
+        self.start_ns = time_ns(ev["start_us"].to_numpy())
+        self.dur_ns = time_ns(ev["dur_us"].to_numpy())
+        self.end_ns = self.start_ns + self.dur_ns
+        self.thread, self.process = lanes(ev)
+        self.work = np.isin(self.kind, DEVICE_WORK_CODES)
+        self.has_device = bool(self.work.any())
+        self.windows = profiled_windows(ev, self.meta)
+        self.rank, self.rank_labels = process_codes(ev)
+        self.span_ns = float(span_ns(self.windows, len(self.rank_labels)).sum())
+        self._launches: pd.DataFrame | None = None
+
+    @property
+    def launches(self) -> pd.DataFrame:
+        if self._launches is None:
+            self._launches = launch_points(self.events, self.process)
+        return self._launches
+
+
+class PythonContext:
+    """What the cProfile findings need: the stats, the total time and each row's label."""
+
+    def __init__(self, profile: Any) -> None:
+        self.profile = profile
+        self.stats = profile.stats
+        self.total_s = float(profile.total_s)
+        self.location = pstats_location(self.stats, profile.meta.get("code_names"))
+
+
+def findings_frame(rows: list[tuple[str, Finding]]) -> pd.DataFrame:
+    """(kind, finding) pairs -> the findings DataFrame, sorted by severity, then by score (larger
+    first); equal ones keep the order they were found in."""
+    if not rows:
+        return pd.DataFrame({c: pd.Series(dtype=object) for c in FINDING_COLUMNS})
+    order = {s: i for i, s in enumerate(SEVERITIES)}
+    rows = sorted(rows, key=lambda r: (order[r[1].severity], -float(r[1].score)))
+    return pd.DataFrame([(kind, f.severity, f.message.strip(), f.evidence) for kind, f in rows],
+                        columns=list(FINDING_COLUMNS))

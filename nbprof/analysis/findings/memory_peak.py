@@ -1,0 +1,103 @@
+"""The peak allocated (and reserved) memory per device and the ``MEMORY_TOP_OPS`` operators that
+allocated most before it (the outermost op, so ``aten::conv2d`` rather than the ``aten::empty``
+inside it); whenever memory was recorded. "low", "medium" when reserved memory reaches
+``MEMORY_MEDIUM_SHARE`` of the device, "high" from ``MEMORY_HIGH_SHARE``."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import numpy as np
+import pandas as pd
+
+from ...events import KIND_CODE
+from ...format import fmt_bytes, fmt_us
+from ._common import Finding, TorchContext, pct, to_python
+
+MEMORY_MEDIUM_SHARE = 0.80
+MEMORY_HIGH_SHARE = 0.95
+MEMORY_TOP_OPS = 3
+
+
+def _outer_op(ctx: TorchContext, rows: np.ndarray) -> np.ndarray:
+    """The outermost operator (kind op) enclosing each row (itself if it is one); -1 if none."""
+    parent = ctx.events["parent"].to_numpy()
+    is_op = ctx.kind == KIND_CODE["op"]
+    best = np.where(is_op[rows], rows, -1)
+    cur = parent[rows].copy()
+    while True:
+        live = cur >= 0
+        if not live.any():
+            return best
+        hit = live.copy()
+        hit[live] = is_op[cur[live]]
+        best[hit] = cur[hit]
+        cur[live] = parent[cur[live]]
+
+
+def find(ctx: TorchContext) -> Iterator[Finding]:
+    ev = ctx.events
+    mem = np.flatnonzero((ctx.kind == KIND_CODE["memory"]) & (ev["total_allocated_bytes"].to_numpy() >= 0))
+    if len(mem) == 0:
+        return
+    device = ev["device"].astype(str).to_numpy()
+    on_device = device[mem] != "cpu"
+    if on_device.any():
+        mem = mem[on_device]  # GPU memory when there is any; else the CPU's
+    total_mem = {}
+    for prop in ctx.meta.get("device_properties") or []:
+        try:
+            total_mem[f"cuda:{int(prop.get('id', 0))}"] = int(prop.get("totalGlobalMem", -1))
+        except (TypeError, ValueError):
+            pass
+    alloc = ev["total_allocated_bytes"].to_numpy()
+    reserved = ev["total_reserved_bytes"].to_numpy()
+    nbytes = ev["bytes"].to_numpy()
+    names = ctx.names.to_numpy()
+    key = pd.DataFrame({"rank": ctx.rank[mem], "device": device[mem], "alloc": alloc[mem]})
+    peaks = key.groupby(["device", "rank"], sort=True)["alloc"].max()
+    if "rank" in ev.columns:  # one finding per device: its rank with the highest peak
+        keep = peaks.groupby(level="device").idxmax().tolist()
+        key = key[pd.MultiIndex.from_arrays([key["device"], key["rank"]]).isin(keep)]
+    for (rcode, dev), grp in key.groupby(["rank", "device"], sort=True):
+        rows = mem[grp.index.to_numpy()]
+        rows = rows[np.argsort(ctx.start_ns[rows], kind="stable")]
+        ipeak = int(np.argmax(alloc[rows]))
+        peak_row = rows[ipeak]
+        peak = int(alloc[peak_row])
+        peak_reserved = int(reserved[rows].max())
+        t_peak = int(ctx.start_ns[peak_row])
+        before = rows[: ipeak + 1]
+        initial = int(alloc[rows[0]] - nbytes[rows[0]])
+        allocs = before[nbytes[before] > 0]
+        outer = _outer_op(ctx, allocs)
+        op_name = np.where(outer >= 0, names[np.maximum(outer, 0)].astype(str), "(outside operators)")
+        by_op = pd.Series(nbytes[allocs]).groupby(op_name).sum().sort_values(ascending=False)
+        top = [{"op": k, "bytes": int(v)} for k, v in by_op.head(MEMORY_TOP_OPS).items()]
+        capacity = total_mem.get(dev, -1) if dev != "cpu" else -1
+        use = peak_reserved / capacity if capacity > 0 else 0.0
+        severity = "high" if use >= MEMORY_HIGH_SHARE else "medium" if use >= MEMORY_MEDIUM_SHARE else "low"
+        rank_label = ctx.rank_labels[rcode]
+        who = f"rank {rank_label} {dev}" if "rank" in ev.columns else dev
+        msg = f"Peak memory on {who}: {fmt_bytes(peak)} allocated"
+        if peak_reserved > 0 and dev != "cpu":
+            msg += f" ({fmt_bytes(peak_reserved)} reserved by the caching allocator"
+            msg += f", {pct(use)} of the device)" if capacity > 0 and severity != "low" else ")"
+        msg += f" at {fmt_us(t_peak / 1000)}"
+        if initial > 0:
+            msg += f", {fmt_bytes(initial)} of it allocated before the profile started"
+        msg += ". "
+        if top:
+            msg += "Allocated most on the way to it: " + ", ".join(f"{t['op']} ({fmt_bytes(t['bytes'])})" for t in top)
+            msg += ". "
+        if severity != "low":
+            msg += ("To lower it: smaller batches, activation checkpointing, bfloat16 autocast, inference under "
+                    "torch.no_grad(); if reserved is far above allocated, "
+                    "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True against fragmentation.")
+        evidence = {"device": dev, "peak_allocated_bytes": peak, "peak_reserved_bytes": peak_reserved,
+                    "at_us": t_peak / 1000.0, "allocated_before_profile_bytes": initial,
+                    "device_memory_bytes": capacity, "top_ops": top}
+        if "rank" in ev.columns:
+            evidence["rank"] = to_python(rank_label)
+            evidence["peak_allocated_by_rank"] = {str(ctx.rank_labels[r]): int(v) for r, v in peaks[dev].items()}
+        yield Finding(severity, msg, evidence, score=use)

@@ -1,0 +1,76 @@
+"""At least ``SMALL_GRID_MIN_SHARE`` of a device's kernel time is in kernels launched with fewer
+blocks than the GPU has SMs (CUPTI's "blocks per SM" below 1): part of the GPU idles while they
+run. Names the ``SMALL_GRID_SHOWN`` biggest such kernels with their launching ops. "medium" when
+the device is busy at least ``SMALL_GRID_BUSY_SHARE`` of the span (then filling it is what would
+pay off), else "low". Needs the estimates in the trace (torch's CUPTI traces have them)."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import numpy as np
+import pandas as pd
+
+from ...events import KIND_CODE, values_at
+from ...format import fmt_us, short_kernel_name
+from ._common import Finding, TorchContext, pct
+
+SMALL_GRID_MIN_SHARE = 0.30
+SMALL_GRID_BUSY_SHARE = 0.50
+SMALL_GRID_SHOWN = 3
+
+
+def find(ctx: TorchContext) -> Iterator[Finding]:
+    if not ctx.has_device:
+        return
+    ev = ctx.events
+    kern = np.flatnonzero((ctx.kind == KIND_CODE["kernel"]) & ~np.isnan(ev["blocks_per_sm"].to_numpy()))
+    if len(kern) == 0:
+        return
+    bps = ev["blocks_per_sm"].to_numpy()[kern]
+    device = values_at(ev["device"], kern)
+    rank = ctx.rank[kern]
+    names = values_at(ev["name"], kern)
+    dur = ctx.dur_ns[kern].astype(np.float64)
+    busy = ctx.profile.device_stats.devices
+    sms = {int(d.get("id", -1)): d.get("numSms") for d in ctx.meta.get("device_properties") or []}
+    for (r, dev), rows in pd.Series(np.arange(len(kern))).groupby([rank, device]).groups.items():
+        rows = np.asarray(rows)
+        total = float(dur[rows].sum())
+        small = rows[bps[rows] < 1.0]
+        small_ns = float(dur[small].sum())
+        share = small_ns / total if total else 0.0
+        if share < SMALL_GRID_MIN_SHARE:
+            continue
+        label = dev if ctx.rank_labels[r] is None else f"rank {ctx.rank_labels[r]} {dev}"
+        stats = busy[busy["device"] == dev]
+        if "rank" in stats.columns:
+            stats = stats[stats["rank"] == ctx.rank_labels[r]]
+        busy_share = float(stats["busy_fraction"].iloc[0]) if len(stats) else float("nan")
+        sm_eff = float(stats["sm_efficiency"].iloc[0]) if len(stats) else float("nan")
+        per = (pd.DataFrame({"name": names[small], "d": dur[small], "w": dur[small] * bps[small],
+                             "row": kern[small]})
+               .groupby("name", sort=False).agg(d=("d", "sum"), w=("w", "sum"), row=("row", "first"))
+               .sort_values("d", ascending=False).head(SMALL_GRID_SHOWN))
+        launched = ev["parent"].to_numpy()[per["row"].to_numpy()]  # the op that launched it (Kernels tab)
+        op_names = values_at(ev["name"], np.maximum(launched, 0))
+        top = [{"kernel": n, "kernel_us": float(d) / 1000.0, "blocks_per_sm": float(w / d) if d else 0.0,
+                "launched_by": op if o >= 0 else ""}
+               for n, d, w, o, op in zip(per.index, per["d"], per["w"], launched, op_names)]
+        first = top[0]
+        n_sms = sms.get(int(dev.partition(":")[2] or 0)) if ":" in dev else None
+        sm_text = f" ({n_sms} on this GPU)" if n_sms else ""
+        by = f", launched by {first['launched_by']}" if first["launched_by"] else ""
+        msg = (f"{pct(share)} of {label}'s kernel time ({fmt_us(small_ns / 1000)}) is in kernels launched with "
+               f"fewer blocks than the GPU has SMs{sm_text}, so part of the GPU idles while they run: e.g. "
+               f"{short_kernel_name(first['kernel'], 60)} ({first['blocks_per_sm']:.2f} blocks per SM, "
+               f"{fmt_us(first['kernel_us'])}{by}). Give each kernel more work (bigger batches or tensors), run "
+               "independent work side by side (CUDA streams) or fuse small ops (torch.compile).")
+        if sm_eff == sm_eff:
+            msg += f" Est. SM efficiency over the profile: {pct(sm_eff)}."
+        severity = "medium" if busy_share >= SMALL_GRID_BUSY_SHARE else "low"
+        yield Finding(severity, msg,
+                      {"device": label, "share_of_kernel_time": share, "small_grid_us": small_ns / 1000.0,
+                       "kernel_us": total / 1000.0, "busy_fraction": busy_share, "sm_efficiency": sm_eff,
+                       "sms": n_sms, "top_kernels": top},
+                      score=share * (busy_share if busy_share == busy_share else 0.0))

@@ -1,0 +1,81 @@
+"""The CPU blocked waiting for the device: ``cudaDeviceSynchronize``, ``cudaStreamSynchronize``,
+``cudaEventSynchronize``, synchronous ``cudaMemcpy`` (and HIP's) runtime calls, which ``.item()``,
+``.cpu()``, ``print(tensor)``, ``if tensor:`` and data-dependent shapes (``nonzero``) cause. A call
+after which the process launches no more device work is not counted (a final synchronize before
+reading a timer costs no overlap). Fires when the blocked time is at least ``SYNC_MIN_SHARE`` of
+the profiled span ("high" from ``SYNC_HIGH_SHARE``)."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import numpy as np
+import pandas as pd
+
+from ...events import KIND_CODE, category_mask
+from ...format import fmt_us
+from ._common import SCALAR_READ_OPS, Finding, TorchContext, pct
+
+SYNC_MIN_SHARE = 0.05
+SYNC_HIGH_SHARE = 0.20
+
+SYNC_CALLS = frozenset(
+    {
+        "cudaDeviceSynchronize",
+        "cudaStreamSynchronize",
+        "cudaEventSynchronize",
+        "cudaMemcpy",
+        "cudaMemcpy2D",
+        "cudaMemcpyFromSymbol",
+        "cudaMemcpyToSymbol",
+        "hipDeviceSynchronize",
+        "hipStreamSynchronize",
+        "hipEventSynchronize",
+        "hipMemcpy",
+    }
+)
+
+
+def find(ctx: TorchContext) -> Iterator[Finding]:
+    if not ctx.has_device:
+        return
+    is_sync = category_mask(ctx.names, lambda n: n in SYNC_CALLS) & (ctx.kind == KIND_CODE["runtime"])
+    rows = np.flatnonzero(is_sync)
+    if len(rows) == 0:
+        return
+    # calls after which the process launched nothing more cost no overlap: leave them out
+    launches = ctx.launches
+    last_launch = np.full(int(ctx.process.max()) + 1, np.iinfo(np.int64).min)
+    if len(launches):
+        np.maximum.at(last_launch, launches["process"].to_numpy(), launches["launch_ns"].to_numpy())
+    rows = rows[ctx.end_ns[rows] <= last_launch[ctx.process[rows]]]
+    if len(rows) == 0:
+        return
+    blocked_ns = float(ctx.dur_ns[rows].sum())
+    share = blocked_ns / ctx.span_ns if ctx.span_ns else 0.0
+    if share < SYNC_MIN_SHARE:
+        return
+    names = ctx.names.to_numpy()
+    by_call = pd.Series(ctx.dur_ns[rows] / 1000.0).groupby(names[rows].astype(str)).agg(["size", "sum"])
+    parent = ctx.events["parent"].to_numpy()
+    op_rows = parent[rows]
+    op_names = np.where(op_rows >= 0, names[np.maximum(op_rows, 0)].astype(str), "(no op: torch.cuda.synchronize?)")
+    by_op = (pd.DataFrame({"op": op_names, "us": ctx.dur_ns[rows] / 1000.0}).groupby("op")["us"]
+             .agg(["size", "sum"]).sort_values("sum", ascending=False))
+    scalar_reads = int(category_mask(ctx.names, lambda n: n in SCALAR_READ_OPS).sum())
+    top = by_op.index[0]
+    msg = (f"The CPU waited for the GPU {len(rows):,} times, {fmt_us(blocked_ns / 1000)} in all "
+           f"({pct(share)} of the span), most under {top}. ")
+    if scalar_reads:
+        msg += f"{scalar_reads:,} scalar reads (.item(), float(t), bool(t), .tolist()) each force one. "
+    msg += ("Keep values on the device (accumulate the loss as a tensor, log every N steps), avoid "
+            "data-dependent shapes (nonzero, masked_select, boolean indexing) and printing tensors in the loop, "
+            "and drop torch.cuda.synchronize() calls that are not needed for timing.")
+    severity = "high" if share >= SYNC_HIGH_SHARE else "medium"
+    yield Finding(severity, msg,
+                  {"calls": len(rows), "blocked_us": blocked_ns / 1000.0, "share_of_span": share,
+                   "scalar_reads": scalar_reads,
+                   "by_call": {k: {"count": int(v["size"]), "us": float(v["sum"])} for k, v in by_call.iterrows()},
+                   "by_op": {k: {"count": int(v["size"]), "us": float(v["sum"])}
+                             for k, v in by_op.head(5).iterrows()}},
+                  score=share)
