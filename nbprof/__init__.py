@@ -52,14 +52,14 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext nbprof``: register %%torchprof and %%cprofile."""
-    from .magics import load
+    from .extension import load
 
     load(ipython)
 
 
 def unload_ipython_extension(ipython: Any) -> None:
     """``%unload_ext nbprof``: remove the magics and hooks."""
-    from .magics import unload
+    from .extension import unload
 
     unload(ipython)
 
@@ -90,21 +90,22 @@ def controls() -> Any:
 
 def step() -> None:
     """Mark the end of one step of a profiled loop (drives ``--schedule``). A no-op when no
-    profile is running, so it can stay in the loop."""
-    from . import _cell
+    profile is running, so it can stay in the loop (and in ``%%cprofile``, which has no steps)."""
+    from . import runner
 
-    run = _cell.active()
-    if run is not None and hasattr(run.session, "step"):
-        run.session.step()
+    run = runner.active()
+    if run is not None:
+        run.collector.step()
 
 
 def cuda_collection(on: bool) -> None:
-    """Inside a ``%%torchprof`` cell: pause (False) or resume (True) recording CUDA activity."""
-    from . import _cell
+    """Inside a ``%%torchprof`` cell: pause (False) or resume (True) recording CUDA activity.
+    A no-op outside a profile, in a run that does not record CUDA, and under ``%%cprofile``."""
+    from . import runner
 
-    run = _cell.active()
-    if run is not None and hasattr(run.session, "toggle_cuda"):
-        run.session.toggle_cuda(bool(on))
+    run = runner.active()
+    if run is not None:
+        run.collector.toggle_cuda(bool(on))
 
 
 def __getattr__(name: str) -> Any:

@@ -27,45 +27,34 @@ line numbers are shifted by one. So for ``%%torchprof`` and ``%%cprofile`` we ta
    is displayed, below the cell's own output and traceback.
 
 The registered magic functions remain for the line form (``%torchprof stmt``) and for callers of
-``run_cell_magic``; they run the code synchronously (``run_sync``).
+``run_cell_magic``; they run the code synchronously (``magics.run_sync``). Both paths run the
+profile through ``nbprof.runner``; the flags are read by ``nbprof.magics``.
 """
 
 from __future__ import annotations
 
 import ast
-import os
 import re
 import sys
-import time
 from typing import Any
 
+from . import runner
 from .errors import NbprofError
+from .magics import check_cell_flags, parse_flags
 
-__all__ = ["rewrite_cell", "CellWrapper", "begin", "end", "keep", "kept", "show_pending", "run_sync", "active",
-           "set_active"]
+__all__ = ["rewrite_cell", "CellWrapper", "begin", "end", "keep", "kept", "show_pending", "NAMESPACE_NAME"]
 
 NAMESPACE_NAME = "__nbprof__"
 _MAGIC_LINE = re.compile(r"^%%(torchprof|cprofile)(?:[ \t]+(?P<flags>.*?))?[ \t]*$")
 
 
 class _State:
-    active: Any = None  # the Run in progress
     pending: list[Any] = []  # reports to show after the cell
     value: Any = None
     has_value = False
 
 
 _state = _State()
-
-
-def active() -> Any:
-    """The run in progress (used by nbprof.step / cuda_collection), or None."""
-    return _state.active
-
-
-def set_active(run: Any) -> None:
-    """Make ``run`` the run in progress (or none), for runners outside a cell (the CLI)."""
-    _state.active = run
 
 
 # ----------------------------------------------------------------------------------- transforms
@@ -85,8 +74,6 @@ def rewrite_cell(lines: list[str]) -> list[str]:
     magic, flags = m.group(1), (m.group("flags") or "")
     if flags.endswith("?"):  # help: %%torchprof?
         return lines
-    from .magics import check_cell_flags
-
     if not check_cell_flags(magic, flags):
         return lines
     return [repr(lines[0].rstrip("\r\n").strip()) + "\n"] + lines[1:]
@@ -150,162 +137,6 @@ class CellWrapper(ast.NodeTransformer):
         return node
 
 
-# ----------------------------------------------------------------------------------- the run
-
-
-class Run:
-    """One profiled cell: its options, its collector session, and what to do when it ends."""
-
-    def __init__(self, shell: Any, magic: str, options: Any) -> None:
-        self.shell = shell
-        self.magic = magic
-        self.options = options
-        self.error: BaseException | None = None
-        self.started = 0.0
-        self.wall_s = 0.0
-        self._stopped = False
-        self._data: Any = None
-        from .views.progress import Progress
-
-        self.progress = Progress()
-        if magic == "torchprof":
-            from .collect.torch_live import TorchSession
-
-            self.session: Any = TorchSession(options, self.progress)
-        else:
-            from .collect.cprofile import CProfileSession
-
-            self.session = CProfileSession()
-
-    def start(self) -> None:
-        self.started = time.perf_counter()
-        self.session.start()
-
-    def stop(self) -> None:
-        """Stop the profiler. The first thing done at the end of a cell: nothing nbprof does
-        afterwards is recorded."""
-        if self._stopped:
-            return
-        self._stopped = True
-        self._data = self.session.stop()
-        self.wall_s = time.perf_counter() - self.started
-
-    def finish(self, error: BaseException | None) -> Any:
-        """Stop the profiler (if not yet), then build the result, store it and queue the report."""
-        self.stop()
-        self.error = error
-        result = self._build(self._data)
-        opts = self.options
-        if opts.output:
-            self.shell.user_ns[opts.output] = result
-        self._write_files(result)
-        return result
-
-    def _notes(self) -> list[str]:
-        notes = list(getattr(self.options, "notes", ()))
-        if self.error is not None:
-            kind = "was interrupted" if isinstance(self.error, KeyboardInterrupt) else "raised"
-            msg = f"{type(self.error).__name__}"
-            text = str(self.error).strip().splitlines()[0] if str(self.error).strip() else ""
-            if text and not isinstance(self.error, KeyboardInterrupt):
-                msg += f": {text[:120]}"
-            notes.append(
-                f"the cell {kind} ({msg}); this report shows what was recorded until then"
-                if kind == "raised"
-                else f"the cell {kind}; this report shows what was recorded until then"
-            )
-        return notes
-
-    def _build(self, data: Any) -> Any:
-        opts = self.options
-        if self.magic == "torchprof":
-            from .collect.chrome_trace import empty_trace
-            from .model import TorchProfile
-
-            notes = self._notes() + [f"torch: {w}" for w in self.session.native_warnings()]
-            if data is None:
-                data = empty_trace()
-                if opts.schedule is not None:
-                    notes.append("with --schedule, call nbprof.step() once per loop iteration")
-            if len(data.events):
-                self.progress.stage(f"nesting {len(data.events):,} events")
-            meta = dict(
-                sort=opts.sort,
-                limit=opts.limit,
-                group_by=opts.group_by,
-                notes=notes,
-                wall_s=self.wall_s,
-                with_cuda=opts.cuda,
-                cell_error=_describe_error(self.error),
-                record_shapes=opts.shapes,
-                profile_memory=opts.memory,
-                with_stack=opts.stack,
-                with_flops=opts.flops,
-            )
-            return TorchProfile.from_trace(data, profiler=self.session.profiler, **meta)
-        from .analysis.callgraph import other_threads_suspected
-        from .model import PythonProfile
-
-        meta = dict(
-            sort=opts.sort,
-            limit=opts.limit,
-            notes=self._notes(),
-            wall_s=self.wall_s,
-            cell_error=_describe_error(self.error),
-            code_names=_code_names(self.shell, {k[0] for k in (data or {})}),
-        )
-        profile = PythonProfile(data or {}, meta, profiler=self.session.profiler)
-        if sys.version_info >= (3, 12) and other_threads_suspected(profile.stats, profile.edges, self.wall_s):
-            profile.meta["notes"].append(
-                "other threads ran Python code during this cell: on Python 3.12+ cProfile records their "
-                "calls on the cell's stack, so their times (and the flame view) are not reliable"
-            )
-        return profile
-
-    def _write_files(self, result: Any) -> None:
-        opts = self.options
-        notes = result.meta.setdefault("notes", [])
-        if self.magic == "torchprof":
-            if opts.export:
-                result.to_chrome_trace(opts.export)
-                notes.append(f"trace written to {opts.export}")
-            if opts.tensorboard:
-                path = _tensorboard_path(opts.tensorboard)
-                result.to_chrome_trace(path)
-                notes.append(f"trace written to {path} (tensorboard --logdir {opts.tensorboard})")
-        elif opts.dump:
-            result.dump(opts.dump)
-            notes.append(f"profile written to {opts.dump} (snakeviz {opts.dump})")
-
-
-def _describe_error(error: BaseException | None) -> str | None:
-    return None if error is None else type(error).__name__
-
-
-def _tensorboard_path(folder: str) -> str:
-    """TensorBoard's profiler layout: <dir>/<host>_<pid>.<time_ns>.pt.trace.json."""
-    import socket
-
-    os.makedirs(folder, exist_ok=True)
-    worker = f"{socket.gethostname()}_{os.getpid()}"
-    return os.path.join(folder, f"{worker}.{time.time_ns()}.pt.trace.json")
-
-
-def _code_names(shell: Any, filenames: set[str]) -> dict[str, str]:
-    """Notebook cells are compiled from temporary files; name them "In [n]" as IPython does."""
-    mapping = getattr(getattr(shell, "compile", None), "_filename_map", None) or {}
-    out = {}
-    for f in filenames:
-        n = mapping.get(f)
-        if n is not None:
-            out[f] = f"In [{n}]"
-        elif f.startswith("<ipython-input-"):
-            m = re.match(r"<ipython-input-(\d+)-", f)
-            if m:
-                out[f] = f"In [{m.group(1)}]"
-    return out
-
-
 # ------------------------------------------------------------------------- called from the cell
 
 
@@ -315,31 +146,16 @@ def begin(magic: str, flags: str) -> None:
     from IPython import get_ipython
     from IPython.core.error import UsageError
 
-    from .magics import parse_flags
-
     shell = get_ipython()
     _state.pending.clear()
     _state.has_value, _state.value = False, None
-    if _state.active is not None:  # a run that never ended (should not happen): stop it now
-        stale, _state.active = _state.active, None
-        try:
-            stale.session.stop()
-        except BaseException:
-            pass
-    options = parse_flags(magic, flags, cell=True)
-    run = Run(shell, magic, options)
-    # active before it starts: an interrupt landing right after the profiler starts must still
-    # find the run in end(), which stops it
-    _state.active = run
+    runner.discard_active()  # a run that never ended (should not happen): stop it now
+    options = parse_flags(magic, flags)
+    run = runner.new_run(magic, options, shell)
     try:
-        run.start()
+        run.begin()
     except NbprofError as e:
-        _state.active = None
         raise UsageError(str(e)) from None
-    except BaseException:
-        _state.active = None
-        run.session.stop()
-        raise
 
 
 def keep(value: Any) -> None:
@@ -355,21 +171,19 @@ def kept() -> Any:
 def end() -> None:
     """Stop profiling (the ``finally`` of a wrapped cell) and queue the report."""
     __tracebackhide__ = True  # noqa: F841
-    run, _state.active = _state.active, None
+    run = runner.active()
     if run is None:
         return
     run.stop()
     error = sys.exc_info()[1]
     try:
-        result = run.finish(error)
+        result = run.finish_or_warn(error)  # never lets a report problem replace the cell's exception
     except KeyboardInterrupt:
-        # the profiler is stopped (finish stops it first); building the report was interrupted
+        # the profiler is stopped (stop came first); building the report was interrupted
         run.progress.done()
-        _warn("report cancelled (interrupted while building it)")
+        runner.warn("report cancelled (interrupted while building it)")
         raise
-    except Exception as e:  # never let a report problem replace the cell's own exception
-        run.progress.done()
-        _warn(f"could not build the report: {type(e).__name__}: {e}")
+    if result is None:
         return
     if not run.options.quiet:
         _state.pending.append((result, run.progress))
@@ -390,79 +204,3 @@ def show_pending(*_: Any) -> None:
             display(result)
         finally:
             progress.done()
-
-
-def _warn(message: str) -> None:
-    print(f"nbprof: {message}", file=sys.stderr)
-
-
-# ------------------------------------------------------------------------ the synchronous path
-
-
-def run_sync(shell: Any, magic: str, options: Any, code: str) -> Any:
-    """Run ``code`` under a profiler here and now (line magic, or a direct run_cell_magic call).
-
-    Returns the value of a final expression (IPython displays it) and displays the report.
-    """
-    __tracebackhide__ = True  # noqa: F841
-    from IPython.core.error import UsageError
-
-    if _state.active is not None:
-        raise UsageError("a profiled cell is already running; profiles cannot nest")
-    run = Run(shell, magic, options)
-    compiled = _compile(shell, code)  # syntax errors surface before the profiler starts
-    # read the namespaces now: IPython's properties would otherwise be profiled
-    namespaces = (shell.user_global_ns, shell.user_ns)
-    value = None
-    error: BaseException | None = None
-    _state.active = run
-    try:
-        run.start()
-    except NbprofError as e:
-        _state.active = None
-        raise UsageError(str(e)) from None
-    except BaseException:
-        _state.active = None
-        run.session.stop()
-        raise
-    try:
-        value = _execute(compiled, *namespaces)
-    except BaseException as e:
-        error = e
-        raise
-    finally:
-        _state.active = None
-        try:
-            result = run.finish(error)
-        except Exception as e:
-            _warn(f"could not build the report: {type(e).__name__}: {e}")
-        else:
-            if not options.quiet:
-                from IPython.display import display
-
-                run.progress.stage("drawing the report")
-                display(result)
-        finally:
-            run.progress.done()
-    return value
-
-
-def _compile(shell: Any, code: str) -> tuple[Any, Any]:
-    source = shell.transform_cell(code)
-    tree = shell.compile.ast_parse(source)
-    tree = shell.transform_ast(tree)
-    last = None
-    if tree.body and isinstance(tree.body[-1], ast.Expr):
-        last = ast.Expression(tree.body.pop().value)
-    filename = shell.compile.cache(code) if hasattr(shell.compile, "cache") else "<nbprof>"
-    body = compile(tree, filename, "exec")
-    expr = compile(last, filename, "eval") if last is not None else None
-    return body, expr
-
-
-def _execute(compiled: tuple[Any, Any], user_global_ns: dict, user_ns: dict) -> Any:
-    body, expr = compiled
-    exec(body, user_global_ns, user_ns)
-    if expr is not None:
-        return eval(expr, user_global_ns, user_ns)
-    return None

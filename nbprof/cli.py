@@ -20,24 +20,35 @@ import os
 import sys
 import traceback
 import types
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from . import flags
 from .errors import NbprofError, OptionError
+from .flags import Flag
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .collect.cprofile import CProfileSession
 
 __all__ = ["main", "build_parser"]
 
 PROG = "python -m nbprof"
 
+# the subcommands and the profilers (magics) they run; their flags are the magics' (nbprof.flags)
+PROFILERS = {"torch": "torchprof", "cprofile": "cprofile"}
 
-def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-s", "--sort", metavar="KEY", default=None, help="Sort the table by this column.")
-    p.add_argument("-l", "--limit", metavar="N", type=int, default=None, help="Rows to show (0 = all; default 20).")
-    p.add_argument("-o", "--html", metavar="PATH", default=None,
-                   help="Write the standalone HTML report here (default: <script>.nbprof.html).")
-    p.add_argument("--no-html", dest="no_html", action="store_true", help="Do not write the HTML report.")
-    p.add_argument("-q", "--quiet", action="store_true", help="Do not print the report's table.")
-    p.add_argument("-m", dest="module", metavar="MODULE", default=None,
-                   help="Run a module as a script (like python -m MODULE); the arguments after it go to it.")
+# the command line's own flags, after the profiler's
+OWN_FLAGS: tuple[Flag, ...] = (
+    Flag(("-o", "--html"), metavar="PATH",
+         help="Write the standalone HTML report here (default: <script>.nbprof.html)."),
+    Flag(("--no-html",), dest="no_html", action="store_true", default=False, help="Do not write the HTML report."),
+    Flag(("-q", "--quiet"), action="store_true", default=False, help="Do not print the report's table."),
+    Flag(("-m",), dest="module", metavar="MODULE",
+         help="Run a module as a script (like python -m MODULE); the arguments after it go to it."),
+)
+
+
+def _flags(subcommand: str) -> tuple[Flag, ...]:
+    return flags.command_line_flags(PROFILERS[subcommand]) + OWN_FLAGS
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -50,31 +61,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="profiler", metavar="{torch,cprofile}")
     sub.required = True
-    t = sub.add_parser("torch", help="Profile with torch.profiler (CPU, and CUDA when available).",
-                       usage=f"{PROG} torch [options] (script.py | -m module) [args ...]")
-    t.add_argument("--cuda", dest="cuda", action="store_true", default=None,
-                   help="Record CUDA activity (default: when CUDA is available).")
-    t.add_argument("--no-cuda", dest="cuda", action="store_false", help="Record the CPU only.")
-    t.add_argument("--memory", action="store_true", help="Record allocations.")
-    t.add_argument("--shapes", action="store_true", help="Record input shapes.")
-    t.add_argument("--stack", action="store_true", help="Record Python stacks.")
-    t.add_argument("--flops", action="store_true", help="Estimate FLOPs of matmuls and convolutions.")
-    t.add_argument("--group-by", dest="group_by", choices=["op", "shape", "stack"], default="op",
-                   help="Group the table by operator, operator and input shape, or operator and stack.")
-    t.add_argument("--schedule", metavar="W,WU,A[,R]", default=None,
-                   help="Record only some steps: wait, warmup, active[, repeat] (the script calls nbprof.step()).")
-    t.add_argument("--export", metavar="PATH", default=None, help="Also write a chrome trace (.json or .json.gz).")
-    t.add_argument("--tensorboard", metavar="DIR", default=None, help="Also write the trace in TensorBoard's layout.")
-    _common(t)
-    c = sub.add_parser("cprofile", help="Profile with cProfile.",
-                       usage=f"{PROG} cprofile [options] (script.py | -m module) [args ...]")
-    c.add_argument("--dump", metavar="PATH", default=None, help="Also write a .prof file (pstats, snakeviz).")
-    _common(c)
+    helps = {"torch": "Profile with torch.profiler (CPU, and CUDA when available).",
+             "cprofile": "Profile with cProfile."}
+    for name, text in helps.items():
+        p = sub.add_parser(name, help=text, usage=f"{PROG} {name} [options] (script.py | -m module) [args ...]")
+        flags.add_flags(p, _flags(name))
     return parser
 
 
-_VALUED = {"-s", "--sort", "-l", "--limit", "-o", "--html", "--group-by", "--schedule", "--export",
-           "--tensorboard", "--dump"}
+# flags followed by a value, in either subcommand (the value is not the script)
+_VALUED = flags.valued_names(_flags("torch")) | flags.valued_names(_flags("cprofile"))
 
 
 def _split(argv: list[str]) -> tuple[list[str], str | None, str | None, list[str]]:
@@ -106,71 +102,6 @@ def _split(argv: list[str]) -> tuple[list[str], str | None, str | None, list[str
             return out, tok, None, argv[i + 1:]
         i += 1
     return out, None, None, []
-
-
-def _schedule(text: str | None) -> tuple[int, int, int, int] | None:
-    if text is None:
-        return None
-    try:
-        nums = [int(p) for p in text.split(",")]
-    except ValueError:
-        nums = []
-    if len(nums) not in (3, 4) or any(n < 0 for n in nums) or nums[2] < 1:
-        raise OptionError(f"--schedule {text}: expected wait,warmup,active[,repeat] as whole numbers, active >= 1")
-    if len(nums) == 3:
-        nums.append(1)
-    return tuple(nums)  # type: ignore[return-value]
-
-
-def _limit(n: int | None) -> int:
-    from .settings import DEFAULT_LIMIT
-
-    if n is None:
-        return DEFAULT_LIMIT
-    if n < 0:
-        raise OptionError(f"--limit {n}: must be 0 (all rows) or a positive number of rows")
-    return n
-
-
-def _options(args: argparse.Namespace) -> Any:
-    from . import settings
-
-    if args.profiler == "cprofile":
-        return settings.PythonOptions(
-            sort=settings.resolve_python_sort(args.sort) if args.sort else "tottime_s",
-            limit=_limit(args.limit),
-            dump=args.dump,
-        )
-    from .collect.torch_live import cuda_available, import_torch
-
-    import_torch()
-    available = cuda_available()
-    notes: list[str] = []
-    if args.cuda is None:
-        cuda = available
-    elif args.cuda and not available:
-        cuda = False
-        notes.append("CUDA is not available here: profiling the CPU only")
-        print("nbprof: --cuda: CUDA is not available here: profiling the CPU only", file=sys.stderr)
-    else:
-        cuda = bool(args.cuda)
-    export = args.export
-    if export and not export.endswith((".json", ".json.gz")):
-        raise OptionError(f"--export {export}: the file must end with .json or .json.gz")
-    return settings.TorchOptions(
-        cuda=cuda,
-        memory=args.memory,
-        shapes=args.shapes,
-        stack=args.stack,
-        flops=args.flops,
-        sort=settings.resolve_torch_sort(args.sort) if args.sort else None,
-        limit=_limit(args.limit),
-        group_by=args.group_by,
-        schedule=_schedule(args.schedule),
-        export=export,
-        tensorboard=args.tensorboard,
-        notes=tuple(notes),
-    )
 
 
 # ------------------------------------------------------------------------------------ running
@@ -217,18 +148,16 @@ def _execute(code: types.CodeType, namespace: dict[str, Any]) -> None:
             sys.modules["__main__"] = saved_main
 
 
-def _restore_script_root(session: Any, code: types.CodeType) -> None:
+def _restore_script_root(session: "CProfileSession", code: types.CodeType) -> None:
     """cProfile: the script's ``<module>`` frame is called by nbprof (through ``exec``), and
     nbprof's frames and the calls they make are taken out of the stats; give the script's top
     frame its own numbers back, without callers (as pstats shows a root)."""
-    profiler = getattr(session, "profiler", None)
-    full = getattr(profiler, "stats", None)
-    raw = getattr(session, "raw", None)
+    full = getattr(session.profiler, "stats", None)  # None when cProfile never started
     key = (code.co_filename, code.co_firstlineno, code.co_name)
-    if not full or raw is None or key not in full:
+    if not full or key not in full:
         return
     cc, nc, tt, ct, _ = full[key]
-    raw[key] = (cc, nc, tt, ct, {})
+    session.raw[key] = (cc, nc, tt, ct, {})
 
 
 def _exit_code(error: BaseException | None) -> int:
@@ -290,13 +219,14 @@ def main(argv: list[str] | None = None) -> int:
     if script is not None and not os.path.exists(script):
         print(f"{PROG}: {script}: no such file", file=sys.stderr)
         return 2
+    magic = PROFILERS[args.profiler]
     try:
-        options = _options(args)
+        options = flags.run_options(magic, args)
     except NbprofError as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 2
 
-    from . import _cell
+    from . import runner
 
     target = script if script is not None else module
     try:
@@ -309,35 +239,29 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     sys.argv[:] = [path] + script_args
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)) if script is not None else os.getcwd())
-    magic = "torchprof" if args.profiler == "torch" else "cprofile"
-    run = _cell.Run(None, magic, options)
+    run = runner.new_run(magic, options, what="script")
     error: BaseException | None = None
     try:
-        run.start()
+        run.begin()  # also makes nbprof.step() / cuda_collection() in the script reach this run
     except NbprofError as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 2
-    _cell.set_active(run)  # so nbprof.step() / cuda_collection() reach this run
     try:
         _execute(code, namespace)
     except BaseException as e:  # SystemExit and KeyboardInterrupt too: the report is still written
         error = e
     finally:
-        _cell.set_active(None)
         run.stop()
-    if magic == "cprofile":
-        _restore_script_root(run.session, code)
+    if isinstance(run, runner.PythonRun):
+        _restore_script_root(run.collector, code)
     if error is not None and not isinstance(error, SystemExit):
         _print_traceback(error)
     status = _exit_code(error)
-    try:
-        result = run.finish(None if isinstance(error, SystemExit) else error)
-    except Exception as e:
-        print(f"nbprof: could not build the report: {type(e).__name__}: {e}", file=sys.stderr)
+    result = run.finish_or_warn(None if isinstance(error, SystemExit) else error)
+    if result is None:
         return status or 1
     result.meta["script"] = target
     result.meta["argv"] = [target] + script_args
-    result.meta["notes"] = [n.replace("the cell ", "the script ", 1) for n in result.meta.get("notes", [])]
     sys.stdout.flush()
     if not args.quiet:
         print(result.report().text())

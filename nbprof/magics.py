@@ -1,60 +1,66 @@
-"""%%torchprof and %%cprofile: flags in, options out; the run itself is ``nbprof._cell``.
+"""%%torchprof and %%cprofile: flags in, options out; and the synchronous path of the line magics.
 
-Flags are declared with IPython's ``magic_arguments``, so ``%%torchprof?`` lists them all. Every
-bad flag is a one-line ``UsageError`` that names the valid choices, raised before the cell runs.
-Loading the extension imports neither torch nor plotly.
+A ``%%torchprof`` cell normally never calls these magic functions: the input transformer in
+``nbprof._cell`` rewrites it so that IPython runs it as any cell. The registered functions serve
+the line form (``%torchprof stmt``), callers of ``run_cell_magic``, and cells whose flags do not
+parse (the magic then reports the problem); they run the code here and now (``run_sync``).
+
+Flags are declared once in ``nbprof.flags`` (shared with the command line) and given to IPython's
+``magic_arguments``, so ``%%torchprof?`` lists them all. Every bad flag is a one-line
+``UsageError`` that names the valid choices, raised before the code runs. Loading the extension
+imports neither torch nor plotly.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib.util
-import os
 import re
 import sys
-from typing import Any
+from typing import Any, Callable
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from . import settings
-from .errors import NbprofError, OptionError
+from . import flags as flagdefs
+from . import runner
+from .errors import MissingDependencyError, NbprofError
+from .flags import Flag
 from .settings import PythonOptions, TorchOptions
 
-__all__ = ["ProfileMagics", "parse_flags", "check_cell_flags", "load", "unload"]
+__all__ = ["ProfileMagics", "MAGIC_FLAGS", "parse_flags", "check_cell_flags", "split_line", "run_sync"]
+
+
+def _own_flags(result_type: str) -> tuple[Flag, ...]:
+    """The flags only the magics have: a variable for the result, and no report."""
+    return (
+        Flag(("-o",), dest="output", metavar="NAME", help=f"Store the result (a {result_type}) in this variable."),
+        Flag(("-q", "--quiet"), action="store_true", default=False, help="Do not display the report."),
+    )
+
+
+MAGIC_FLAGS: dict[str, tuple[Flag, ...]] = {
+    "torchprof": flagdefs.TORCH_FLAGS + _own_flags("TorchProfile"),
+    "cprofile": flagdefs.PYTHON_FLAGS + _own_flags("PythonProfile"),
+}
+
+
+def _with_flags(magic: str) -> Callable[[Any], Any]:
+    """``@magic_arguments()`` and one ``@argument`` per flag of ``MAGIC_FLAGS[magic]``, in order."""
+
+    def decorate(func: Any) -> Any:
+        for flag in reversed(MAGIC_FLAGS[magic]):  # as if written top-down above the function
+            func = argument(*flag.names, **flag.argparse_kwargs())(func)
+        return magic_arguments()(func)
+
+    return decorate
 
 
 @magics_class
 class ProfileMagics(Magics):
-    @magic_arguments()
-    @argument("--cuda", dest="cuda", action="store_true", default=None,
-              help="Record CUDA kernels, copies and streams (default: on when CUDA is available, "
-                   "unless the controls panel turned it off).")
-    @argument("--no-cuda", dest="cuda", action="store_false", help="Record the CPU only.")
-    @argument("--memory", dest="memory", action="store_true", default=None,
-              help="Record allocations: memory per operator and the memory curve.")
-    @argument("--no-memory", dest="memory", action="store_false", help="Do not record allocations.")
-    @argument("--shapes", dest="shapes", action="store_true", default=None,
-              help="Record input shapes (for --group-by shape).")
-    @argument("--no-shapes", dest="shapes", action="store_false", help="Do not record input shapes.")
-    @argument("--stack", dest="stack", action="store_true", default=None,
-              help="Record Python stacks (for --group-by stack).")
-    @argument("--no-stack", dest="stack", action="store_false", help="Do not record Python stacks.")
-    @argument("--flops", action="store_true", default=False, help="Estimate FLOPs of matmuls and convolutions.")
-    @argument("--sort", metavar="KEY", default=None,
-              help="Sort tables by this column (self_cpu_us, cpu_total_us, self_device_us, device_total_us, "
-                   "cpu_mem_bytes, count, ...; torch's names such as self_cuda_time_total work too).")
-    @argument("--limit", metavar="N", type=int, default=None, help="Rows to show (0 = all; default 20).")
-    @argument("--group-by", dest="group_by", choices=["op", "shape", "stack"], default="op",
-              help="Group the table by operator, operator and input shape, or operator and Python stack.")
-    @argument("--schedule", metavar="W,WU,A[,R]", default=None,
-              help="Record only some steps: wait, warmup, active[, repeat] (call nbprof.step() each step).")
-    @argument("--export", metavar="PATH", default=None, help="Also write a chrome trace (.json or .json.gz).")
-    @argument("--tensorboard", metavar="DIR", default=None, help="Also write the trace in TensorBoard's layout.")
-    @argument("-o", dest="output", metavar="NAME", default=None,
-              help="Store the result (a TorchProfile) in this variable.")
-    @argument("-q", "--quiet", action="store_true", default=False, help="Do not display the report.")
+    @_with_flags("torchprof")
     @no_var_expand
     @line_cell_magic
     def torchprof(self, line: str, cell: str | None = None) -> Any:
@@ -69,14 +75,7 @@ class ProfileMagics(Magics):
         """
         return self._run("torchprof", line, cell)
 
-    @magic_arguments()
-    @argument("-s", "--sort", metavar="KEY", default=None,
-              help="Sort by a pstats key: tottime (default), cumtime, ncalls, pcalls, filename, line, name.")
-    @argument("-l", "--limit", metavar="N", type=int, default=None, help="Rows to show (0 = all; default 20).")
-    @argument("--dump", metavar="PATH", default=None, help="Also write a .prof file (pstats, snakeviz).")
-    @argument("-o", dest="output", metavar="NAME", default=None,
-              help="Store the result (a PythonProfile) in this variable.")
-    @argument("-q", "--quiet", action="store_true", default=False, help="Do not display the report.")
+    @_with_flags("cprofile")
     @no_var_expand
     @line_cell_magic
     def cprofile(self, line: str, cell: str | None = None) -> Any:
@@ -90,17 +89,15 @@ class ProfileMagics(Magics):
         return self._run("cprofile", line, cell)
 
     def _run(self, magic: str, line: str, cell: str | None) -> Any:
-        from . import _cell
-
         if cell is None:
             flags, statement = split_line(magic, line)
             code = statement
         else:
             flags, code = line, cell
-        options = parse_flags(magic, flags, cell=True)
+        options = parse_flags(magic, flags)
         if not code.strip():
             raise UsageError(f"%{magic}: nothing to profile (usage: %{magic} [flags] statement)")
-        return _cell.run_sync(self.shell, magic, options, code)
+        return run_sync(self.shell, magic, options, code)
 
 
 # ------------------------------------------------------------------------------------ parsing
@@ -109,32 +106,13 @@ _FUNCS = {"torchprof": ProfileMagics.torchprof, "cprofile": ProfileMagics.cprofi
 _TOKEN = re.compile(r"""("[^"]*"|'[^']*'|\S+)""")
 
 
-def _parser(magic: str) -> argparse.ArgumentParser:
-    return _FUNCS[magic].parser  # type: ignore[attr-defined]
-
-
-def _flag_names(magic: str) -> list[str]:
-    names: list[str] = []
-    for action in _parser(magic)._actions:
-        names += [o for o in action.option_strings if o not in ("-h", "--help")]
-    return names
-
-
-def _takes_value(magic: str) -> set[str]:
-    out = set()
-    for action in _parser(magic)._actions:
-        if action.nargs != 0:
-            out.update(action.option_strings)
-    return out
-
-
 def split_line(magic: str, line: str) -> tuple[str, str]:
     """``"--cuda -o p model(x, -1)"`` -> (``"--cuda -o p"``, ``"model(x, -1)"``).
 
     Leading tokens that start with "-" are flags (with their values); the statement is the rest
     of the line, untouched (shlex would eat its quotes).
     """
-    valued = _takes_value(magic)
+    valued = flagdefs.valued_names(MAGIC_FLAGS[magic])
     expect_value = False
     for m in _TOKEN.finditer(line):
         tok = m.group(0)
@@ -167,7 +145,7 @@ def _parse_args(magic: str, flags: str) -> argparse.Namespace:
         msg = str(e).strip().splitlines()[-1] if str(e).strip() else "bad flags"
         msg = re.sub(r"^[^:]*error: ", "", msg)
         if "unrecognized arguments" in msg or "unexpected" in msg:
-            msg += f"; valid flags: {' '.join(_flag_names(magic))}"
+            msg += f"; valid flags: {' '.join(flagdefs.flag_names(MAGIC_FLAGS[magic]))}"
         raise UsageError(f"%%{magic}: {msg}") from None
     if len(_PARSED) >= 32:
         _PARSED.clear()
@@ -175,199 +153,87 @@ def _parse_args(magic: str, flags: str) -> argparse.Namespace:
     return args
 
 
-def _check_path(flag: str, path: str, suffixes: tuple[str, ...] | None = None) -> str:
-    path = os.path.expanduser(path.strip("\"'"))
-    if suffixes and not path.endswith(suffixes):
-        raise OptionError(f"{flag} {path}: the file must end with {' or '.join(suffixes)}")
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise OptionError(f"{flag} {path}: the folder {folder} does not exist")
-    return path
-
-
-def _check_name(name: str | None) -> str | None:
-    if name is not None and not name.isidentifier():
-        raise OptionError(f"-o {name}: not a valid variable name")
-    return name
-
-
-def _check_limit(limit: int | None) -> int:
-    if limit is None:
-        return settings.DEFAULT_LIMIT
-    if limit < 0:
-        raise OptionError(f"--limit {limit}: must be 0 (all rows) or a positive number of rows")
-    return limit
-
-
-def _parse_schedule(text: str | None) -> tuple[int, int, int, int] | None:
-    if text is None:
-        return None
-    parts = text.split(",")
-    try:
-        nums = [int(p) for p in parts]
-    except ValueError:
-        nums = []
-    if len(nums) not in (3, 4) or any(n < 0 for n in nums) or nums[2] < 1:
-        raise OptionError(
-            f"--schedule {text}: expected wait,warmup,active[,repeat] as whole numbers, active >= 1 (e.g. 1,1,3)"
-        )
-    if len(nums) == 3:
-        nums.append(1)
-    return tuple(nums)  # type: ignore[return-value]
-
-
-def _torch_options(args: argparse.Namespace) -> TorchOptions:
-    return TorchOptions(
-        cuda=bool(args.cuda),  # resolved later (needs torch): see resolve_cuda
-        memory=bool(args.memory),
-        shapes=bool(args.shapes),
-        stack=bool(args.stack),
-        flops=bool(args.flops),
-        sort=settings.resolve_torch_sort(args.sort) if args.sort else None,
-        limit=_check_limit(args.limit),
-        group_by=args.group_by,
-        schedule=_parse_schedule(args.schedule),
-        export=_check_path("--export", args.export, (".json", ".json.gz")) if args.export else None,
-        tensorboard=os.path.expanduser(args.tensorboard) if args.tensorboard else None,
-        output=_check_name(args.output),
-        quiet=bool(args.quiet),
-    )
-
-
-def _python_options(args: argparse.Namespace) -> PythonOptions:
-    return PythonOptions(
-        sort=settings.resolve_python_sort(args.sort) if args.sort else "tottime_s",
-        limit=_check_limit(args.limit),
-        dump=_check_path("--dump", args.dump) if args.dump else None,
-        output=_check_name(args.output),
-        quiet=bool(args.quiet),
-    )
-
-
 def check_cell_flags(magic: str, flags: str) -> bool:
     """True when the flags parse and the magic can run; never raises, never imports torch."""
     try:
         args = _parse_args(magic, flags)
         if magic == "torchprof":
-            _torch_options(args)
+            flagdefs.torch_options(args)
             if "torch" not in sys.modules and importlib.util.find_spec("torch") is None:
                 return False
         else:
-            _python_options(args)
+            flagdefs.python_options(args)
     except (UsageError, NbprofError):
         return False
     return True
 
 
-def parse_flags(magic: str, flags: str, cell: bool = True) -> TorchOptions | PythonOptions:
+def parse_flags(magic: str, flags: str) -> TorchOptions | PythonOptions:
     """Flags -> options with defaults applied (panel, then built-ins). Raises UsageError."""
     args = _parse_args(magic, flags)
     try:
-        if magic == "cprofile":
-            return _python_options(args)
-        options = _torch_options(args)
+        return flagdefs.run_options(magic, args)
+    except MissingDependencyError as e:  # already says what to install, and for which magic
+        raise UsageError(str(e)) from None
     except NbprofError as e:
         raise UsageError(f"%%{magic}: {e}") from None
-    return _apply_panel(options, args)
 
 
-def _apply_panel(options: TorchOptions, args: argparse.Namespace) -> TorchOptions:
-    """Fill what the flags left open from the controls panel, then built-ins; check CUDA."""
-    from dataclasses import replace
+# ------------------------------------------------------------------------ the synchronous path
 
-    from .collect.torch_live import cuda_available, import_torch
 
+def run_sync(shell: Any, magic: str, options: Any, code: str) -> Any:
+    """Run ``code`` under a profiler here and now (line magic, or a direct run_cell_magic call).
+
+    Returns the value of a final expression (IPython displays it) and displays the report.
+    """
+    __tracebackhide__ = True  # noqa: F841
+    if runner.active() is not None:
+        raise UsageError("a profiled cell is already running; profiles cannot nest")
+    run = runner.new_run(magic, options, shell)
+    compiled = _compile(shell, code)  # syntax errors surface before the profiler starts
+    # read the namespaces now: IPython's properties would otherwise be profiled
+    namespaces = (shell.user_global_ns, shell.user_ns)
+    value = None
+    error: BaseException | None = None
     try:
-        import_torch()
+        run.begin()
     except NbprofError as e:
         raise UsageError(str(e)) from None
-    panel = settings.panel
-    memory = args.memory if args.memory is not None else panel.memory
-    shapes = args.shapes if args.shapes is not None else panel.shapes
-    stack = args.stack if args.stack is not None else panel.stack
-    available = cuda_available()
-    wanted = args.cuda if args.cuda is not None else panel.cuda
-    notes: list[str] = []
-    if wanted is None:
-        cuda = available
-    elif wanted and not available:
-        cuda = False
-        message = "CUDA is not available here: profiling the CPU only"
-        if args.cuda:  # asked for by flag: say so right away, in one line
-            print(f"nbprof: --cuda: {message}", file=sys.stderr)
-        notes.append(message)
-    else:
-        cuda = bool(wanted)
-    options = replace(options, cuda=cuda, memory=bool(memory), shapes=bool(shapes), stack=bool(stack),
-                      notes=tuple(notes))
-    _check_sort_is_collected(options)
-    return options
-
-
-# the columns a run fills only with these options on (device columns also need CUDA)
-_SORT_NEEDS = {
-    "self_device_us": ("cuda",),
-    "device_total_us": ("cuda",),
-    "device_avg_us": ("cuda",),
-    "self_device_mem_bytes": ("memory", "cuda"),
-    "device_mem_bytes": ("memory", "cuda"),
-    "self_cpu_mem_bytes": ("memory",),
-    "cpu_mem_bytes": ("memory",),
-    "flops": ("flops",),
-}
-
-
-def _recorded(column: str, options: TorchOptions) -> bool:
-    return all(getattr(options, need) for need in _SORT_NEEDS.get(column, ()))
-
-
-def _check_sort_is_collected(options: TorchOptions) -> None:
-    """``--sort`` by a column this run will not fill is a mistake: say so before the cell runs."""
-    if options.sort is None or _recorded(options.sort, options):
-        return
-    needs = " ".join(f"--{n}" for n in _SORT_NEEDS[options.sort])
-    valid = [k for k, v in settings.TORCH_SORT_KEYS.items() if k == v and _recorded(k, options)]
-    raise UsageError(
-        f"%%torchprof: --sort {options.sort}: this run does not record it (needs {needs}); "
-        f"sort by one of: {', '.join(valid)}"
-    )
-
-
-# -------------------------------------------------------------------------- extension hooks
-
-
-def load(shell: Any) -> None:
-    from ._cell import CellWrapper, rewrite_cell, show_pending
-
-    shell.register_magics(ProfileMagics)
-    cleanup = shell.input_transformers_cleanup
-    if rewrite_cell not in cleanup:
-        cleanup.append(rewrite_cell)
-    if not any(isinstance(t, CellWrapper) for t in shell.ast_transformers):
-        shell.ast_transformers.append(CellWrapper(shell))
     try:
-        shell.events.unregister("post_run_cell", show_pending)
-    except ValueError:
-        pass
-    shell.events.register("post_run_cell", show_pending)
+        value = _execute(compiled, *namespaces)
+    except BaseException as e:
+        error = e
+        raise
+    finally:
+        try:
+            result = run.finish_or_warn(error)
+            if result is not None and not options.quiet:
+                from IPython.display import display
+
+                run.progress.stage("drawing the report")
+                display(result)
+        finally:
+            run.progress.done()
+    return value
 
 
-def unload(shell: Any) -> None:
-    from ._cell import CellWrapper, rewrite_cell, show_pending
+def _compile(shell: Any, code: str) -> tuple[Any, Any]:
+    source = shell.transform_cell(code)
+    tree = shell.compile.ast_parse(source)
+    tree = shell.transform_ast(tree)
+    last = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = ast.Expression(tree.body.pop().value)
+    filename = shell.compile.cache(code) if hasattr(shell.compile, "cache") else "<nbprof>"
+    body = compile(tree, filename, "exec")
+    expr = compile(last, filename, "eval") if last is not None else None
+    return body, expr
 
-    for kind in ("line", "cell"):
-        table = shell.magics_manager.magics[kind]
-        for name in ("torchprof", "cprofile"):
-            table.pop(name, None)
-    cleanup = shell.input_transformers_cleanup
-    while rewrite_cell in cleanup:
-        cleanup.remove(rewrite_cell)
-    shell.ast_transformers[:] = [t for t in shell.ast_transformers if not isinstance(t, CellWrapper)]
-    from ._cell import NAMESPACE_NAME
 
-    shell.user_ns.pop(NAMESPACE_NAME, None)
-    shell.user_ns_hidden.pop(NAMESPACE_NAME, None)
-    try:
-        shell.events.unregister("post_run_cell", show_pending)
-    except ValueError:
-        pass
+def _execute(compiled: tuple[Any, Any], user_global_ns: dict, user_ns: dict) -> Any:
+    body, expr = compiled
+    exec(body, user_global_ns, user_ns)
+    if expr is not None:
+        return eval(expr, user_global_ns, user_ns)
+    return None

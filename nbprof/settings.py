@@ -6,7 +6,7 @@ and the panel starts from the built-ins below. Defaults cost little: no shapes, 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from .errors import OptionError
 
@@ -130,9 +130,6 @@ class TorchOptions:
     output: str | None = None
     quiet: bool = False
     notes: tuple[str, ...] = field(default=())  # warnings raised while resolving (e.g. no CUDA)
-
-    def with_notes(self, *notes: str) -> "TorchOptions":
-        return replace(self, notes=self.notes + tuple(notes))
 
 
 @dataclass(frozen=True)

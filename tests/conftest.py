@@ -74,9 +74,9 @@ def shell(ip):
 
 
 def _assert_idle() -> None:
-    from nbprof import _cell
+    from nbprof import runner
 
-    assert _cell.active() is None, "a profiled run was left active"
+    assert runner.active() is None, "a profiled run was left active"
     assert sys.getprofile() is None, "a Python profiler was left running"
     if "torch" in sys.modules:
         import torch

@@ -117,6 +117,29 @@ def test_usage_errors(tmp_path):
     assert r.returncode == 2 and "unknown sort key" in r.stderr
 
 
+# the magics' flags and checks (nbprof/flags.py): each bad value fails before the script runs,
+# in one line, with the magics' message (tests/test_magics.py BAD_FLAGS)
+BAD_FLAGS = [
+    ("torch", ["--sort", "wallclock"], "unknown sort key 'wallclock'; choose one of: self_cpu_us"),
+    ("torch", ["--limit", "-3"], "--limit -3: must be 0 (all rows) or a positive number"),
+    ("torch", ["--export", "trace.txt"], "must end with .json or .json.gz"),
+    ("torch", ["--export", "/no/such/dir/t.json"], "the folder /no/such/dir does not exist"),
+    ("torch", ["--schedule", "1,x,2"], "--schedule 1,x,2: expected wait,warmup,active"),
+    ("cprofile", ["-l", "-1"], "--limit -1: must be 0 (all rows)"),
+    ("cprofile", ["--dump", "/no/such/dir/out.prof"], "the folder /no/such/dir does not exist"),
+]
+
+
+@pytest.mark.parametrize("profiler,flags,message", BAD_FLAGS)
+def test_bad_flags_are_the_magics_one_line_errors(tmp_path, profiler, flags, message):
+    script(tmp_path, "open('ran', 'w').close()\n")
+    r = cli(profiler, *flags, "job.py", cwd=tmp_path)
+    assert r.returncode == 2
+    assert r.stderr.startswith("python -m nbprof: ") and message in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "ran").exists() and not (tmp_path / "job.nbprof.html").exists()
+
+
 def test_split_keeps_script_arguments_apart():
     assert _split(["torch", "--memory", "-l", "5", "train.py", "--lr", "0.1", "-v"]) == (
         ["torch", "--memory", "-l", "5"], "train.py", None, ["--lr", "0.1", "-v"])

@@ -263,9 +263,9 @@ def test_with_inductor_loaded_torch_reads_its_setting():
         from nbprof.collect.torch_live import TorchSession
         from nbprof.settings import TorchOptions
         s = TorchSession(TorchOptions())
-        s.start()
+        s.begin()
         seen = s.profiler.has_cudagraphs
-        s.stop()
+        s.end()
         print(seen)
         """
     )

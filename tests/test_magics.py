@@ -268,6 +268,34 @@ def _interrupt_mid_cell(shell, magic):
     assert result.error_in_exec is None and shell.user_ns["next_ok"]
 
 
+@pytest.mark.parametrize("line", [False, True])
+def test_interrupt_right_after_the_profiler_starts_still_stops_it(shell, monkeypatch, line):
+    """The run is active before its collector starts, so an interrupt landing just after the
+    profiler started (before the cell's first statement) still stops it, in the cell and in the
+    line magic (the ``shell`` fixture checks that no run and no profiler is left)."""
+    import sys
+
+    from nbprof import runner
+    from nbprof.collect.cprofile import CProfileSession
+
+    begin = CProfileSession.begin
+    seen = []
+
+    def begin_then_interrupt(self):
+        begin(self)
+        seen.append((runner.active() is not None, sys.getprofile() is not None))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(CProfileSession, "begin", begin_then_interrupt)
+    shell.user_ns.pop("ran_after_start", None)
+    code = "%cprofile ran_after_start = True" if line else "%%cprofile\nran_after_start = True"
+    result, _ = run(shell, code)
+    assert isinstance(result.error_in_exec, KeyboardInterrupt)
+    assert seen == [(True, True)]  # the run was active and cProfile running when the interrupt came
+    assert runner.active() is None and sys.getprofile() is None
+    assert "ran_after_start" not in shell.user_ns
+
+
 def test_cprofile_refuses_when_another_profiler_is_active(shell):
     import cProfile
 

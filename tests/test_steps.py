@@ -154,6 +154,18 @@ def test_no_steps_no_rows():
 
 def test_nbprof_step_outside_a_profile_is_a_no_op():
     assert nbprof.step() is None
+    assert nbprof.cuda_collection(False) is None
+
+
+def test_step_and_cuda_collection_under_cprofile_do_nothing(shell):
+    """cProfile has no steps and records no CUDA: the loop profiles unchanged, and nbprof's own
+    calls are not in the profile."""
+    result, _ = run(shell, "%%cprofile -q -o cp\nimport nbprof\nnbprof.cuda_collection(False)\n"
+                           "for i in range(3):\n    sorted(range(10))\n    nbprof.step()")
+    assert result.error_in_exec is None
+    stats = shell.user_ns["cp"].stats
+    assert stats.loc[stats["function"] == "<built-in method builtins.sorted>", "ncalls"].tolist() == [3]
+    assert not stats["function"].isin(["step", "cuda_collection"]).any()
 
 
 @needs_torch

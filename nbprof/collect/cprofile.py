@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ProfilerBusyError
+from .collector import Collector
 
 __all__ = ["CProfileSession", "stats_tables", "stats_table", "edges_table", "STATS_COLUMNS", "EDGE_COLUMNS", "another_profiler_active"]
 
@@ -68,15 +69,16 @@ def another_profiler_active() -> str | None:
     return None
 
 
-class CProfileSession:
-    """``start()``, run the code, ``stop()``; then ``raw`` holds cProfile's stats dict."""
+class CProfileSession(Collector):
+    """``begin()``, run the code, ``end()``; then ``result()`` (and ``raw``) is cProfile's stats
+    dict, without nbprof's own frames."""
 
     def __init__(self) -> None:
         self.profiler: cProfile.Profile | None = None
         self.raw: dict[Any, Any] = {}
         self._running = False
 
-    def start(self) -> None:
+    def begin(self) -> None:
         busy = another_profiler_active()
         if busy:
             raise ProfilerBusyError(f"cannot start cProfile: {busy}; stop it first (e.g. its .disable())")
@@ -89,13 +91,22 @@ class CProfileSession:
             self.profiler, self._running = None, False
             raise ProfilerBusyError(f"cannot start cProfile: {e}") from None
 
-    def stop(self) -> dict[Any, Any]:
+    def step(self) -> None:
+        """cProfile records every call, with no notion of steps: nothing to do (so a loop that
+        calls ``nbprof.step()`` can be profiled with ``%%cprofile`` too)."""
+
+    def toggle_cuda(self, on: bool) -> None:
+        """cProfile records no CUDA activity: nothing to pause or resume."""
+
+    def end(self) -> None:
         if not self._running or self.profiler is None:
-            return {}
+            return
         self._running = False
         self.profiler.disable()
         self.profiler.create_stats()
         self.raw = _without_own_frames(self.profiler.stats)  # type: ignore[attr-defined]
+
+    def result(self) -> dict[Any, Any]:
         return self.raw
 
 

@@ -6,8 +6,8 @@ torch's C++ trace writer puts them into a file in memory (``/dev/shm`` where it 
 ``key_averages()`` (~100 µs per event), except to read FLOPs when ``--flops`` asks for them: the
 trace format has no FLOPs field.
 
-Whatever happens between start and stop (an exception, KeyboardInterrupt), ``stop`` disables the
-profiler; ``_force_disable`` is the last resort when torch's own ``__exit__`` is interrupted.
+Whatever happens between ``begin`` and ``end`` (an exception, KeyboardInterrupt), ``end`` disables
+the profiler; ``_force_disable`` is the last resort when torch's own ``__exit__`` is interrupted.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import numpy as np
 from ..errors import MissingDependencyError, ProfilerBusyError
 from ..settings import TorchOptions
 from .chrome_trace import TraceData, read_trace_file
+from .collector import Collector
 from .native_output import NativeStderrFilter, summarize_native_warnings
 
 __all__ = ["TorchSession", "import_torch", "cuda_available", "SHM_MIN_FREE_BYTES"]
@@ -59,8 +60,9 @@ def cuda_available() -> bool:
         return False
 
 
-class TorchSession:
-    """One profiled region: ``start()``, run the code, ``stop()`` -> :class:`TraceData`."""
+class TorchSession(Collector):
+    """One profiled region: ``begin()``, run the code, ``end()``; ``result()`` -> :class:`TraceData`
+    (None if nothing was recorded)."""
 
     def __init__(self, options: TorchOptions, progress: Any = None) -> None:
         self.options = options
@@ -68,11 +70,12 @@ class TorchSession:
         self.profiler: Any = None  # the live torch.profiler.profile
         self._stderr: NativeStderrFilter | None = None
         self._started = False
+        self._recorded: TraceData | None = None
         self.cycles: list[TraceData] = []  # one per completed --schedule cycle
 
     # -- lifecycle -----------------------------------------------------------------------------
 
-    def start(self) -> None:
+    def begin(self) -> None:
         torch = import_torch()
         if torch.autograd._profiler_enabled():
             raise ProfilerBusyError(
@@ -110,10 +113,10 @@ class TorchSession:
             raise
         self._started = True
 
-    def stop(self) -> TraceData | None:
-        """Stop the profiler (always) and read what it recorded (None if nothing was recorded)."""
+    def end(self) -> None:
+        """Stop the profiler (always), then read what it recorded."""
         if not self._started:
-            return None
+            return
         self._started = False
         try:
             self.profiler.__exit__(None, None, None)
@@ -125,8 +128,12 @@ class TorchSession:
             if self._stderr is not None:
                 self._stderr.stop()
         if self.options.schedule is not None:
-            return self._merge_cycles()
-        return self._read(self.profiler)
+            self._recorded = self._merge_cycles()
+        else:
+            self._recorded = self._read(self.profiler)
+
+    def result(self) -> TraceData | None:
+        return self._recorded
 
     def native_warnings(self) -> list[str]:
         return summarize_native_warnings(self._stderr.captured if self._stderr else [])

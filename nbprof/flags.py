@@ -1,0 +1,282 @@
+"""Every flag of ``%%torchprof`` / ``%%cprofile`` and of ``python -m nbprof``, declared once.
+
+The magics (through IPython's ``magic_arguments``, so ``%%torchprof?`` lists every flag with its
+help) and the command line (argparse) are both built from the tables below, and both turn what
+was typed into options with the same validators (``run_options``): a flag, a default or a check
+cannot differ between a cell and a script. Each front end adds only what is its own: the magics
+``-o NAME`` and ``-q``; the command line ``-o/--html``, ``--no-html``, ``-q``, ``-m`` and the
+short forms ``-s``/``-l`` that ``python -m cProfile`` users type.
+
+Errors are ``OptionError`` with a one-line message that names the flag and what it accepts; the
+magics prefix it with ``%%torchprof:`` and raise it as a ``UsageError``, the command line prints
+it and exits with 2. Nothing here imports torch, except ``resolve_torch`` (CUDA is asked of torch).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import dataclass, replace
+from typing import Any
+
+from . import settings
+from .errors import OptionError
+from .settings import PythonOptions, TorchOptions
+
+__all__ = [
+    "Flag",
+    "TORCH_FLAGS",
+    "PYTHON_FLAGS",
+    "PROFILER_FLAGS",
+    "add_flags",
+    "flag_names",
+    "valued_names",
+    "run_options",
+    "command_line_flags",
+    "torch_options",
+    "python_options",
+    "resolve_torch",
+    "check_limit",
+    "check_schedule",
+    "check_path",
+    "check_name",
+]
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One flag, as ``ArgumentParser.add_argument`` takes it."""
+
+    names: tuple[str, ...]  # as typed: ("-s", "--sort")
+    help: str
+    dest: str | None = None  # None: argparse's (from the long name)
+    action: str | None = None  # "store_true" / "store_false"; None: the flag takes a value
+    default: Any = None
+    metavar: str | None = None
+    type: Any = None
+    choices: tuple[str, ...] | None = None
+
+    @property
+    def takes_value(self) -> bool:
+        return self.action is None
+
+    def argparse_kwargs(self) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"help": self.help, "default": self.default}
+        for key in ("dest", "action", "metavar", "type", "choices"):
+            value = getattr(self, key)
+            if value is not None:
+                kwargs[key] = list(value) if key == "choices" else value
+        return kwargs
+
+    def with_names(self, *names: str) -> "Flag":
+        return replace(self, names=names)
+
+
+# A switch with default None means "not typed": the controls panel decides (settings.Panel).
+TORCH_FLAGS: tuple[Flag, ...] = (
+    Flag(("--cuda",), dest="cuda", action="store_true", default=None,
+         help="Record CUDA kernels, copies and streams (default: on when CUDA is available, "
+              "unless the controls panel turned it off)."),
+    Flag(("--no-cuda",), dest="cuda", action="store_false", help="Record the CPU only."),
+    Flag(("--memory",), dest="memory", action="store_true", default=None,
+         help="Record allocations: memory per operator and the memory curve."),
+    Flag(("--no-memory",), dest="memory", action="store_false", help="Do not record allocations."),
+    Flag(("--shapes",), dest="shapes", action="store_true", default=None,
+         help="Record input shapes (for --group-by shape)."),
+    Flag(("--no-shapes",), dest="shapes", action="store_false", help="Do not record input shapes."),
+    Flag(("--stack",), dest="stack", action="store_true", default=None,
+         help="Record Python stacks (for --group-by stack)."),
+    Flag(("--no-stack",), dest="stack", action="store_false", help="Do not record Python stacks."),
+    Flag(("--flops",), action="store_true", default=False, help="Estimate FLOPs of matmuls and convolutions."),
+    Flag(("--sort",), metavar="KEY",
+         help="Sort tables by this column (self_cpu_us, cpu_total_us, self_device_us, device_total_us, "
+              "cpu_mem_bytes, count, ...; torch's names such as self_cuda_time_total work too)."),
+    Flag(("--limit",), metavar="N", type=int, help="Rows to show (0 = all; default 20)."),
+    Flag(("--group-by",), dest="group_by", choices=("op", "shape", "stack"), default="op",
+         help="Group the table by operator, operator and input shape, or operator and Python stack."),
+    Flag(("--schedule",), metavar="W,WU,A[,R]",
+         help="Record only some steps: wait, warmup, active[, repeat] (call nbprof.step() each step)."),
+    Flag(("--export",), metavar="PATH", help="Also write a chrome trace (.json or .json.gz)."),
+    Flag(("--tensorboard",), metavar="DIR", help="Also write the trace in TensorBoard's layout."),
+)
+
+PYTHON_FLAGS: tuple[Flag, ...] = (
+    Flag(("-s", "--sort"), metavar="KEY",
+         help="Sort by a pstats key: tottime (default), cumtime, ncalls, pcalls, filename, line, name."),
+    Flag(("-l", "--limit"), metavar="N", type=int, help="Rows to show (0 = all; default 20)."),
+    Flag(("--dump",), metavar="PATH", help="Also write a .prof file (pstats, snakeviz)."),
+)
+
+# keyed by magic name; the command line's "torch" subcommand is "torchprof" here
+PROFILER_FLAGS: dict[str, tuple[Flag, ...]] = {"torchprof": TORCH_FLAGS, "cprofile": PYTHON_FLAGS}
+
+
+# python -m cProfile's short forms, which the command line accepts for both profilers
+_COMMAND_LINE_SHORT = {"--sort": "-s", "--limit": "-l"}
+
+
+def command_line_flags(magic: str) -> tuple[Flag, ...]:
+    """A profiler's flags as the command line takes them: the magic's, plus ``-s`` / ``-l``."""
+    out = []
+    for flag in PROFILER_FLAGS[magic]:
+        short = _COMMAND_LINE_SHORT.get(flag.names[-1])
+        out.append(flag.with_names(short, *flag.names) if short and short not in flag.names else flag)
+    return tuple(out)
+
+
+def add_flags(parser: argparse.ArgumentParser, flags: tuple[Flag, ...]) -> None:
+    for flag in flags:
+        parser.add_argument(*flag.names, **flag.argparse_kwargs())
+
+
+def flag_names(flags: tuple[Flag, ...]) -> list[str]:
+    return [name for flag in flags for name in flag.names]
+
+
+def valued_names(flags: tuple[Flag, ...]) -> set[str]:
+    """The names of the flags that take a value (the next word is the value, not code)."""
+    return {name for flag in flags if flag.takes_value for name in flag.names}
+
+
+# ---------------------------------------------------------------------------------- validators
+
+
+def check_limit(limit: int | None) -> int:
+    if limit is None:
+        return settings.DEFAULT_LIMIT
+    if limit < 0:
+        raise OptionError(f"--limit {limit}: must be 0 (all rows) or a positive number of rows")
+    return limit
+
+
+def check_schedule(text: str | None) -> tuple[int, int, int, int] | None:
+    if text is None:
+        return None
+    try:
+        nums = [int(p) for p in text.split(",")]
+    except ValueError:
+        nums = []
+    if len(nums) not in (3, 4) or any(n < 0 for n in nums) or nums[2] < 1:
+        raise OptionError(
+            f"--schedule {text}: expected wait,warmup,active[,repeat] as whole numbers, active >= 1 (e.g. 1,1,3)"
+        )
+    if len(nums) == 3:
+        nums.append(1)
+    return tuple(nums)  # type: ignore[return-value]
+
+
+def check_path(flag: str, path: str, suffixes: tuple[str, ...] | None = None) -> str:
+    """A file to write: ``~`` expanded, the suffix checked, its folder must exist (checked now,
+    so a typo fails before the code runs rather than after a long profile)."""
+    path = os.path.expanduser(path.strip("\"'"))
+    if suffixes and not path.endswith(suffixes):
+        raise OptionError(f"{flag} {path}: the file must end with {' or '.join(suffixes)}")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise OptionError(f"{flag} {path}: the folder {folder} does not exist")
+    return path
+
+
+def check_name(name: str | None) -> str | None:
+    if name is not None and not name.isidentifier():
+        raise OptionError(f"-o {name}: not a valid variable name")
+    return name
+
+
+# ------------------------------------------------------------------------------ flags -> options
+
+
+def torch_options(args: argparse.Namespace) -> TorchOptions:
+    """The typed flags, checked; switches not typed stay False until ``resolve_torch``. Imports
+    no torch (the magic's input transformer checks a cell's flags with it)."""
+    return TorchOptions(
+        cuda=bool(args.cuda),  # resolved by resolve_torch (needs torch)
+        memory=bool(args.memory),
+        shapes=bool(args.shapes),
+        stack=bool(args.stack),
+        flops=bool(args.flops),
+        sort=settings.resolve_torch_sort(args.sort) if args.sort else None,
+        limit=check_limit(args.limit),
+        group_by=args.group_by,
+        schedule=check_schedule(args.schedule),
+        export=check_path("--export", args.export, (".json", ".json.gz")) if args.export else None,
+        tensorboard=os.path.expanduser(args.tensorboard) if args.tensorboard else None,
+        # the magics' -o NAME and -q; the command line has neither (it writes files, its -q is its own)
+        output=check_name(getattr(args, "output", None)),
+        quiet=bool(getattr(args, "quiet", False)),
+    )
+
+
+def python_options(args: argparse.Namespace) -> PythonOptions:
+    return PythonOptions(
+        sort=settings.resolve_python_sort(args.sort) if args.sort else "tottime_s",
+        limit=check_limit(args.limit),
+        dump=check_path("--dump", args.dump) if args.dump else None,
+        output=check_name(getattr(args, "output", None)),
+        quiet=bool(getattr(args, "quiet", False)),
+    )
+
+
+def resolve_torch(options: TorchOptions, args: argparse.Namespace) -> TorchOptions:
+    """Fill what the flags left open from the controls panel, then built-ins; check CUDA and
+    that ``--sort`` names a column this run records. Imports torch (MissingDependencyError)."""
+    from .collect.torch_live import cuda_available, import_torch
+
+    import_torch()
+    panel = settings.panel
+    memory = args.memory if args.memory is not None else panel.memory
+    shapes = args.shapes if args.shapes is not None else panel.shapes
+    stack = args.stack if args.stack is not None else panel.stack
+    available = cuda_available()
+    wanted = args.cuda if args.cuda is not None else panel.cuda
+    notes: list[str] = []
+    if wanted is None:
+        cuda = available
+    elif wanted and not available:
+        cuda = False
+        message = "CUDA is not available here: profiling the CPU only"
+        if args.cuda:  # asked for by flag: say so right away, in one line
+            print(f"nbprof: --cuda: {message}", file=sys.stderr)
+        notes.append(message)
+    else:
+        cuda = bool(wanted)
+    options = replace(options, cuda=cuda, memory=bool(memory), shapes=bool(shapes), stack=bool(stack),
+                      notes=tuple(notes))
+    _check_sort_is_recorded(options)
+    return options
+
+
+def run_options(magic: str, args: argparse.Namespace) -> TorchOptions | PythonOptions:
+    """Parsed flags -> the options of one run, defaults applied (panel, then built-ins)."""
+    if magic == "cprofile":
+        return python_options(args)
+    return resolve_torch(torch_options(args), args)
+
+
+# the columns a run fills only with these options on (device columns also need CUDA)
+_SORT_NEEDS = {
+    "self_device_us": ("cuda",),
+    "device_total_us": ("cuda",),
+    "device_avg_us": ("cuda",),
+    "self_device_mem_bytes": ("memory", "cuda"),
+    "device_mem_bytes": ("memory", "cuda"),
+    "self_cpu_mem_bytes": ("memory",),
+    "cpu_mem_bytes": ("memory",),
+    "flops": ("flops",),
+}
+
+
+def _recorded(column: str, options: TorchOptions) -> bool:
+    return all(getattr(options, need) for need in _SORT_NEEDS.get(column, ()))
+
+
+def _check_sort_is_recorded(options: TorchOptions) -> None:
+    """``--sort`` by a column this run will not fill is a mistake: say so before the code runs."""
+    if options.sort is None or _recorded(options.sort, options):
+        return
+    needs = " ".join(f"--{n}" for n in _SORT_NEEDS[options.sort])
+    valid = [k for k, v in settings.TORCH_SORT_KEYS.items() if k == v and _recorded(k, options)]
+    raise OptionError(
+        f"--sort {options.sort}: this run does not record it (needs {needs}); sort by one of: {', '.join(valid)}"
+    )

@@ -1,0 +1,281 @@
+"""One profiled run, whoever starts it: a cell (``_cell.begin`` / ``end``), a line magic or a
+direct ``run_cell_magic`` call (``magics.run_sync``), or a script (``cli.main``).
+
+The sequence is written once, here::
+
+    run = new_run("torchprof", options, shell)
+    run.begin()          # the run becomes active, THEN its collector starts
+    ... the code ...     # nbprof.step() / cuda_collection() reach the active run's collector
+    run.stop()           # first thing after the code: nothing nbprof does afterwards is recorded
+    result = run.finish_or_warn(error)   # the result, its notes, -o NAME, --export / --dump files
+
+The run is active before its collector starts, so an interrupt that lands right after the
+profiler starts still finds the run (the cell's ``finally: end()`` stops it); if starting fails,
+the run is no longer active and no profiler is left running. ``stop`` stops the collector first
+and only then measures the wall time, reads the trace and builds anything.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import time
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Any
+
+from .collect.collector import Collector
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .collect.cprofile import CProfileSession
+    from .collect.torch_live import TorchSession
+
+__all__ = ["Run", "TorchRun", "PythonRun", "new_run", "active", "discard_active", "warn"]
+
+_active: "Run | None" = None  # the run in progress, if any (at most one: profiles cannot nest)
+
+
+def active() -> "Run | None":
+    """The run in progress (``nbprof.step()`` and ``cuda_collection()`` talk to it), or None."""
+    return _active
+
+
+def discard_active() -> None:
+    """Stop a run that is still active but was never ended, without building its result.
+
+    Only a cell whose ``finally`` never ran could leave one (it should not happen); a new cell
+    must not start a second profiler on top of it."""
+    global _active
+    stale, _active = _active, None
+    if stale is not None:
+        try:
+            stale.collector.end()
+        except BaseException:
+            pass
+
+
+class Run(ABC):
+    """One profile: its options, its collector, and what to do when it ends.
+
+    ``what`` names the profiled code in the notes ("the cell raised ...", "the script raised ...").
+    """
+
+    def __init__(self, options: Any, shell: Any = None, what: str = "cell") -> None:
+        from .views.progress import Progress
+
+        self.shell = shell
+        self.options = options
+        self.what = what
+        self.error: BaseException | None = None
+        self.started = 0.0
+        self.wall_s = 0.0
+        self._stopped = False
+        self._data: Any = None
+        self.progress = Progress()
+        self.collector: Collector = self._collector()
+
+    @abstractmethod
+    def _collector(self) -> Collector:
+        """The profiler this kind of run records with (not started)."""
+
+    def begin(self) -> None:
+        """Make this the active run, then start profiling. If starting fails (another profiler
+        is running, an interrupt), the run is not active, no profiler is left running, and the
+        error propagates (``NbprofError``: a one-line message for the user)."""
+        global _active
+        # active before it starts: an interrupt landing right after the profiler starts must
+        # still find the run, whose end stops it
+        _active = self
+        self.started = time.perf_counter()
+        try:
+            self.collector.begin()
+        except BaseException:
+            _active = None
+            self.collector.end()
+            raise
+
+    def stop(self) -> None:
+        """Stop the profiler. The first thing done at the end of the code: nothing nbprof does
+        afterwards is recorded. The run is no longer active."""
+        global _active
+        if self._stopped:
+            return
+        self._stopped = True
+        if _active is self:
+            _active = None
+        self.collector.end()
+        self._data = self.collector.result()
+        self.wall_s = time.perf_counter() - self.started
+
+    def finish(self, error: BaseException | None) -> Any:
+        """Stop the profiler (if not yet), then build the result, store it (``-o NAME``) and
+        write the files the flags asked for."""
+        self.stop()
+        self.error = error
+        result = self._build(self._data)
+        name = self.options.output
+        if name:
+            self.shell.user_ns[name] = result
+        self._write_files(result)
+        return result
+
+    def finish_or_warn(self, error: BaseException | None) -> Any | None:
+        """``finish``, but a problem building the result is a one-line warning and None: it must
+        never replace the code's own exception (an interrupt still propagates)."""
+        try:
+            return self.finish(error)
+        except Exception as e:
+            self.progress.done()
+            warn(f"could not build the report: {type(e).__name__}: {e}")
+            return None
+
+    @abstractmethod
+    def _build(self, data: Any) -> Any:
+        """The collector's result -> the result object (TorchProfile / PythonProfile)."""
+
+    @abstractmethod
+    def _write_files(self, result: Any) -> None:
+        """Write the files the flags asked for, each with a note in the report."""
+
+    def _notes(self) -> list[str]:
+        notes = list(getattr(self.options, "notes", ()))
+        if self.error is not None:
+            kind = "was interrupted" if isinstance(self.error, KeyboardInterrupt) else "raised"
+            msg = f"{type(self.error).__name__}"
+            text = str(self.error).strip().splitlines()[0] if str(self.error).strip() else ""
+            if text and not isinstance(self.error, KeyboardInterrupt):
+                msg += f": {text[:120]}"
+            notes.append(
+                f"the {self.what} {kind} ({msg}); this report shows what was recorded until then"
+                if kind == "raised"
+                else f"the {self.what} {kind}; this report shows what was recorded until then"
+            )
+        return notes
+
+
+class TorchRun(Run):
+    """``%%torchprof`` / ``python -m nbprof torch``: torch.profiler -> :class:`TorchProfile`."""
+
+    collector: "TorchSession"
+
+    def _collector(self) -> Collector:
+        from .collect.torch_live import TorchSession
+
+        return TorchSession(self.options, self.progress)
+
+    def _build(self, data: Any) -> Any:
+        from .collect.chrome_trace import empty_trace
+        from .model import TorchProfile
+
+        opts = self.options
+        notes = self._notes() + [f"torch: {w}" for w in self.collector.native_warnings()]
+        if data is None:
+            data = empty_trace()
+            if opts.schedule is not None:
+                notes.append("with --schedule, call nbprof.step() once per loop iteration")
+        if len(data.events):
+            self.progress.stage(f"nesting {len(data.events):,} events")
+        meta = dict(
+            sort=opts.sort,
+            limit=opts.limit,
+            group_by=opts.group_by,
+            notes=notes,
+            wall_s=self.wall_s,
+            with_cuda=opts.cuda,
+            cell_error=_describe_error(self.error),
+            record_shapes=opts.shapes,
+            profile_memory=opts.memory,
+            with_stack=opts.stack,
+            with_flops=opts.flops,
+        )
+        return TorchProfile.from_trace(data, profiler=self.collector.profiler, **meta)
+
+    def _write_files(self, result: Any) -> None:
+        opts = self.options
+        notes = result.meta.setdefault("notes", [])
+        if opts.export:
+            result.to_chrome_trace(opts.export)
+            notes.append(f"trace written to {opts.export}")
+        if opts.tensorboard:
+            path = _tensorboard_path(opts.tensorboard)
+            result.to_chrome_trace(path)
+            notes.append(f"trace written to {path} (tensorboard --logdir {opts.tensorboard})")
+
+
+class PythonRun(Run):
+    """``%%cprofile`` / ``python -m nbprof cprofile``: cProfile -> :class:`PythonProfile`."""
+
+    collector: "CProfileSession"
+
+    def _collector(self) -> Collector:
+        from .collect.cprofile import CProfileSession
+
+        return CProfileSession()
+
+    def _build(self, data: Any) -> Any:
+        from .analysis.callgraph import other_threads_suspected
+        from .model import PythonProfile
+
+        opts = self.options
+        meta = dict(
+            sort=opts.sort,
+            limit=opts.limit,
+            notes=self._notes(),
+            wall_s=self.wall_s,
+            cell_error=_describe_error(self.error),
+            code_names=_code_names(self.shell, {k[0] for k in data}),
+        )
+        profile = PythonProfile(data, meta, profiler=self.collector.profiler)
+        if sys.version_info >= (3, 12) and other_threads_suspected(profile.stats, profile.edges, self.wall_s):
+            profile.meta["notes"].append(
+                f"other threads ran Python code during this {self.what}: on Python 3.12+ cProfile records "
+                f"their calls on the {self.what}'s stack, so their times (and the flame view) are not reliable"
+            )
+        return profile
+
+    def _write_files(self, result: Any) -> None:
+        opts = self.options
+        if opts.dump:
+            result.dump(opts.dump)
+            result.meta.setdefault("notes", []).append(f"profile written to {opts.dump} (snakeviz {opts.dump})")
+
+
+_RUNS: dict[str, type[Run]] = {"torchprof": TorchRun, "cprofile": PythonRun}
+
+
+def new_run(magic: str, options: Any, shell: Any = None, what: str = "cell") -> Run:
+    """The run for ``magic`` ("torchprof" or "cprofile"), not started yet."""
+    return _RUNS[magic](options, shell, what)
+
+
+def warn(message: str) -> None:
+    """nbprof's own one-line messages, on stderr (not mixed into the profiled code's output)."""
+    print(f"nbprof: {message}", file=sys.stderr)
+
+
+def _describe_error(error: BaseException | None) -> str | None:
+    return None if error is None else type(error).__name__
+
+
+def _tensorboard_path(folder: str) -> str:
+    """TensorBoard's profiler layout: <dir>/<host>_<pid>.<time_ns>.pt.trace.json."""
+    import socket
+
+    os.makedirs(folder, exist_ok=True)
+    worker = f"{socket.gethostname()}_{os.getpid()}"
+    return os.path.join(folder, f"{worker}.{time.time_ns()}.pt.trace.json")
+
+
+def _code_names(shell: Any, filenames: set[str]) -> dict[str, str]:
+    """Notebook cells are compiled from temporary files; name them "In [n]" as IPython does."""
+    mapping = getattr(getattr(shell, "compile", None), "_filename_map", None) or {}
+    out = {}
+    for f in filenames:
+        n = mapping.get(f)
+        if n is not None:
+            out[f] = f"In [{n}]"
+        elif f.startswith("<ipython-input-"):
+            m = re.match(r"<ipython-input-(\d+)-", f)
+            if m:
+                out[f] = f"In [{m.group(1)}]"
+    return out
