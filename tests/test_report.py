@@ -250,3 +250,48 @@ def test_headline_names_the_first_row_of_the_chosen_sort(sort):
     first = averages.sort_values(sort, ascending=False, kind="stable")["name"].iloc[0]
     headline = next(line for line in text.splitlines() if line.startswith("top by"))
     assert headline.split(": ", 1)[1].startswith(first)
+
+
+def nine_tab_profile(folder):
+    """Every torch tab at once: two ranks (the recorded CNN with its train_step ranges renamed to
+    ProfilerStep#n, so it has steps and ranges; and the transformer with Python stacks)."""
+    with gzip.open(trace_path("cnn_train_cuda")) as f:
+        cnn = json.load(f)
+    step = 0
+    for e in cnn["traceEvents"]:
+        if e.get("cat") == "user_annotation" and e["name"] == "train_step":
+            step += 1
+            e["name"] = f"ProfilerStep#{step}"
+    with gzip.open(trace_path("transformer_infer_stack")) as f:
+        transformer = json.load(f)
+    for rank, doc in enumerate((cnn, transformer)):
+        doc["distributedInfo"] = {"rank": rank, "world_size": 2}
+        (folder / f"worker{rank}.pt.trace.json").write_text(json.dumps(doc))
+    return nbprof.load_trace(folder)
+
+
+ALL_TORCH_TABS = ["Operators", "By input shape", "By stack", "Memory", "Kernels", "Ranges", "Steps", "Ranks",
+                  "Timeline"]
+
+
+def _css_shown_panels(html: str) -> set[int]:
+    """The panel indexes that some CSS rule shows when their radio input is checked."""
+    css = "".join(re.findall(r"<style>(.*?)</style>", html, flags=re.S))
+    return {int(i) for i in re.findall(r"#nbprof-\d+-(\d+):checked~\.nbprof-panel-\1\b", css)}
+
+
+def test_a_report_with_every_tab_shows_each_panel_when_its_tab_is_checked(tmp_path):
+    html = nine_tab_profile(tmp_path).report().html(include_library=False)
+    assert _tab_labels(html) == ALL_TORCH_TABS
+    panels = {int(i) for i in re.findall(r'class="nbprof-panel nbprof-panel-(\d+)"', html)}
+    assert panels == set(range(9))
+    assert _css_shown_panels(html) == panels
+    timeline = html[html.index("<b>Timeline</b>"):]
+    assert "<svg" in timeline  # the Timeline panel has its overview
+
+
+def test_every_cprofile_panel_has_its_css_rule(shell):
+    run(shell, "%%cprofile -q -o three\nsorted(str(i) for i in range(2000))")
+    html = shell.user_ns["three"].report().html(include_library=False)
+    assert _tab_labels(html) == ["Functions", "Callers & callees", "Flame"]
+    assert _css_shown_panels(html) == {0, 1, 2}
