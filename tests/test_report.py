@@ -293,5 +293,5 @@ def test_a_report_with_every_tab_shows_each_panel_when_its_tab_is_checked(tmp_pa
 def test_every_cprofile_panel_has_its_css_rule(shell):
     run(shell, "%%cprofile -q -o three\nsorted(str(i) for i in range(2000))")
     html = shell.user_ns["three"].report().html(include_library=False)
-    assert _tab_labels(html) == ["Functions", "Callers & callees", "Flame"]
+    assert _tab_labels(html) == ["Functions", "Callers &amp; callees", "Flame"]
     assert _css_shown_panels(html) == {0, 1, 2}
