@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import html
 import math
-import os
 import re
 from typing import Callable
 
@@ -19,7 +18,6 @@ __all__ = [
     "fmt_bytes",
     "fmt_count",
     "fmt_flops",
-    "fmt_pct",
     "fmt_share",
     "fmt_ratio",
     "fmt_decimal",
@@ -75,12 +73,6 @@ def fmt_flops(n: float) -> str:
         if n >= size:
             return f"{n / size:.2f} {unit}"
     return f"{int(n)} FLOP"
-
-
-def fmt_pct(part: float, whole: float) -> str:
-    if not whole:
-        return "—"
-    return f"{100.0 * part / whole:.1f}%"
 
 
 def fmt_share(share: float) -> str:
@@ -224,6 +216,3 @@ def short_location(location: str) -> str:
 def esc(text: object) -> str:
     return html.escape(str(text), quote=True)
 
-
-def basename(path: str) -> str:
-    return os.path.basename(path)
