@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 import math
 import re
-from typing import Callable
+from typing import Any, Callable
 
 __all__ = [
     "fmt_us",
@@ -99,7 +99,7 @@ def fmt_decimal(x: float) -> str:
     return f"{float(x):.2f}"
 
 
-def signed(fmt: Callable[[float], str]) -> Callable[[float], str]:
+def signed(fmt: Callable[[Any], str]) -> Callable[[Any], str]:
     """``fmt`` of the magnitude with a sign in front: "+1.20 ms", "−3 B", "±0"."""
 
     def text(v: float) -> str:
@@ -110,7 +110,7 @@ def signed(fmt: Callable[[float], str]) -> Callable[[float], str]:
     return text
 
 
-def _missing_as_dash(fmt: Callable[[float], str]) -> Callable[[float], str]:
+def _missing_as_dash(fmt: Callable[[Any], str]) -> Callable[[Any], str]:
     return lambda v: "—" if v is None or v != v else fmt(v)  # NaN: does not apply
 
 
@@ -132,13 +132,13 @@ UNITS: dict[str, Callable[..., str]] = {
 _NUMERIC = ("time_us", "time_s", "bytes", "count", "decimal", "flops", "share")
 
 
-def formatter(unit: str, width: int = 60, *, sign: bool = False) -> Callable[[object], str]:
+def formatter(unit: str, width: int = 60, *, sign: bool = False) -> Callable[[Any], str]:
     """The text of one value of a column in ``unit`` (see ``UNITS``); numbers that do not apply
     (NaN) read "—". ``sign``: "+" / "−" in front of the magnitude (a change)."""
     if unit not in UNITS:
         raise ValueError(f"unknown unit {unit!r}; one of {', '.join(UNITS)}")
     one = UNITS[unit]
-    fmt: Callable[[object], str] = lambda v: one(v, width)  # noqa: E731
+    fmt: Callable[[Any], str] = lambda v: one(v, width)  # noqa: E731
     if unit in _NUMERIC:
         fmt = _missing_as_dash(fmt)
     return signed(fmt) if sign else fmt

@@ -89,7 +89,7 @@ def figure_bundle(
 def rendering_figure(
     spec: dict[str, Any],
     *,
-    html: Callable[[], str] | None = None,
+    html: Callable[[], str | None] | None = None,
     text: str | Callable[[], str] | None = None,
     config: dict[str, Any] | None = None,
 ) -> Any:

@@ -51,6 +51,7 @@ def standalone_html(result: Any, title: str | None = None) -> str:
     from .figure import figure_json
     from .report import PythonReport, TorchReport
 
+    report: TorchReport | PythonReport
     title = title or ("nbprof report" if result.kind == "torch" else "nbprof cProfile report")
     if result.kind == "torch":
         report = TorchReport(result)

@@ -64,7 +64,7 @@ def _edges_html(title: str, edges: Any, rows: list[int], other: list[tuple], nam
                                                         else f"/{int(edges.primitive_calls[r]):,}") for r in rows],
         "tottime_s": [float(edges.tottime_s[r]) for r in rows],
         "cumtime_s": [float(edges.cumtime_s[r]) for r in rows],
-        "location": [location_label(*other[r], names, full_path=True) for r in rows],
+        "location": [location_label(other[r][0], other[r][1], other[r][2], names, full_path=True) for r in rows],
     })
     return (f'<div style="margin:4px 0 2px;color:#555">{esc(title)}</div>'
             f'<div style="margin-bottom:8px">{static_html(table, _EDGE_COLUMNS)}</div>')
