@@ -206,7 +206,7 @@ def test_cprofile_report(session):
     lab.full_screenshot(session, str(ARTIFACTS / "notebook.png"))
 
 
-def test_every_tab_of_a_nine_tab_report_shows_its_panel(tmp_path):
+def test_every_tab_of_a_nine_tab_report_shows_its_panel(session, tmp_path):
     """A report with all nine tabs (stacks, ranges, steps, two ranks), in Chromium: clicking each
     tab, Timeline last, shows that tab's panel (visible, with a height) and hides the others."""
     from .test_report import ALL_TORCH_TABS, nine_tab_profile
@@ -217,8 +217,8 @@ def test_every_tab_of_a_nine_tab_report_shows_its_panel(tmp_path):
     page_path = tmp_path / "nine.html"
     page_path.write_text(f"<!DOCTYPE html><html><head><meta charset='utf-8'></head><body>{html}</body></html>",
                          encoding="utf-8")
-    with lab.browser() as context:
-        page = context.new_page()
+    page = session.context.new_page()  # the module's browser (one sync Playwright at a time)
+    try:
         page.goto(page_path.as_uri())
         labels = page.locator(".nbprof-tabs > label")
         assert labels.all_inner_texts() == ALL_TORCH_TABS
@@ -232,3 +232,5 @@ def test_every_tab_of_a_nine_tab_report_shows_its_panel(tmp_path):
         assert page.locator(".nbprof-panel-8 svg").first.is_visible()  # the timeline overview
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "report-nine-tabs-timeline.png"))
+    finally:
+        page.close()
