@@ -67,10 +67,12 @@ class ComparisonSummary:
     total_metric: str = ""  # what the totals add up: the metric, or its self column (CPU total -> self CPU)
 
     def text(self) -> str:
+        from .format import fmt_ratio
+
         tm = self.total_metric or self.metric
         label = _LABELS.get(tm, tm)
         parts = [f"total {label} {_fmt(tm, self.total_before)} → {_fmt(tm, self.total_after)}, "
-                 f"{_fmt_speedup(self.speedup)}"]
+                 f"{fmt_ratio(self.speedup)}"]
         if self.biggest_win is not None:
             parts.append(f"biggest win {self.biggest_win} ({_fmt(self.metric, self.biggest_win_change, sign=True)})")
         if self.biggest_regression is not None:
@@ -80,46 +82,10 @@ class ComparisonSummary:
 
 
 def _fmt(metric: str, value: float, sign: bool = False) -> str:
-    from .format import fmt_bytes, fmt_count, fmt_flops, fmt_s, fmt_us
+    """A value of a metric column, in its unit (the column's name says which)."""
+    from .format import formatter, unit_of
 
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "—"
-    prefix = ("+" if value > 0 else "−" if value < 0 else "±") if sign else ""
-    v = abs(value) if sign else value
-    if metric.endswith("_us"):
-        text = fmt_us(v)
-    elif metric.endswith("_s"):
-        text = fmt_s(v)
-    elif metric.endswith("_bytes"):
-        text = fmt_bytes(v)
-    elif metric == "flops":
-        text = fmt_flops(v)
-    else:
-        text = fmt_count(v)
-    return prefix + text
-
-
-def _unit(metric: str) -> str:
-    """The datatable unit of a metric column."""
-    if metric.endswith("_us"):
-        return "time_us"
-    if metric.endswith("_s"):
-        return "time_s"
-    if metric.endswith("_bytes"):
-        return "bytes"
-    if metric == "flops":
-        return "flops"
-    return "count"
-
-
-def _fmt_speedup(x: float) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "—"
-    if math.isinf(x):
-        return "gone"
-    if x == 0:
-        return "new"
-    return f"{x:.2f}x"
+    return formatter(unit_of(metric), sign=sign)(value)
 
 
 class Comparison:
@@ -150,41 +116,42 @@ class Comparison:
     # -- rendering --------------------------------------------------------------------------------
 
     def _columns(self) -> list[Any]:
-        from .format import shorten
+        """The table's columns, for the text and the HTML alike: what is compared, the metric
+        before and after, the change, the speed-up, then the calls (the HTML adds Status)."""
+        from .format import unit_of
         from .views.table import Column
 
         m = self.metric
         label = _LABELS.get(m, m)
+        unit = unit_of(m)
         count = "count" if self.kind == "torch" else "ncalls"
-        cols: list[Any] = []
         if self.kind == "torch":
-            cols.append(Column("Name", "name", lambda v: shorten(v, 55), align="left", title=str))
+            cols = [Column("name", "Name", "name", 60, text_width=55)]
             if "input_shapes" in self._table.columns:
-                cols.append(Column("Input shapes", "input_shapes", lambda v: shorten(v, 40), align="left", title=str))
+                cols.append(Column("input_shapes", "Input shapes", "name", 40))
         else:
-            cols.append(Column("Function", "where", lambda v: shorten(v, 70), align="left", title=str))
-        cols += [
-            Column(f"{label} before", f"{m}_before", lambda v: _fmt(m, v)),
-            Column(f"{label} after", f"{m}_after", lambda v: _fmt(m, v)),
-            Column("Change", f"{m}_change", lambda v: _fmt(m, v, sign=True)),
-            Column("Speed-up", "speedup", _fmt_speedup),
-        ]
+            cols = [Column("full_location", "Function", "location")]
+        cols += [Column(f"{m}_before", f"{label} before", unit), Column(f"{m}_after", f"{label} after", unit),
+                 Column(f"{m}_change", "Change", unit, sign=True), Column("speedup_sortable", "Speed-up", "ratio")]
         if m != count:
-            cols += [
-                Column("Calls before", f"{count}_before", lambda v: _fmt(count, v)),
-                Column("Calls after", f"{count}_after", lambda v: _fmt(count, v)),
-            ]
+            cols += [Column(f"{count}_before", "Calls before", "count"),
+                     Column(f"{count}_after", "Calls after", "count")]
         return cols
 
     def _rows(self, limit: int | None = None) -> pd.DataFrame:
+        """The first ``limit`` rows (0: all), with what the columns show: the speed-up as a
+        number that sorts ("gone", infinite, as 1e300) and a function's ``file:line(name)``."""
+        import numpy as np
+
         limit = self.limit if limit is None else limit
-        rows = self._table.head(limit) if limit else self._table
+        rows = (self._table.head(limit) if limit else self._table).copy()
+        speedup = rows["speedup"].to_numpy(dtype=float)
+        rows["speedup_sortable"] = np.where(np.isinf(speedup), 1e300, speedup)
         if self.kind == "python":
             from .analysis.flame import pstats_location
 
-            rows = rows.copy()
             names = {**(self.before.meta.get("code_names") or {}), **(self.after.meta.get("code_names") or {})}
-            rows["where"] = pstats_location(rows, names)
+            rows["full_location"] = pstats_location(rows, names, full_paths=True)
         return rows
 
     def text(self, limit: int | None = None) -> str:
@@ -204,46 +171,24 @@ class Comparison:
     def html(self, limit: int | None = None, include_library: bool | None = None) -> str:
         """Like the report: the summary, then a table that sorts by clicking (all rows; the
         first ``limit`` per page), static where scripts do not run."""
-        import numpy as np
-
-        from .views.datatable import Col, datatable_html
         from .format import esc
-        from .views.report import _library, report_css
+        from .views.datatable import datatable_html
+        from .views.report import library, report_css
+        from .views.table import Column
 
         head = "torch profiles" if self.kind == "torch" else "cProfile profiles"
         limit = self.limit if limit is None else limit
         rows = self._rows(0)
-        library = "" if include_library is False else (_library() if include_library is None else _library(force=True))
         summary = (f'<div class="nbprof-report">{report_css()}<div class="nbprof-summary"><b>compare {esc(head)}</b> · '
                    f"{esc(self.summary.text())}</div>")
         if not len(rows):
-            return library + summary + "<div>Both profiles are empty.</div></div>"
-        m = self.metric
-        unit = _unit(m)
-        count = "count" if self.kind == "torch" else "ncalls"
-        rows = rows.copy()
-        rows["speedup_sortable"] = np.where(np.isinf(rows["speedup"].to_numpy(dtype=float)), 1e300,
-                                            rows["speedup"].to_numpy(dtype=float))
-        label = _LABELS.get(m, m)
-        if self.kind == "torch":
-            cols = [Col("name", "Name", "name", 60)]
-            if "input_shapes" in rows.columns:
-                cols.append(Col("input_shapes", "Input shapes", "name", 40))
-        else:
-            from .analysis.flame import pstats_location
-
-            names = {**(self.before.meta.get("code_names") or {}), **(self.after.meta.get("code_names") or {})}
-            rows["full_location"] = pstats_location(rows, names, full_paths=True)
-            cols = [Col("full_location", "Function", "location")]
-        cols += [Col(f"{m}_before", f"{label} before", unit), Col(f"{m}_after", f"{label} after", unit),
-                 Col(f"{m}_change", "Change", unit), Col("speedup_sortable", "Speed-up", "ratio")]
-        if m != count:
-            cols += [Col(f"{count}_before", "Calls before", "count"), Col(f"{count}_after", "Calls after", "count")]
+            return library(include_library) + summary + "<div>Both profiles are empty.</div></div>"
+        cols = self._columns()
         if "status" in rows.columns:
-            cols.append(Col("status", "Status"))
+            cols.append(Column("status", "Status"))
         table = datatable_html(rows, cols, order=[], page_length=limit or 0,
                                caption="sorted by the size of the change; click a header to sort")
-        return library + summary + table + "</div>"
+        return library(include_library) + summary + table + "</div>"
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         return {"text/plain": self.text(), "text/html": self.html()}

@@ -1,13 +1,16 @@
 """Humanized units: one module for the analysis (finding messages) and the views.
 
-Data keeps raw numbers in unit-named columns; text is made here, never in the tables."""
+Data keeps raw numbers in unit-named columns; text is made here, never in the tables.
+``formatter(unit)`` is the one place that maps a column's unit to its text: the text tables, the
+static HTML tables and the comparison all go through it (the interactive tables' scripts are its
+JavaScript twins, ``views.datatable``). Import-light: the standard library only."""
 
 from __future__ import annotations
 
 import html
 import math
-import os
 import re
+from typing import Any, Callable
 
 __all__ = [
     "fmt_us",
@@ -15,8 +18,15 @@ __all__ = [
     "fmt_bytes",
     "fmt_count",
     "fmt_flops",
-    "fmt_pct",
+    "fmt_share",
+    "fmt_ratio",
+    "fmt_decimal",
+    "signed",
+    "formatter",
+    "unit_of",
+    "UNITS",
     "shorten",
+    "short_location",
     "short_path",
     "esc",
 ]
@@ -65,10 +75,87 @@ def fmt_flops(n: float) -> str:
     return f"{int(n)} FLOP"
 
 
-def fmt_pct(part: float, whole: float) -> str:
-    if not whole:
+def fmt_share(share: float) -> str:
+    """A share in [0, 1] (or more) as a percentage: 0.613 -> "61.3%"."""
+    if share is None or share != share:
         return "—"
-    return f"{100.0 * part / whole:.1f}%"
+    return f"{100 * float(share):.1f}%"
+
+
+def fmt_ratio(x: float) -> str:
+    """A before/after ratio: "2.97x"; "gone" when the after side is zero (infinite, or the 1e300
+    the interactive table sorts by), "new" when the before side is."""
+    if x is None or x != x:
+        return "—"
+    if x >= 1e300:  # math.inf too
+        return "gone"
+    if x == 0:
+        return "new"
+    return f"{x:.2f}x"
+
+
+def fmt_decimal(x: float) -> str:
+    """A plain number with two decimals (estimates such as blocks per SM)."""
+    return f"{float(x):.2f}"
+
+
+def signed(fmt: Callable[[Any], str]) -> Callable[[Any], str]:
+    """``fmt`` of the magnitude with a sign in front: "+1.20 ms", "−3 B", "±0"."""
+
+    def text(v: float) -> str:
+        if v is None or v != v:
+            return "—"
+        return ("+" if v > 0 else "−" if v < 0 else "±") + fmt(abs(v))
+
+    return text
+
+
+def _missing_as_dash(fmt: Callable[[Any], str]) -> Callable[[Any], str]:
+    return lambda v: "—" if v is None or v != v else fmt(v)  # NaN: does not apply
+
+
+# unit -> formatter of one value; "name"-like units take the column's width
+UNITS: dict[str, Callable[..., str]] = {
+    "text": lambda v, width: str(v),
+    "name": lambda v, width: shorten(v, width),
+    "kernel": lambda v, width: short_kernel_name(v, width),
+    "location": lambda v, width: short_location(v),
+    "time_us": lambda v, width: fmt_us(v),
+    "time_s": lambda v, width: fmt_s(v),
+    "bytes": lambda v, width: fmt_bytes(v),
+    "count": lambda v, width: fmt_count(v),
+    "decimal": lambda v, width: fmt_decimal(v),
+    "flops": lambda v, width: fmt_flops(v),
+    "share": lambda v, width: fmt_share(v),
+    "ratio": lambda v, width: fmt_ratio(v),
+}
+_NUMERIC = ("time_us", "time_s", "bytes", "count", "decimal", "flops", "share")
+
+
+def formatter(unit: str, width: int = 60, *, sign: bool = False) -> Callable[[Any], str]:
+    """The text of one value of a column in ``unit`` (see ``UNITS``); numbers that do not apply
+    (NaN) read "—". ``sign``: "+" / "−" in front of the magnitude (a change)."""
+    if unit not in UNITS:
+        raise ValueError(f"unknown unit {unit!r}; one of {', '.join(UNITS)}")
+    one = UNITS[unit]
+    fmt: Callable[[Any], str] = lambda v: one(v, width)  # noqa: E731
+    if unit in _NUMERIC:
+        fmt = _missing_as_dash(fmt)
+    return signed(fmt) if sign else fmt
+
+
+def unit_of(column: str) -> str:
+    """The unit of a unit-suffixed column name: ``*_us`` time_us, ``*_s`` time_s, ``*_bytes``
+    bytes, ``flops``; anything else counts."""
+    if column.endswith("_us"):
+        return "time_us"
+    if column.endswith("_s"):
+        return "time_s"
+    if column.endswith("_bytes"):
+        return "bytes"
+    if column == "flops":
+        return "flops"
+    return "count"
 
 
 def shorten(text: str, width: int) -> str:
@@ -114,9 +201,18 @@ def short_path(path: str, keep: int = 2) -> str:
     return "…/" + "/".join(parts[-keep:])
 
 
+_LOCATION = re.compile(r"^(.*?):(\d+)\((.*)\)$")
+
+
+def short_location(location: str) -> str:
+    """pstats' "file:line(function)" with the directories cut to the last two (the table's
+    script does the same, ``views.datatable._JS_LOCATION``)."""
+    m = _LOCATION.match(str(location))
+    if not m or "/" not in m.group(1):
+        return str(location)
+    return f"{short_path(m.group(1))}:{m.group(2)}({m.group(3)})"
+
+
 def esc(text: object) -> str:
     return html.escape(str(text), quote=True)
 
-
-def basename(path: str) -> str:
-    return os.path.basename(path)

@@ -111,20 +111,36 @@ class TorchProfile:
 
         return TorchReport(self, **view)
 
-    def timeline(self, *, python: bool = False, window: tuple[float, float] | None = None, **kwargs: Any) -> Any:
-        """The timeline as a plotly ``Figure``: a lane per CPU thread and device stream, nested
-        ops as levels, kernels on their streams; zoom with a drag, hover for details.
-        ``python=True`` adds the Python frames; ``window=(start_ms, end_ms)`` draws a part in
-        full detail."""
-        from .views.timeline import timeline_figure
+    def timeline(self, *, python: bool = False, window_us: tuple[float, float] | None = None,
+                 window: tuple[float, float] | None = None, max_rects: int | None = None,
+                 height: int | None = None) -> Any:
+        """The timeline: a lane per CPU thread and device stream, nested ops as levels, kernels on
+        their streams; zoom with a drag, hover for details. A plotly ``Figure`` that renders
+        itself (plotly where the front end draws it, a static SVG elsewhere; ``views.figure``).
+        ``python=True`` adds the Python frames; ``window_us=(start_us, end_us)`` (µs since the
+        profile's start, like every time column) draws a part in full detail. ``window=`` in ms
+        is deprecated."""
+        from .views.timeline import DEFAULT_MAX_RECTS, timeline_figure
 
-        return timeline_figure(self, python=python, window=window, **kwargs)
+        if window is not None:
+            import warnings
+
+            if window_us is not None:
+                raise OptionError("timeline: pass window_us=(start_us, end_us), not window= as well")
+            warnings.warn("timeline(window=(start_ms, end_ms)) is deprecated: use window_us=(start_us, end_us) "
+                          "(µs, like every other time in nbprof)", DeprecationWarning, stacklevel=2)
+            window_us = (float(window[0]) * 1000.0, float(window[1]) * 1000.0)
+        return timeline_figure(self, python=python, window_us=window_us, height=height,
+                               max_rects=DEFAULT_MAX_RECTS if max_rects is None else max_rects)
 
     def memory_curve(self) -> Any:
-        """Allocated (and reserved) memory over time as a plotly ``Figure`` (needs ``--memory``)."""
+        """Allocated (and reserved) memory over time (needs ``--memory``): a plotly ``Figure`` that
+        renders itself (its static drawing: the Memory tab's chart)."""
         from .views.memory import memory_curve_figure
 
-        return memory_curve_figure(self._memory_curve())
+        ev = self._events
+        end_us = float((ev["start_us"] + ev["dur_us"]).max()) if len(ev) else 0.0
+        return memory_curve_figure(self._memory_curve(), end_us)
 
     def _memory_curve(self) -> pd.DataFrame:
         """The allocator's totals after each memory event, per device (one pass, shared by the
@@ -154,7 +170,7 @@ class TorchProfile:
 
         display(self.report())
         if self.summary.events:
-            display(self.timeline_view())
+            display(self.timeline_view().figure)
 
     # -- analyses (issue 7) ------------------------------------------------------------------------
 
@@ -330,7 +346,8 @@ class PythonProfile:
     def flame(self, *, min_fraction: float = 0.005, max_nodes: int = 2000, maxdepth: int = 6,
               height: int | None = None, title: str | None = None) -> Any:
         """The flame view: a plotly icicle of :meth:`call_tree`, sized by cumulative time; click a
-        box to zoom in. In a notebook it draws itself (no plotly renderer setup needed)."""
+        box to zoom in. A plotly ``Figure`` that renders itself (plotly where the front end draws
+        it, a static SVG elsewhere; no plotly renderer setup needed)."""
         from .views.flame import flame_figure
 
         tree = self.call_tree(min_fraction=min_fraction, max_nodes=max_nodes)

@@ -204,3 +204,33 @@ def test_cprofile_report(session):
     labels = " ".join(cell.locator(".jp-OutputArea .js-plotly-plot g.slice text").all_text_contents())
     assert slices.count() >= 4 and "sum" in labels and "cell" in labels, labels
     lab.full_screenshot(session, str(ARTIFACTS / "notebook.png"))
+
+
+def test_every_tab_of_a_nine_tab_report_shows_its_panel(session, tmp_path):
+    """A report with all nine tabs (stacks, ranges, steps, two ranks), in Chromium: clicking each
+    tab, Timeline last, shows that tab's panel (visible, with a height) and hides the others."""
+    from .test_report import ALL_TORCH_TABS, nine_tab_profile
+
+    traces = tmp_path / "ranks"
+    traces.mkdir()
+    html = nine_tab_profile(traces).report().html(include_library=True)
+    page_path = tmp_path / "nine.html"
+    page_path.write_text(f"<!DOCTYPE html><html><head><meta charset='utf-8'></head><body>{html}</body></html>",
+                         encoding="utf-8")
+    page = session.context.new_page()  # the module's browser (one sync Playwright at a time)
+    try:
+        page.goto(page_path.as_uri())
+        labels = page.locator(".nbprof-tabs > label")
+        assert labels.all_inner_texts() == ALL_TORCH_TABS
+        for i in [*range(1, 9), 0, 8]:
+            labels.nth(i).click()
+            time.sleep(0.2)
+            panel = page.locator(f".nbprof-panel-{i}")
+            box = panel.bounding_box()
+            assert panel.is_visible() and box is not None and box["height"] > 0, ALL_TORCH_TABS[i]
+            assert page.locator(".nbprof-panel:visible").count() == 1
+        assert page.locator(".nbprof-panel-8 svg").first.is_visible()  # the timeline overview
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "report-nine-tabs-timeline.png"))
+    finally:
+        page.close()

@@ -250,3 +250,92 @@ def test_headline_names_the_first_row_of_the_chosen_sort(sort):
     first = averages.sort_values(sort, ascending=False, kind="stable")["name"].iloc[0]
     headline = next(line for line in text.splitlines() if line.startswith("top by"))
     assert headline.split(": ", 1)[1].startswith(first)
+
+
+def nine_tab_profile(folder):
+    """Every torch tab at once: two ranks (the recorded CNN with its train_step ranges renamed to
+    ProfilerStep#n, so it has steps and ranges; and the transformer with Python stacks)."""
+    with gzip.open(trace_path("cnn_train_cuda")) as f:
+        cnn = json.load(f)
+    step = 0
+    for e in cnn["traceEvents"]:
+        if e.get("cat") == "user_annotation" and e["name"] == "train_step":
+            step += 1
+            e["name"] = f"ProfilerStep#{step}"
+    with gzip.open(trace_path("transformer_infer_stack")) as f:
+        transformer = json.load(f)
+    for rank, doc in enumerate((cnn, transformer)):
+        doc["distributedInfo"] = {"rank": rank, "world_size": 2}
+        (folder / f"worker{rank}.pt.trace.json").write_text(json.dumps(doc))
+    return nbprof.load_trace(folder)
+
+
+ALL_TORCH_TABS = ["Operators", "By input shape", "By stack", "Memory", "Kernels", "Ranges", "Steps", "Ranks",
+                  "Timeline"]
+
+
+def _css_shown_panels(html: str) -> set[int]:
+    """The panel indexes that some CSS rule shows when their radio input is checked."""
+    css = "".join(re.findall(r"<style>(.*?)</style>", html, flags=re.S))
+    return {int(i) for i in re.findall(r"#nbprof-\d+-(\d+):checked~\.nbprof-panel-\1\b", css)}
+
+
+def test_a_report_with_every_tab_shows_each_panel_when_its_tab_is_checked(tmp_path):
+    html = nine_tab_profile(tmp_path).report().html(include_library=False)
+    assert _tab_labels(html) == ALL_TORCH_TABS
+    panels = {int(i) for i in re.findall(r'class="nbprof-panel nbprof-panel-(\d+)"', html)}
+    assert panels == set(range(9))
+    assert _css_shown_panels(html) == panels
+    timeline = html[html.index("<b>Timeline</b>"):]
+    assert "<svg" in timeline  # the Timeline panel has its overview
+
+
+def test_every_cprofile_panel_has_its_css_rule(shell):
+    run(shell, "%%cprofile -q -o three\nsorted(str(i) for i in range(2000))")
+    html = shell.user_ns["three"].report().html(include_library=False)
+    assert _tab_labels(html) == ["Functions", "Callers &amp; callees", "Flame"]
+    assert _css_shown_panels(html) == {0, 1, 2}
+    # pstats' table: the same columns in the text and in the Functions tab
+    header = next(line for line in shell.user_ns["three"].report().text().splitlines() if "ncalls" in line)
+    fallback = html[html.index("_fallback"):]
+    html_columns = re.findall(r"<th[^>]*>([^<]*)</th>", fallback[:fallback.index("</thead>")])
+    assert html_columns == re.split(r"\s{2,}", header.strip()) == [
+        "ncalls", "tottime", "tottime %", "percall", "cumtime", "percall", "filename:lineno(function)"]
+
+
+def test_memory_curve_renders_itself_with_the_peak_of_the_raw_trace():
+    """result.memory_curve() is a plotly Figure that renders itself: the plotly mimetype (its
+    curve reaches the allocator's peak in the file), the Memory tab's SVG, and a line naming it."""
+    import plotly.graph_objects as go
+
+    from nbprof.views.figure import PLOTLY_MIME
+
+    raw = raw_events("cnn_train_cuda")
+    peak = max(e["args"]["Total Allocated"] for e in raw if e.get("name") == "[memory]"
+               and e["args"]["Device Type"] == 1)
+    fig = nbprof.load_trace(trace_path("cnn_train_cuda")).memory_curve()
+    assert isinstance(fig, go.Figure)
+    allocated = [t for t in fig.data if t.name == "cuda:0 allocated"]
+    assert len(allocated) == 1 and max(allocated[0].y) == peak
+    bundle = fig._repr_mimebundle_()
+    assert set(bundle) == {PLOTLY_MIME, "text/plain", "text/html"}
+    assert f"cuda:0 peak {fmt_bytes(peak)}" in bundle["text/plain"] and "\n" not in bundle["text/plain"]
+    assert bundle["text/html"].startswith("<svg") and "Allocated memory over time" in bundle["text/html"]
+    json.dumps(bundle, allow_nan=False)
+    # without --memory: an empty figure that says so
+    bare = nbprof.load_trace(trace_path("cnn_cuda_toggled")).memory_curve()._repr_mimebundle_()
+    assert "none recorded" in bare["text/plain"] and "<svg" not in bare["text/html"]
+
+
+def test_text_and_html_tables_list_the_same_columns_in_the_same_order(tmp_path):
+    """The text report's header and the Operators tab's header: the same columns, in torch's
+    order (the HTML adds Kind at the end, to filter by); likewise pstats' table."""
+    profile = nbprof.load_trace(trace_path("cnn_train_cuda"))
+    text = profile.report(limit=3).text()
+    header = next(line for line in text.splitlines() if line.startswith("Name"))
+    text_columns = re.split(r"\s{2,}", header.strip())
+    html = profile.report(limit=3).html(include_library=False)
+    fallback = html[html.index("_fallback"):]
+    html_columns = re.findall(r"<th[^>]*>([^<]*)</th>", fallback[:fallback.index("</thead>")])
+    assert html_columns == text_columns + ["Kind"]
+    assert text_columns[:4] == ["Name", "Self CPU %", "Self CPU", "CPU total"] and text_columns[-1] == "Calls"

@@ -25,7 +25,6 @@ from nbprof.views.timeline import (
     PALETTES,
     TimelineView,
     prepare_timeline,
-    timeline_bundle,
     timeline_figure,
     timeline_svg,
 )
@@ -320,14 +319,20 @@ def test_max_rects_bounds_the_rects(big):
 
 def test_window_draws_part_at_full_resolution(big):
     ev = big.events
-    w0, w1 = 100.0, 101.0  # ms
-    data = prepare_timeline(big, window=(w0, w1))
-    start, end = ev["start_us"] / 1000, (ev["start_us"] + ev["dur_us"]) / 1000
+    w0, w1 = 100_000.0, 101_000.0  # µs
+    data = prepare_timeline(big, window_us=(w0, w1))
+    start, end = ev["start_us"], ev["start_us"] + ev["dur_us"]
     inside = ((end >= w0) & (start <= w1)).sum()
     assert data.events_drawn == inside
     assert data.merged_rects == 0  # a few thousand events: all drawn
     r = data.rects
-    assert r["x0_us"].min() >= w0 * 1000 and r["x1_us"].max() <= w1 * 1000
+    assert r["x0_us"].min() >= w0 and r["x1_us"].max() <= w1
+    # the profile's timeline() draws the same window; window= (ms) still works, with a warning
+    fig = big.timeline(window_us=(w0, w1))
+    assert fig.layout.meta["description"] == timeline_figure(data).layout.meta["description"]
+    with pytest.warns(DeprecationWarning, match="window_us"):
+        old = big.timeline(window=(w0 / 1000, w1 / 1000))
+    assert old.layout.meta["description"] == fig.layout.meta["description"]
 
 
 # ------------------------------------------------------------------------------------- hover
@@ -461,7 +466,7 @@ def test_figure_is_compact_and_interactive(profiles):
 
 def test_mime_bundle(profiles):
     p = profiles["cnn_train_cuda"]
-    bundle = TimelineView(p)._repr_mimebundle_()
+    bundle = TimelineView(p).figure._repr_mimebundle_()
     assert set(bundle) == {PLOTLY_MIME, "text/plain", "text/html"}
     assert bundle["text/plain"] == "Timeline: 3 lanes, 1,508 events"
     assert "\n" not in bundle["text/plain"]
@@ -469,7 +474,12 @@ def test_mime_bundle(profiles):
     assert "<svg" in page and "<script" not in page and len(page) < 300_000
     assert bundle[PLOTLY_MIME]["layout"]["meta"]["description"] == bundle["text/plain"]
     json.dumps(bundle, allow_nan=False)  # what the kernel sends: plain JSON (jupyter_client refuses NaN)
-    assert timeline_bundle(p)["text/plain"] == bundle["text/plain"]
+    # what result.timeline() returns renders itself the same way, and is still a plotly Figure
+    import plotly.graph_objects as go
+
+    fig = p.timeline()
+    assert isinstance(fig, go.Figure) and fig._repr_mimebundle_()["text/plain"] == bundle["text/plain"]
+    assert fig._repr_mimebundle_(include={"text/plain"}) == {"text/plain": bundle["text/plain"]}
     # a figure without a static rendering still gets all three
     generic = figure_bundle(timeline_figure(p))
     assert set(generic) == {PLOTLY_MIME, "text/plain", "text/html"}
@@ -505,7 +515,7 @@ def test_empty_profile(profiles):
     fig = timeline_figure(p)
     assert [a.text for a in fig.layout.annotations] == ["no events"]
     assert "no events" in timeline_svg(p)
-    bundle = TimelineView(p)._repr_mimebundle_()
+    bundle = TimelineView(p).figure._repr_mimebundle_()
     assert bundle["text/plain"] == "Timeline: no events"
 
 

@@ -2,8 +2,9 @@
 
 The DataFrame handed to itables keeps raw numbers, so a click on a header sorts by value; small
 render functions humanize them for display only (µs/ms/s, B/KB/MB, bars for shares, long names
-cut with the full name on hover), with the same thresholds as ``nbprof.format``. itables writes
-a static preview of the first rows next to the interactive table and swaps it out when its
+cut with the full name on hover): one per unit of ``views.table.Column``, the JavaScript twins of
+``nbprof.format.formatter`` (same thresholds, same texts). The static preview of the first rows
+(``views.table.static_html``) sits next to the interactive table and is swapped out when its
 script runs, so the table still reads where scripts do not run (GitHub, untrusted notebooks).
 
 DataTables itself comes from itables' offline bundle (no CDN): ``library_html()`` once per
@@ -12,12 +13,13 @@ kernel session, before the first table.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
-__all__ = ["Col", "datatable_html", "library_html", "MAX_ROWS"]
+from .table import Column, static_html
+
+__all__ = ["datatable_html", "library_html", "MAX_ROWS"]
 
 MAX_ROWS = 5000  # more rows would make the notebook heavy; the DataFrame has them all
 
@@ -61,6 +63,7 @@ _JS_FLOPS = """function (d, type) {
 # a share in [0, 1] (or more) as a bar and a percentage
 _JS_SHARE = """function (d, type) {
   if (type !== 'display') return d;
+  if (d === null || d === undefined || Number.isNaN(d)) return '—';
   var p = 100 * d, w = Math.max(0, Math.min(100, p)) * 0.6;
   return '<span class="nbprof-bar" style="display:inline-block;height:0.75em;vertical-align:middle;' +
          'margin-right:4px;background:#e8710a;width:' + w.toFixed(1) + 'px"></span>' + p.toFixed(1) + '%';
@@ -129,14 +132,12 @@ _RENDERERS = {
 }
 
 
-@dataclass(frozen=True)
-class Col:
-    """One column of an interactive table: the frame column, its header and its unit."""
 
-    key: str
-    header: str
-    unit: str = "text"  # text, name, kernel, location, time_us, time_s, bytes, count, decimal, flops, share
-    width: int = 60  # for "name": characters shown before cutting
+def _signed(js: str) -> str:
+    """A renderer that shows the magnitude with "+" / "−" / "±" in front (``format.signed``)."""
+    return ("function (d, type) {\n  var f = " + js + ";\n  if (type !== 'display' && type !== 'filter') return d;\n"
+            "  if (d === null || d === undefined || Number.isNaN(d)) return '—';\n"
+            "  return (d > 0 ? '+' : d < 0 ? '−' : '±') + f(Math.abs(d), type);\n}")
 
 
 def library_html() -> str:
@@ -154,7 +155,7 @@ def library_html() -> str:
 
 def datatable_html(
     frame: pd.DataFrame,
-    columns: list[Col],
+    columns: list[Column],
     *,
     order: list[tuple[str, str]] | None = None,
     page_length: int = 20,
@@ -164,7 +165,8 @@ def datatable_html(
     from itables import JavascriptFunction
 
     rows = frame.head(MAX_ROWS)
-    data = pd.DataFrame({c.header: rows[c.key].to_numpy() for c in columns})
+    data = pd.DataFrame({i: rows[c.key].to_numpy() for i, c in enumerate(columns)})
+    data.columns = [c.header for c in columns]  # pstats has two "percall" columns
     defs: list[dict[str, Any]] = []
     for i, c in enumerate(columns):
         if c.unit in ("name", "kernel"):
@@ -174,9 +176,10 @@ def datatable_html(
         elif c.unit == "location":
             defs.append({"targets": [i], "render": JavascriptFunction(_JS_LOCATION), "className": "dt-left nbprof-name"})
         elif c.unit in _RENDERERS:
-            defs.append({"targets": [i], "render": JavascriptFunction(_RENDERERS[c.unit]), "className": "dt-right"})
+            js = _signed(_RENDERERS[c.unit]) if c.sign else _RENDERERS[c.unit]
+            defs.append({"targets": [i], "render": JavascriptFunction(js), "className": f"dt-{c.alignment}"})
         else:
-            defs.append({"targets": [i], "className": "dt-left"})
+            defs.append({"targets": [i], "className": f"dt-{c.alignment}"})
     index = {c.key: i for i, c in enumerate(columns)}
     dt_order = [[index[k], d] for k, d in (order or []) if k in index]
     n = len(rows)
@@ -238,79 +241,3 @@ def _itables_html(data: pd.DataFrame, fallback: str, caption: str | None = None,
         table_id=table_id, dt_url=dt_url, connected=connected, display_logo_when_loading=logo,
         kwargs=dt_args, fallback_html=fallback,
     )
-
-
-def _fmt(unit: str, width: int) -> Any:
-    from ..format import fmt_bytes, fmt_count, fmt_flops, fmt_s, fmt_us, short_kernel_name, shorten
-
-    numeric = {
-        "time_us": fmt_us,
-        "time_s": fmt_s,
-        "bytes": fmt_bytes,
-        "count": fmt_count,
-        "decimal": lambda v: f"{float(v):.2f}",
-        "flops": fmt_flops,
-        "share": lambda v: f"{100 * float(v):.1f}%",
-    }
-    if unit in numeric:
-        fmt = numeric[unit]
-        return lambda v: "—" if v is None or v != v else fmt(v)  # NaN: does not apply
-    return {
-        "ratio": _ratio_text,
-        "name": lambda v: shorten(v, width),
-        "kernel": lambda v: short_kernel_name(v, width),
-        "location": _short_location,
-    }.get(unit, str)
-
-
-def _ratio_text(v: float) -> str:
-    if v is None or v != v:
-        return "—"
-    return "gone" if v >= 1e300 else "new" if v == 0 else f"{v:.2f}x"
-
-
-def _short_location(location: str) -> str:
-    """The Python twin of _JS_LOCATION: directories cut to the last two."""
-    import re
-
-    from ..format import short_path
-
-    m = re.match(r"^(.*?):(\d+)\((.*)\)$", str(location))
-    if not m or "/" not in m.group(1):
-        return str(location)
-    return f"{short_path(m.group(1))}:{m.group(2)}({m.group(3)})"
-
-
-def static_html(rows: pd.DataFrame, columns: list[Col], total: int) -> str:
-    """The first rows as a plain table with the interactive table's units, bars and hover names:
-    what shows where scripts do not run (GitHub, untrusted notebooks)."""
-    from ..format import esc
-
-    head = "".join(
-        f'<th style="text-align:{"left" if c.unit in ("name", "kernel", "text") else "right"}">{esc(c.header)}</th>'
-        for c in columns
-    )
-    body = []
-    formats = [_fmt(c.unit, c.width) for c in columns]
-    values = [rows[c.key].tolist() for c in columns]
-    for i in range(len(rows)):
-        tds = []
-        for c, fmt, vals in zip(columns, formats, values):
-            v = vals[i]
-            text = esc(fmt(v))
-            if c.unit == "share":
-                w = max(0.0, min(100.0, 100 * float(v))) * 0.6
-                tds.append(f'<td style="text-align:right;white-space:nowrap"><span style="display:inline-block;'
-                           f'height:0.75em;width:{w:.1f}px;background:#e8710a;margin-right:4px"></span>{text}</td>')
-            elif c.unit in ("name", "kernel", "location"):
-                tds.append(f'<td style="text-align:left;white-space:nowrap;font-family:monospace" '
-                           f'title="{esc(v)}">{text}</td>')
-            elif c.unit == "text":
-                tds.append(f'<td style="text-align:left;white-space:nowrap">{text}</td>')
-            else:
-                tds.append(f'<td style="text-align:right;white-space:nowrap">{text}</td>')
-        body.append("<tr>" + "".join(tds) + "</tr>")
-    more = total - len(rows)
-    note = f'<div style="color:#666">… {more:,} more rows (the DataFrame has all)</div>' if more > 0 else ""
-    return (f'<table style="border-collapse:collapse;font-size:12px"><thead><tr>{head}</tr></thead>'
-            f"<tbody>{''.join(body)}</tbody></table>{note}")

@@ -1,8 +1,18 @@
-"""Figures as mime bundles that do not depend on the user's plotly renderer settings.
+"""The display contract of every view, and figures that keep it.
 
-A plotly ``Figure`` left to IPython displays through ``plotly.io.renderers.default``, which may be
-"browser", "png" (needs kaleido) or a notebook renderer that puts megabytes of plotly.js in each
-output. Our views return their own bundle instead:
+The rule: every view nbprof returns renders itself through ``_repr_mimebundle_`` with
+``text/plain`` (one line or a table, for terminals and diffs), ``text/html`` (static: reads in
+nbconvert, nbviewer and GitHub, where no script runs) and its interactive part where it has one:
+
+- tables and reports (``result.report()``, ``nbprof.compare(...)``, the profiles themselves):
+  ``text()`` and ``html()`` (itables' sortable tables over a static preview);
+- figures (``result.timeline()``, ``result.memory_curve()``, ``result.flame()``): a plotly
+  ``Figure`` subclass (``rendering_figure``) that is still a ``Figure`` for users who restyle or
+  save it (``update_layout``, ``write_html``, ``.data``), and that brings its own static drawing.
+
+Why figures render themselves: a plotly ``Figure`` left to IPython displays through
+``plotly.io.renderers.default``, which may be "browser", "png" (needs kaleido) or a notebook
+renderer that puts megabytes of plotly.js in each output. Ours return their own bundle instead:
 
 - ``application/vnd.plotly.v1+json``: the figure as JSON (numpy arrays as base64 typed arrays)
   with its config. JupyterLab, Notebook 7, VS Code and Colab draw it with their own plotly.js.
@@ -14,11 +24,12 @@ output. Our views return their own bundle instead:
 from __future__ import annotations
 
 import json
-from typing import Any
+from functools import lru_cache
+from typing import Any, Callable
 
 from ..format import esc
 
-__all__ = ["PLOTLY_MIME", "DEFAULT_CONFIG", "figure_json", "figure_bundle"]
+__all__ = ["PLOTLY_MIME", "DEFAULT_CONFIG", "figure_json", "figure_bundle", "rendering_figure"]
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 
@@ -73,3 +84,55 @@ def figure_bundle(
             "VS Code and Colab)</div>"
         )
     return {PLOTLY_MIME: figure_json(fig, config), "text/plain": text, "text/html": html}
+
+
+def rendering_figure(
+    spec: dict[str, Any],
+    *,
+    html: Callable[[], str | None] | None = None,
+    text: str | Callable[[], str] | None = None,
+    config: dict[str, Any] | None = None,
+) -> Any:
+    """A plotly ``Figure`` of ``spec`` (``{"data": [...], "layout": {...}}``, not validated: plotly's
+    validation costs ~25 ms per figure, whatever its size; the tests validate each figure once)
+    that renders itself with :func:`figure_bundle`. ``html`` draws its static rendering (called
+    only when displayed), ``text`` is its line of text; ``config``: plotly's config over
+    ``DEFAULT_CONFIG``."""
+    fig = _figure_class()(spec, _validate=False)
+    fig._nbprof_html = html
+    fig._nbprof_text = text
+    fig._nbprof_config = config
+    return fig
+
+
+@lru_cache(maxsize=None)
+def _figure_class() -> type:
+    """The ``Figure`` subclass, made on first use (importing plotly costs ~0.3 s: not at
+    ``%load_ext``)."""
+    import plotly.graph_objects as go
+
+    class Figure(go.Figure):
+        """A plotly ``Figure`` that renders itself (``views.figure``): the plotly mimetype, its
+        static drawing as ``text/html`` and a line of ``text/plain``, whatever plotly's renderer."""
+
+        def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict[str, Any]:
+            draw = getattr(self, "_nbprof_html", None)
+            text = getattr(self, "_nbprof_text", None)
+            bundle = figure_bundle(self, html=draw() if draw else None, text=text() if callable(text) else text,
+                                   config=getattr(self, "_nbprof_config", None))
+            if include:
+                bundle = {k: v for k, v in bundle.items() if k in include}
+            if exclude:
+                bundle = {k: v for k, v in bundle.items() if k not in exclude}
+            return bundle
+
+        def _repr_html_(self) -> str:
+            return self._repr_mimebundle_().get("text/html", "")
+
+        # plotly's own _ipython_display_ would go through plotly.io.show: IPython then uses
+        # _repr_mimebundle_ above
+        _ipython_display_ = None
+
+    Figure.__module__ = __name__
+    Figure.__qualname__ = "Figure"
+    return Figure

@@ -6,21 +6,20 @@ places without plotly.js (nbconvert, nbviewer, GitHub). Boxes are coloured by wh
 lives: the notebook's cells stand out (orange) from the user's own files (blue), the standard
 library (teal), builtins (grey) and each installed package (its own hue).
 
-The figure renders itself (``_repr_mimebundle_``, through ``views.figure.figure_bundle``): the
-plotly mimetype for front ends that draw it, the SVG as ``text/html`` for the rest. It does not
-depend on ``plotly.io.renderers``.
+The figure renders itself (``views.figure.rendering_figure``): the plotly mimetype for front ends
+that draw it, the SVG as ``text/html`` for the rest. It does not depend on ``plotly.io.renderers``.
 """
 
 from __future__ import annotations
 
 import math
 import zlib
-from functools import lru_cache
 from typing import Any
 
 import pandas as pd
 
 from ..format import esc, fmt_s
+from .figure import rendering_figure
 
 __all__ = ["flame_figure", "flame_svg", "flame_colors", "FAMILY_COLORS", "FAMILY_LABELS"]
 
@@ -183,47 +182,17 @@ def flame_figure(tree: pd.DataFrame, *, maxdepth: int = 6, height: int | None = 
     )
     if title:
         layout["title"] = dict(text=esc(title), x=0.01, y=0.98, font=dict(size=14))
-    # built as plain dicts without plotly's validation (~25 ms per figure, whatever its size,
-    # most of a small cell's report); the test suite validates the same figure once
-    fig = _figure_class()(dict(data=[icicle], layout=layout), _validate=False)
-    fig._nbprof_tree = tree
-    return fig
+    # not responsive: in JupyterLab a responsive icicle (no cartesian axes) relayouts to its
+    # output's computed height on the first window resize and collapses to ~29 px (measured; the
+    # timeline keeps its height). It still fills the width it is drawn at.
+    return rendering_figure(dict(data=[icicle], layout=layout), html=lambda: flame_svg(tree),
+                            text=_describe(tree), config={"responsive": False})
 
 
-def _plain(fig: Any) -> str:
-    tree = getattr(fig, "_nbprof_tree", None)
-    if tree is None or not len(tree):
+def _describe(tree: pd.DataFrame) -> str:
+    if not len(tree):
         return "<flame graph>"
     return f"<flame graph: {len(tree):,} boxes, {fmt_s(float(tree['value_s'].iloc[0]))} in profiled functions>"
-
-
-@lru_cache(maxsize=None)
-def _figure_class() -> type:
-    """A ``plotly.graph_objects.Figure`` that renders itself through ``views.figure.figure_bundle``
-    (plotly's own rendering follows the global renderer, which may be a browser tab or need
-    nbformat): the plotly mimetype, and the static SVG as ``text/html``."""
-    import plotly.graph_objects as go
-
-    from .figure import figure_bundle
-
-    class FlameFigure(go.Figure):
-        def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict[str, Any]:
-            tree = getattr(self, "_nbprof_tree", None)
-            html = flame_svg(tree) if tree is not None else None
-            # not responsive: in JupyterLab a responsive icicle (no cartesian axes) relayouts to
-            # its output's computed height on the first window resize and collapses to ~29 px
-            # (measured; the timeline keeps its height). It still fills the width it is drawn at.
-            return figure_bundle(self, html=html, text=_plain(self), config={"responsive": False})
-
-        def _repr_html_(self) -> str:
-            return self._repr_mimebundle_().get("text/html", "")
-
-        # plotly's own _ipython_display_ would go through plotly.io.show: IPython then uses
-        # _repr_mimebundle_ above
-        _ipython_display_ = None
-
-    FlameFigure.__module__ = __name__
-    return FlameFigure
 
 
 # ------------------------------------------------------------------------------ static SVG

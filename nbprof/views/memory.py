@@ -1,14 +1,19 @@
-"""The allocated-memory curve over time, as a small inline SVG (renders everywhere, no scripts)."""
+"""The allocated-memory curve over time: a small inline SVG (renders everywhere, no scripts) for
+the Memory tab, and a zoomable plotly figure (``result.memory_curve()``) that renders itself with
+that SVG as its static drawing (``views.figure``)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ..analysis.memory import downsample_max, memory_peaks
 from ..format import esc, fmt_bytes, fmt_us
+from .figure import rendering_figure
 
-__all__ = ["memory_curve_svg", "memory_curve_figure"]
+__all__ = ["memory_curve_svg", "memory_curve_figure", "describe"]
 
 _COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#e377c2"]
 
@@ -89,11 +94,24 @@ def memory_curve_svg(curve: pd.DataFrame, end_us: float, width: int = 760, panel
     return "".join(parts)
 
 
-def memory_curve_figure(curve: pd.DataFrame):
-    """The same curve as a zoomable plotly figure (``result.memory_curve()``)."""
+def describe(curve: pd.DataFrame) -> str:
+    """The curve in one line: each device's peak, when, and in which op."""
+    if curve.empty:
+        return "Allocated memory: none recorded (profile with --memory)"
+    parts = []
+    for p in memory_peaks(curve):
+        part = f"{p.device} peak {fmt_bytes(p.peak_allocated_bytes)} at {fmt_us(p.peak_time_us)}"
+        parts.append(part + (f" in {p.peak_op}" if p.peak_op else ""))
+    return "Allocated memory: " + " · ".join(parts)
+
+
+def memory_curve_figure(curve: pd.DataFrame, end_us: float) -> Any:
+    """The same curve as a zoomable plotly figure (``result.memory_curve()``); ``end_us`` as for
+    :func:`memory_curve_svg`, which draws its static rendering."""
     import plotly.graph_objects as go
 
-    fig = go.Figure()
+    svg = lambda: memory_curve_svg(curve, end_us) or None  # noqa: E731  (no curve: the figure's note)
+    fig = rendering_figure({}, html=svg, text=describe(curve))
     t0 = 0.0  # ms since the profile's start
     for device, d in curve.groupby("device", sort=True):
         fig.add_trace(

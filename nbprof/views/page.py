@@ -51,6 +51,7 @@ def standalone_html(result: Any, title: str | None = None) -> str:
     from .figure import figure_json
     from .report import PythonReport, TorchReport
 
+    report: TorchReport | PythonReport
     title = title or ("nbprof report" if result.kind == "torch" else "nbprof cProfile report")
     if result.kind == "torch":
         report = TorchReport(result)
@@ -58,14 +59,14 @@ def standalone_html(result: Any, title: str | None = None) -> str:
         if result.summary.events:
             fig = result.timeline()
             body_timeline = _figure_div(figure_json(fig), "nbprof-timeline", int(fig.layout.height or 500))
-        body = report.html(include_library=True, timeline=body_timeline)
+        body = report.html(include_library=True, panels={"Timeline": body_timeline} if body_timeline else None)
     else:
         report = PythonReport(result)
         flame = None
         if len(result.stats):
             fig = result.flame()
             flame = _figure_div(figure_json(fig), "nbprof-flame", int(fig.layout.height or 500))
-        body = report.html(include_library=True, flame=flame)
+        body = report.html(include_library=True, panels={"Flame": flame} if flame else None)
     return (
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
         f"<title>{html.escape(title)}</title>"

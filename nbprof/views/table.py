@@ -1,8 +1,16 @@
-"""Tables of key averages and cProfile stats, as text (like torch's / pstats') and static HTML.
+"""One column spec for every table, and the two renderings that need no JavaScript.
 
-One list of column specs drives both renderings, so the text and the HTML always agree.
-The static HTML needs no JavaScript: it reads the same in JupyterLab, nbconvert, nbviewer and
-GitHub's notebook preview (which strips scripts and styles it does not know).
+A :class:`Column` names a DataFrame column (``key``), its header and its ``unit``; the unit picks
+the formatter (``nbprof.format.formatter``) for the text table, the static HTML table and the
+interactive table's script (``views.datatable``), so the three always show a value the same way.
+A table is a list of columns, and each table has one list: the text rendering and the HTML
+rendering show the same columns in the same order (HTML may add columns at the end that help to
+filter, such as Kind or Status).
+
+- ``render_text``: a table like torch's / pstats' for terminals and diffs.
+- ``static_html``: a plain HTML table with the units, bars and hover names of the interactive
+  one: it reads the same in JupyterLab, nbconvert, nbviewer and GitHub's notebook preview (which
+  strips scripts and styles it does not know). The interactive table shows it until its script runs.
 """
 
 from __future__ import annotations
@@ -13,77 +21,38 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from ..format import esc, fmt_bytes, fmt_count, fmt_flops, fmt_pct, fmt_s, fmt_us, shorten
+from ..format import esc, formatter
 
-__all__ = ["Column", "torch_columns", "python_columns", "render_text", "render_html", "sorted_rows"]
+__all__ = ["Column", "render_text", "static_html", "sorted_rows", "pstats_ncalls"]
+
+_LEFT_UNITS = ("text", "name", "kernel", "location")
+_NAME_UNITS = ("name", "kernel", "location")  # monospace, cut to ``width``, the full text on hover
 
 
 @dataclass(frozen=True)
 class Column:
+    """One column of a table: the frame column it shows, its header and its unit.
+
+    ``unit``: one of ``nbprof.format.UNITS`` (text, name, kernel, location, time_us, time_s, bytes,
+    count, decimal, flops, share, ratio). ``width``: where names are cut (characters);
+    ``text_width``: the text table's cut where it is narrower (torch's text table cuts names at 55).
+    ``sign``: a change, shown with "+" / "−". ``align``: "left" / "right" when not the unit's."""
+
+    key: str
     header: str
-    key: str  # the DataFrame column it shows
-    fmt: Callable[[object], str]
-    share_of: float | None = None  # when set: the column is a share of this total (shows a bar)
-    align: str = "right"
-    title: Callable[[object], str] | None = None  # hover text (full names, paths)
+    unit: str = "text"
+    width: int = 60
+    text_width: int | None = None
+    sign: bool = False
+    align: str = ""
 
+    @property
+    def alignment(self) -> str:
+        return self.align or ("left" if self.unit in _LEFT_UNITS else "right")
 
-def torch_columns(
-    averages: pd.DataFrame,
-    *,
-    self_cpu_total: float,
-    self_device_total: float,
-    has_device: bool,
-    has_memory: bool,
-    has_flops: bool,
-    group_by: str = "op",
-) -> list[Column]:
-    cols = [Column("Name", "name", lambda v: shorten(v, 55), align="left", title=str)]
-    if group_by == "shape" and "input_shapes" in averages:
-        cols.append(Column("Input shapes", "input_shapes", lambda v: shorten(v, 60), align="left", title=str))
-    if group_by == "stack" and "stack" in averages:
-        cols.append(Column("Stack", "stack", lambda v: shorten(v, 60), align="left", title=str))
-    cols += [
-        Column("Self CPU %", "self_cpu_us", lambda v: fmt_pct(v, self_cpu_total), share_of=self_cpu_total),
-        Column("Self CPU", "self_cpu_us", fmt_us),
-        Column("CPU total", "cpu_total_us", fmt_us),
-        Column("CPU avg", "cpu_avg_us", fmt_us),
-    ]
-    if has_device:
-        cols += [
-            Column("Self CUDA %", "self_device_us", lambda v: fmt_pct(v, self_device_total), share_of=self_device_total),
-            Column("Self CUDA", "self_device_us", fmt_us),
-            Column("CUDA total", "device_total_us", fmt_us),
-            Column("CUDA avg", "device_avg_us", fmt_us),
-        ]
-    if has_memory:
-        cols += [
-            Column("CPU Mem", "cpu_mem_bytes", fmt_bytes),
-            Column("Self CPU Mem", "self_cpu_mem_bytes", fmt_bytes),
-        ]
-        if has_device:
-            cols += [
-                Column("CUDA Mem", "device_mem_bytes", fmt_bytes),
-                Column("Self CUDA Mem", "self_device_mem_bytes", fmt_bytes),
-            ]
-    cols.append(Column("Calls", "count", fmt_count))
-    if has_flops:
-        cols.append(Column("FLOPs", "flops", fmt_flops))
-    return cols
-
-
-def python_columns(stats: pd.DataFrame, *, total_s: float) -> list[Column]:
-    """pstats' columns: ncalls tottime percall cumtime percall filename:lineno(function)."""
-    return [
-        Column("ncalls", "ncalls_text", str),
-        Column("tottime", "tottime_s", fmt_s),
-        Column("tottime %", "tottime_s", lambda v: fmt_pct(v, total_s), share_of=total_s),
-        Column("percall", "tottime_per_call_s", fmt_s),
-        Column("cumtime", "cumtime_s", fmt_s),
-        Column("percall", "cumtime_per_call_s", fmt_s),
-        Column("filename:lineno(function)", "location", lambda v: shorten(v, 70), align="left",
-               title=lambda v: str(v)),
-    ]
+    def formatter(self, *, text: bool = False) -> Callable[[object], str]:
+        width = self.text_width if text and self.text_width else self.width
+        return formatter(self.unit, width, sign=self.sign)
 
 
 def sorted_rows(frame: pd.DataFrame, sort: str, limit: int) -> pd.DataFrame:
@@ -96,13 +65,13 @@ def sorted_rows(frame: pd.DataFrame, sort: str, limit: int) -> pd.DataFrame:
 
 
 def render_text(rows: pd.DataFrame, columns: list[Column]) -> str:
-    cells = [[c.fmt(v) for v in rows[c.key].tolist()] for c in columns]
+    cells = [[fmt(v) for v in rows[c.key].tolist()] for c, fmt in zip(columns, (c.formatter(text=True) for c in columns))]
     widths = [max([len(c.header)] + [len(x) for x in col]) for c, col in zip(columns, cells)]
     rule = "  ".join("-" * w for w in widths)
 
     def line(values: list[str]) -> str:
         return "  ".join(
-            v.ljust(w) if c.align == "left" else v.rjust(w) for v, w, c in zip(values, widths, columns)
+            v.ljust(w) if c.alignment == "left" else v.rjust(w) for v, w, c in zip(values, widths, columns)
         ).rstrip()
 
     out = [rule, line([c.header for c in columns]), rule]
@@ -112,33 +81,32 @@ def render_text(rows: pd.DataFrame, columns: list[Column]) -> str:
     return "\n".join(out)
 
 
-def render_html(rows: pd.DataFrame, columns: list[Column], *, caption: str = "") -> str:
-    head = "".join(f'<th style="text-align:{c.align}">{esc(c.header)}</th>' for c in columns)
+def static_html(rows: pd.DataFrame, columns: list[Column], *, total: int | None = None) -> str:
+    """``rows`` as a plain HTML table: humanized units, a bar for shares, names cut with the full
+    name on hover. ``total``: how many rows the whole table has (a note says how many more)."""
+    head = "".join(f'<th style="text-align:{c.alignment};padding:1px 6px">{esc(c.header)}</th>' for c in columns)
     body = []
+    formats = [c.formatter() for c in columns]
+    values = [rows[c.key].tolist() for c in columns]
     for i in range(len(rows)):
         tds = []
-        for c in columns:
-            v = rows[c.key].iloc[i]
-            text = esc(c.fmt(v))
-            title = f' title="{esc(c.title(v))}"' if c.title else ""
-            if c.share_of:
-                pct = 0.0 if not c.share_of else max(0.0, min(100.0, 100.0 * float(v) / c.share_of))
-                bar = (
-                    f'<span class="nbprof-bar" style="display:inline-block;height:0.7em;'
-                    f'width:{pct * 0.6:.1f}px;background:#e8710a;margin-right:4px;vertical-align:middle"></span>'
-                )
-                tds.append(f'<td style="text-align:right;white-space:nowrap"{title}>{bar}{text}</td>')
+        for c, fmt, vals in zip(columns, formats, values):
+            v = vals[i]
+            text = esc(fmt(v))
+            style = f"text-align:{c.alignment};white-space:nowrap;padding:1px 6px"
+            if c.unit == "share":
+                w = max(0.0, min(100.0, 100 * float(v))) * 0.6 if v == v else 0.0
+                tds.append(f'<td style="{style}"><span class="nbprof-bar" style="display:inline-block;'
+                           f'height:0.75em;width:{w:.1f}px;background:#e8710a;margin-right:4px"></span>{text}</td>')
+            elif c.unit in _NAME_UNITS:
+                tds.append(f'<td style="{style};font-family:monospace" title="{esc(v)}">{text}</td>')
             else:
-                style = f"text-align:{c.align};white-space:nowrap"
-                if c.align == "left":
-                    style += ";font-family:monospace"
-                tds.append(f'<td style="{style}"{title}>{text}</td>')
+                tds.append(f'<td style="{style}">{text}</td>')
         body.append("<tr>" + "".join(tds) + "</tr>")
-    cap = f"<caption style=\"caption-side:bottom;text-align:left\">{esc(caption)}</caption>" if caption else ""
-    return (
-        '<table class="nbprof-table" style="border-collapse:collapse;font-size:12px">'
-        f"{cap}<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-    )
+    more = (total or 0) - len(rows)
+    note = f'<div style="color:#666">… {more:,} more rows (the DataFrame has all)</div>' if more > 0 else ""
+    return (f'<table class="nbprof-static" style="border-collapse:collapse;font-size:12px"><thead><tr>{head}'
+            f"</tr></thead><tbody>{''.join(body)}</tbody></table>{note}")
 
 
 def pstats_ncalls(stats: pd.DataFrame) -> np.ndarray:

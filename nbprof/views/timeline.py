@@ -2,7 +2,8 @@
 
 Two steps, as HTA splits them: ``prepare_timeline`` turns the events table into rectangles (lane,
 level, x0, x1, name, hover text, color; merged to pixel resolution on big profiles, see
-``nbprof.analysis.timeline``), then ``timeline_figure`` / ``timeline_svg`` draw them.
+``nbprof.analysis.timeline``), then ``timeline_figure`` / ``timeline_svg`` draw them. The figure
+renders itself (``views.figure.rendering_figure``) with the SVG as its static drawing.
 
 The figure draws each (lane, level) row as one ``heatmap`` trace whose cells are the row's
 rectangles and the gaps between them (bin edges = the rectangles' start and end times). So:
@@ -33,14 +34,13 @@ import pandas as pd
 
 from ..analysis.timeline import TimelineData, remerge, timeline_rects
 from ..events import values_at
-from .figure import figure_bundle
+from .figure import rendering_figure
 from ..format import esc, fmt_bytes, fmt_us
 
 __all__ = [
     "prepare_timeline",
     "timeline_figure",
     "timeline_svg",
-    "timeline_bundle",
     "TimelineView",
     "DEFAULT_MAX_RECTS",
 ]
@@ -274,18 +274,19 @@ def prepare_timeline(
     python: bool = False,
     max_rects: int = DEFAULT_MAX_RECTS,
     width_px: int = FULL_WIDTH_PX,
-    window: tuple[float, float] | None = None,
+    window_us: tuple[float, float] | None = None,
     merge: bool | None = None,
 ) -> TimelineData:
     """The rectangles to draw, with ``hover`` and ``color`` columns (a TorchProfile or an events
-    table in; see :func:`nbprof.analysis.timeline.timeline_rects`). ``window`` is in ms."""
+    table in; see :func:`nbprof.analysis.timeline.timeline_rects`). ``window_us``: (start, end)
+    in µs since the profile's start."""
     if isinstance(source, TimelineData):
         data = source
     else:
         events, meta = _events_and_meta(source)
-        win_us = None if window is None else (float(window[0]) * 1000.0, float(window[1]) * 1000.0)
+        window = None if window_us is None else (float(window_us[0]), float(window_us[1]))
         data = timeline_rects(events, meta, python=python, width_px=width_px, max_rects=max_rects,
-                              window=win_us, merge=merge)
+                              window=window, merge=merge)
     _decorate(data)
     return data
 
@@ -321,7 +322,7 @@ def merge_note(data: TimelineData) -> str:
 def _zoom_hint(data: TimelineData) -> str:
     if not data.merged_rects:
         return ""
-    return "window=(start_ms, end_ms) draws a part in full detail"
+    return "window_us=(start_us, end_us) draws a part in full detail"
 
 
 def describe(data: TimelineData) -> str:
@@ -350,26 +351,25 @@ def timeline_figure(
     *,
     python: bool = False,
     max_rects: int = DEFAULT_MAX_RECTS,
-    window: tuple[float, float] | None = None,
+    window_us: tuple[float, float] | None = None,
     height: int | None = None,
 ) -> Any:
-    """The timeline as a plotly ``Figure``.
+    """The timeline as a plotly ``Figure`` that renders itself (its static drawing: the SVG).
 
     One lane per CPU thread and per device stream (per rank in a multi-rank profile), nested ops
     as levels, kernels and memcpys on their streams. ``python=True`` adds a lane of Python frames
     per thread. ``max_rects`` bounds the rectangles: a bigger profile is merged to pixel resolution
-    (see the subtitle). ``window=(start_ms, end_ms)`` draws only that part, at full resolution.
+    (see the subtitle). ``window_us=(start_us, end_us)`` draws only that part, at full resolution.
     ``profile``: a TorchProfile, an events table, or the result of :func:`prepare_timeline`."""
-    import plotly.graph_objects as go
 
-    data = prepare_timeline(profile, python=python, max_rects=max_rects, window=window)
+    data = prepare_timeline(profile, python=python, max_rects=max_rects, window_us=window_us)
     layout = _layout(data, python, height)
     if data.empty:
         layout["annotations"] = [dict(text="no events", x=0.5, y=0.5, xref="paper", yref="paper",
                                       showarrow=False, font=dict(size=16, color="#888"))]
         layout["xaxis"].update(visible=False)
         layout["yaxis"].update(visible=False)
-        return go.Figure(dict(data=[], layout=layout), _validate=False)
+        return _rendering(dict(data=[], layout=layout), data, python)
     traces, colors = _heatmap_traces(data)
     row_px = (layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]) / (float(_row_y(data).max()) + 1.5)
     if row_px >= 13:  # names inside rectangles only where a level is tall enough for the text
@@ -380,7 +380,15 @@ def timeline_figure(
         colorscale=[[v, c] for i, c in enumerate(colors) for v in (i / k, (i + 1) / k)],
         cmin=0, cmax=k, showscale=False,
     )
-    return go.Figure(dict(data=traces, layout=layout), _validate=False)
+    return _rendering(dict(data=traces, layout=layout), data, python)
+
+
+def _rendering(spec: dict, data: TimelineData, python: bool) -> Any:
+    def static() -> str:
+        svg = timeline_svg(data, python=python)
+        return f'<div class="nbprof-timeline" style="max-width:100%;overflow-x:auto">{svg}</div>'
+
+    return rendering_figure(spec, html=static, text=describe(data))
 
 
 def _heatmap_traces(data: TimelineData) -> tuple[list, list]:
@@ -605,7 +613,7 @@ def timeline_svg(
     height: int | None = None,
     *,
     python: bool = False,
-    window: tuple[float, float] | None = None,
+    window_us: tuple[float, float] | None = None,
     max_rects: int = SVG_MAX_RECTS,
     tooltips: int = 300,
 ) -> str:
@@ -628,9 +636,9 @@ def timeline_svg(
     if isinstance(source, TimelineData):
         data = remerge(source, plot_w, max_rects)
     else:
-        win_us = None if window is None else (float(window[0]) * 1000.0, float(window[1]) * 1000.0)
+        window = None if window_us is None else (float(window_us[0]), float(window_us[1]))
         data = timeline_rects(events, meta, python=python, width_px=plot_w, max_rects=max_rects,
-                              window=win_us, merge=True)
+                              window=window, merge=True)
     if "color" not in data.rects.columns:
         data.rects["color"] = rect_colors(data.rects)
 
@@ -782,53 +790,36 @@ def _svg_tooltip(hover: str) -> str:
     return _html.unescape(text)
 
 
-# ------------------------------------------------------------------------------------------ bundle
-
-
-def timeline_bundle(profile: Any, *, python: bool = False, max_rects: int = DEFAULT_MAX_RECTS,
-                    window: tuple[float, float] | None = None, svg_width: int = 1000) -> dict:
-    """The timeline's mime bundle: the plotly figure, its static SVG, and a line of text."""
-    data = prepare_timeline(profile, python=python, max_rects=max_rects, window=window)
-    fig = timeline_figure(data, python=python)
-    svg = timeline_svg(data, width=svg_width, python=python)
-    html = f'<div class="nbprof-timeline" style="max-width:100%;overflow-x:auto">{svg}</div>'
-    return figure_bundle(fig, html=html, text=describe(data))
+# ------------------------------------------------------------------------------------ prepared view
 
 
 class TimelineView:
-    """The timeline of a profile, for display: ``.figure`` (plotly), ``.svg()``, and a mime bundle
-    that needs no plotly renderer settings."""
+    """A profile's timeline, prepared once (``TorchProfile.timeline_view()``): the report's
+    overview (``svg()``) and the zoomable figure under it (``figure``) share its rectangles."""
 
     def __init__(self, profile: Any, *, python: bool = False, max_rects: int = DEFAULT_MAX_RECTS,
-                 window: tuple[float, float] | None = None):
+                 window_us: tuple[float, float] | None = None, height: int | None = None):
         self.profile = profile
         self.python = python
         self.max_rects = max_rects
-        self.window = window
+        self.window_us = window_us
+        self.height = height
         self._data: TimelineData | None = None
 
     @property
     def data(self) -> TimelineData:
         if self._data is None:
             self._data = prepare_timeline(self.profile, python=self.python, max_rects=self.max_rects,
-                                          window=self.window)
+                                          window_us=self.window_us)
         return self._data
 
     @property
     def figure(self) -> Any:
-        return timeline_figure(self.data, python=self.python)
+        """The plotly figure; it renders itself (plotly mimetype, the SVG, a line of text)."""
+        return timeline_figure(self.data, python=self.python, height=self.height)
 
     def svg(self, width: int = 1000, height: int | None = None) -> str:
         return timeline_svg(self.data, width=width, height=height, python=self.python)
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict:
-        html = f'<div class="nbprof-timeline" style="max-width:100%;overflow-x:auto">{self.svg()}</div>'
-        bundle = figure_bundle(self.figure, html=html, text=describe(self.data))
-        if include:
-            bundle = {k: v for k, v in bundle.items() if k in include}
-        if exclude:
-            bundle = {k: v for k, v in bundle.items() if k not in exclude}
-        return bundle
 
     def __repr__(self) -> str:
         return f"<{describe(self.data)}>"

@@ -125,11 +125,11 @@ train.device_stats.devices[["device", "busy_fraction", "sm_efficiency", "achieve
 #   counterparts, which tell which phase each kernel belongs to.
 #
 # `result.timeline()` returns the same picture as a plotly `Figure` (to keep, restyle or save with
-# `fig.write_html(...)`); `window=(start_ms, end_ms)` draws one part in full detail. The second
+# `fig.write_html(...)`); `window_us=(start_us, end_us)` draws one part in full detail. The second
 # training step:
 
 # %%
-train.timeline(window=(9.8, 13.6))
+train.timeline(window_us=(9_800, 13_600))
 
 # %% [markdown]
 # ## Streams
@@ -197,7 +197,7 @@ toggled.timeline()
 # operators are there, its kernels are not, because collection was off. Zoomed in:
 
 # %%
-toggled.timeline(window=(24.5, 35.3))
+toggled.timeline(window_us=(24_500, 35_300))
 
 # %% [markdown]
 # The numbers: each pass starts with its first `aten::conv2d`; count the CPU operators and the

@@ -1,0 +1,24 @@
+"""The report's tabs, in the order they show: the only list of them.
+
+A tab is a module of this package defining a :class:`~.base.Tab` (title, ``applies``,
+``missing``, ``render``). To add one: write its module, add it below, and test it. The report
+(``views.report``) builds the tab bar, the panels and their CSS from these lists."""
+
+from __future__ import annotations
+
+from .base import Tab
+from .callgraph import CALLGRAPH
+from .flame import FLAME
+from .functions import FUNCTIONS
+from .kernels import KERNELS
+from .memory import MEMORY
+from .operators import BY_SHAPE, BY_STACK, OPERATORS
+from .ranges import RANGES
+from .ranks import RANKS
+from .steps import STEPS
+from .timeline import TIMELINE
+
+__all__ = ["Tab", "TORCH_TABS", "PYTHON_TABS"]
+
+TORCH_TABS: list[Tab] = [OPERATORS, BY_SHAPE, BY_STACK, MEMORY, KERNELS, RANGES, STEPS, RANKS, TIMELINE]
+PYTHON_TABS: list[Tab] = [FUNCTIONS, CALLGRAPH, FLAME]

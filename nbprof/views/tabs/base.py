@@ -1,0 +1,48 @@
+"""What a tab of the report is: a title, whether the profile has its data, what it says when the
+data was not collected, and how it draws itself (``render(report) -> html``).
+
+Each tab lives in a module of its own in this package; ``views.tabs`` lists them in order. The
+report builds its tab bar, its panels and their CSS from that list, so adding a tab is one module
+and one entry (and its test)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ...format import esc
+
+__all__ = ["Tab", "empty"]
+
+
+def _always(profile: Any) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class Tab:
+    """One tab. ``applies(profile)``: the profile has this tab's data, so ``render`` draws it.
+    Otherwise ``missing`` (a text, or a function of the profile) says why, naming the flag that
+    collects it, and the tab stays in the bar; with no ``missing`` the tab is left out.
+    ``group_by``: the ``--group-by`` value that opens the report on this tab."""
+
+    title: str
+    render: Callable[[Any], str]
+    applies: Callable[[Any], bool] = _always
+    missing: str | Callable[[Any], str] | None = None
+    group_by: str | None = None
+
+    def shown(self, profile: Any) -> bool:
+        return self.missing is not None or self.applies(profile)
+
+    def html(self, report: Any) -> str:
+        """The panel's body: the tab drawn, or why it has nothing to draw."""
+        if self.applies(report.profile):
+            return self.render(report)
+        note = self.missing(report.profile) if callable(self.missing) else self.missing
+        return empty(note or "")
+
+
+def empty(message: str) -> str:
+    """The grey line of a panel with nothing to show."""
+    return f'<div class="nbprof-empty">{esc(message)}</div>'
