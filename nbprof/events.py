@@ -1,71 +1,88 @@
 """The events table: one row per profiler event, the single source of every torch view.
 
-Columns written by the collectors (units in the names; -1 means "does not apply"):
+Its columns are declared once, in ``COLUMNS`` below: name, dtype, the value where a column does
+not apply, the chrome-trace field it is read from and written to, the kinds of events that have
+it, and what it means. The reader (``collect/chrome_trace``), the writer (``export``),
+``make_events_frame`` and ``concat_traces`` all work from that declaration, and the column list
+at the end of this docstring is generated from it. Adding a column read from a trace argument is
+one ``EventColumn`` entry here (and its test): the reader reads it for the rows of its kinds, the
+table holds it (its default elsewhere), the writer writes it back, merged traces keep it.
 
-    name            event name (categorical)
-    kind            op, annotation, gpu_annotation, python, runtime, kernel, memcpy, memset,
-                    overhead, memory, oom, other (categorical)
-    device          "cpu" or "cuda:N" (categorical)
-    thread          CPU thread id; -1 for device events
-    stream          device stream; -1 for CPU events
-    start_us        start, µs since the first event of the profile (ns resolution)
-    dur_us          duration in µs
-    correlation     CUPTI correlation id linking a runtime call to its kernel
-    external_id     torch's op id; on a kernel, the id of the op that launched it
-    input_shapes    torch's ``str(input_shapes)``, "[]" when none were recorded
-    flops           FLOPs torch estimated (0 when not collected)
-    bytes           memory events: signed bytes (+alloc / -free); memcpy/memset: bytes moved
-    total_allocated_bytes, total_reserved_bytes
-                    memory events: the allocator's totals after the event; -1 elsewhere
-    addr            memory events: the address of the block allocated or freed (pairs an
-                    allocation with its free); 0 elsewhere
-    pid             process id (or rank) of the event
-    python_id, python_parent_id
-                    python function events: their ids in the Python tracer; -1 elsewhere
-    grid, block     kernels: launch dimensions as written, "[128, 1, 1]"; "" elsewhere (categorical)
-    registers_per_thread, shared_memory_bytes
-                    kernels: registers per thread, static + dynamic shared memory per block; -1 elsewhere
-    blocks_per_sm, warps_per_sm, occupancy_pct
-                    kernels: CUPTI's estimates (blocks and warps per SM, est. achieved occupancy %);
-                    NaN elsewhere and in traces that do not have them
+Kinds come in named groups (``DEVICE_KINDS``, ``DEVICE_WORK_KINDS``, ``TREE_KINDS``, ...), each
+also as kind codes (``..._CODES``) for ``kind_mask``: use those, never a re-spelled tuple.
 
 Columns the analysis adds (``nbprof.analysis.tree``): ``parent``, ``depth``, ``merged``,
 ``self_cpu_us``, ``device_total_us``, ``self_device_us``, ``cpu_mem_bytes``,
 ``self_cpu_mem_bytes``, ``device_mem_bytes``, ``self_device_mem_bytes``.
+
+Columns (units in the names; the value in brackets is where a column does not apply):
 """
 
 from __future__ import annotations
 
+import textwrap
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
 import numpy as np
 import pandas as pd
 
-KINDS = (
-    "op",
-    "annotation",
-    "gpu_annotation",
-    "python",
-    "runtime",
-    "kernel",
-    "memcpy",
-    "memset",
-    "overhead",
-    "memory",
-    "oom",
-    "other",
+# Each kind of event and the chrome-trace category (``cat``) torch files it under: the writer
+# writes these, the reader reads them (and the aliases it knows, see collect/chrome_trace).
+# Memory events and out-of-memory events are both instant events in "cpu_instant_event"; the
+# event name tells them apart ("[memory]", "[OutOfMemory]").
+_KIND_CATEGORIES = (
+    ("op", "cpu_op"),
+    ("annotation", "user_annotation"),
+    ("gpu_annotation", "gpu_user_annotation"),
+    ("python", "python_function"),
+    ("runtime", "cuda_runtime"),
+    ("kernel", "kernel"),
+    ("memcpy", "gpu_memcpy"),
+    ("memset", "gpu_memset"),
+    ("overhead", "overhead"),
+    ("memory", "cpu_instant_event"),
+    ("oom", "cpu_instant_event"),
+    ("other", "other"),
 )
+KINDS = tuple(kind for kind, _ in _KIND_CATEGORIES)
 KIND_CODE = {k: i for i, k in enumerate(KINDS)}
+TRACE_CATEGORY = dict(_KIND_CATEGORIES)
+
+
+def _codes(kinds: tuple[str, ...]) -> tuple[int, ...]:
+    return tuple(KIND_CODE[k] for k in kinds)
+
+
 # Named kind groups: use these, never a re-spelled tuple.
 # Events that live on a device stream (lanes of the timeline, rows with a stream, no thread).
 DEVICE_KINDS = ("kernel", "memcpy", "memset", "gpu_annotation")
 # The kinds whose time is spent on the device (and counted as device time).
 DEVICE_WORK_KINDS = ("kernel", "memcpy", "memset")
-DEVICE_CODES = tuple(KIND_CODE[k] for k in DEVICE_KINDS)
-DEVICE_WORK_CODES = tuple(KIND_CODE[k] for k in DEVICE_WORK_KINDS)
+# Copies and fills: the device work that moves bytes.
+COPY_KINDS = ("memcpy", "memset")
+# CPU events that nest into the op tree of their thread (the CPU lanes of the timeline).
+TREE_KINDS = ("op", "annotation", "runtime", "overhead", "other")
+# Allocator events: an allocation or free, and an allocation that failed.
+MEMORY_KINDS = ("memory", "oom")
+# Events whose args carry a CUPTI correlation id (runtime calls and the device work they
+# launched; "other" for categories we do not know, such as cuda_sync).
+CORRELATED_KINDS = ("runtime", "kernel", "memcpy", "memset", "gpu_annotation", "other")
+DEVICE_CODES = _codes(DEVICE_KINDS)
+DEVICE_WORK_CODES = _codes(DEVICE_WORK_KINDS)
+COPY_CODES = _codes(COPY_KINDS)
+TREE_CODES = _codes(TREE_KINDS)
+MEMORY_CODES = _codes(MEMORY_KINDS)
 
 # torch's DeviceType codes, as written in memory events ("Device Type").
 # cpu_memory_usage counts CPU, MKLDNN and IDEEP; device_memory_usage CUDA, HIP, XPU, PrivateUse1.
 CPU_MEMORY_TYPES = {0: "cpu", 2: "cpu", 5: "cpu"}
 DEVICE_MEMORY_TYPES = {1: "cuda", 6: "cuda", 12: "xpu", 20: "privateuseone"}
+# the code written for a device label's type: the first code of each ("cuda" -> 1, not HIP's 6)
+DEVICE_TYPE_CODE: dict[str, int] = {}
+for _code, _label in {**CPU_MEMORY_TYPES, **DEVICE_MEMORY_TYPES}.items():
+    DEVICE_TYPE_CODE.setdefault(_label, _code)
+del _code, _label
 
 # Utility ops torch leaves out of its tables (torch.autograd.profiler_util._filter_name).
 IGNORED_NAMES = frozenset(
@@ -79,34 +96,194 @@ IGNORED_NAMES = frozenset(
     }
 )
 
-EVENT_COLUMNS = (
-    "name",
-    "kind",
-    "device",
-    "thread",
-    "stream",
-    "start_us",
-    "dur_us",
-    "correlation",
-    "external_id",
-    "input_shapes",
-    "flops",
-    "bytes",
-    "total_allocated_bytes",
-    "total_reserved_bytes",
-    "addr",
-    "pid",
-    "python_id",
-    "python_parent_id",
-    "grid",
-    "block",
-    "registers_per_thread",
-    "shared_memory_bytes",
-    "blocks_per_sm",
-    "warps_per_sm",
-    "occupancy_pct",
+
+@dataclass(frozen=True)
+class EventColumn:
+    """One column of the events table, declared once for the reader, the table and the writer.
+
+    ``arg``: the key in a chrome-trace event's ``args`` the column is read from and written to,
+    as it is, for the rows of ``kinds`` (other rows hold ``default``). Columns without an
+    ``arg`` are put together by the reader and the writer themselves (``trace`` says from what).
+    """
+
+    name: str
+    dtype: str  # a numpy dtype, or "category" (strings kept as integer codes)
+    default: Any  # the value where the column does not apply
+    doc: str
+    arg: str | None = None
+    trace: str = ""  # where a chrome trace keeps a column without ``arg`` (for the docs)
+    kinds: tuple[str, ...] = KINDS  # the kinds whose events have it
+    categories: tuple[str, ...] | None = None  # fixed categories; None: the values present
+    json_list: bool = False  # the arg is a JSON list of ints, kept as torch prints it: "[128, 1, 1]"
+    null_default: bool = False  # torch writes the default as null: it is written for every row of ``kinds``
+    announced_by: str | None = None  # a trace-header flag: read only from traces that set it
+    trace_local_id: bool = False  # an id unique within one trace only (``concat_traces`` moves it)
+
+    @property
+    def categorical(self) -> bool:
+        return self.dtype == "category"
+
+    @property
+    def source(self) -> str:
+        """Where a chrome trace keeps the column."""
+        return f'args["{self.arg}"]' if self.arg else self.trace
+
+    def is_default(self, values: np.ndarray) -> np.ndarray:
+        """Rows holding the "does not apply" value (NaN for a NaN default)."""
+        if isinstance(self.default, float) and np.isnan(self.default):
+            return np.isnan(values)
+        return values == self.default
+
+    def full(self, n: int) -> Any:
+        """The column for ``n`` rows where it applies to none."""
+        if self.categorical:
+            categories = list(self.categories or (self.default,))
+            code = categories.index(self.default)
+            return pd.Categorical.from_codes(np.full(n, code, dtype=np.int8), categories=categories)
+        return np.full(n, self.default, dtype=self.dtype)
+
+
+_NOT_MEMORY = tuple(k for k in KINDS if k not in MEMORY_KINDS)
+_KERNEL = ("kernel",)
+_PYTHON = ("python",)
+
+COLUMNS = (
+    EventColumn("name", "category", "", "event name", trace="name"),
+    EventColumn("kind", "category", "other", ", ".join(KINDS), trace='cat (and name: "[OutOfMemory]")',
+                categories=KINDS),
+    EventColumn("device", "category", "cpu", '"cpu" or "cuda:N" (xpu:N, ...)',
+                trace='args["device"]; memory events: args["Device Type"], args["Device Id"]'),
+    EventColumn("thread", "int64", -1, "CPU thread id", trace="tid", kinds=tuple(k for k in KINDS if k not in DEVICE_KINDS)),
+    EventColumn("stream", "int64", -1, "device stream", trace='args["stream"] (or tid)', kinds=DEVICE_KINDS),
+    EventColumn("start_us", "float64", 0.0, "start, µs since the first event of the profile (ns resolution)",
+                trace="ts"),
+    EventColumn("dur_us", "float64", 0.0, "duration in µs", trace="dur"),
+    EventColumn("correlation", "int64", 0, "CUPTI correlation id linking a runtime call to its kernel",
+                arg="correlation", kinds=CORRELATED_KINDS, trace_local_id=True),
+    EventColumn("external_id", "int64", 0, "torch's op id; on a kernel, the id of the op that launched it",
+                arg="External id", kinds=_NOT_MEMORY, trace_local_id=True),
+    EventColumn("input_shapes", "category", "[]", "torch's ``str(input_shapes)``", trace='args["Input Dims"]',
+                kinds=("op",)),
+    EventColumn("flops", "int64", 0, "FLOPs torch estimated (torch's writer drops them; nbprof's keeps them)",
+                arg="flops", announced_by="with_flops"),
+    EventColumn("bytes", "int64", 0, "memory events: signed bytes (+alloc / -free); memcpy/memset: bytes moved",
+                trace='args["Bytes"] (memory), args["bytes"] (memcpy, memset)', kinds=MEMORY_KINDS + COPY_KINDS),
+    EventColumn("total_allocated_bytes", "int64", -1, "memory events: the allocator's total allocated after the event",
+                arg="Total Allocated", kinds=MEMORY_KINDS),
+    EventColumn("total_reserved_bytes", "int64", -1, "memory events: the allocator's total reserved after the event",
+                arg="Total Reserved", kinds=MEMORY_KINDS),
+    EventColumn("addr", "int64", 0, "memory events: the address of the block allocated or freed (pairs an "
+                "allocation with its free)", arg="Addr", kinds=MEMORY_KINDS),
+    EventColumn("pid", "int64", 0, "process id (or rank) of the event", trace="pid"),
+    EventColumn("python_id", "int64", -1, "python function events: their id in the Python tracer",
+                arg="Python id", kinds=_PYTHON, trace_local_id=True),
+    EventColumn("python_parent_id", "int64", -1, "python function events: their caller's id (null: none)",
+                arg="Python parent id", kinds=_PYTHON, null_default=True, trace_local_id=True),
+    EventColumn("grid", "category", "", 'kernels: grid dimensions, "[128, 1, 1]"', arg="grid", kinds=_KERNEL,
+                json_list=True),
+    EventColumn("block", "category", "", 'kernels: block dimensions, "[128, 1, 1]"', arg="block", kinds=_KERNEL,
+                json_list=True),
+    EventColumn("registers_per_thread", "int32", -1, "kernels: registers per thread", arg="registers per thread",
+                kinds=_KERNEL),
+    EventColumn("shared_memory_bytes", "int64", -1, "kernels: static + dynamic shared memory per block",
+                arg="shared memory", kinds=_KERNEL),
+    EventColumn("blocks_per_sm", "float64", float("nan"), "kernels: CUPTI's estimate of blocks per SM",
+                arg="blocks per SM", kinds=_KERNEL),
+    EventColumn("warps_per_sm", "float64", float("nan"), "kernels: CUPTI's estimate of warps per SM",
+                arg="warps per SM", kinds=_KERNEL),
+    EventColumn("occupancy_pct", "float64", float("nan"), "kernels: CUPTI's estimated achieved occupancy, %",
+                arg="est. achieved occupancy %", kinds=_KERNEL),
 )
-LAUNCH_COLUMNS = EVENT_COLUMNS[EVENT_COLUMNS.index("grid"):]
+COLUMN = {c.name: c for c in COLUMNS}
+EVENT_COLUMNS = tuple(COLUMN)
+# the columns read from and written to one trace argument each, as they are
+ARG_COLUMNS = tuple(c for c in COLUMNS if c.arg)
+
+
+def describe_columns() -> str:
+    """The column list of this module's docstring, from ``COLUMNS``."""
+    lines = []
+    for c in COLUMNS:
+        applies = "" if c.kinds == KINDS else f"{', '.join(c.kinds)}; "
+        text = f"{c.doc} [{applies}{c.default!r} elsewhere]" if applies else f"{c.doc} [{c.default!r}]"
+        head = f"    {c.name:<22} {c.dtype:<9}"
+        body = textwrap.wrap(f"{text}. From {c.source}.", 100 - len(head))
+        lines.append(head + body[0])
+        lines += [" " * len(head) + line for line in body[1:]]
+    return "\n".join(lines) + "\n"
+
+
+__doc__ = (__doc__ or "") + "\n" + describe_columns()
+
+
+@dataclass
+class TraceData:
+    """What a trace holds: the events table and what the file says about its collection."""
+
+    events: pd.DataFrame
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def make_events_frame(**values: Any) -> pd.DataFrame:
+    """The events table from its columns, by name (``COLUMNS``); a column left out holds its
+    "does not apply" value in every row.
+
+    A value is the column as it is (an array of the column's dtype, or a ``pd.Categorical``);
+    a categorical column also takes an array of strings (categories in order of first
+    appearance). ``kind`` also takes codes into ``KINDS``, ``device`` device indexes (-1 for the
+    CPU, N for "cuda:N").
+    """
+    unknown = sorted(set(values) - set(COLUMN))
+    if unknown:
+        raise ValueError(f"not columns of the events table: {', '.join(unknown)}")
+    n = len(next(iter(values.values()))) if values else 0
+    columns: dict[str, Any] = {}
+    for c in COLUMNS:
+        v = values.get(c.name)
+        if v is None:
+            columns[c.name] = c.full(n)
+        elif isinstance(v, pd.Categorical):
+            columns[c.name] = v
+        elif c.name == "kind" and np.asarray(v).dtype.kind in "iu":
+            columns[c.name] = kind_categorical(np.asarray(v))
+        elif c.name == "device" and np.asarray(v).dtype.kind in "iu":
+            columns[c.name] = device_labels(np.asarray(v))
+        elif c.categorical:
+            codes, uniques = pd.factorize(np.asarray(v, dtype=object))
+            categories = pd.Index(uniques, dtype=object)
+            if c.categories is not None:
+                codes = pd.Index(c.categories).get_indexer(categories)[codes] if len(codes) else codes
+                categories = pd.Index(c.categories, dtype=object)
+            columns[c.name] = pd.Categorical.from_codes(codes, categories=categories)
+        else:
+            columns[c.name] = np.asarray(v).astype(c.dtype, copy=False)
+    return pd.DataFrame(columns, copy=False)
+
+
+def kind_categorical(codes: np.ndarray) -> pd.Categorical:
+    return pd.Categorical.from_codes(codes.astype(np.int8), categories=list(KINDS))
+
+
+def device_labels(device: np.ndarray, device_type: np.ndarray | None = None) -> pd.Categorical:
+    """Device labels from device indexes (-1: the CPU) and torch DeviceType codes (memory events
+    say theirs; None: every device row is CUDA): "cpu", "cuda:0", "xpu:1", ..."""
+    codes = np.zeros(len(device), dtype=np.int32)
+    categories = ["cpu"]
+    on_device = device >= 0
+    if on_device.any():
+        type_code = np.ones(len(device), dtype=np.int64) if device_type is None else device_type.astype(np.int64)
+        # few distinct (type, index) pairs: label each pair once, not each row
+        pair = type_code * 1_000_000 + device
+        uniq, inverse = np.unique(pair[on_device], return_inverse=True)
+        pair_code = np.empty(len(uniq), dtype=np.int32)
+        for i, p in enumerate(uniq):
+            prefix = DEVICE_MEMORY_TYPES.get(int(p // 1_000_000), "cuda")
+            label = f"{prefix}:{int(p % 1_000_000)}"
+            if label not in categories:  # HIP memory and CUDA kernels share "cuda:N"
+                categories.append(label)
+            pair_code[i] = categories.index(label)
+        codes[on_device] = pair_code[inverse.reshape(-1)]
+    return pd.Categorical.from_codes(codes, categories=categories)
 
 
 def kind_mask(codes: np.ndarray, kinds: "list[int] | tuple[int, ...] | np.ndarray") -> np.ndarray:
@@ -127,119 +304,6 @@ def distinct(values: np.ndarray) -> np.ndarray:
     return np.sort(pd.unique(values))
 
 
-def kind_categorical(codes: np.ndarray) -> pd.Categorical:
-    return pd.Categorical.from_codes(codes.astype(np.int8), categories=list(KINDS))
-
-
-def make_events_frame(
-    *,
-    name: np.ndarray | pd.Categorical,
-    kind: np.ndarray,
-    device: np.ndarray,
-    thread: np.ndarray,
-    stream: np.ndarray,
-    start_ns: np.ndarray,
-    dur_ns: np.ndarray,
-    correlation: np.ndarray,
-    external_id: np.ndarray,
-    input_shapes: np.ndarray | pd.Categorical | None,
-    nbytes: np.ndarray,
-    total_allocated: np.ndarray,
-    total_reserved: np.ndarray,
-    mem_device_type: np.ndarray,
-    pid: np.ndarray,
-    python_id: np.ndarray,
-    python_parent_id: np.ndarray,
-    flops: np.ndarray | None = None,
-    launch: dict | None = None,
-    addr: np.ndarray | None = None,
-) -> pd.DataFrame:
-    """Build the events table from column arrays (kind as codes into KINDS, device as an index).
-
-    ``device`` is the device index for device events and device-memory events, -1 for the CPU.
-    ``name`` and ``input_shapes`` are arrays of strings, or ``pd.Categorical`` already.
-    ``launch``: the kernels' launch columns (``LAUNCH_COLUMNS``); ``grid`` and ``block`` as
-    (codes, texts) with -1 where there is none. Left out: none anywhere.
-    """
-    n = len(name)
-    if isinstance(name, pd.Categorical):
-        names = name
-    else:
-        name_codes, name_uniques = pd.factorize(name)
-        names = pd.Categorical.from_codes(name_codes, categories=pd.Index(name_uniques, dtype=object))
-    device_labels = _device_labels(kind, device, mem_device_type)
-    if input_shapes is None:
-        shapes = pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), categories=["[]"])
-    elif isinstance(input_shapes, pd.Categorical):
-        shapes = input_shapes
-    else:
-        shapes = pd.Categorical(input_shapes)
-    columns = {
-        "name": names,
-        "kind": kind_categorical(kind),
-        "device": device_labels,
-        "thread": thread.astype(np.int64, copy=False),
-        "stream": stream.astype(np.int64, copy=False),
-        "start_us": start_ns / 1000.0,
-        "dur_us": dur_ns / 1000.0,
-        "correlation": correlation,
-        "external_id": external_id,
-        "input_shapes": shapes,
-        "flops": np.zeros(n, dtype=np.int64) if flops is None else flops,
-        "bytes": nbytes,
-        "total_allocated_bytes": total_allocated,
-        "total_reserved_bytes": total_reserved,
-        "addr": np.zeros(n, dtype=np.int64) if addr is None else addr,
-        "pid": pid,
-        "python_id": python_id,
-        "python_parent_id": python_parent_id,
-    }
-    columns.update(_launch_columns(n, launch))
-    return pd.DataFrame(columns, copy=False)
-
-
-def _launch_columns(n: int, launch: dict | None) -> dict:
-    out: dict = {}
-    for column in ("grid", "block"):
-        if launch is None:
-            out[column] = pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), categories=[""])
-            continue
-        codes, texts = launch[column]
-        # "" for rows without one; raw texts that read the same share a category
-        categories, text_code = np.unique(np.array([""] + list(texts), dtype=object), return_inverse=True)
-        out[column] = pd.Categorical.from_codes(text_code.reshape(-1)[codes + 1].astype(np.int32),
-                                                categories=pd.Index(categories, dtype=object))
-    for column, dtype, default in (("registers_per_thread", np.int32, -1), ("shared_memory_bytes", np.int64, -1),
-                                   ("blocks_per_sm", np.float64, np.nan), ("warps_per_sm", np.float64, np.nan),
-                                   ("occupancy_pct", np.float64, np.nan)):
-        out[column] = launch[column] if launch is not None else np.full(n, default, dtype=dtype)
-    return out
-
-
-def _device_labels(kind: np.ndarray, device: np.ndarray, mem_device_type: np.ndarray) -> pd.Categorical:
-    """"cpu" for CPU events and CPU memory, "cuda:N" (or xpu/…) for device events and memory."""
-    codes = np.zeros(len(kind), dtype=np.int32)
-    categories = ["cpu"]
-    on_device = device >= 0
-    if on_device.any():
-        # device type of each row: memory events say theirs, every other device event is CUDA
-        type_code = np.where(
-            (kind == KIND_CODE["memory"]) | (kind == KIND_CODE["oom"]), mem_device_type, 1
-        )
-        # few distinct (type, index) pairs: label each pair once, not each row
-        pair = type_code.astype(np.int64) * 1_000_000 + device
-        uniq, inverse = np.unique(pair[on_device], return_inverse=True)
-        pair_code = np.empty(len(uniq), dtype=np.int32)
-        for i, p in enumerate(uniq):
-            prefix = DEVICE_MEMORY_TYPES.get(int(p // 1_000_000), "cuda")
-            label = f"{prefix}:{int(p % 1_000_000)}"
-            if label not in categories:  # HIP memory and CUDA kernels share "cuda:N"
-                categories.append(label)
-            pair_code[i] = categories.index(label)
-        codes[on_device] = pair_code[inverse.reshape(-1)]
-    return pd.Categorical.from_codes(codes, categories=categories)
-
-
 def key_names(names: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """torch's keys for event names: "ProfilerStep#3" and friends all count as "ProfilerStep*".
 
@@ -256,23 +320,29 @@ def key_names(names: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     return key_of_cat[codes] if len(codes) else codes.astype(np.int64), labels
 
 
+def category_map(column: pd.Series, fn: Callable[[str], Any], dtype: Any = object, missing: Any = "",
+                 rows: np.ndarray | None = None) -> np.ndarray:
+    """``fn(value)`` for each row of a categorical column (at ``rows``; every row when None),
+    evaluated once per category, not per event; ``missing`` for a row without a value."""
+    cats = column.cat.categories
+    per_category = np.array([fn(str(c)) for c in cats] + [missing], dtype=dtype)
+    codes = column.cat.codes.to_numpy()  # -1 (missing) reads the last entry
+    return per_category[codes if rows is None else codes[rows]]
+
+
+def category_mask(column: pd.Series, test: Callable[[str], Any], rows: np.ndarray | None = None) -> np.ndarray:
+    """``test(value)`` for each row of a categorical column, evaluated once per category."""
+    return category_map(column, lambda v: bool(test(v)), dtype=bool, missing=False, rows=rows)
+
+
 def values_at(column: pd.Series, rows: np.ndarray | None = None) -> np.ndarray:
     """A column's values as ``str`` objects at ``rows`` (every row when None). A categorical column
     (names, kinds, devices, shapes) is read through its categories: one conversion per distinct
     value, not per event (a missing value is "")."""
     if isinstance(column.dtype, pd.CategoricalDtype):
-        cats = np.append(np.asarray(column.cat.categories.astype(str), dtype=object), "")
-        codes = column.cat.codes.to_numpy()
-        return cats[codes if rows is None else codes[rows]]
+        return category_map(column, str, rows=rows)
     values = column.astype(str).to_numpy()
     return values if rows is None else values[rows]
-
-
-def category_mask(column: pd.Series, test) -> np.ndarray:
-    """``test(value)`` for each row of a categorical column, evaluated once per category."""
-    cats = column.cat.categories
-    hit = np.append(np.array([bool(test(str(c))) for c in cats], dtype=bool), False)
-    return hit[column.cat.codes.to_numpy()]
 
 
 def time_ns(us: pd.Series | np.ndarray) -> np.ndarray:
@@ -280,18 +350,14 @@ def time_ns(us: pd.Series | np.ndarray) -> np.ndarray:
     return np.rint(np.asarray(us, dtype=np.float64) * 1000.0).astype(np.int64)
 
 
-_ID_COLUMNS = ("external_id", "correlation", "python_id", "python_parent_id")
-_CATEGORY_COLUMNS = ("name", "kind", "device", "input_shapes", "grid", "block")
-
-
-def concat_traces(traces: list, labels: list | None = None, label_column: str | None = None):
+def concat_traces(traces: list[TraceData], labels: list | None = None, label_column: str | None = None) -> TraceData:
     """Join several traces (schedule cycles, ranks) into one, on a common clock.
 
     Ids are only unique within one trace, so each trace's ids move to their own range.
     ``label_column`` (e.g. "rank", "cycle") records which trace each event came from.
     """
-    from .collect.chrome_trace import TraceData
-
+    ids = [c.name for c in COLUMNS if c.trace_local_id]
+    categorical = [c for c in COLUMNS if c.categorical]
     origin = min(t.meta.get("origin_ns", 0) for t in traces)
     frames = []
     for i, t in enumerate(traces):
@@ -300,18 +366,19 @@ def concat_traces(traces: list, labels: list | None = None, label_column: str | 
         if shift_us:
             f["start_us"] = f["start_us"] + shift_us
         if i:
-            for c in _ID_COLUMNS:
-                v = f[c].to_numpy()
-                f[c] = np.where(v > 0, v + (i << 40), v)
-        for c in _CATEGORY_COLUMNS:
-            f[c] = f[c].astype(object)
+            for name in ids:
+                v = f[name].to_numpy()
+                f[name] = np.where(v > 0, v + (i << 40), v)
+        for c in categorical:
+            f[c.name] = f[c.name].astype(object)
         if label_column:
             f[label_column] = labels[i] if labels is not None else i
         frames.append(f)
     events = pd.concat(frames, ignore_index=True)
-    for c in _CATEGORY_COLUMNS:
-        events[c] = events[c].astype("category")
-    events["kind"] = events["kind"].cat.set_categories(list(KINDS))
+    for c in categorical:
+        events[c.name] = events[c.name].astype("category")
+        if c.categories is not None:
+            events[c.name] = events[c.name].cat.set_categories(list(c.categories))
     meta = dict(traces[0].meta)
     meta["origin_ns"] = origin
     for key in ("record_shapes", "profile_memory", "with_stack", "with_flops"):

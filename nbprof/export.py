@@ -5,6 +5,11 @@ Written from the events table, so it works for every profile (live, loaded, merg
 Timestamps are written exactly: ``(origin_ns + start_ns) / 1000`` is the double nearest to the
 three-decimal µs value, and the encoder prints the shortest text that reads back as that double,
 which is that decimal. FLOPs, which torch's own writer drops, go into each op's args.
+
+The args that are an events column each (``events.ARG_COLUMNS``: ids, allocator totals, launch
+configuration, ...) are written from the schema in ``nbprof.events``, the one the reader reads
+them by; the fields written here by hand are those the reader puts together itself (device,
+stream, bytes, shapes, memory events' device type).
 """
 
 from __future__ import annotations
@@ -16,23 +21,20 @@ from typing import Any
 import msgspec
 
 from .errors import OptionError
-from .events import time_ns
+from .events import (
+    ARG_COLUMNS,
+    COPY_KINDS,
+    DEVICE_KINDS,
+    DEVICE_TYPE_CODE,
+    MEMORY_KINDS,
+    TRACE_CATEGORY,
+    EventColumn,
+    category_mask,
+    time_ns,
+    values_at,
+)
 
 __all__ = ["write_chrome_trace"]
-
-_KIND_CAT = {
-    "op": "cpu_op",
-    "annotation": "user_annotation",
-    "gpu_annotation": "gpu_user_annotation",
-    "python": "python_function",
-    "runtime": "cuda_runtime",
-    "kernel": "kernel",
-    "memcpy": "gpu_memcpy",
-    "memset": "gpu_memset",
-    "overhead": "overhead",
-    "other": "other",
-}
-_DEVICE_TYPE = {"cpu": 0, "cuda": 1, "xpu": 12, "privateuseone": 20}
 
 
 def write_chrome_trace(profile: Any, path: str | os.PathLike) -> str:
@@ -61,32 +63,19 @@ def _document(profile: Any) -> dict[str, Any]:
     dur = time_ns(ev["dur_us"].to_numpy())
     # Python lists, read once: indexing numpy arrays per event (a numpy scalar each, then int())
     # was most of this loop's time
-    names = ev["name"].astype(str).tolist()
-    kinds = ev["kind"].astype(str).tolist()
-    devices = ev["device"].astype(str).tolist()
+    names = values_at(ev["name"]).tolist()
+    kinds = values_at(ev["kind"]).tolist()
+    devices = values_at(ev["device"]).tolist()
     thread_arr = ev["thread"].to_numpy()
     thread = thread_arr.tolist()
     stream = ev["stream"].to_numpy().tolist()
     pid_arr = ev["pid"].to_numpy()
     pid = pid_arr.tolist()
-    ext = ev["external_id"].to_numpy().tolist()
     corr = ev["correlation"].to_numpy().tolist()
-    shapes = ev["input_shapes"].astype(str).tolist()
-    flops = ev["flops"].to_numpy().tolist()
+    shapes = values_at(ev["input_shapes"]).tolist()
     nbytes = ev["bytes"].to_numpy().tolist()
-    alloc = ev["total_allocated_bytes"].to_numpy().tolist()
-    reserved = ev["total_reserved_bytes"].to_numpy().tolist()
-    addr = ev["addr"].to_numpy().tolist()
-    py_id = ev["python_id"].to_numpy().tolist()
-    py_parent = ev["python_parent_id"].to_numpy().tolist()
-    grid = ev["grid"].astype(str).tolist()
-    block = ev["block"].astype(str).tolist()
-    registers = ev["registers_per_thread"].to_numpy().tolist()
-    shared = ev["shared_memory_bytes"].to_numpy().tolist()
-    blocks_sm = ev["blocks_per_sm"].to_numpy().tolist()
-    warps_sm = ev["warps_per_sm"].to_numpy().tolist()
-    occupancy = ev["occupancy_pct"].to_numpy().tolist()
     shapes_recorded = bool(meta.get("record_shapes"))
+    args_of = _arg_columns(ev)
 
     ts = (start / 1000.0).tolist()
     durs = (dur / 1000.0).tolist()
@@ -95,61 +84,36 @@ def _document(profile: Any) -> dict[str, Any]:
     for i in range(len(ev)):
         kind = kinds[i]
         dev = devices[i]
-        if kind in ("memory", "oom"):
+        args: dict[str, Any] = args_of[i] or {}
+        if kind in MEMORY_KINDS:
             prefix, _, index = dev.partition(":")
+            args["Bytes"] = int(nbytes[i])
+            args["Device Id"] = int(index) if index else -1
+            args["Device Type"] = DEVICE_TYPE_CODE.get(prefix, 0)
             out.append(
                 {
                     "ph": "i",
-                    "cat": "cpu_instant_event",
+                    "cat": TRACE_CATEGORY[kind],
                     "s": "t",
                     "name": names[i],
                     "pid": int(pid[i]),
                     "tid": int(thread[i]),
                     "ts": ts[i],
-                    "args": {
-                        "Total Reserved": int(reserved[i]),
-                        "Total Allocated": int(alloc[i]),
-                        "Bytes": int(nbytes[i]),
-                        "Device Id": int(index) if index else -1,
-                        "Device Type": _DEVICE_TYPE.get(prefix, 0),
-                        "Addr": addr[i],
-                    },
+                    "args": args,
                 }
             )
             continue
-        args: dict[str, Any] = {}
-        on_device = kind in ("kernel", "memcpy", "memset", "gpu_annotation")
-        if ext[i]:
-            args["External id"] = int(ext[i])
-        if corr[i]:
-            args["correlation"] = int(corr[i])
+        on_device = kind in DEVICE_KINDS
         if on_device:
             args["device"] = int(dev.partition(":")[2] or 0)
             args["stream"] = int(stream[i])
-            if kind in ("memcpy", "memset"):
+            if kind in COPY_KINDS:
                 args["bytes"] = int(nbytes[i])
-            elif kind == "kernel" and grid[i]:  # CUPTI's launch configuration, as torch writes it
-                args["registers per thread"] = registers[i]
-                args["shared memory"] = shared[i]
-                if blocks_sm[i] == blocks_sm[i]:  # not NaN
-                    args["blocks per SM"] = blocks_sm[i]
-                if warps_sm[i] == warps_sm[i]:
-                    args["warps per SM"] = warps_sm[i]
-                args["grid"] = msgspec.Raw(grid[i].encode())
-                args["block"] = msgspec.Raw(block[i].encode())
-                if occupancy[i] == occupancy[i]:
-                    args["est. achieved occupancy %"] = occupancy[i]
-        if kind == "op":
-            if shapes_recorded:
-                args["Input Dims"] = msgspec.Raw(shapes[i].encode())
-            if flops[i]:
-                args["flops"] = int(flops[i])
-        if kind == "python":
-            args["Python id"] = int(py_id[i])
-            args["Python parent id"] = int(py_parent[i]) if py_parent[i] >= 0 else None
+        if kind == "op" and shapes_recorded:
+            args["Input Dims"] = msgspec.Raw(shapes[i].encode())
         event: dict[str, Any] = {
             "ph": "X",
-            "cat": _KIND_CAT.get(kind, "other"),
+            "cat": TRACE_CATEGORY.get(kind, "other"),
             "name": names[i],
             "pid": int(pid[i]) if not on_device else int(dev.partition(":")[2] or 0),
             "tid": int(stream[i]) if on_device else int(thread[i]),
@@ -190,3 +154,37 @@ def _document(profile: Any) -> dict[str, Any]:
     if meta.get("rank") is not None:
         doc["distributedInfo"] = {"rank": meta["rank"], "world_size": meta.get("world_size")}
     return doc
+
+
+def _arg_columns(ev: Any) -> list[dict[str, Any] | None]:
+    """Each row's args from the events columns that are one arg each (``events.ARG_COLUMNS``):
+    written for the rows of the column's kinds where it holds a value (not its "does not apply"
+    default; a column torch writes as null there is written as null). None for a row without any.
+
+    Column by column, so the per-event Python work is only for the values that are written."""
+    out: list[dict[str, Any] | None] = [None] * len(ev)
+    for c in ARG_COLUMNS:
+        applies = category_mask(ev["kind"], set(c.kinds).__contains__)
+        rows, values = _written(c, ev[c.name], applies)
+        arg = c.arg
+        for i, v in zip(rows.tolist(), values):
+            args = out[i]
+            if args is None:
+                out[i] = {arg: v}
+            else:
+                args[arg] = v
+    return out
+
+
+def _written(c: EventColumn, column: Any, applies: Any) -> tuple[Any, list]:
+    """The rows where a column is written and what is written there."""
+    if c.json_list:  # as raw JSON, the text as it is: "[128, 1, 1]"
+        text = values_at(column)
+        rows = (applies & (text != c.default)).nonzero()[0]
+        return rows, [msgspec.Raw(t.encode()) for t in text[rows].tolist()]
+    values = column.to_numpy()
+    if c.null_default:
+        rows = applies.nonzero()[0]
+        return rows, [None if v == c.default else v for v in values[rows].tolist()]
+    rows = (applies & ~c.is_default(values)).nonzero()[0]
+    return rows, values[rows].tolist()

@@ -18,9 +18,9 @@ import pandas as pd
 from .analysis.key_averages import GROUP_BY, key_averages
 from .analysis.summary import TorchSummary, summarize_torch
 from .analysis.tree import build_tree
-from .collect.chrome_trace import TraceData
 from .collect.cprofile import edges_table, stats_table
 from .errors import OptionError
+from .events import TraceData
 
 __all__ = ["TorchProfile", "PythonProfile"]
 

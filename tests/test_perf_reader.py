@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from nbprof.collect import chrome_trace as ct
-from nbprof.events import IGNORED_NAMES
+from nbprof.events import IGNORED_NAMES, TraceData
 
 from .conftest import TRACES, needs_torch, trace_path
 
@@ -49,7 +49,7 @@ def torch_layout(events: list[dict], **header) -> bytes:
     return (head + body + '\n  ],\n  "traceName": "t[1].json"\n}').encode()
 
 
-def plain_read(raw: bytes) -> ct.TraceData:
+def plain_read(raw: bytes) -> TraceData:
     """The reader without slicing: the whole file decoded at once, one batch."""
     trace = ct._DECODER.decode(raw)
     events, trace.traceEvents = trace.traceEvents, []

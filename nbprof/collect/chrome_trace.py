@@ -40,7 +40,7 @@ import json
 import mmap
 import os
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import msgspec
@@ -49,46 +49,100 @@ import pandas as pd
 
 from ..errors import TraceError
 from ..events import (
+    ARG_COLUMNS,
+    COPY_CODES,
+    COPY_KINDS,
+    DEVICE_CODES,
+    DEVICE_KINDS,
     DEVICE_MEMORY_TYPES,
+    IGNORED_NAMES,
     KINDS,
     KIND_CODE,
-    IGNORED_NAMES,
+    MEMORY_CODES,
+    MEMORY_KINDS,
+    TRACE_CATEGORY,
+    TraceData,
+    device_labels,
     make_events_frame,
 )
 
-__all__ = ["TraceData", "read_trace_file", "parse_trace_bytes"]
+__all__ = ["read_trace_file", "parse_trace_bytes", "empty_trace"]
 
 
-class _Args(msgspec.Struct, gc=False):
-    external_id: int = msgspec.field(name="External id", default=0)
-    correlation: int = 0
-    input_dims: msgspec.Raw = msgspec.field(name="Input Dims", default=msgspec.Raw(b""))
-    device: int = -1
-    stream: int = -1
-    # memcpy / memset size ("bytes") and the signed size of an allocation event ("Bytes")
-    copy_bytes: int = msgspec.field(name="bytes", default=0)
-    alloc_bytes: int = msgspec.field(name="Bytes", default=0)
-    total_allocated: int = msgspec.field(name="Total Allocated", default=-1)
-    total_reserved: int = msgspec.field(name="Total Reserved", default=-1)
-    device_type: int = msgspec.field(name="Device Type", default=-1)
-    device_id: int = msgspec.field(name="Device Id", default=-1)
-    addr: int = msgspec.field(name="Addr", default=0)  # memory events: the block's address
-    python_id: int = msgspec.field(name="Python id", default=-1)
-    python_parent_id: int | None = msgspec.field(name="Python parent id", default=-1)
-    flops: int = 0  # written by nbprof's exporter (torch's writer drops FLOPs)
-    # kernels: CUPTI's launch configuration and occupancy estimates
-    grid: msgspec.Raw = msgspec.Raw(b"")
-    block: msgspec.Raw = msgspec.Raw(b"")
-    registers: int = msgspec.field(name="registers per thread", default=-1)
-    shared_memory: int = msgspec.field(name="shared memory", default=-1)
-    blocks_per_sm: float = msgspec.field(name="blocks per SM", default=float("nan"))
-    warps_per_sm: float = msgspec.field(name="warps per SM", default=float("nan"))
-    occupancy: float = msgspec.field(name="est. achieved occupancy %", default=float("nan"))
-    name: str = ""  # metadata events (thread_name, process_name)
-    labels: str = ""  # process_labels ("CPU", "GPU 0")
+@dataclass(frozen=True)
+class _ArgField:
+    """An entry of an event's ``args`` that the reader reads, for the rows of ``kinds`` only."""
+
+    attr: str  # its attribute on the decoded args (an events column's name, for ARG_COLUMNS)
+    arg: str  # its key in the trace
+    type: Any  # what msgspec decodes it as
+    default: Any  # what an event without it reads as
+    kinds: tuple[str, ...]
+    dtype: Any = np.int64  # of the values read (codes, for JSON kept as raw text)
+    announced_by: str | None = None  # a trace-header flag: not read from traces that do not set it
+
+    @property
+    def raw(self) -> bool:
+        return self.type is msgspec.Raw
+
+    @property
+    def nullable(self) -> bool:
+        return self.type == (int | None)
 
 
+def _column_field(c: Any) -> _ArgField:
+    """How an events column with an ``arg`` is read (see ``events.EventColumn``)."""
+    if c.json_list:
+        return _ArgField(c.name, c.arg, msgspec.Raw, msgspec.Raw(b""), c.kinds, np.int32)
+    kind = np.dtype(c.dtype).kind
+    typ: Any = float if kind == "f" else (int | None) if c.null_default else int
+    return _ArgField(c.name, c.arg, typ, c.default, c.kinds, np.dtype(c.dtype), c.announced_by)
+
+
+_NOT_MEMORY = tuple(k for k in KINDS if k not in MEMORY_KINDS)
+# The args the reader turns into columns itself (device labels, streams, bytes, shapes), then
+# those events columns that are one arg each (events.ARG_COLUMNS), read as they are.
+_FIELDS = (
+    _ArgField("device", "device", int, -1, DEVICE_KINDS),
+    _ArgField("stream", "stream", int, -1, DEVICE_KINDS),
+    _ArgField("copy_bytes", "bytes", int, 0, COPY_KINDS),  # memcpy / memset size
+    _ArgField("alloc_bytes", "Bytes", int, 0, MEMORY_KINDS),  # the signed size of an allocation event
+    _ArgField("device_type", "Device Type", int, -1, MEMORY_KINDS),
+    _ArgField("device_id", "Device Id", int, -1, MEMORY_KINDS),
+    # memory events (often half of a --memory profile) have no shapes: not read for them
+    _ArgField("input_dims", "Input Dims", msgspec.Raw, msgspec.Raw(b""), _NOT_MEMORY, np.int32, "record_shapes"),
+) + tuple(_column_field(c) for c in ARG_COLUMNS)
+
+_Args = msgspec.defstruct(
+    "_Args",
+    [(f.attr, f.type, msgspec.field(name=f.arg, default=f.default)) for f in _FIELDS]
+    + [
+        ("name", str, ""),  # metadata events (thread_name, process_name)
+        ("labels", str, ""),  # process_labels ("CPU", "GPU 0")
+    ],
+    gc=False,
+)
 _NO_ARGS = _Args()
+
+
+def _reads(attr: str) -> Callable[[list], list]:
+    """``[a.<attr> for a in args]`` for one attribute: written out as a comprehension (generated
+    from the attribute's name), because ``map(attrgetter(attr), args)`` costs ~40 % more per
+    value (~45 ns against ~33 ns, measured), paid for every event of every field."""
+    if not attr.isidentifier():
+        raise ValueError(f"not an attribute name: {attr!r}")
+    return eval(f"lambda args: [a.{attr} for a in args]")  # noqa: S307 (a checked identifier)
+
+
+# Fields read for the same kinds are read together, from one selection of rows.
+_GROUPS: list[tuple[np.ndarray, list[tuple[_ArgField, Callable[[list], list]]]]] = []
+for _kinds in dict.fromkeys(f.kinds for f in _FIELDS):
+    _table = np.zeros(len(KINDS), dtype=bool)
+    _table[[KIND_CODE[k] for k in _kinds]] = True
+    _GROUPS.append((_table, [(f, _reads(f.attr)) for f in _FIELDS if f.kinds == _kinds]))
+del _kinds, _table
+# the trace-header flags that decide what is read (shapes, FLOPs)
+_ANNOUNCING = tuple(dict.fromkeys(f.announced_by for f in _FIELDS if f.announced_by))
 
 
 class _Event(msgspec.Struct, gc=False):
@@ -102,7 +156,7 @@ class _Event(msgspec.Struct, gc=False):
     tid: int | str = 0
     ts: float = 0.0
     dur: float = 0.0
-    args: _Args = msgspec.field(default_factory=_Args)
+    args: _Args = msgspec.field(default_factory=_Args)  # type: ignore[valid-type]
 
 
 class _LooseEvent(msgspec.Struct, gc=False):
@@ -113,7 +167,7 @@ class _LooseEvent(msgspec.Struct, gc=False):
     tid: int | str = 0
     ts: float = 0.0
     dur: float = 0.0
-    args: _Args | None = None
+    args: _Args | None = None  # type: ignore[valid-type]
 
 
 class _Trace(msgspec.Struct, gc=False):
@@ -138,29 +192,21 @@ _LOOSE_DECODER = msgspec.json.Decoder(_LooseTrace)
 _LIST_DECODER = msgspec.json.Decoder(list[_Event])
 _LOOSE_LIST_DECODER = msgspec.json.Decoder(list[_LooseEvent])
 
-# chrome-trace category -> our event kind; categories mapped to None are not events
-# (flows between CPU and GPU, the profiler's own span).
+# chrome-trace category -> our event kind: each kind's own category (events.TRACE_CATEGORY;
+# "cpu_instant_event" is read as "memory", "oom" is decided later from the name), the calls of
+# the other runtimes, and categories that are not events (None: flows between CPU and GPU, the
+# profiler's own span). Categories not here are "other".
 _CAT_KIND: dict[str, str | None] = {
-    "cpu_op": "op",
-    "user_annotation": "annotation",
-    "gpu_user_annotation": "gpu_annotation",
-    "python_function": "python",
-    "cuda_runtime": "runtime",
+    **{cat: kind for kind, cat in TRACE_CATEGORY.items() if kind != "oom"},
     "cuda_driver": "runtime",
     "hip_runtime": "runtime",
     "privateuse1_runtime": "runtime",
-    "kernel": "kernel",
-    "gpu_memcpy": "memcpy",
-    "gpu_memset": "memset",
-    "overhead": "overhead",
-    "cpu_instant_event": "memory",  # "[memory]"; "[OutOfMemory]" becomes "oom" below
     "ac2g": None,
     "fwdbwd": None,
     "async_cpu_to_gpu": None,
     "Trace": None,
     "": None,
 }
-_DEVICE_KINDS = {"kernel", "memcpy", "memset", "gpu_annotation"}
 
 # Kind codes while reading: the event kinds, and two codes for rows that are not events.
 _DROP = -1  # not an event (flows, metadata, categories mapped to None)
@@ -171,47 +217,12 @@ _CAT_CODE: dict[str, int] = {
     for cat, kind in _CAT_KIND.items()
 }
 _CAT_CODE[_NOT_AN_EVENT] = _DROP
-_C = KIND_CODE
-_DEVICE_CODES = np.array([_C[k] for k in _DEVICE_KINDS], dtype=np.int8)
-_MEMORY_CODES = np.array([_C["memory"]], dtype=np.int8)  # "oom" is decided later, from the name
-# rows whose args have a CUPTI correlation id (runtime calls, device work; "other" for unknown
-# categories such as cuda_sync)
-_CORRELATED_CODES = np.array(
-    [_C[k] for k in ("runtime", "kernel", "memcpy", "memset", "gpu_annotation", "other")], dtype=np.int8
-)
-_COPY_CODES = np.array([_C["memcpy"], _C["memset"]], dtype=np.int8)
-_OP_CODES = np.array([_C["op"], _C["annotation"]], dtype=np.int8)
-
-
-def _kind_table(codes: np.ndarray) -> np.ndarray:
-    table = np.zeros(len(KINDS), dtype=bool)
-    table[codes] = True
-    return table
-
-
-# groups of kinds whose rows have fields of their own (read for those rows only)
-_GROUPS = {
-    "correlation": _kind_table(_CORRELATED_CODES),
-    "device": _kind_table(_DEVICE_CODES),
-    "memory": _kind_table(_MEMORY_CODES),
-    "copy": _kind_table(_COPY_CODES),
-    "python": _kind_table(np.array([_C["python"]])),
-    "kernel": _kind_table(np.array([_C["kernel"]])),
-}
 
 # Where one event ends and the next begins: torch's writer (one event per block, "  {" ... "  },"
 # at two spaces), compact JSON from json.dumps (kineto's writer in some builds; events start with
 # "ph") and from msgspec (nbprof's exporter). A slice is cut between "}," and the next "{".
 _EVENT_BOUNDARIES = (b"},\n  {", b'}, {"ph": ', b'},{"ph":')
 _SLICE_BYTES = 1 << 18  # ~700-1,500 events: their objects stay in the CPU cache; ~2 MiB of buffers in all
-
-
-@dataclass
-class TraceData:
-    """What a trace holds: the events table and what the file says about its collection."""
-
-    events: pd.DataFrame
-    meta: dict[str, Any] = field(default_factory=dict)
 
 
 def read_trace_file(path: str | os.PathLike) -> TraceData:
@@ -355,7 +366,7 @@ def _read_sliced(read: Callable[[int], bytes], source: str) -> TraceData | None:
         full = _DECODER.decode(prefix + pending)
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
-    if (bool(full.record_shapes), bool(full.with_flops)) != (bool(head.record_shapes), bool(head.with_flops)):
+    if any(bool(getattr(full, flag)) != bool(getattr(head, flag)) for flag in _ANNOUNCING):
         return None  # announced after the events (we read them without knowing): read it whole
     reader.add(full.traceEvents)
     full.traceEvents = []
@@ -368,10 +379,6 @@ def _decode_error(source: str, error: Exception) -> TraceError:
     if "truncated" in msg.lower():
         return TraceError(f"{source}: the JSON is truncated (was the file fully written?)")
     return TraceError(f"{source}: not a chrome trace ({msg})")
-
-
-def _ints(values: list) -> np.ndarray:
-    return np.fromiter(values, dtype=np.int64, count=len(values))
 
 
 def _exact_ns(us: np.ndarray) -> np.ndarray:
@@ -411,19 +418,16 @@ class _Reader:
         self.cat_code = dict(_CAT_CODE)
         self.names = _Codes()
         self.ignored = np.zeros(0, dtype=bool)  # per name code: a utility op torch leaves out
-        self.dims = _Codes()
-        self.launch_dims = _Codes()  # kernels' grid and block, raw JSON lists
+        self.raw_codes = {f.attr: _Codes() for f in _FIELDS if f.raw}  # raw JSON (shapes, grid, ...)
         self.string_ids: dict[str, int] = {}  # pid/tid strings of hand-made traces
-        self.shapes = bool(trace.record_shapes)
-        self.flops = bool(trace.with_flops)
+        # what the header says is in the file (shapes are also looked for, see add)
+        self.announced = {flag: bool(getattr(trace, flag)) for flag in _ANNOUNCING}
         self.thread_names: dict[int, str] = {}
         self.process_labels: dict[int, str] = {}
         self.span: list[tuple[float, float]] = []
-        self.cols: dict[str, list[np.ndarray]] = {
-            k: [] for k in ("kind", "name", "ts", "dur", "pid", "tid", "external_id", "dims", "flops")
-        }
-        self.sparse: dict[str, list[np.ndarray]] = defaultdict(list)
-        self.slice_rows: list[int] = []  # rows kept from each slice
+        self.cols: dict[str, list[np.ndarray]] = {k: [] for k in ("kind", "name", "ts", "dur", "pid", "tid")}
+        # per field, (rows, values) of each slice it was read in
+        self.sparse: dict[str, list[tuple[np.ndarray, Any]]] = defaultdict(list)
 
     # -- one slice -----------------------------------------------------------------------------
 
@@ -466,7 +470,6 @@ class _Reader:
                 return
         counts = np.bincount(kind, minlength=len(KINDS))
         cols = self.cols
-        self.slice_rows.append(m)
         cols["kind"].append(kind)
         cols["name"].append(names)
         # one comprehension per field while the slice is in the CPU cache; fromiter with a count
@@ -478,93 +481,34 @@ class _Reader:
         args = [e.args for e in events]
         base = self.n
         self.n += m
-        sparse = self.sparse
-
-        # memory events (often half of a --memory profile) have no External id and no shapes:
-        # read those for the other rows only
-        n_memory = int(counts[KIND_CODE["memory"]])
-        if n_memory == 0:
-            ops, op_rows = args, None
-        elif n_memory == m:
-            ops, op_rows = [], np.zeros(0, dtype=np.int64)
-        else:
-            op_rows = np.flatnonzero(kind != KIND_CODE["memory"])
-            ops = [args[i] for i in op_rows.tolist()]
-        external_id = _ints([a.external_id for a in ops])
-        if op_rows is not None:
-            full = np.zeros(m, dtype=np.int64)
-            full[op_rows] = external_id
-            external_id = full
-        cols["external_id"].append(external_id)
-        if not self.shapes and self.n - m < 5000:
+        if not self.announced["record_shapes"] and base < 5000:
             # shapes not announced by the file: look for them in its first 5,000 events
-            if any(a.input_dims for a in args[: 5000 - (self.n - m)]):
-                self.shapes = True
-        if self.shapes:
-            dims = self.dims.encode([bytes(a.input_dims) for a in ops])
-            if op_rows is not None:
-                full = np.full(m, self.dims.encode([b""])[0], dtype=np.int32)
-                full[op_rows] = dims
-                dims = full
-            cols["dims"].append(dims)
-        else:
-            cols["dims"].append(np.zeros(0, dtype=np.int32))  # no shapes in this slice
-        if self.flops:
-            cols["flops"].append(_ints([a.flops for a in args]))
+            if any(a.input_dims for a in args[: 5000 - base]):
+                self.announced["record_shapes"] = True
 
-        # fields only some kinds have: read for the rows of those kinds only
-        if n_memory:
-            sub = self._rows(base, kind, args, "memory", counts, n_memory)
-            sparse["alloc_bytes"].append(_ints([a.alloc_bytes for a in sub]))
-            sparse["total_allocated"].append(_ints([a.total_allocated for a in sub]))
-            sparse["total_reserved"].append(_ints([a.total_reserved for a in sub]))
-            sparse["device_type"].append(_ints([a.device_type for a in sub]))
-            sparse["device_id"].append(_ints([a.device_id for a in sub]))
-            sparse["addr"].append(_ints([a.addr for a in sub]))
-        if n_memory + counts[_OP_CODES].sum() == m:
-            return  # a CPU slice (ops, annotations, memory): nothing else to read
-        sub = self._rows(base, kind, args, "correlation", counts)
-        if sub:
-            sparse["correlation"].append(_ints([a.correlation for a in sub]))
-        sub = self._rows(base, kind, args, "device", counts)
-        if sub:
-            sparse["device"].append(_ints([a.device for a in sub]))
-            sparse["stream"].append(_ints([a.stream for a in sub]))
-        sub = self._rows(base, kind, args, "copy", counts)
-        if sub:
-            sparse["copy_bytes"].append(_ints([a.copy_bytes for a in sub]))
-        sub = self._rows(base, kind, args, "kernel", counts)
-        if sub:
-            k = len(sub)
-            sparse["grid"].append(self.launch_dims.encode([bytes(a.grid) for a in sub]))
-            sparse["block"].append(self.launch_dims.encode([bytes(a.block) for a in sub]))
-            sparse["registers"].append(_ints([a.registers for a in sub]))
-            sparse["shared_memory"].append(_ints([a.shared_memory for a in sub]))
-            for f in ("blocks_per_sm", "warps_per_sm", "occupancy"):
-                sparse[f].append(np.fromiter([getattr(a, f) for a in sub], dtype=np.float64, count=k))
-        sub = self._rows(base, kind, args, "python", counts)
-        if sub:
-            sparse["python_id"].append(_ints([a.python_id for a in sub]))
-            sparse["python_parent_id"].append(
-                _ints([-1 if a.python_parent_id is None else a.python_parent_id for a in sub])
-            )
-
-    def _rows(self, base: int, kind: np.ndarray, args: list, group: str, counts: np.ndarray,
-              count: int | None = None) -> list:
-        """The args of the rows of a group of kinds; their row numbers go to ``sparse["rows:" + group]``."""
-        table = _GROUPS[group]
-        if count is None:
+        # the args, each read for the rows of the kinds that have it only (memory events have
+        # no External id and no shapes, only kernels have launch dimensions, ...)
+        sparse = self.sparse
+        for table, fields in _GROUPS:
             count = int(counts[table].sum())
-        if count == 0:
-            return []
-        if count == len(args):
-            rows = np.arange(len(args))
-            sub = args
-        else:
-            rows = np.flatnonzero(table[kind])
-            sub = [args[i] for i in rows.tolist()]
-        self.sparse["rows:" + group].append(rows + base)
-        return sub
+            if count == 0:
+                continue
+            if count == m:
+                rows, sub = np.arange(base, base + m), args
+            else:
+                at = np.flatnonzero(table[kind])
+                rows, sub = at + base, [args[i] for i in at.tolist()]
+            for f, read in fields:
+                if f.announced_by and not self.announced[f.announced_by]:
+                    continue
+                values = read(sub)
+                if f.raw:
+                    out = self.raw_codes[f.attr].encode([bytes(v) for v in values])
+                elif f.nullable:  # null is the default ("Python parent id": null)
+                    out = np.fromiter([f.default if v is None else v for v in values], dtype=f.dtype, count=count)
+                else:
+                    out = np.fromiter(values, dtype=f.dtype, count=count)
+                sparse[f.attr].append((rows, out))
 
     def _ids(self, values: list) -> np.ndarray:
         """pid/tid values are ints, or strings in hand-made traces: strings get stable negative ids."""
@@ -596,11 +540,19 @@ class _Reader:
             return np.zeros(0, dtype=dtype)
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
-    def _sparse_column(self, rows_key: str, column: str, default: int) -> np.ndarray:
-        out = np.full(self.n, default, dtype=np.int64) if default else np.zeros(self.n, dtype=np.int64)
-        values = self.sparse.pop(column, None)
-        if values:
-            out[np.concatenate(self.sparse["rows:" + rows_key])] = np.concatenate(values)
+    def _field(self, f: _ArgField) -> np.ndarray:
+        """A field for every row: what was read, its default elsewhere (a raw field: the code of
+        the empty text, or -1 if it never had one)."""
+        if f.raw:
+            codes = self.raw_codes[f.attr]
+            default = codes.ids.get(b"", -1)
+        else:
+            default = f.default
+        out = np.full(self.n, default, dtype=f.dtype)
+        parts = self.sparse.pop(f.attr, None)
+        if parts:
+            rows = parts[0][0] if len(parts) == 1 else np.concatenate([r for r, _ in parts])
+            out[rows] = parts[0][1] if len(parts) == 1 else np.concatenate([v for _, v in parts])
         return out
 
     # -- the table -----------------------------------------------------------------------------
@@ -622,6 +574,7 @@ class _Reader:
         name_values = [v for v, u in zip(all_names, used.tolist()) if u]
         name_index = {v: i for i, v in enumerate(name_values)}
 
+        field = {f.attr: self._field(f) for f in _FIELDS}
         if n:
             mem_mask = kind == KIND_CODE["memory"]
             if mem_mask.any():
@@ -629,42 +582,37 @@ class _Reader:
                 memory_code = name_index.get("[memory]", -1)
                 kind[mem_mask & (name_codes == oom_code)] = KIND_CODE["oom"]
                 other = mem_mask & (name_codes != oom_code) & (name_codes != memory_code)
-                kind[other] = KIND_CODE["other"]
+                if other.any():  # instant events that are not memory events: none of its fields
+                    kind[other] = KIND_CODE["other"]
+                    for f in _FIELDS:
+                        if "memory" in f.kinds and "other" not in f.kinds:
+                            field[f.attr][other] = f.default
 
         start_ns = _exact_ns(self._column("ts", np.float64))
         dur_ns = np.rint(self._column("dur", np.float64) * 1000.0).astype(np.int64)
         pid = self._column("pid", np.int64)
         tid = self._column("tid", np.int64)
-        external_id = self._column("external_id", np.int64)
-        correlation = self._sparse_column("correlation", "correlation", 0)
-        device_arg = self._sparse_column("device", "device", -1)
-        stream = self._sparse_column("device", "stream", -1)
-        is_device = np.isin(kind, _DEVICE_CODES)
-        is_memory = (kind == KIND_CODE["memory"]) | (kind == KIND_CODE["oom"])
-        nbytes = self._sparse_column("memory", "alloc_bytes", 0)
-        total_allocated = self._sparse_column("memory", "total_allocated", -1)
-        total_reserved = self._sparse_column("memory", "total_reserved", -1)
-        mem_device_type = self._sparse_column("memory", "device_type", -1)
-        mem_device_id = self._sparse_column("memory", "device_id", -1)
-        addr = self._sparse_column("memory", "addr", 0)
-        if self.sparse.get("copy_bytes"):
-            rows = np.concatenate(self.sparse["rows:copy"])
-            nbytes[rows] = np.concatenate(self.sparse["copy_bytes"])
-        # memory rows that turned out not to be memory events (other instant events) keep -1s
-        not_memory = ~is_memory
-        for col, default in ((total_allocated, -1), (total_reserved, -1), (mem_device_type, -1),
-                             (mem_device_id, -1), (addr, 0)):
-            col[not_memory] = default
-        nbytes[not_memory & ~np.isin(kind, _COPY_CODES)] = 0
+        device_arg = field.pop("device")
+        stream = field.pop("stream")
+        is_device = np.isin(kind, DEVICE_CODES)
+        is_memory = np.isin(kind, MEMORY_CODES)
+        # bytes: an allocation's signed size, or the size of a copy or fill
+        nbytes = field.pop("alloc_bytes")
+        copy_bytes = field.pop("copy_bytes")
+        is_copy = np.isin(kind, COPY_CODES)
+        nbytes[is_copy] = copy_bytes[is_copy]
+        del copy_bytes, is_copy
+        mem_device_type = field.pop("device_type")
+        mem_device_id = field.pop("device_id")
         python_mask = kind == KIND_CODE["python"]
-        python_id = self._sparse_column("python", "python_id", -1)
-        python_parent_id = self._sparse_column("python", "python_parent_id", -1)
-
-        launch = self._launch_columns()
-        flops = self._column("flops", np.int64) if self.flops else np.zeros(n, dtype=np.int64)
+        flops = field["flops"]
         has_flops = bool(flops.any())
-
-        input_shapes = self._shapes() if self.shapes else None
+        dims = field.pop("input_dims")
+        input_shapes = self._shapes(dims) if self.announced["record_shapes"] else None
+        del dims
+        columns = {c.name: (self._json_list(c.name, field[c.name]) if c.json_list else field[c.name])
+                   for c in ARG_COLUMNS}
+        del field
 
         # Devices: device events carry their GPU index; memory events their device type and index.
         any_device = bool(is_device.any())
@@ -674,6 +622,9 @@ class _Reader:
         if mem_on_device.any():
             device = np.where(mem_on_device, np.maximum(mem_device_id, 0), device)
         del mem_device_id, mem_on_device
+        # the device type of each row: memory events say theirs, every other device event is CUDA
+        device_type = np.where(is_memory, mem_device_type, 1)
+        del mem_device_type
 
         # Overhead events (pid -1, tid 0 in the file) happen in the profiler's own code on the main
         # thread; torch files them there, under the op open at their start, and so do we.
@@ -701,31 +652,22 @@ class _Reader:
         events = make_events_frame(
             name=pd.Categorical.from_codes(name_codes, categories=pd.Index(name_values, dtype=object)),
             kind=kind,
-            device=device,
+            device=device_labels(device, device_type),
             thread=thread,
             stream=stream,
-            start_ns=start_ns,
-            dur_ns=dur_ns,
-            correlation=correlation,
-            external_id=external_id,
+            start_us=start_ns / 1000.0,
+            dur_us=dur_ns / 1000.0,
             input_shapes=input_shapes,
-            nbytes=nbytes,
-            total_allocated=total_allocated,
-            total_reserved=total_reserved,
-            mem_device_type=mem_device_type,
-            addr=addr,
+            bytes=nbytes,
             pid=pid,
-            python_id=python_id,
-            python_parent_id=python_parent_id,
-            flops=flops,
-            launch=launch,
+            **columns,
         )
         dist = trace.distributedInfo or {}
         meta: dict[str, Any] = {
             "source": self.source,
             "origin_ns": origin_ns,
             "base_time_ns": trace.baseTimeNanoseconds,
-            "record_shapes": bool(trace.record_shapes) or self.shapes,
+            "record_shapes": self.announced["record_shapes"],
             "profile_memory": bool(trace.profile_memory) or bool(is_memory.any()),
             "with_stack": bool(trace.with_stack) or bool(python_mask.any()),
             # torch's writer drops FLOPs; nbprof's exporter keeps them
@@ -741,42 +683,26 @@ class _Reader:
         }
         return TraceData(events=events, meta=meta)
 
-    def _launch_columns(self) -> dict[str, Any] | None:
-        """Kernels' launch configuration (see ``events.LAUNCH_COLUMNS``); None when no kernel has one."""
-        if not self.sparse.get("grid"):
-            return None
-        rows = np.concatenate(self.sparse.pop("rows:kernel"))
-        out: dict[str, Any] = {}
-        texts = [_dims_text(raw) for raw in self.launch_dims.values()]  # once per distinct dimension
-        for column, key in (("grid", "grid"), ("block", "block")):
-            codes = np.concatenate(self.sparse.pop(key))
-            full = np.full(self.n, -1, dtype=np.int32)
-            full[rows] = codes
-            out[column] = (full, texts)
-        for column, key, dtype, default in (
-            ("registers_per_thread", "registers", np.int32, -1),
-            ("shared_memory_bytes", "shared_memory", np.int64, -1),
-            ("blocks_per_sm", "blocks_per_sm", np.float64, np.nan),
-            ("warps_per_sm", "warps_per_sm", np.float64, np.nan),
-            ("occupancy_pct", "occupancy", np.float64, np.nan),
-        ):
-            full = np.full(self.n, default, dtype=dtype)
-            full[rows] = np.concatenate(self.sparse.pop(key))
-            out[column] = full
-        return out
+    def _json_list(self, attr: str, codes: np.ndarray) -> pd.Categorical:
+        """A JSON-list column (kernels' grid and block) from its raw-text codes: the texts as torch's
+        writer prints them, worked out once per distinct text; "" for rows without one."""
+        texts = [_dims_text(raw) for raw in self.raw_codes[attr].values()]
+        # raw texts that read the same share a category (-1, no text, reads the leading "")
+        categories, text_code = np.unique(np.array([""] + texts, dtype=object), return_inverse=True)
+        return pd.Categorical.from_codes(text_code.reshape(-1)[codes + 1].astype(np.int32),
+                                         categories=pd.Index(categories, dtype=object))
 
-    def _shapes(self) -> pd.Categorical:
+    def _shapes(self, codes: np.ndarray) -> pd.Categorical:
         """Raw "Input Dims" JSON -> torch's ``str(event.input_shapes)`` for each event.
 
         The writer prints the same ``[[8, 16], [16]]`` text Python would, so the raw bytes are the
         key as they are. A TensorList argument is written as a list of shapes; torch's
         ``input_shapes`` shows it as ``[]``, and so do we.
         """
-        empty = self.dims.encode([b""])[0]  # slices read before shapes showed up have none
-        parts = [p if len(p) else np.full(rows, empty, dtype=np.int32)
-                 for p, rows in zip(self.cols.pop("dims"), self.slice_rows)]
-        codes = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
-        texts = np.array([_shape_text(raw) for raw in self.dims.values()], dtype=object)
+        dims = self.raw_codes["input_dims"]
+        if (codes < 0).any():  # rows read before shapes showed up, and memory events, have none
+            codes = np.where(codes < 0, dims.encode([b""])[0], codes)
+        texts = np.array([_shape_text(raw) for raw in dims.values()], dtype=object)
         used = np.zeros(len(texts), dtype=bool)
         used[codes] = True
         # different raw texts can mean the same shapes (spacing, "" and "[]"): one category each,
@@ -825,10 +751,4 @@ def _main_thread(kind: np.ndarray, pid: np.ndarray, tid: np.ndarray) -> int | No
 
 def empty_trace() -> TraceData:
     """A trace with no events (a cell that ran no torch operators)."""
-    e = np.zeros(0, dtype=np.int64)
-    events = make_events_frame(
-        name=np.zeros(0, dtype=object), kind=np.zeros(0, dtype=np.int8), device=e, thread=e, stream=e,
-        start_ns=e, dur_ns=e, correlation=e, external_id=e, input_shapes=None, nbytes=e,
-        total_allocated=e, total_reserved=e, mem_device_type=e, pid=e, python_id=e, python_parent_id=e,
-    )
-    return TraceData(events=events, meta={"source": "empty", "origin_ns": 0})
+    return TraceData(events=make_events_frame(), meta={"source": "empty", "origin_ns": 0})

@@ -20,8 +20,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import MissingDependencyError, ProfilerBusyError
+from ..events import TraceData
 from ..settings import TorchOptions
-from .chrome_trace import TraceData, read_trace_file
+from .chrome_trace import read_trace_file
 from .collector import Collector
 from .native_output import NativeStderrFilter, summarize_native_warnings
 
