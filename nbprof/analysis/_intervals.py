@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..events import KIND_CODE, time_ns
+from ..events import DEVICE_WORK_CODES, KIND_CODE, kind_mask, time_ns
 
 __all__ = [
     "union_segments",
@@ -21,8 +21,6 @@ __all__ = [
     "assign_points",
     "sum_in_intervals",
 ]
-
-_WORK = [KIND_CODE[k] for k in ("kernel", "memcpy", "memset")]
 
 
 def _stride(start: np.ndarray, end: np.ndarray) -> tuple[int, int]:
@@ -116,7 +114,7 @@ def launch_points(events: pd.DataFrame, process: np.ndarray) -> pd.DataFrame:
     device work with neither is left out.
     """
     kind = events["kind"].cat.codes.to_numpy()
-    work = np.flatnonzero(np.isin(kind, _WORK))
+    work = np.flatnonzero(kind_mask(kind, DEVICE_WORK_CODES))
     start = time_ns(events["start_us"].to_numpy())
     dur = time_ns(events["dur_us"].to_numpy())
     if len(work) == 0:

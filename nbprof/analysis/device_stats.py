@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..events import KIND_CODE, time_ns
+from ..events import DEVICE_WORK_CODES, KIND_CODE, kind_mask, time_ns
 from ._intervals import measure_within, union_segments
 
 __all__ = [
@@ -40,7 +40,6 @@ __all__ = [
     "STREAM_COLUMNS",
 ]
 
-_WORK = [KIND_CODE[k] for k in ("kernel", "memcpy", "memset")]
 
 DEVICE_COLUMNS = (
     "device",
@@ -159,7 +158,7 @@ def device_stats(events: pd.DataFrame, meta: dict[str, Any] | None = None) -> De
     has_rank = "rank" in events.columns
     kind = events["kind"].cat.codes.to_numpy()
     device = events["device"].astype(str).to_numpy()
-    work = np.isin(kind, _WORK)
+    work = kind_mask(kind, DEVICE_WORK_CODES)
     is_mem = (kind == KIND_CODE["memory"]) & (device != "cpu")
 
     windows = profiled_windows(events, meta)

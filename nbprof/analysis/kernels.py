@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..events import KIND_CODE, values_at
+from ..events import DEVICE_WORK_CODES, kind_mask, values_at
 
 __all__ = ["kernel_table", "KERNEL_COLUMNS"]
 
@@ -39,14 +39,12 @@ KERNEL_COLUMNS = (
     "occupancy_pct",
 )
 
-_WORK = [KIND_CODE[k] for k in ("kernel", "memcpy", "memset")]
-
 
 def kernel_table(events: pd.DataFrame) -> pd.DataFrame:
     """One row per (kernel name, kind): counts and device time; ``share`` of all device time;
     ``launched_by``: the CPU op that launched it most often (by External id)."""
     kind = events["kind"].cat.codes.to_numpy()
-    rows = np.flatnonzero(np.isin(kind, _WORK))
+    rows = np.flatnonzero(kind_mask(kind, DEVICE_WORK_CODES))
     if len(rows) == 0:
         return pd.DataFrame({c: [] for c in KERNEL_COLUMNS})
     sub = events.iloc[rows]

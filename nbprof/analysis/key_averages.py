@@ -15,7 +15,18 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..events import KIND_CODE, KINDS, distinct, kind_mask, time_ns, key_names
+from ..events import (
+    DEVICE_WORK_CODES,
+    KIND_CODE,
+    KINDS,
+    MEMORY_CODES,
+    TREE_CODES,
+    category_mask,
+    distinct,
+    key_names,
+    kind_mask,
+    time_ns,
+)
 from ..errors import OptionError
 
 __all__ = ["key_averages", "KEY_AVERAGE_COLUMNS", "GROUP_BY", "averaged_rows"]
@@ -51,17 +62,15 @@ _SUMMED = (
     "flops",
 )
 
-_TREE_KINDS = [KIND_CODE[k] for k in ("op", "annotation", "runtime", "overhead", "other")]
-_WORK_KINDS = [KIND_CODE[k] for k in ("kernel", "memcpy", "memset")]
 
 
 def averaged_rows(events: pd.DataFrame) -> np.ndarray:
     """Which rows of the (tree-built) events table key averages count."""
     kind = events["kind"].cat.codes.to_numpy()
-    tree = kind_mask(kind, _TREE_KINDS) & (events["thread"].to_numpy() >= 0) & ~events["merged"].to_numpy()
-    work = kind_mask(kind, _WORK_KINDS)
+    tree = kind_mask(kind, TREE_CODES) & (events["thread"].to_numpy() >= 0) & ~events["merged"].to_numpy()
+    work = kind_mask(kind, DEVICE_WORK_CODES)
     # memory events outside every CPU event are rows of their own ("[memory]"), as in torch
-    loose_memory = ((kind == KIND_CODE["memory"]) | (kind == KIND_CODE["oom"])) & _outside_all(events, kind)
+    loose_memory = kind_mask(kind, MEMORY_CODES) & _outside_all(events, kind)
     return tree | work | loose_memory
 
 
@@ -86,8 +95,8 @@ def key_averages(
     rows = np.flatnonzero(averaged_rows(events))
     kind_all = events["kind"].cat.codes.to_numpy()
     kind = kind_all[rows]
-    is_tree = kind_mask(kind, _TREE_KINDS)
-    is_mem = (kind == KIND_CODE["memory"]) | (kind == KIND_CODE["oom"])
+    is_tree = kind_mask(kind, TREE_CODES)
+    is_mem = kind_mask(kind, MEMORY_CODES)
 
     def col(name: str) -> np.ndarray:
         return events[name].to_numpy()[rows]
@@ -100,7 +109,7 @@ def key_averages(
     if is_mem.any():
         # a loose memory event is its own "[memory]" row: its bytes, on its device
         nbytes = col("bytes")
-        on_cpu = events["device"].cat.codes.to_numpy()[rows] == _cpu_code(events)
+        on_cpu = category_mask(events["device"], lambda d: d == "cpu", rows=rows)
         cpu_mem = np.where(is_mem, np.where(on_cpu, nbytes, 0), cpu_mem)
         dev_mem = np.where(is_mem, np.where(on_cpu, 0, nbytes), dev_mem)
         self_cpu_mem = np.where(is_mem, cpu_mem, self_cpu_mem)
@@ -166,11 +175,6 @@ def key_averages(
     return frame
 
 
-def _cpu_code(events: pd.DataFrame) -> int:
-    categories = list(events["device"].cat.categories)
-    return categories.index("cpu") if "cpu" in categories else -1
-
-
 def _first_appearance_codes(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Group number of each row, groups numbered in order of first appearance; and the first row
     of each group."""
@@ -203,14 +207,14 @@ def _average(total: np.ndarray, count: np.ndarray) -> np.ndarray:
 def _outside_all(events: pd.DataFrame, kind: np.ndarray) -> np.ndarray:
     """For memory events: True where no CPU tree event's [start, end] contains the event."""
     out = np.zeros(len(kind), dtype=bool)
-    is_mem = (kind == KIND_CODE["memory"]) | (kind == KIND_CODE["oom"])
+    is_mem = kind_mask(kind, MEMORY_CODES)
     if not is_mem.any():
         return out
     from .tree import lanes
 
     _, process = lanes(events)
     thread = events["thread"].to_numpy()
-    tree = kind_mask(kind, _TREE_KINDS) & (thread >= 0)
+    tree = kind_mask(kind, TREE_CODES) & (thread >= 0)
     start_us = events["start_us"].to_numpy()
     dur_us = events["dur_us"].to_numpy()
     mem = np.flatnonzero(is_mem)

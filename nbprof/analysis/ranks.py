@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..events import KIND_CODE, category_mask
+from ..events import DEVICE_WORK_CODES, KIND_CODE, TREE_CODES, category_mask, kind_mask
 from .device_stats import device_stats, process_codes, profiled_windows, span_ns
 
 __all__ = ["RankReport", "rank_report", "rank_table", "rank_differences", "COMM_PATTERN", "RANK_TIME_SPREAD"]
@@ -43,8 +43,6 @@ RANK_TIME_SPREAD = 0.10
 # ... and it matters: its slowest rank spends at least this share of that rank's device (or CPU) time.
 RANK_MIN_SHARE = 0.01
 
-_WORK = [KIND_CODE[k] for k in ("kernel", "memcpy", "memset")]
-_CPU = [KIND_CODE[k] for k in ("op", "runtime", "overhead", "other", "annotation")]
 
 
 @dataclass(frozen=True)
@@ -73,8 +71,8 @@ def rank_table(events: pd.DataFrame, meta: dict[str, Any] | None = None) -> pd.D
     n = len(labels)
     kind = events["kind"].cat.codes.to_numpy()
     names = events["name"].to_numpy()
-    tree = np.isin(kind, _CPU) & (events["thread"].to_numpy() >= 0) & ~events["merged"].to_numpy()
-    work = np.isin(kind, _WORK)
+    tree = kind_mask(kind, TREE_CODES) & (events["thread"].to_numpy() >= 0) & ~events["merged"].to_numpy()
+    work = kind_mask(kind, DEVICE_WORK_CODES)
     self_cpu = events["self_cpu_us"].to_numpy()
     dur = events["dur_us"].to_numpy()
     comm = _is_comm(names)
@@ -130,7 +128,7 @@ def rank_differences(
     rank, labels = process_codes(events)
     n = len(labels)
     kind = events["kind"].cat.codes.to_numpy()
-    work = np.isin(kind, _WORK)
+    work = kind_mask(kind, DEVICE_WORK_CODES)
     if work.any():
         rows = np.flatnonzero(work)
         value = events["dur_us"].to_numpy()[rows]

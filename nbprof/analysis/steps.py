@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import OptionError
-from ..events import KIND_CODE, time_ns
+from ..events import KIND_CODE, category_map, time_ns
 from ._intervals import assign_points, launch_points
 
 __all__ = ["steps", "step_breakdown", "STEP_COLUMNS", "BREAKDOWN_BY"]
@@ -42,18 +42,16 @@ BREAKDOWN_BY = {
 
 def _step_rows(events: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """Rows of the ProfilerStep#N ranges and their step numbers."""
-    names = events["name"]
-    cats = names.cat.categories
-    numbers = np.full(len(cats), -1, dtype=np.int64)
-    for i, c in enumerate(cats):  # one per distinct name, not per event
-        m = _STEP.match(str(c))
-        if m:
-            numbers[i] = int(m.group(1))
-    codes = names.cat.codes.to_numpy()
+    num = category_map(events["name"], _step_number, dtype=np.int64, missing=-1)
     kind = events["kind"].cat.codes.to_numpy()
-    num = np.where(codes >= 0, numbers[np.maximum(codes, 0)], -1)
     rows = np.flatnonzero((num >= 0) & (kind == KIND_CODE["annotation"]) & ~events["merged"].to_numpy())
     return rows, num[rows]
+
+
+def _step_number(name: str) -> int:
+    """N of a "ProfilerStep#N" name, -1 for any other name."""
+    m = _STEP.match(name)
+    return int(m.group(1)) if m else -1
 
 
 class _Steps:

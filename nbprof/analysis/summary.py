@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..events import KIND_CODE
+from ..events import DEVICE_WORK_CODES, KIND_CODE, kind_mask
 
 __all__ = ["TorchSummary", "summarize_torch", "default_sort", "top_row"]
 
@@ -34,7 +34,7 @@ def default_sort(has_device: bool) -> str:
 
 def summarize_torch(events: pd.DataFrame, averages: pd.DataFrame, sort: str | None) -> TorchSummary:
     kind = events["kind"].cat.codes.to_numpy()
-    work = np.isin(kind, [KIND_CODE["kernel"], KIND_CODE["memcpy"], KIND_CODE["memset"]])
+    work = kind_mask(kind, DEVICE_WORK_CODES)
     has_device = bool(work.any())
     is_mem = kind == KIND_CODE["memory"]
     if len(events):

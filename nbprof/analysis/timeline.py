@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..events import DEVICE_KINDS, TREE_KINDS, category_mask
+
 __all__ = [
     "TimelineData",
     "timeline_rects",
@@ -34,12 +36,8 @@ __all__ = [
     "aggregate",
     "clip_overlaps",
     "FAMILIES",
-    "CPU_KINDS",
-    "DEVICE_LANE_KINDS",
 ]
 
-CPU_KINDS = ("op", "annotation", "runtime", "overhead", "other")
-DEVICE_LANE_KINDS = ("kernel", "memcpy", "memset", "gpu_annotation")
 
 # What a rectangle is, for its color: a view maps (family, hue) to a color.
 FAMILIES = (
@@ -301,8 +299,8 @@ def timeline_rects(
     def isin(names):
         return np.isin(kind_codes, [code[k] for k in names if k in code])
 
-    is_cpu = isin(CPU_KINDS) & (thread >= 0) & (depth >= 0)
-    is_dev = isin(DEVICE_LANE_KINDS) & (stream >= 0)
+    is_cpu = isin(TREE_KINDS) & (thread >= 0) & (depth >= 0)
+    is_dev = isin(DEVICE_KINDS) & (stream >= 0)
     is_py = isin(("python",)) & (thread >= 0)
     drawn = is_cpu | is_dev | (is_py if python else False)
 
@@ -599,9 +597,7 @@ def _autograd_threads(events: pd.DataFrame, thread: np.ndarray, depth: np.ndarra
     top = np.flatnonzero((depth == 0) & (thread >= 0))
     if len(top) == 0:
         return set()
-    cats = pd.Index(events["name"].cat.categories).astype(str)
-    engine = np.asarray(cats.str.startswith("autograd::engine"), dtype=bool)
-    is_engine = engine[events["name"].cat.codes.to_numpy()[top]]
+    is_engine = category_mask(events["name"], lambda name: name.startswith("autograd::engine"), rows=top)
     has_rank = "rank" in events.columns
     rank = events["rank"].to_numpy()[top] if has_rank else np.zeros(len(top), dtype=np.int64)
     frame = pd.DataFrame({"rank": rank, "thread": thread[top], "engine": is_engine})

@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..events import KIND_CODE, distinct, kind_mask, time_ns
+from ..events import DEVICE_WORK_CODES, KIND_CODE, MEMORY_CODES, TREE_CODES, category_mask, distinct, kind_mask, time_ns
 
 __all__ = ["build_tree", "TREE_COLUMNS"]
 
@@ -51,9 +51,7 @@ TREE_COLUMNS = (
 
 # CPU events that form torch's operator tree. Python frames are left out: torch 2.11 leaves them
 # out too, and torch 2.13, which puts them in, gets negative self times from their overlaps.
-_TREE_KINDS = [KIND_CODE[k] for k in ("op", "annotation", "runtime", "overhead", "other")]
 _FRONTEND_KINDS = [KIND_CODE[k] for k in ("op", "annotation", "other")]
-_DEVICE_WORK_KINDS = [KIND_CODE[k] for k in ("kernel", "memcpy", "memset")]
 
 
 def build_tree(events: pd.DataFrame) -> pd.DataFrame:
@@ -68,7 +66,7 @@ def build_tree(events: pd.DataFrame) -> pd.DataFrame:
     end = start + dur
     thread, process = lanes(events)
 
-    in_tree = kind_mask(kind, _TREE_KINDS) & (thread >= 0)
+    in_tree = kind_mask(kind, TREE_CODES) & (thread >= 0)
     rows = _nesting_order(np.flatnonzero(in_tree), thread, start, end)
     s, e, t = start[rows], end[rows], thread[rows]
 
@@ -94,7 +92,7 @@ def build_tree(events: pd.DataFrame) -> pd.DataFrame:
     self_cpu_us /= 1000.0
 
     # kernels -> the op that launched them (merged ops hand theirs to the op that absorbed them)
-    is_work = kind_mask(kind, _DEVICE_WORK_KINDS)
+    is_work = kind_mask(kind, DEVICE_WORK_CODES)
     if is_work.any():
         external_id = events["external_id"].to_numpy()
         launcher = _launchers(kind, external_id, in_tree)
@@ -380,7 +378,7 @@ def _launchers(kind: np.ndarray, external_id: np.ndarray, in_tree: np.ndarray) -
     """For each device event, the row of the CPU op with its External id (-1 if none)."""
     n = len(kind)
     out = np.full(n, -1, dtype=np.int64)
-    work = np.flatnonzero(kind_mask(kind, _DEVICE_WORK_KINDS) & (external_id > 0))
+    work = np.flatnonzero(kind_mask(kind, DEVICE_WORK_CODES) & (external_id > 0))
     if len(work) == 0:
         return out
     front = np.flatnonzero(kind_mask(kind, _FRONTEND_KINDS) & in_tree & (external_id > 0))
@@ -419,9 +417,7 @@ def _memory_in_intervals(
     cpu_mem = np.zeros(n, dtype=np.int64)
     dev_mem = np.zeros(n, dtype=np.int64)
     nbytes = events["bytes"].to_numpy()
-    device = events["device"]
-    categories = list(device.cat.categories)
-    on_cpu = device.cat.codes.to_numpy() == (categories.index("cpu") if "cpu" in categories else -2)
+    on_cpu = category_mask(events["device"], lambda d: d == "cpu")
     mem_all = np.flatnonzero(is_mem)
     procs = distinct(process[mem_all])
     tree_proc = process[rows]
@@ -460,7 +456,7 @@ def _attach_instants(
 
     ``rows``, ``s``, ``e``, ``t``, ``pos_parent``: the tree events in nesting order, their starts,
     ends, threads and parents (as positions)."""
-    inst = np.flatnonzero(((kind == KIND_CODE["memory"]) | (kind == KIND_CODE["oom"])) & (thread >= 0))
+    inst = np.flatnonzero(kind_mask(kind, MEMORY_CODES) & (thread >= 0))
     if len(inst) == 0 or len(rows) == 0:
         return parent
     out = parent.copy()

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis.timeline import TimelineData, remerge, timeline_rects
-from ..events import values_at
+from ..events import DEVICE_WORK_KINDS, values_at
 from .figure import rendering_figure
 from ..format import esc, fmt_bytes, fmt_us
 
@@ -220,7 +220,7 @@ def _hover_texts(data: TimelineData, detail: int) -> np.ndarray:
         launcher[has_parent] = values_at(ev["name"], parent[has_parent])
     device_total = ev["device_total_us"].to_numpy()[pos] if "device_total_us" in ev.columns else np.zeros(len(idx))
     nbytes = ev["bytes"].to_numpy()[pos] if "bytes" in ev.columns else np.zeros(len(idx))
-    work = np.isin(kind, ("kernel", "memcpy", "memset"))
+    work = np.isin(kind, DEVICE_WORK_KINDS)
     cpu_side = np.isin(kind, ("op", "annotation", "other"))
     launch = None
     if detail < 2 and "grid" in ev.columns and (kind == "kernel").any():
