@@ -15,11 +15,12 @@ Columns the analysis adds (``nbprof.analysis.tree``): ``parent``, ``depth``, ``m
 ``self_cpu_us``, ``device_total_us``, ``self_device_us``, ``cpu_mem_bytes``,
 ``self_cpu_mem_bytes``, ``device_mem_bytes``, ``self_device_mem_bytes``.
 
-Columns (units in the names; the value in brackets is where a column does not apply):
+Columns (units in the names; where a column does not apply, it holds the value shown):
 """
 
 from __future__ import annotations
 
+import re
 import textwrap
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -168,30 +169,30 @@ COLUMNS = (
                 arg="flops", announced_by="with_flops"),
     EventColumn("bytes", "int64", 0, "memory events: signed bytes (+alloc / -free); memcpy/memset: bytes moved",
                 trace='args["Bytes"] (memory), args["bytes"] (memcpy, memset)', kinds=MEMORY_KINDS + COPY_KINDS),
-    EventColumn("total_allocated_bytes", "int64", -1, "memory events: the allocator's total allocated after the event",
+    EventColumn("total_allocated_bytes", "int64", -1, "the allocator's total allocated after the event",
                 arg="Total Allocated", kinds=MEMORY_KINDS),
-    EventColumn("total_reserved_bytes", "int64", -1, "memory events: the allocator's total reserved after the event",
+    EventColumn("total_reserved_bytes", "int64", -1, "the allocator's total reserved after the event",
                 arg="Total Reserved", kinds=MEMORY_KINDS),
-    EventColumn("addr", "int64", 0, "memory events: the address of the block allocated or freed (pairs an "
-                "allocation with its free)", arg="Addr", kinds=MEMORY_KINDS),
+    EventColumn("addr", "int64", 0, "the address of the block allocated or freed (pairs an allocation with "
+                "its free)", arg="Addr", kinds=MEMORY_KINDS),
     EventColumn("pid", "int64", 0, "process id (or rank) of the event", trace="pid"),
-    EventColumn("python_id", "int64", -1, "python function events: their id in the Python tracer",
+    EventColumn("python_id", "int64", -1, "the function's id in the Python tracer",
                 arg="Python id", kinds=_PYTHON, trace_local_id=True),
-    EventColumn("python_parent_id", "int64", -1, "python function events: their caller's id (null: none)",
+    EventColumn("python_parent_id", "int64", -1, "its caller's id (written as null for none)",
                 arg="Python parent id", kinds=_PYTHON, null_default=True, trace_local_id=True),
-    EventColumn("grid", "category", "", 'kernels: grid dimensions, "[128, 1, 1]"', arg="grid", kinds=_KERNEL,
+    EventColumn("grid", "category", "", 'grid dimensions, "[128, 1, 1]"', arg="grid", kinds=_KERNEL,
                 json_list=True),
-    EventColumn("block", "category", "", 'kernels: block dimensions, "[128, 1, 1]"', arg="block", kinds=_KERNEL,
+    EventColumn("block", "category", "", 'block dimensions, "[128, 1, 1]"', arg="block", kinds=_KERNEL,
                 json_list=True),
-    EventColumn("registers_per_thread", "int32", -1, "kernels: registers per thread", arg="registers per thread",
+    EventColumn("registers_per_thread", "int32", -1, "registers per thread", arg="registers per thread",
                 kinds=_KERNEL),
-    EventColumn("shared_memory_bytes", "int64", -1, "kernels: static + dynamic shared memory per block",
+    EventColumn("shared_memory_bytes", "int64", -1, "static + dynamic shared memory per block",
                 arg="shared memory", kinds=_KERNEL),
-    EventColumn("blocks_per_sm", "float64", float("nan"), "kernels: CUPTI's estimate of blocks per SM",
+    EventColumn("blocks_per_sm", "float64", float("nan"), "CUPTI's estimate of blocks per SM (NaN in traces without it)",
                 arg="blocks per SM", kinds=_KERNEL),
-    EventColumn("warps_per_sm", "float64", float("nan"), "kernels: CUPTI's estimate of warps per SM",
+    EventColumn("warps_per_sm", "float64", float("nan"), "CUPTI's estimate of warps per SM",
                 arg="warps per SM", kinds=_KERNEL),
-    EventColumn("occupancy_pct", "float64", float("nan"), "kernels: CUPTI's estimated achieved occupancy, %",
+    EventColumn("occupancy_pct", "float64", float("nan"), "CUPTI's estimated achieved occupancy, %",
                 arg="est. achieved occupancy %", kinds=_KERNEL),
 )
 COLUMN = {c.name: c for c in COLUMNS}
@@ -204,12 +205,19 @@ def describe_columns() -> str:
     """The column list of this module's docstring, from ``COLUMNS``."""
     lines = []
     for c in COLUMNS:
-        applies = "" if c.kinds == KINDS else f"{', '.join(c.kinds)}; "
-        text = f"{c.doc} [{applies}{c.default!r} elsewhere]" if applies else f"{c.doc} [{c.default!r}]"
+        # a trace field's name ("Total Allocated") is not cut across lines
+        source = re.sub(r'"[^"]*"', lambda m: m.group(0).replace(" ", "\xa0"), c.source)
+        if c.kinds == KINDS:
+            where = f"From {source}."
+        else:
+            others = [k for k in KINDS if k not in c.kinds]
+            kinds = ", ".join(c.kinds) if len(c.kinds) <= len(others) else "all but " + ", ".join(others)
+            where = f"From {source}, on {kinds}; {c.default!r} on other events."
         head = f"    {c.name:<22} {c.dtype:<9}"
-        body = textwrap.wrap(f"{text}. From {c.source}.", 100 - len(head))
+        body = textwrap.wrap(f"{c.doc}. {where}", 100 - len(head))
         lines.append(head + body[0])
         lines += [" " * len(head) + line for line in body[1:]]
+        lines = [line.replace("\xa0", " ") for line in lines]
     return "\n".join(lines) + "\n"
 
 

@@ -166,7 +166,7 @@ def _arg_columns(ev: Any) -> list[dict[str, Any] | None]:
     for c in ARG_COLUMNS:
         applies = category_mask(ev["kind"], set(c.kinds).__contains__)
         rows, values = _written(c, ev[c.name], applies)
-        arg = c.arg
+        arg = str(c.arg)  # ARG_COLUMNS all have one
         for i, v in zip(rows.tolist(), values):
             args = out[i]
             if args is None:
