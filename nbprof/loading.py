@@ -8,6 +8,7 @@ from typing import Any
 
 from .collect.chrome_trace import read_trace_file
 from .errors import TraceError
+from .events import concat_traces
 
 __all__ = ["load_trace", "trace_files"]
 
@@ -34,8 +35,6 @@ def load_trace(path: Any) -> Any:
         files = trace_files(path)
         if len(files) == 1:
             return TorchProfile.from_trace(read_trace_file(files[0]))
-        from .events import concat_traces
-
         traces = [read_trace_file(f) for f in files]
         ranks = [t.meta.get("rank") for t in traces]
         if any(r is None for r in ranks) or len(set(ranks)) != len(ranks):
