@@ -34,10 +34,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 ]
 
 # Known exceptions, each with the reason, to be emptied rather than grown.
-# events.py imports TraceData from collect/chrome_trace.py (a lazy import, against the layers) and
-# chrome_trace imports events: TraceData is moving into events.py (issue 11, item 4, another
-# branch); when it has, this entry fails the test below and must go.
-EXPECTED_TO_BE_FIXED: set[tuple[str, str]] = {("nbprof.events", "nbprof.collect.chrome_trace")}
+EXPECTED_TO_BE_FIXED: set[tuple[str, str]] = set()
 
 
 def _module_name(path: Path) -> str:
