@@ -130,14 +130,20 @@ _Args = msgspec.defstruct(
 _NO_ARGS = _Args()
 
 
-def _reads(attr: str) -> Callable[[list], list]:
-    """``[a.<attr> for a in args]`` for one attribute: written out as a comprehension (generated
-    from the attribute's name), because ``map(attrgetter(attr), args)`` costs ~40 % more per
-    value (~45 ns against ~33 ns), paid for every event of every field: reading a 200k-event
-    trace took 3 % longer with attrgetter (measured, CPU time, 8 alternating runs)."""
-    if not attr.isidentifier():
-        raise ValueError(f"not an attribute name: {attr!r}")
-    return eval(f"lambda args: [a.{attr} for a in args]")  # noqa: S307 (a checked identifier)
+def _reads(f: _ArgField) -> Callable[[list], list]:
+    """``[a.<attr> for a in args]`` for one field (raw JSON as bytes, null as the default): written
+    out as a comprehension (generated from the field's name), because ``map(attrgetter(attr),
+    args)`` costs ~40 % more per value (~45 ns against ~33 ns), paid for every event of every
+    field: reading a 200k-event trace took 3 % longer with attrgetter (measured, CPU time, 8
+    alternating runs)."""
+    if not f.attr.isidentifier():
+        raise ValueError(f"not an attribute name: {f.attr!r}")
+    value = f"a.{f.attr}"
+    if f.raw:
+        value = f"bytes({value})"
+    elif f.nullable:  # null is the default ("Python parent id": null)
+        value = f"{int(f.default)} if {value} is None else {value}"
+    return eval(f"lambda args: [{value} for a in args]")  # noqa: S307 (a checked identifier)
 
 
 # Fields read for the same kinds are read together, from one selection of rows.
@@ -145,7 +151,7 @@ _GROUPS: list[tuple[np.ndarray, list[tuple[_ArgField, Callable[[list], list]]]]]
 for _kinds in dict.fromkeys(f.kinds for f in _FIELDS):
     _table = np.zeros(len(KINDS), dtype=bool)
     _table[[KIND_CODE[k] for k in _kinds]] = True
-    _GROUPS.append((_table, [(f, _reads(f.attr)) for f in _FIELDS if f.kinds == _kinds]))
+    _GROUPS.append((_table, [(f, _reads(f)) for f in _FIELDS if f.kinds == _kinds]))
 del _kinds, _table
 # the trace-header flags that decide what is read (shapes, FLOPs)
 _ANNOUNCING = tuple(dict.fromkeys(f.announced_by for f in _FIELDS if f.announced_by))
@@ -499,19 +505,19 @@ class _Reader:
             count = int(counts[table].sum())
             if count == 0:
                 continue
-            if count == m:
-                rows, sub = np.arange(base, base + m), args
-            else:
-                at = np.flatnonzero(table[kind])
-                rows, sub = at + base, [args[i] for i in at.tolist()]
+            rows: np.ndarray | None = None
             for f, read in fields:
                 if f.announced_by and not self.announced[f.announced_by]:
                     continue
+                if rows is None:
+                    if count == m:
+                        rows, sub = np.arange(base, base + m), args
+                    else:
+                        at = np.flatnonzero(table[kind])
+                        rows, sub = at + base, [args[i] for i in at.tolist()]
                 values = read(sub)
                 if f.raw:
-                    out = self.raw_codes[f.attr].encode([bytes(v) for v in values])
-                elif f.nullable:  # null is the default ("Python parent id": null)
-                    out = np.fromiter([f.default if v is None else v for v in values], dtype=f.dtype, count=count)
+                    out = self.raw_codes[f.attr].encode(values)
                 else:
                     out = np.fromiter(values, dtype=f.dtype, count=count)
                 sparse[f.attr].append((rows, out))
