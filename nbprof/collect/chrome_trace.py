@@ -97,6 +97,8 @@ class _ArgField:
 
 def _column_field(c: EventColumn) -> _ArgField:
     """How an events column with an ``arg`` is read (see ``events.EventColumn``)."""
+    if c.arg is None:
+        raise ValueError(f"{c.name}: not read from one trace arg")
     if c.json_list:
         return _ArgField(c.name, c.arg, msgspec.Raw, msgspec.Raw(b""), c.kinds, np.int32)
     kind = np.dtype(c.dtype).kind
@@ -505,22 +507,23 @@ class _Reader:
             count = int(counts[table].sum())
             if count == 0:
                 continue
-            rows: np.ndarray | None = None
+            group_rows: np.ndarray | None = None  # selected once, for the first field read
+            sub: list = args
             for f, read in fields:
                 if f.announced_by and not self.announced[f.announced_by]:
                     continue
-                if rows is None:
+                if group_rows is None:
                     if count == m:
-                        rows, sub = np.arange(base, base + m), args
+                        group_rows = np.arange(base, base + m)
                     else:
                         at = np.flatnonzero(table[kind])
-                        rows, sub = at + base, [args[i] for i in at.tolist()]
+                        group_rows, sub = at + base, [args[i] for i in at.tolist()]
                 values = read(sub)
                 if f.raw:
                     out = self.raw_codes[f.attr].encode(values)
                 else:
                     out = np.fromiter(values, dtype=f.dtype, count=count)
-                sparse[f.attr].append((rows, out))
+                sparse[f.attr].append((group_rows, out))
 
     def _ids(self, values: list) -> np.ndarray:
         """pid/tid values are ints, or strings in hand-made traces: strings get stable negative ids."""
