@@ -11,13 +11,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ...events import DEVICE_WORK_KINDS
 from ..datatable import datatable_html
 from ..table import Column
 from .base import Tab
 
 __all__ = ["operator_columns", "with_shares", "OPERATORS", "BY_SHAPE", "BY_STACK"]
 
-_DEVICE_WORK = ["kernel", "memcpy", "memset"]
+_DEVICE_WORK = list(DEVICE_WORK_KINDS)
 
 
 def with_shares(frame: pd.DataFrame, summary: Any) -> pd.DataFrame:
