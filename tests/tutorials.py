@@ -1,8 +1,9 @@
 """The tutorial notebooks, each run once per test session, for every check that reads them.
 
-A tutorial takes 10-60 s to run, and each used to run three times per CI run (nbval, the Binder
-environment, the browser; the solutions once more for their exercise checks): 24 runs, most of a
-CI run's time. Now `TutorialRuns` runs each notebook once, on first use, and keeps the run:
+A tutorial takes 5-50 s to run, and each topic used to run six times per CI run (the students'
+notebook under nbval, in the Binder environment and in the browser; the solutions under nbval, in
+the Binder environment and for their exercise checks): 36 runs, the largest part of a CI run. Now
+`TutorialRuns` runs each of the 12 notebooks once, on first use, and keeps the run:
 
 - the students' notebooks run in real JupyterLab in headless Chromium, as a student runs them; the
   run records what the page drew (reports, tables, plots, widgets) and saves screenshots to
