@@ -110,8 +110,8 @@ def build(stem: str, cells: list[dict], execute: bool = True) -> list[str]:
     for solution, path in targets(stem).items():
         nb = notebook(stem, cells, solution)
         if execute:
-            ran, found = run_and_check(nb, solution, str(path.relative_to(HERE)))
-            problems += found
+            ran = run(nb)
+            problems += run_problems(ran, solution, str(path.relative_to(HERE)))
             for cell, done in zip(nb.cells, ran.cells):
                 if cell.cell_type == "code" and CHECK_OUTPUT in cell.source:
                     # nbval compares these outputs; it needs a run count on a cell with stored outputs
@@ -124,16 +124,24 @@ def build(stem: str, cells: list[dict], execute: bool = True) -> list[str]:
     return problems
 
 
-def run_and_check(nb: Any, solution: bool, label: str) -> tuple[Any, list[str]]:
-    """Run a copy of ``nb`` (nbclient, in a scratch folder) and list what is wrong with it: an
-    error output, a warning from nbprof on stderr, or an exercise check that does not say
-    "✔" (solutions) / "✘" (the students' notebook, before the exercise is done)."""
+def run(nb: Any, cwd: Path | None = None) -> Any:
+    """A copy of ``nb`` with the outputs of one run (nbclient, this Python's kernel, every cell even
+    after an error), in ``cwd`` or a scratch folder: files the notebook writes land there. The test
+    suite runs the notebooks through this too (tests/tutorials.py), so the reference outputs and
+    the checked run come from the same kind of execution."""
     from nbclient import NotebookClient
 
     ran = copy.deepcopy(nb)
-    with tempfile.TemporaryDirectory(prefix="nbprof-build-") as cwd:  # files the notebook writes land here
+    with tempfile.TemporaryDirectory(prefix="nbprof-build-") as scratch:
         NotebookClient(ran, timeout=600, kernel_name="python3", allow_errors=True,
-                       resources={"metadata": {"path": cwd}}).execute()
+                       resources={"metadata": {"path": str(cwd or scratch)}}).execute()
+    return ran
+
+
+def run_problems(ran: Any, solution: bool, label: str) -> list[str]:
+    """What is wrong with a run notebook: an error output, a warning from nbprof on stderr, or an
+    exercise check that does not say "✔" (solutions) / "✘" (the students' notebook, before the
+    exercise is done)."""
     problems = []
     for cell in ran.cells:
         if cell.cell_type != "code":
@@ -149,7 +157,7 @@ def run_and_check(nb: Any, solution: bool, label: str) -> tuple[Any, list[str]]:
         errors = [o for o in cell.outputs if o.output_type == "error"]
         if errors:
             problems.append(f"{label} {cell.id}: {errors[0].ename}: {errors[0].evalue}")
-    return ran, problems
+    return problems
 
 
 def _text(outputs: list) -> str:

@@ -1,16 +1,26 @@
 #!/usr/bin/env bash
-# One command: set up .venv and run every test (unit, magics in a real IPython shell,
-# notebooks with nbval, Binder config, JupyterLab in headless Chromium).
-#   scripts/test.sh            everything
-#   scripts/test.sh -k timeline   extra arguments go to pytest
+# One command: set up .venv and run the tests.
+#   scripts/test.sh               the fast tier, while working (about a minute): every test not
+#                                 marked slow, browser or notebook
+#   scripts/test.sh --all         everything (CI): also each tutorial notebook run once, in JupyterLab
+#                                 in headless Chromium, Binder's environment, the other Pythons
+#   scripts/test.sh -k timeline   extra arguments go to pytest (a -m of yours replaces the tier's)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
+all=0
+args=()
+for arg in "$@"; do
+  if [ "$arg" = "--all" ]; then all=1; else args+=("$arg"); fi
+done
 bash scripts/setup.sh
+export PYTHONDONTWRITEBYTECODE=1
+if [ "$all" = 0 ]; then
+  exec .venv/bin/python -m pytest tests -m "not slow and not browser and not notebook" ${args[@]+"${args[@]}"}
+fi
 if ! command -v chromium >/dev/null 2>&1 && [ ! -x /usr/bin/chromium ]; then
   echo "nbprof: installing Debian's chromium for the browser tests"
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
   $SUDO apt-get update -qq && $SUDO apt-get install -y -qq chromium >/dev/null
 fi
-export PYTHONDONTWRITEBYTECODE=1
-.venv/bin/python -m pytest tests "$@"
+exec .venv/bin/python -m pytest tests ${args[@]+"${args[@]}"}

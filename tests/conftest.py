@@ -3,6 +3,8 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -45,6 +47,48 @@ def union_length(intervals) -> float:
     return total
 
 
+# ------------------------------------------------------- environments the slow tests build
+
+
+def cache_root() -> Path:
+    """Where the slow tests keep the environments they build (Binder's, the other Pythons'),
+    shared by every checkout and run: a clean clone in CI reuses them. NBPROF_TEST_CACHE, default
+    ~/.cache/nbprof-tests."""
+    return Path(os.environ.get("NBPROF_TEST_CACHE", Path.home() / ".cache" / "nbprof-tests"))
+
+
+def project_table(pyproject: Path) -> str:
+    """pyproject.toml up to its [tool.*] settings: what pip resolves an environment from. Cached test
+    environments are keyed by this, so that a change to the pytest or type checker settings does
+    not rebuild them (nbprof itself is reinstalled from the working tree on every run)."""
+    return pyproject.read_text(encoding="utf-8").split("\n[tool.", 1)[0]
+
+
+def package_copy(dest: Path) -> Path:
+    """The repository root as pip installs it (`pip install .`), copied so that building it does
+    not write into the working tree."""
+    root = Path(__file__).resolve().parent.parent
+    src = dest / "nbprof-src"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        if (root / name).exists():
+            shutil.copy2(root / name, src / name)
+    shutil.copytree(root / "nbprof", src / "nbprof", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return src
+
+
+def pip_install(python: Path, *args: str, timeout: float = 900) -> None:
+    result = subprocess.run([str(python), "-m", "pip", "install", "-q", *args], capture_output=True, text=True,
+                            timeout=timeout)
+    assert result.returncode == 0, f"pip install {' '.join(args)}:\n{result.stdout[-3000:]}{result.stderr[-3000:]}"
+
+
+def without_pythonpath() -> dict[str, str]:
+    """This process's environment without PYTHONPATH, for another environment's Python: a checkout
+    on it (a worktree under test) would shadow the nbprof installed there."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+
 def trace_path(name: str) -> Path:
     return DATA / f"{name}.trace.json.gz"
 
@@ -71,6 +115,18 @@ def shell(ip):
     ip.run_line_magic("load_ext", "nbprof")
     yield ip
     _assert_idle()
+
+
+@pytest.fixture(scope="session")
+def tutorial_runs(tmp_path_factory):
+    """Each tutorial notebook run once for the whole session (tests/tutorials.py): the students'
+    notebooks in JupyterLab in headless Chromium when it is installed, the solutions with nbclient."""
+    from . import lab
+    from .tutorials import TutorialRuns
+
+    runs = TutorialRuns(tmp_path_factory.mktemp("tutorials"), use_browser=lab.chromium_available())
+    yield runs
+    runs.close()
 
 
 def _assert_idle() -> None:

@@ -211,6 +211,11 @@ def kernel_eval(page, code: str, timeout_s: float = 30) -> str:
     )
 
 
+def shutdown_kernel(page) -> None:
+    """Stop the notebook's kernel now (it would otherwise live, with its memory, until the server stops)."""
+    page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")
+
+
 def full_screenshot(page, path: str) -> None:
     """Lab scrolls inside its own panel: collapse the sidebars, grow the viewport, shoot."""
     page.evaluate("() => { try { window.jupyterapp.commands.execute('application:toggle-left-area'); } catch (e) {} }")

@@ -1,15 +1,13 @@
-"""The tutorial notebooks: in step with their sources, and run by nbval (lax, with the checked cells
-compared through notebooks/nbval_sanitize.cfg); the sanitizer itself makes nbprof's text stable.
-
-Every notebook runs in a copy of notebooks/ under a temporary folder, so the files the notebooks
-write (traces/) never land in the repository.
+"""The tutorial notebooks: in step with their sources; each run once (tests/tutorials.py) and
+checked the way `pytest --nbval-lax` checks it (no error, the `# NBVAL_CHECK_OUTPUT` cells' outputs
+equal the committed ones through notebooks/nbval_sanitize.cfg), with the exercises' verdicts ("✔"
+in the solutions, "✘" in the students' notebooks); the sanitizer itself, under real nbval, makes
+nbprof's text stable.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -17,20 +15,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOKS = ROOT / "notebooks"
-SANITIZE = NOTEBOOKS / "nbval_sanitize.cfg"
-
-
-def tutorial_notebooks() -> list[str]:
-    """Paths relative to notebooks/: the students' notebooks, then the solutions."""
-    names = sorted(p.name for p in NOTEBOOKS.glob("[0-9]*.ipynb"))
-    return names + [f"solutions/{n}" for n in sorted(p.name for p in (NOTEBOOKS / "solutions").glob("[0-9]*.ipynb"))]
-
-
-def copy_notebooks(dest: Path) -> Path:
-    shutil.copytree(NOTEBOOKS, dest, ignore=shutil.ignore_patterns("traces", ".ipynb_checkpoints", "__pycache__"))
-    return dest
+from .tutorials import NOTEBOOKS, ROOT, SANITIZE, load_build, nbval_differences, tutorial_notebooks
 
 
 def nbval(python: str, paths: list[str], cwd: Path, *, lax: bool = True, timeout: float = 900) -> subprocess.CompletedProcess:
@@ -39,18 +24,11 @@ def nbval(python: str, paths: list[str], cwd: Path, *, lax: bool = True, timeout
     return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
 
 
-def _load_build():
-    spec = importlib.util.spec_from_file_location("nbprof_notebook_build", NOTEBOOKS / "build.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 # --------------------------------------------------------------------------------- structure
 
 
 def test_every_tutorial_has_a_solution_and_they_match_their_sources():
-    build = _load_build()
+    build = load_build()
     sources = build.sources()
     assert [f"{s}.ipynb" for s in sources] == sorted(p.name for p in NOTEBOOKS.glob("[0-9]*.ipynb"))
     assert len(sources) == 6
@@ -91,27 +69,75 @@ def test_gpu_notebook_reads_the_traces_shipped_in_the_package():
 # ------------------------------------------------------------------------------------- nbval
 
 
+@pytest.mark.notebook
 @pytest.mark.slow
 @pytest.mark.parametrize("notebook", tutorial_notebooks())
-def test_notebook_passes_nbval(notebook, tmp_path):
-    root = copy_notebooks(tmp_path / "notebooks")
-    result = nbval(sys.executable, [notebook], root)
-    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
-    assert " passed" in result.stdout
+def test_notebook_passes_nbval(notebook, tutorial_runs):
+    """The notebook's one run, judged as `pytest --nbval-lax --nbval-sanitize-with
+    notebooks/nbval_sanitize.cfg` judges it: no cell raised, and every `# NBVAL_CHECK_OUTPUT`
+    cell printed what the committed notebook stores, up to the sanitizer."""
+    run = tutorial_runs.get(notebook)
+    problems = nbval_differences(run.reference, run.ran)
+    assert not problems, "\n".join(problems)
+    checked = [c for c in run.reference.cells if c.cell_type == "code" and "# NBVAL_CHECK_OUTPUT" in c.source]
+    assert checked and all(c.outputs for c in checked)  # something was compared
 
 
+@pytest.mark.notebook
 @pytest.mark.slow
-@pytest.mark.parametrize("notebook", [n for n in tutorial_notebooks() if n.startswith("solutions/")])
-def test_solutions_pass_their_checks(notebook):
+@pytest.mark.parametrize("notebook", tutorial_notebooks())
+def test_exercise_checks_judge_the_run(notebook, tutorial_runs):
     """Each check cell judges with the profile's own numbers: run with this nbprof, the solutions
-    must get "✔" from every one of them (the students' notebooks get "✘": see the browser test)."""
+    get "✔" from every one of them and the students' notebooks, exercises not done, "✘"; and no
+    error, no nbprof warning on stderr (notebooks/build.py's `run_problems`, what the build checks)."""
+    run = tutorial_runs.get(notebook)
+    problems = load_build().run_problems(run.ran, run.solution, notebook)
+    assert not problems, "\n".join(problems)
+    verdicts = ["".join(o.text for o in c.outputs if o.output_type == "stream")
+                for c in run.ran.cells if "exercise-check" in c.metadata.get("tags", [])]
+    verdict, never = ("✔", "✘") if run.solution else ("✘", "✔")
+    assert len(verdicts) >= 2 and all(verdict in v and never not in v for v in verdicts), verdicts
+
+
+def test_nbval_differences_judges_like_nbval():
+    """The check above on runs made elsewhere: what nbval compares (checked cells, through the
+    sanitizer, streams coalesced) and what it does not (other cells' outputs, metadata)."""
     import nbformat
 
-    nb = nbformat.read(NOTEBOOKS / notebook, as_version=4)
-    ran, problems = _load_build().run_and_check(nb, True, notebook)
-    assert not problems, "\n".join(problems)
-    checks = [c for c in ran.cells if "exercise-check" in c.metadata.get("tags", [])]
-    assert len(checks) >= 2
+    def stream(text, name="stdout"):
+        return nbformat.v4.new_output("stream", name=name, text=text)
+
+    def shown(text, html=None):
+        data = {"text/plain": text, **({"text/html": html} if html else {})}
+        return nbformat.v4.new_output("display_data", data=data, metadata={"isolated": True})
+
+    reference = nbformat.v4.new_notebook()
+    reference.cells = [
+        nbformat.v4.new_code_cell("# NBVAL_CHECK_OUTPUT\nprint(report)", execution_count=1,
+                                  outputs=[stream("aten::mm   46.17 ms   97.6%   3 calls\n")]),
+        nbformat.v4.new_code_cell("prof", execution_count=2, outputs=[]),
+        nbformat.v4.new_code_cell("# NBVAL_CHECK_OUTPUT\ntable", execution_count=3,
+                                  outputs=[shown("name  count\nmm  3")]),
+    ]
+
+    def ran(first, second, third):
+        nb = nbformat.from_dict(json.loads(json.dumps(reference)))
+        for cell, outputs in zip(nb.cells, (first, second, third)):
+            cell.outputs = outputs
+        return nb
+
+    same = ran([stream("aten::mm   980.2 µs   "), stream("51.0%   3 calls\n")],  # times and shares vary
+               [shown("anything", "<b>anything</b>")],  # not a checked cell
+               [nbformat.v4.new_output("display_data", data={"text/plain": "name  count\nmm  3"})])
+    assert nbval_differences(reference, same) == []
+    assert nbval_differences(reference, same, lax=False)  # --nbval compares the unchecked cell too
+    count = ran([stream("aten::mm   980.2 µs   51.0%   4 calls\n")], [], [shown("name  count\nmm  3")])
+    assert [p.split(":")[0] for p in nbval_differences(reference, count)] == ["Cell 0 (%s)" % reference.cells[0].id]
+    extra = ran(reference.cells[0].outputs, [], [shown("name  count\nmm  3", "<table></table>")])
+    assert len(nbval_differences(reference, extra)) == 1  # an output field the committed cell lacks
+    error = ran(reference.cells[0].outputs, [nbformat.v4.new_output("error", ename="NameError", evalue="prof",
+                                                                     traceback=[])], reference.cells[2].outputs)
+    assert nbval_differences(reference, error) == [f"Cell 1 ({reference.cells[1].id}): NameError: prof"]
 
 
 SANITIZER_NOTEBOOK = [
@@ -127,6 +153,7 @@ SANITIZER_NOTEBOOK = [
 ]
 
 
+@pytest.mark.notebook
 @pytest.mark.slow
 def test_sanitizer_makes_report_text_stable(tmp_path):
     """A notebook that shows nbprof's text reports, recorded once, passes strict nbval twice."""
@@ -145,6 +172,8 @@ def test_sanitizer_makes_report_text_stable(tmp_path):
         result = nbval(sys.executable, [path.name], tmp_path, lax=False)
         assert result.returncode == 0, f"run {attempt}:\n" + result.stdout[-6000:] + result.stderr[-2000:]
         assert f"{len(SANITIZER_NOTEBOOK)} passed" in result.stdout, result.stdout[-2000:]
+    # the check the tutorials' shared runs get agrees with nbval's on a third run
+    assert nbval_differences(nb, load_build().run(nb, cwd=tmp_path), lax=False) == []
 
 
 def test_sanitizer_patterns_cover_nbprof_numbers():

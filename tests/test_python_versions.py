@@ -1,25 +1,29 @@
 """nbprof on the other Pythons of this machine (3.10, 3.12, 3.13), without torch.
 
-Each interpreter gets a venv (cached in .cache/, reused while pyproject.toml is unchanged) with
-nbprof installed from this checkout; a script then runs the magics in a real IPython shell:
-%%cprofile and load_trace work, %%torchprof says how to install torch, and the busy check meets
-the real sys.monitoring refusal of Python 3.12+. Each report is rendered (text, HTML, figures)
-with the pandas and numpy that pip picks for that Python (3.10: pandas 2.x, the oldest line we
-support; 3.11 runs the whole suite with pandas 3).
+Each interpreter gets a venv (its dependencies cached while pyproject.toml's [project] is
+unchanged) with nbprof installed from this checkout; a script then runs the magics in a real
+IPython shell: %%cprofile and load_trace work, %%torchprof says how to install torch, and the busy
+check meets the real sys.monitoring refusal of Python 3.12+. Each report is rendered (text, HTML,
+figures) with the pandas and numpy that pip picks for that Python (3.10: pandas 2.x, the oldest
+line we support; 3.11 runs the whole suite with pandas 3).
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import shutil
 import subprocess
 import textwrap
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
+from .conftest import cache_root, package_copy, pip_install, project_table, without_pythonpath
+
 ROOT = Path(__file__).resolve().parents[1]
-CACHE = ROOT / ".cache"
 VERSIONS = ["3.10", "3.12", "3.13"]
 
 SCRIPT = textwrap.dedent(
@@ -74,30 +78,41 @@ def _python(version: str) -> str | None:
     return found if found and "/shims/" not in found else None
 
 
-def _venv(version: str, python: str) -> Path:
-    stamp = hashlib.sha1((ROOT / "pyproject.toml").read_bytes() + b"pytest").hexdigest()[:12]
-    venv = CACHE / f"venv-py{version}"
-    marker = venv / f".installed-{stamp}"
-    if not marker.exists():
-        shutil.rmtree(venv, ignore_errors=True)
-        subprocess.run([python, "-m", "venv", str(venv)], check=True)
-        # pytest: IPython's test shell (globalipapp) imports it
-        subprocess.run([str(venv / "bin/python"), "-m", "pip", "install", "-q", "-e", str(ROOT), "pytest"],
-                       check=True, capture_output=True, timeout=900)
-        marker.touch()
-    return venv
+@contextmanager
+def _venv(version: str, python: str, work: Path) -> Iterator[Path]:
+    """A venv for this Python with nbprof installed from this checkout. Its dependencies are cached
+    (conftest.cache_root(), shared by checkouts: building one took ~50 s of a CI run, three of them
+    on every clean clone); nbprof itself is reinstalled every time, and the venv stays locked while
+    it is used, so that two checkouts testing at once each test their own nbprof."""
+    stamp = hashlib.sha1(project_table(ROOT / "pyproject.toml").encode() + b"pytest").hexdigest()[:12]
+    cache = cache_root()
+    cache.mkdir(parents=True, exist_ok=True)
+    venv = cache / f"venv-py{version}-{stamp}"
+    package = package_copy(work)
+    with open(cache / f".lock-py{version}", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (venv / ".complete").exists():
+            for old in cache.glob(f"venv-py{version}-*"):  # one cached venv per Python
+                shutil.rmtree(old, ignore_errors=True)
+            subprocess.run([python, "-m", "venv", str(venv)], check=True, timeout=300)
+            # pytest: IPython's test shell (globalipapp) imports it
+            pip_install(venv / "bin/python", str(package), "pytest")
+            (venv / ".complete").write_text(stamp)
+        else:
+            pip_install(venv / "bin/python", "--no-deps", "--force-reinstall", str(package))
+        yield venv
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("version", VERSIONS)
-def test_nbprof_on_python(version):
+def test_nbprof_on_python(version, tmp_path):
     python = _python(version)
     if python is None:
         pytest.skip(f"no python{version} on this machine")
-    venv = _venv(version, python)
     trace = ROOT / "tests" / "data" / "two_streams.trace.json.gz"
-    out = subprocess.run([str(venv / "bin/python"), "-c", SCRIPT, str(trace)], capture_output=True, text=True,
-                         timeout=300, cwd=CACHE)
+    with _venv(version, python, tmp_path) as venv:
+        out = subprocess.run([str(venv / "bin/python"), "-c", SCRIPT, str(trace)], capture_output=True, text=True,
+                             timeout=300, cwd=tmp_path, env=without_pythonpath())
     assert out.returncode == 0, out.stderr[-3000:]
     lines = dict(line.split(" ", 1) for line in out.stdout.strip().splitlines() if " " in line)
     assert lines["cprofile"] == "True"
