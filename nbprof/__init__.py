@@ -118,3 +118,9 @@ def __getattr__(name: str) -> Any:
 
         return Comparison
     raise AttributeError(f"module 'nbprof' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The public names only (not ``Any``, ``TYPE_CHECKING`` or ``annotations``): what tab
+    completion and ``dir(nbprof)`` show is the API, locked by tests/test_api.py."""
+    return sorted(__all__)

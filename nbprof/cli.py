@@ -185,29 +185,6 @@ def _print_traceback(error: BaseException) -> None:
     traceback.print_exception(type(error), error, tb, file=sys.stderr)
 
 
-def write_html(result: Any, path: str) -> str:
-    """The standalone HTML report: ``result.to_html(path)`` where the profile has it, else the
-    static report in a minimal page."""
-    to_html = getattr(result, "to_html", None)
-    if callable(to_html):
-        to_html(path)
-        return path
-    from .format import esc
-
-    title = f"nbprof: {os.path.basename(str(result.meta.get('script', 'profile')))}"
-    body = result.report().html()
-    page = (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        f"<title>{esc(title)}</title>"
-        "<style>body{font-family:system-ui,sans-serif;margin:1.5em}table.nbprof-table td,"
-        "table.nbprof-table th{padding:2px 8px;border-bottom:1px solid #eee}</style>"
-        f"</head><body>\n{body}\n</body></html>\n"
-    )
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(page)
-    return path
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
@@ -260,8 +237,8 @@ def main(argv: list[str] | None = None) -> int:
     result = run.finish_or_warn(None if isinstance(error, SystemExit) else error)
     if result is None:
         return status or 1
-    result.meta["script"] = target
-    result.meta["argv"] = [target] + script_args
+    result.meta.script = target
+    result.meta.argv = [target] + script_args
     sys.stdout.flush()
     if not args.quiet:
         print(result.report().text())
@@ -269,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
         default = (os.path.splitext(script)[0] if script is not None else str(module)) + ".nbprof.html"
         out = args.html or default
         try:
-            write_html(result, out)
+            result.to_html(out)
             print(f"nbprof: report written to {out}", file=sys.stderr)
         except OSError as e:
             print(f"nbprof: could not write {out}: {e}", file=sys.stderr)

@@ -150,7 +150,7 @@ class Comparison:
         if self.kind == "python":
             from .analysis.flame import pstats_location
 
-            names = {**(self.before.meta.get("code_names") or {}), **(self.after.meta.get("code_names") or {})}
+            names = {**self.before.meta.code_names, **self.after.meta.code_names}
             rows["full_location"] = pstats_location(rows, names, full_paths=True)
         return rows
 
@@ -201,6 +201,7 @@ class Comparison:
 
 
 def _as_profile(obj: Any, side: str) -> Any:
+    from .meta import PythonMeta
     from .model import PythonProfile, TorchProfile
 
     if isinstance(obj, (TorchProfile, PythonProfile)):
@@ -215,7 +216,7 @@ def _as_profile(obj: Any, side: str) -> Any:
                     raw = marshal.load(f)
             except (OSError, EOFError, ValueError, TypeError) as e:
                 raise OptionError(f"{path}: cannot read this .prof file ({e})") from None
-            return PythonProfile(raw, {"source": path})
+            return PythonProfile(raw, PythonMeta(source=path))
         from .loading import load_trace
 
         return load_trace(path)
@@ -226,7 +227,7 @@ def _as_profile(obj: Any, side: str) -> Any:
         return PythonProfile(dict(obj.stats))  # type: ignore[attr-defined]
     if isinstance(obj, cProfile.Profile):
         obj.create_stats()
-        return PythonProfile(dict(obj.stats))  # type: ignore[attr-defined]
+        return PythonProfile(dict(obj.stats))
     raise OptionError(
         f"compare: {side} is a {type(obj).__name__}; pass a TorchProfile or PythonProfile (from -o, "
         "load_trace or %%cprofile), a trace file or folder, or a .prof file"
@@ -304,7 +305,7 @@ def _compare_python(b: Any, a: Any, metric: str | None, limit: int) -> Compariso
         metric = metric.replace("_per_call", "")
     if metric not in PYTHON_METRICS:
         raise OptionError(f"metric must be one of {', '.join(PYTHON_METRICS)}; got {metric!r}")
-    table = compare_python(b.stats, a.stats, metric, b.meta.get("code_names"), a.meta.get("code_names"))
+    table = compare_python(b.stats, a.stats, metric, b.meta.code_names, a.meta.code_names)
     sb, sa = b.stats, a.stats
     totals = {"tottime_s": (float(b.total_s), float(a.total_s)),
               "ncalls": (float(sb["ncalls"].sum()), float(sa["ncalls"].sum()))}

@@ -22,11 +22,14 @@ from __future__ import annotations
 
 import re
 import textwrap
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
+
+from .meta import TraceMeta
 
 # Each kind of event and the chrome-trace category (``cat``) torch files it under: the writer
 # writes these, the reader reads them (and the aliases it knows, see collect/chrome_trace).
@@ -229,7 +232,7 @@ class TraceData:
     """What a trace holds: the events table and what the file says about its collection."""
 
     events: pd.DataFrame
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: TraceMeta = field(default_factory=TraceMeta)
 
 
 def make_events_frame(**values: Any) -> pd.DataFrame:
@@ -366,11 +369,11 @@ def concat_traces(traces: list[TraceData], labels: list | None = None, label_col
     """
     ids = [c.name for c in COLUMNS if c.trace_local_id]
     categorical = [c for c in COLUMNS if c.categorical]
-    origin = min(t.meta.get("origin_ns", 0) for t in traces)
+    origin = min(t.meta.origin_ns for t in traces)
     frames = []
     for i, t in enumerate(traces):
         f = t.events.copy()
-        shift_us = (t.meta.get("origin_ns", 0) - origin) / 1000.0
+        shift_us = (t.meta.origin_ns - origin) / 1000.0
         if shift_us:
             f["start_us"] = f["start_us"] + shift_us
         if i:
@@ -387,9 +390,14 @@ def concat_traces(traces: list[TraceData], labels: list | None = None, label_col
         events[c.name] = events[c.name].astype("category")
         if c.categories is not None:
             events[c.name] = events[c.name].cat.set_categories(list(c.categories))
-    meta = dict(traces[0].meta)
-    meta["origin_ns"] = origin
-    for key in ("record_shapes", "profile_memory", "with_stack", "with_flops"):
-        meta[key] = any(t.meta.get(key) for t in traces)
-    meta["parts"] = [t.meta for t in traces]
+    first = traces[0].meta
+    meta = dataclasses.replace(
+        first,
+        origin_ns=origin,
+        record_shapes=any(t.meta.record_shapes for t in traces),
+        profile_memory=any(t.meta.profile_memory for t in traces),
+        with_stack=any(t.meta.with_stack for t in traces),
+        with_flops=any(t.meta.with_flops for t in traces),
+        parts=[t.meta for t in traces],
+    )
     return TraceData(events=events, meta=meta)

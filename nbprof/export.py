@@ -58,7 +58,7 @@ def write_chrome_trace(profile: Any, path: str | os.PathLike) -> str:
 def _document(profile: Any) -> dict[str, Any]:
     ev = profile._events
     meta = profile.meta
-    origin = int(meta.get("origin_ns", 0))
+    origin = meta.origin_ns
     start = time_ns(ev["start_us"].to_numpy()) + origin
     dur = time_ns(ev["dur_us"].to_numpy())
     # Python lists, read once: indexing numpy arrays per event (a numpy scalar each, then int())
@@ -74,7 +74,7 @@ def _document(profile: Any) -> dict[str, Any]:
     corr = ev["correlation"].to_numpy().tolist()
     shapes = values_at(ev["input_shapes"]).tolist()
     nbytes = ev["bytes"].to_numpy().tolist()
-    shapes_recorded = bool(meta.get("record_shapes"))
+    shapes_recorded = meta.record_shapes
     args_of = _arg_columns(ev)
 
     ts = (start / 1000.0).tolist()
@@ -134,25 +134,25 @@ def _document(profile: Any) -> dict[str, Any]:
                 out.append({"ph": "s", "pid": event["pid"], "tid": event["tid"], **flow})
     # the profiler's own span: it fixes the time origin (start_us = 0) for the reader
     ends = start + dur
-    span_us = meta.get("span_us") or (((int(ends.max()) - origin) / 1000.0) if len(ev) else 0.0)
+    span_us = meta.span_us or (((int(ends.max()) - origin) / 1000.0) if len(ev) else 0.0)
     out.append({"ph": "X", "cat": "Trace", "name": "PyTorch Profiler (0)", "pid": "Spans",
                 "tid": "PyTorch Profiler", "ts": origin / 1000.0, "dur": span_us})
-    for tid, label in (meta.get("thread_names") or {}).items():
+    for tid, label in meta.thread_names.items():
         out.append({"ph": "M", "name": "thread_name", "pid": cpu_pid, "tid": int(tid), "args": {"name": label}})
     doc: dict[str, Any] = {
         "schemaVersion": 1,
-        "deviceProperties": meta.get("device_properties") or [],
-        "record_shapes": int(bool(meta.get("record_shapes"))),
-        "profile_memory": int(bool(meta.get("profile_memory"))),
-        "with_stack": int(bool(meta.get("with_stack"))),
-        "with_flops": int(bool(meta.get("with_flops"))),
-        "baseTimeNanoseconds": int(meta.get("base_time_ns") or 0),
+        "deviceProperties": meta.device_properties,
+        "record_shapes": int(meta.record_shapes),
+        "profile_memory": int(meta.profile_memory),
+        "with_stack": int(meta.with_stack),
+        "with_flops": int(meta.with_flops),
+        "baseTimeNanoseconds": meta.base_time_ns,
         "displayTimeUnit": "ms",
-        "traceName": os.path.basename(str(meta.get("trace_name") or "nbprof")),
+        "traceName": os.path.basename(meta.trace_name or "nbprof"),
         "traceEvents": out,
     }
-    if meta.get("rank") is not None:
-        doc["distributedInfo"] = {"rank": meta["rank"], "world_size": meta.get("world_size")}
+    if meta.rank is not None:
+        doc["distributedInfo"] = {"rank": meta.rank, "world_size": meta.world_size}
     return doc
 
 

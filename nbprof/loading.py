@@ -36,11 +36,11 @@ def load_trace(path: Any) -> Any:
         if len(files) == 1:
             return TorchProfile.from_trace(read_trace_file(files[0]))
         traces = [read_trace_file(f) for f in files]
-        ranks = [t.meta.get("rank") for t in traces]
+        ranks = [t.meta.rank for t in traces]
         if any(r is None for r in ranks) or len(set(ranks)) != len(ranks):
             ranks = list(range(len(traces)))  # no (distinct) ranks in the files: number them
         merged = concat_traces(traces, labels=ranks, label_column="rank")
-        merged.meta["source"] = path
-        merged.meta["files"] = files
+        merged.meta.source = path
+        merged.meta.files = files
         return TorchProfile.from_trace(merged)
     return TorchProfile.from_trace(read_trace_file(path))

@@ -1,8 +1,16 @@
 """The result objects: a torch profile and a Python (cProfile) profile.
 
-They hold DataFrames and metadata; they never format (views do) and never profile (collectors
-do). Tables are computed once and cached; accessors hand out shallow copies, so a user editing
-a table cannot change what the report shows.
+They hold DataFrames and typed metadata (``nbprof.meta``); they never format (views do) and
+never profile (collectors do).
+
+One caching style: each derived table is computed on first use by a ``functools.cached_property``
+named ``_<table>`` (a keyed table, like ``key_averages(group_by)``, by a dict filled once per
+key), and the public accessor hands out a shallow copy, so a user editing a table cannot change
+what the report shows. Properties vs methods, one rule: a property is what every profile has and
+takes no options (``events``, ``summary``, ``findings``, ``device_stats``, ``stats``); a method
+takes options or answers a question of some profiles only (``key_averages(group_by)``,
+``kernels()``, ``ranges()``, ``steps()``, ``ranks()``, ``allocations()``, ``timeline()``).
+Times are µs (``_us``), or seconds where cProfile counts in seconds (``_s``).
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from .analysis.tree import build_tree
 from .collect.cprofile import edges_table, stats_table
 from .errors import OptionError
 from .events import TraceData
+from .meta import PythonMeta, TorchMeta
 
 __all__ = ["TorchProfile", "PythonProfile"]
 
@@ -34,17 +43,17 @@ class TorchProfile:
 
     kind = "torch"
 
-    def __init__(self, events: pd.DataFrame, meta: dict[str, Any] | None = None, *, profiler: Any = None):
+    def __init__(self, events: pd.DataFrame, meta: TorchMeta | None = None, *, profiler: Any = None):
         self._events = events if "parent" in events.columns else build_tree(events)
-        self.meta: dict[str, Any] = dict(meta or {})
+        self.meta = meta if meta is not None else TorchMeta()
         self.profiler = profiler
         self._averages: dict[str, pd.DataFrame] = {}
-        self._summary: TorchSummary | None = None
-        self._timeline: Any = None
 
     @classmethod
-    def from_trace(cls, trace: TraceData, *, profiler: Any = None, **meta: Any) -> "TorchProfile":
-        return cls(trace.events, {**trace.meta, **meta}, profiler=profiler)
+    def from_trace(cls, trace: TraceData, *, profiler: Any = None, **run: Any) -> "TorchProfile":
+        """A profile of ``trace``; ``run``: :class:`~nbprof.meta.TorchMeta` fields of the run
+        (sort, notes, what was asked to be recorded, ...)."""
+        return cls(trace.events, TorchMeta.of(trace.meta, **run), profiler=profiler)
 
     # -- data -----------------------------------------------------------------------------------
 
@@ -68,20 +77,23 @@ class TorchProfile:
 
     @property
     def summary(self) -> TorchSummary:
-        if self._summary is None:
-            self._summary = summarize_torch(self._events, self.key_averages("op"), self.meta.get("sort"))
+        """Totals of the profile: events, span, self CPU / device time, peaks, default sort."""
         return self._summary
+
+    @functools.cached_property
+    def _summary(self) -> TorchSummary:
+        return summarize_torch(self._events, self.key_averages("op"), self.meta.sort)
 
     @property
     def collected(self) -> dict[str, bool]:
         """Which collection options this profile was recorded with."""
         m = self.meta
         return {
-            "cuda": bool(m.get("with_cuda", self.summary.has_device)),
-            "memory": bool(m.get("profile_memory")),
-            "shapes": bool(m.get("record_shapes")),
-            "stack": bool(m.get("with_stack")),
-            "flops": bool(m.get("with_flops")),
+            "cuda": m.with_cuda if m.with_cuda is not None else self.summary.has_device,
+            "memory": m.profile_memory,
+            "shapes": m.record_shapes,
+            "stack": m.with_stack,
+            "flops": m.with_flops,
         }
 
     # -- exports --------------------------------------------------------------------------------
@@ -140,16 +152,15 @@ class TorchProfile:
 
         ev = self._events
         end_us = float((ev["start_us"] + ev["dur_us"]).max()) if len(ev) else 0.0
-        return memory_curve_figure(self._memory_curve(), end_us)
+        return memory_curve_figure(self._memory_curve, end_us)
 
+    @functools.cached_property
     def _memory_curve(self) -> pd.DataFrame:
         """The allocator's totals after each memory event, per device (one pass, shared by the
         Memory tab's chart, its held-at-peak tables and ``memory_curve()``)."""
-        if getattr(self, "_curve", None) is None:
-            from .analysis.memory import memory_curve
+        from .analysis.memory import memory_curve
 
-            self._curve = memory_curve(self._events)
-        return self._curve
+        return memory_curve(self._events)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         return self.report()._repr_mimebundle_(include, exclude)
@@ -157,11 +168,13 @@ class TorchProfile:
     def timeline_view(self) -> Any:
         """The timeline for display (prepared once, shared by the report's overview and the
         zoomable figure under it)."""
-        if self._timeline is None:
-            from .views.timeline import TimelineView
+        return self._timeline_view
 
-            self._timeline = TimelineView(self)
-        return self._timeline
+    @functools.cached_property
+    def _timeline_view(self) -> Any:
+        from .views.timeline import TimelineView
+
+        return TimelineView(self)
 
     def _ipython_display_(self) -> None:
         """In IPython: the report, then the zoomable timeline as an output of its own (a plotly
@@ -178,30 +191,36 @@ class TorchProfile:
     def findings(self) -> pd.DataFrame:
         """What the profile says: ``kind, severity, message, evidence`` (see
         ``nbprof.analysis.findings`` for every kind and its thresholds)."""
-        if getattr(self, "_findings", None) is None:
-            from .analysis.findings import torch_findings
-
-            self._findings = torch_findings(self)
         return self._findings.copy(deep=False)
+
+    @functools.cached_property
+    def _findings(self) -> pd.DataFrame:
+        from .analysis.findings import torch_findings
+
+        return torch_findings(self)
 
     def ranges(self) -> pd.DataFrame:
         """The ``record_function`` labels: count, mean and total time, share of the span, and the
         device time launched under each (``nbprof.analysis.ranges``)."""
-        if getattr(self, "_ranges", None) is None:
-            from .analysis.ranges import ranges
-
-            self._ranges = ranges(self._events, self.meta)
         return self._ranges.copy(deep=False)
+
+    @functools.cached_property
+    def _ranges(self) -> pd.DataFrame:
+        from .analysis.ranges import ranges
+
+        return ranges(self._events, self.meta)
 
     def allocations(self) -> pd.DataFrame:
         """Each memory block allocated (``--memory``), paired with its free by address: ``device,
         addr, bytes, alloc_us, free_us, lifetime_us, op, top_op`` (``nbprof.analysis.memory``).
         ``alive_at(time_us, device)`` gives the blocks held at a moment, e.g. the memory peak."""
-        if getattr(self, "_allocations", None) is None:
-            from .analysis.memory import allocations
-
-            self._allocations = allocations(self._events)
         return self._allocations.copy(deep=False)
+
+    @functools.cached_property
+    def _allocations(self) -> pd.DataFrame:
+        from .analysis.memory import allocations
+
+        return allocations(self._events)
 
     def alive_at(self, time_us: float, device: str = "cpu") -> pd.DataFrame:
         """The blocks of ``device`` held at ``time_us`` (µs since the profile start), biggest first;
@@ -215,19 +234,23 @@ class TorchProfile:
         max, share), streams, the op that launched it most, and CUPTI's launch configuration
         (grid, block, registers, shared memory, blocks per SM, est. occupancy;
         ``nbprof.analysis.kernels``). What the Kernels tab shows."""
-        if getattr(self, "_kernels", None) is None:
-            from .analysis.kernels import kernel_table
-
-            self._kernels = kernel_table(self._events)
         return self._kernels.copy(deep=False)
+
+    @functools.cached_property
+    def _kernels(self) -> pd.DataFrame:
+        from .analysis.kernels import kernel_table
+
+        return kernel_table(self._events)
 
     def steps(self) -> pd.DataFrame:
         """One row per recorded step of a ``--schedule`` loop (``nbprof.analysis.steps``)."""
-        if getattr(self, "_steps", None) is None:
-            from .analysis.steps import steps
-
-            self._steps = steps(self._events, self.meta)
         return self._steps.copy(deep=False)
+
+    @functools.cached_property
+    def _steps(self) -> pd.DataFrame:
+        from .analysis.steps import steps
+
+        return steps(self._events, self.meta)
 
     def step_breakdown(self, by: str = "op", metric: str | None = None) -> pd.DataFrame:
         """The steps side by side: one row per op (``by="op"``), label (``"range"``) or kernel
@@ -239,21 +262,25 @@ class TorchProfile:
     def ranks(self) -> Any:
         """Per-rank comparison of a profile merged from several ranks (``load_trace(folder)``):
         ``.table``, ``.slowest``, ``.imbalance``, ``.differences`` (``nbprof.analysis.ranks``)."""
-        if getattr(self, "_ranks", None) is None:
-            from .analysis.ranks import rank_report
-
-            self._ranks = rank_report(self._events, self.meta)
         return self._ranks
+
+    @functools.cached_property
+    def _ranks(self) -> Any:
+        from .analysis.ranks import rank_report
+
+        return rank_report(self._events, self.meta)
 
     @property
     def device_stats(self) -> Any:
         """Per device: busy fraction over the profiled span, peak allocated / reserved memory;
         per stream: busy time (``nbprof.analysis.device_stats``)."""
-        if getattr(self, "_device_stats", None) is None:
-            from .analysis.device_stats import device_stats
-
-            self._device_stats = device_stats(self._events, self.meta)
         return self._device_stats
+
+    @functools.cached_property
+    def _device_stats(self) -> Any:
+        from .analysis.device_stats import device_stats
+
+        return device_stats(self._events, self.meta)
 
     def __repr__(self) -> str:
         s = self.summary
@@ -278,10 +305,11 @@ class PythonProfile:
 
     kind = "python"
 
-    def __init__(self, raw: dict[Any, Any], meta: dict[str, Any] | None = None, *, profiler: Any = None):
+    def __init__(self, raw: dict[Any, Any], meta: PythonMeta | None = None, *, profiler: Any = None):
         self._raw = raw
-        self.meta: dict[str, Any] = dict(meta or {})
+        self.meta = meta if meta is not None else PythonMeta()
         self.profiler = profiler
+        self._trees: dict[tuple[float, int], pd.DataFrame] = {}
 
     # The tables are built on first use: a quiet run (``-q -o prof``) keeps cProfile's raw dict
     # and costs nothing more until the tables are looked at.
@@ -308,7 +336,7 @@ class PythonProfile:
 
     @property
     def pstats(self) -> pstats.Stats:
-        return pstats.Stats(_RawStats(self._raw))
+        return pstats.Stats(_RawStats(self._raw))  # type: ignore[arg-type]  # pstats duck-types its input
 
     @property
     def total_s(self) -> float:
@@ -337,11 +365,10 @@ class PythonProfile:
         from .analysis.flame import call_tree
 
         key = (float(min_fraction), int(max_nodes))
-        cache = self.__dict__.setdefault("_trees", {})
-        if key not in cache:
-            cache[key] = call_tree(self._stats, self._edges, min_fraction=key[0], max_nodes=key[1],
-                                   code_names=self.meta.get("code_names"))
-        return cache[key].copy(deep=False)
+        if key not in self._trees:
+            self._trees[key] = call_tree(self._stats, self._edges, min_fraction=key[0], max_nodes=key[1],
+                                         code_names=self.meta.code_names)
+        return self._trees[key].copy(deep=False)
 
     def flame(self, *, min_fraction: float = 0.005, max_nodes: int = 2000, maxdepth: int = 6,
               height: int | None = None, title: str | None = None) -> Any:
@@ -388,11 +415,13 @@ class PythonProfile:
     def findings(self) -> pd.DataFrame:
         """What the profile says: ``kind, severity, message, evidence`` (``top_function``,
         ``hot_function``; see ``nbprof.analysis.findings``)."""
-        if getattr(self, "_findings", None) is None:
-            from .analysis.findings import python_findings
-
-            self._findings = python_findings(self)
         return self._findings.copy(deep=False)
+
+    @functools.cached_property
+    def _findings(self) -> pd.DataFrame:
+        from .analysis.findings import python_findings
+
+        return python_findings(self)
 
     def __repr__(self) -> str:
         calls = int(self._stats["ncalls"].sum())

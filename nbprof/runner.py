@@ -192,7 +192,7 @@ class TorchRun(Run):
 
     def _write_files(self, result: Any) -> None:
         opts = self.options
-        notes = result.meta.setdefault("notes", [])
+        notes = result.meta.notes
         if opts.export:
             result.to_chrome_trace(opts.export)
             notes.append(f"trace written to {opts.export}")
@@ -214,10 +214,11 @@ class PythonRun(Run):
 
     def _build(self, data: Any) -> Any:
         from .analysis.callgraph import other_threads_suspected
+        from .meta import PythonMeta
         from .model import PythonProfile
 
         opts = self.options
-        meta = dict(
+        meta = PythonMeta(
             sort=opts.sort,
             limit=opts.limit,
             notes=self._notes(),
@@ -227,7 +228,7 @@ class PythonRun(Run):
         )
         profile = PythonProfile(data, meta, profiler=self.collector.profiler)
         if sys.version_info >= (3, 12) and other_threads_suspected(profile.stats, profile.edges, self.wall_s):
-            profile.meta["notes"].append(
+            profile.meta.notes.append(
                 f"other threads ran Python code during this {self.what}: on Python 3.12+ cProfile records "
                 f"their calls on the {self.what}'s stack, so their times (and the flame view) are not reliable"
             )
@@ -237,7 +238,7 @@ class PythonRun(Run):
         opts = self.options
         if opts.dump:
             result.dump(opts.dump)
-            result.meta.setdefault("notes", []).append(f"profile written to {opts.dump} (snakeviz {opts.dump})")
+            result.meta.notes.append(f"profile written to {opts.dump} (snakeviz {opts.dump})")
 
 
 _RUNS: dict[str, type[Run]] = {"torchprof": TorchRun, "cprofile": PythonRun}

@@ -203,7 +203,7 @@ def test_events_imports_no_collector():
     code = ("import sys; import nbprof; before = set(sys.modules); import nbprof.events; "
             "print(sorted(m for m in set(sys.modules) - before if m.startswith('nbprof')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "['nbprof.events']"
+    assert out.strip() == "['nbprof.events', 'nbprof.meta']"  # meta: the typed TraceMeta, base layer
 
 
 # ------------------------------------------------------------------------- per-category helpers

@@ -494,7 +494,7 @@ def test_figure_draws_in_chromium_without_plotly_warnings(profiled, tmp_path):
 
 
 def test_other_threads_check_is_quiet_on_one_thread(profiled):
-    assert not other_threads_suspected(profiled.stats, profiled.edges, profiled.meta["wall_s"])
+    assert not other_threads_suspected(profiled.stats, profiled.edges, profiled.meta.wall_s)
     raw = _raw({"x": (1, 1, 5.0, 3.0, {})})  # more own time than cumulative: not one stack
     p = PythonProfile(raw)
     assert other_threads_suspected(p.stats, p.edges, None)
@@ -526,7 +526,7 @@ def test_threads_started_by_the_cell(ip):
     seen = set(prof.stats["function"])
     if sys.version_info < (3, 12):
         assert "worker" not in seen
-        assert not other_threads_suspected(prof.stats, prof.edges, prof.meta["wall_s"])
+        assert not other_threads_suspected(prof.stats, prof.edges, prof.meta.wall_s)
     else:
         assert "worker" in seen
     tree = prof.call_tree()

@@ -206,7 +206,7 @@ def test_torchs_allocator_warning_becomes_a_note():
         ip.run_line_magic("load_ext", "nbprof")
         ip.run_cell("import torch\\nbefore = torch.ones(1000)")
         ip.run_cell("%%torchprof -q --memory -o p\\ndel before")
-        notes = ip.user_ns["p"].meta["notes"]
+        notes = ip.user_ns["p"].meta.notes
         print(any("allocated before the profile started" in n for n in notes))
         """
     )
@@ -224,7 +224,7 @@ def test_cuda_flag_without_cuda_warns_once_and_profiles_cpu(shell, capfd):
     assert err.count("CUDA is not available") == 1
     p = shell.user_ns["p"]
     assert p.collected["cuda"] is False
-    assert any("CUDA is not available" in n for n in p.meta["notes"])
+    assert any("CUDA is not available" in n for n in p.meta.notes)
     assert len(p.key_averages()) > 0
 
 

@@ -220,7 +220,7 @@ def test_exception_shows_traceback_and_partial_report_and_releases(shell, magic,
     [report] = reports(captured)
     assert "this report shows what was recorded until then" in report["text/plain"]
     failed = shell.user_ns["failed"]
-    assert failed.meta["cell_error"] == exc.split("(")[0]
+    assert failed.meta.cell_error == exc.split("(")[0]
     # the profiler is released: the next profiled cell works
     result, captured = run(shell, f"%%{magic} -q -o again\nafter = 1 + 1")
     assert result.error_in_exec is None and shell.user_ns["after"] == 2
@@ -263,7 +263,7 @@ def _interrupt_mid_cell(shell, magic):
     thread.join(timeout=5)
     assert isinstance(result.error_in_exec, KeyboardInterrupt)
     assert time.time() - t0 < 8
-    assert shell.user_ns["interrupted"].meta["cell_error"] == "KeyboardInterrupt"
+    assert shell.user_ns["interrupted"].meta.cell_error == "KeyboardInterrupt"
     result, _ = run(shell, f"%%{magic} -q\nnext_ok = True")
     assert result.error_in_exec is None and shell.user_ns["next_ok"]
 

@@ -64,13 +64,13 @@ def check_sliced(raw: bytes, monkeypatch, slice_bytes: int) -> None:
     sliced = ct._read_sliced(io.BytesIO(raw).read, "x")
     assert sliced is not None, "torch's writer layout was not recognised"
     frames_equal(sliced.events, expected.events)
-    assert {k: v for k, v in sliced.meta.items() if k != "source"} == {
-        k: v for k, v in expected.meta.items() if k != "source"
+    assert {k: v for k, v in vars(sliced.meta).items() if k != "source"} == {
+        k: v for k, v in vars(expected.meta).items() if k != "source"
     }
     # and the basic columns against the JSON itself
     ref = reference_rows(json.loads(raw))
     ev = sliced.events
-    origin = sliced.meta["origin_ns"]
+    origin = sliced.meta.origin_ns
     got = list(zip(ev["name"].astype(str), np.rint(ev["start_us"].to_numpy() * 1000).astype(np.int64) + origin,
                    np.rint(ev["dur_us"].to_numpy() * 1000).astype(np.int64)))
     assert [r[0] for r in got] == [r[0] for r in ref]
@@ -155,8 +155,8 @@ def test_odd_files_read_the_same_sliced_or_whole(monkeypatch):
     assert ev["kind"].astype(str).tolist() == ["op", "other", "memory", "op", "annotation"]
     assert ev["input_shapes"].astype(str).tolist() == ["[[2, 3]]", "[]", "[]", "[[2, 3], []]", "[]"]
     assert ev["bytes"].tolist() == [0, 0, 64, 0, 0]
-    assert a.meta["thread_names"] == {7: "main", 8: "worker"}
-    assert a.meta["span_us"] == 30.0 and a.meta["record_shapes"]
+    assert a.meta.thread_names == {7: "main", 8: "worker"}
+    assert a.meta.span_us == 30.0 and a.meta.record_shapes
     assert ev["start_us"].tolist() == [5.0, 7.5, 8.0, 9.0, 25.0]  # from the span's start
     assert ev["pid"].tolist()[:4] == [1, 1, 1, 1] and ev["pid"].iloc[4] < 0  # a string pid gets an id
 

@@ -103,7 +103,7 @@ def test_allocations_pair_each_block_with_its_free_as_a_plain_loop_does():
             expected.append((addr, held[1], held[0], None))
     profile = nbprof.load_trace(trace_path("cnn_train_cuda"))
     a = profile.allocations()
-    origin_us = profile.meta["origin_ns"] / 1000
+    origin_us = profile.meta.origin_ns / 1000
     got = [(int(r.addr), int(r.bytes), None if r.alloc_us != r.alloc_us else r.alloc_us + origin_us,
             None if r.free_us != r.free_us else r.free_us + origin_us) for r in a.itertuples()]
 

@@ -173,6 +173,6 @@ def test_schedule_without_steps_says_how(shell):
     result, captured = run(shell, "%%torchprof --schedule 1,1,2 -q -o p\nimport torch\ny = torch.ones(3) * 2")
     assert result.error_in_exec is None
     p = shell.user_ns["p"]
-    assert any("nbprof.step()" in n for n in p.meta.get("notes", []))
+    assert any("nbprof.step()" in n for n in p.meta.notes)
     assert len(p.steps()) == 0
     assert np.isfinite(p.summary.span_us)

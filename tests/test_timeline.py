@@ -159,7 +159,7 @@ def test_every_thread_and_stream_gets_a_lane(profiles, name):
     # lanes are labelled on the figure's y axis, CPU threads first, the main thread first of all
     fig = timeline_figure(p)
     labels = list(fig.layout.yaxis.ticktext)
-    main = p.meta["main_thread"]
+    main = p.meta.main_thread
     assert labels[0] == f"CPU thread {main} (main)"
     for t in expected_threads:
         assert any(lab.startswith(f"CPU thread {t}") for lab in labels)

@@ -188,7 +188,7 @@ def test_times_are_exact_nanoseconds():
     )
     profile = load_trace(trace_path("cnn_train_cuda"))
     ev = profile.events[profile.events["kind"] == "kernel"]
-    origin = profile.meta["origin_ns"]
+    origin = profile.meta.origin_ns
     ours = sorted(zip((time_ns(ev["start_us"].to_numpy()) + origin).tolist(), time_ns(ev["dur_us"].to_numpy()).tolist()))
     assert ours == kernels
 

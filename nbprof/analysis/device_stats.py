@@ -22,11 +22,11 @@ What people read from Lightning's ``DeviceStatsMonitor``, computed from the prof
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from ..meta import TraceMeta
 from ..events import DEVICE_WORK_CODES, KIND_CODE, kind_mask, time_ns
 from ._intervals import measure_within, union_segments
 
@@ -98,15 +98,15 @@ def process_codes(events: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return codes.astype(np.int64), np.asarray(labels, dtype=object)
 
 
-def profiled_windows(events: pd.DataFrame, meta: dict[str, Any] | None = None) -> pd.DataFrame:
+def profiled_windows(events: pd.DataFrame, meta: TraceMeta | None = None) -> pd.DataFrame:
     """The recorded stretches of time: ``rank_code, start_ns, end_ns`` (disjoint per rank).
 
     - one window per rank: first event start to last event end;
     - ``--schedule`` profiles (merged cycles): one window per cycle, from a ``cycle`` column when
-      the events have one, else from each cycle's recorded span (``meta["parts"]``: its origin
+      the events have one, else from each cycle's recorded span (``meta.parts``: its origin
       and the length of the profiler's "Trace" span), widened to cover the cycle's events.
     """
-    meta = meta or {}
+    meta = meta or TraceMeta()
     rank, _ = process_codes(events)
     start = time_ns(events["start_us"].to_numpy())
     end = start + time_ns(events["dur_us"].to_numpy())
@@ -121,11 +121,11 @@ def profiled_windows(events: pd.DataFrame, meta: dict[str, Any] | None = None) -
                                                 end_ns=("e", "max"))
         seg = union_segments(g["start_ns"].to_numpy(), g["end_ns"].to_numpy(), g["rank_code"].to_numpy())
         return pd.DataFrame({"rank_code": seg[0], "start_ns": seg[1], "end_ns": seg[2]})
-    parts = meta.get("parts")
-    if parts and "rank" not in events.columns and all(p.get("span_us") for p in parts):
-        origin = int(meta.get("origin_ns", min(p.get("origin_ns", 0) for p in parts)))
-        ws = np.array([int(p.get("origin_ns", 0)) - origin for p in parts], dtype=np.int64)
-        we = ws + np.array([int(round(float(p["span_us"]) * 1000)) for p in parts], dtype=np.int64)
+    parts = meta.parts
+    if parts and "rank" not in events.columns and all(p.span_us for p in parts):
+        origin = meta.origin_ns
+        ws = np.array([p.origin_ns - origin for p in parts], dtype=np.int64)
+        we = ws + np.array([int(round(float(p.span_us or 0) * 1000)) for p in parts], dtype=np.int64)
         # every event belongs to a cycle: widen the window that holds (or precedes) its start
         order = np.argsort(ws)
         ws, we = ws[order], we[order]
@@ -150,9 +150,9 @@ def span_ns(windows: pd.DataFrame, n_ranks: int) -> np.ndarray:
     return out
 
 
-def device_stats(events: pd.DataFrame, meta: dict[str, Any] | None = None) -> DeviceStats:
+def device_stats(events: pd.DataFrame, meta: TraceMeta | None = None) -> DeviceStats:
     """Busy time and peak memory per device (and rank), busy time per stream."""
-    meta = meta or {}
+    meta = meta or TraceMeta()
     rank, rank_labels = process_codes(events)
     n_ranks = len(rank_labels)
     has_rank = "rank" in events.columns
@@ -325,10 +325,10 @@ def _windows_of(windows: pd.DataFrame, group_rank: np.ndarray) -> tuple[np.ndarr
     return (m["group"].to_numpy(np.int64), m["start_ns"].to_numpy(np.int64), m["end_ns"].to_numpy(np.int64))
 
 
-def _device_memory(meta: dict[str, Any]) -> dict[str, int]:
+def _device_memory(meta: TraceMeta) -> dict[str, int]:
     """Total memory per device from the trace's ``deviceProperties``."""
     out = {}
-    for p in meta.get("device_properties") or []:
+    for p in meta.device_properties:
         try:
             out[f"cuda:{int(p.get('id', 0))}"] = int(p.get("totalGlobalMem", -1))
         except (TypeError, ValueError):

@@ -17,7 +17,6 @@ import pandas as pd
 
 from ..events import (
     DEVICE_WORK_CODES,
-    KIND_CODE,
     KINDS,
     MEMORY_CODES,
     TREE_CODES,
@@ -135,7 +134,9 @@ def key_averages(
         extra_codes = shapes.cat.codes.to_numpy()[rows].astype(np.int64)
         extra_labels = np.asarray(shapes.cat.categories, dtype=object)
     elif group_by == "stack":
-        extra_codes, extra_labels = pd.factorize(np.asarray(stacks.to_numpy(), dtype=object)[rows])
+        if stacks is None:
+            raise OptionError("group_by='stack' needs the stacks of the ops (analysis.stacks.op_stacks)")
+        extra_codes, extra_labels = pd.factorize(stacks.to_numpy(dtype=object)[rows])
         extra_labels = np.asarray(extra_labels, dtype=object)
         extra_codes = extra_codes.astype(np.int64)
     if extra_labels is not None:

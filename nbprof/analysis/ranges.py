@@ -22,11 +22,11 @@ order (each label right after its parent; siblings in the order they first ran):
 
 from __future__ import annotations
 
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from ..meta import TraceMeta
 from ..events import KIND_CODE, key_names, time_ns
 from ._intervals import launch_points, sum_in_intervals, union_segments
 from .device_stats import process_codes, profiled_windows, span_ns
@@ -125,7 +125,7 @@ def _paths(events: pd.DataFrame, ann: np.ndarray, labels: np.ndarray) -> tuple[n
     return path_of, table
 
 
-def ranges(events: pd.DataFrame, meta: dict[str, Any] | None = None) -> pd.DataFrame:
+def ranges(events: pd.DataFrame, meta: TraceMeta | None = None) -> pd.DataFrame:
     """The Ranges table (see the module doc) of a tree-built events table."""
     kind = events["kind"].cat.codes.to_numpy()
     ann = np.flatnonzero((kind == KIND_CODE["annotation"]) & ~events["merged"].to_numpy())

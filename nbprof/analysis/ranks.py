@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..meta import TraceMeta
 from ..events import DEVICE_WORK_CODES, KIND_CODE, TREE_CODES, category_mask, kind_mask
 from .device_stats import device_stats, process_codes, profiled_windows, span_ns
 
@@ -66,7 +67,7 @@ def _is_comm(names: np.ndarray) -> np.ndarray:
     return hits[codes] if len(codes) else np.zeros(0, dtype=bool)
 
 
-def rank_table(events: pd.DataFrame, meta: dict[str, Any] | None = None) -> pd.DataFrame:
+def rank_table(events: pd.DataFrame, meta: TraceMeta | None = None) -> pd.DataFrame:
     rank, labels = process_codes(events)
     n = len(labels)
     kind = events["kind"].cat.codes.to_numpy()
@@ -188,7 +189,7 @@ def _empty_differences(labels: np.ndarray) -> pd.DataFrame:
     return pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
 
 
-def rank_report(events: pd.DataFrame, meta: dict[str, Any] | None = None) -> RankReport:
+def rank_report(events: pd.DataFrame, meta: TraceMeta | None = None) -> RankReport:
     table = rank_table(events, meta)
     compute = table["compute_us"].to_numpy()
     if len(table) == 0:

@@ -74,7 +74,7 @@ def op_stacks(events: pd.DataFrame, depth: int = STACK_DEPTH) -> pd.Series:
         cand[moving] = parent[cand[moving]]
 
     def stack_of(frame: int) -> str:
-        frames = []
+        frames: list[str] = []
         f = frame
         while f >= 0 and len(frames) < depth:
             if is_user_frame(names[f]):

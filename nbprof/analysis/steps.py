@@ -19,12 +19,12 @@ one column per step.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ..errors import OptionError
+from ..meta import TraceMeta
 from ..events import KIND_CODE, category_map, time_ns
 from ._intervals import assign_points, launch_points
 
@@ -88,7 +88,7 @@ class _Steps:
         return out
 
 
-def steps(events: pd.DataFrame, meta: dict[str, Any] | None = None) -> pd.DataFrame:
+def steps(events: pd.DataFrame, meta: TraceMeta | None = None) -> pd.DataFrame:
     """One row per recorded step (see the module doc); empty without ProfilerStep ranges."""
     st = _Steps(events)
     columns = list(STEP_COLUMNS)

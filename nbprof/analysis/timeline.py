@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..meta import TraceMeta
 from ..events import DEVICE_KINDS, TREE_KINDS, category_mask
 
 __all__ = [
@@ -250,7 +251,7 @@ def _names_lists(agg: dict, categories: np.ndarray) -> np.ndarray:
     out[:] = None
     multi = np.flatnonzero(agg["size"] > 1)
     tk = agg["top_keys"][multi]
-    names = np.where(tk >= 0, categories[np.maximum(tk, 0) // _NF], None).tolist()
+    names = np.asarray(np.where(tk >= 0, categories[np.maximum(tk, 0) // _NF], None), dtype=object).tolist()
     counts = agg["top_counts"][multi].tolist()
     for gi, nr, cr in zip(multi.tolist(), names, counts):
         out[gi] = [(n, c) for n, c in zip(nr, cr) if n is not None]
@@ -273,7 +274,7 @@ def _run_merge(row, x0, x1, count, busy, key, hidden, t0, span, width_px, max_re
 
 def timeline_rects(
     events: pd.DataFrame,
-    meta: dict | None = None,
+    meta: TraceMeta | None = None,
     *,
     python: bool = False,
     width_px: int = 2000,
@@ -287,7 +288,7 @@ def timeline_rects(
     ``merge``: None merges only if there are more than ``max_rects`` events; True always merges
     at ``width_px`` resolution (static renderings); False never does.
     """
-    meta = dict(meta or {})
+    meta = meta or TraceMeta()
     n = len(events)
     kinds = [str(k) for k in events["kind"].cat.categories]
     kind_codes = events["kind"].cat.codes.to_numpy().astype(np.int64)
@@ -349,7 +350,7 @@ def timeline_rects(
     remap[uniq["old"].to_numpy()] = np.arange(len(uniq))
     lane_of = remap[lane_codes] if m else np.zeros(0, dtype=np.int64)
 
-    names = meta.get("thread_names") or {}
+    names = meta.thread_names
     multi_rank = "rank" in events.columns
     cpu_lanes = uniq[uniq["group"] == 0]
     multi_pid = bool(len(cpu_lanes)) and bool((cpu_lanes.groupby("rank")["pid"].nunique() > 1).any())
@@ -581,14 +582,8 @@ def _row_start_order(row: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarra
     return np.lexsort((-e, s, row))
 
 
-def _main_threads(meta: dict) -> set:
-    mains = set()
-    if meta.get("main_thread") is not None:
-        mains.add(int(meta["main_thread"]))
-    for part in meta.get("parts", None) or ():
-        if isinstance(part, dict) and part.get("main_thread") is not None:
-            mains.add(int(part["main_thread"]))
-    return mains
+def _main_threads(meta: TraceMeta) -> set:
+    return {int(m.main_thread) for m in (meta, *meta.parts) if m.main_thread is not None}
 
 
 def _autograd_threads(events: pd.DataFrame, thread: np.ndarray, depth: np.ndarray) -> set:

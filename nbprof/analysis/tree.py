@@ -116,7 +116,7 @@ def build_tree(events: pd.DataFrame) -> pd.DataFrame:
 
     # memory: bytes allocated inside each event (any thread), and self = minus the children's
     cpu_mem, device_mem = _memory_in_intervals(events, kind, start, end, rows, s, e, process)
-    if cpu_mem is not None:
+    if cpu_mem is not None and device_mem is not None:
         self_cpu_mem = np.where(in_tree, cpu_mem - _children_sum(child_parent, cpu_mem[live_child], n), 0)
         self_dev_mem = np.where(in_tree, device_mem - _children_sum(child_parent, device_mem[live_child], n), 0)
     else:

@@ -52,6 +52,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import TraceError
+from ..meta import TraceMeta
 from ..events import (
     ARG_COLUMNS,
     COPY_CODES,
@@ -680,24 +681,24 @@ class _Reader:
             **columns,
         )
         dist = trace.distributedInfo or {}
-        meta: dict[str, Any] = {
-            "source": self.source,
-            "origin_ns": origin_ns,
-            "base_time_ns": trace.baseTimeNanoseconds,
-            "record_shapes": self.announced["record_shapes"],
-            "profile_memory": bool(trace.profile_memory) or bool(is_memory.any()),
-            "with_stack": bool(trace.with_stack) or bool(python_mask.any()),
+        meta = TraceMeta(
+            source=self.source,
+            origin_ns=origin_ns,
+            base_time_ns=int(trace.baseTimeNanoseconds or 0),
+            record_shapes=bool(self.announced["record_shapes"]),
+            profile_memory=bool(trace.profile_memory) or bool(is_memory.any()),
+            with_stack=bool(trace.with_stack) or bool(python_mask.any()),
             # torch's writer drops FLOPs; nbprof's exporter keeps them
-            "with_flops": bool(trace.with_flops) and has_flops,
-            "with_modules": bool(trace.with_modules),
-            "device_properties": list(trace.deviceProperties or []),
-            "thread_names": self.thread_names,
-            "trace_name": trace.traceName,
-            "rank": dist.get("rank"),
-            "world_size": dist.get("world_size"),
-            "main_thread": main_tid,
-            "span_us": (span[0][1] if span else None),
-        }
+            with_flops=bool(trace.with_flops) and has_flops,
+            with_modules=bool(trace.with_modules),
+            device_properties=list(trace.deviceProperties or []),
+            thread_names=self.thread_names,
+            trace_name=trace.traceName,
+            rank=dist.get("rank"),
+            world_size=dist.get("world_size"),
+            main_thread=main_tid,
+            span_us=(span[0][1] if span else None),
+        )
         return TraceData(events=events, meta=meta)
 
     def _json_list(self, attr: str, codes: np.ndarray) -> pd.Categorical:
@@ -768,4 +769,4 @@ def _main_thread(kind: np.ndarray, pid: np.ndarray, tid: np.ndarray) -> int | No
 
 def empty_trace() -> TraceData:
     """A trace with no events (a cell that ran no torch operators)."""
-    return TraceData(events=make_events_frame(), meta={"source": "empty", "origin_ns": 0})
+    return TraceData(events=make_events_frame(), meta=TraceMeta(source="empty"))

@@ -104,7 +104,7 @@ class CProfileSession(Collector):
         self._running = False
         self.profiler.disable()
         self.profiler.create_stats()
-        self.raw = _without_own_frames(self.profiler.stats)  # type: ignore[attr-defined]
+        self.raw = _without_own_frames(self.profiler.stats)
 
     def result(self) -> dict[Any, Any]:
         return self.raw

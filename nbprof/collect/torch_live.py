@@ -170,7 +170,9 @@ class TorchSession(Collector):
     # -- reading --------------------------------------------------------------------------------
 
     def _cycle_ready(self, prof: Any) -> None:
-        self.cycles.append(self._read(prof))
+        trace = self._read(prof)
+        if trace is not None:
+            self.cycles.append(trace)
 
     def _merge_cycles(self) -> TraceData | None:
         if not self.cycles:
@@ -186,13 +188,7 @@ class TorchSession(Collector):
         trace = _save_and_read(results, self.progress)
         if self.options.flops:
             _add_flops(trace, results)
-        trace.meta.update(
-            record_shapes=self.options.shapes,
-            profile_memory=self.options.memory,
-            with_stack=self.options.stack,
-            with_flops=self.options.flops,
-            with_cuda=self.options.cuda,
-        )
+        # what was asked to be recorded becomes metadata in one place, the runner (TorchMeta)
         return trace
 
 
@@ -223,7 +219,7 @@ def _skip_inductor_import(on: bool) -> None:
             return False
         return builtins.hasattr(obj, name)
 
-    module.hasattr = hasattr_  # a module global shadows the builtin for that module only
+    module.hasattr = hasattr_  # type: ignore[attr-defined]  # a module global shadows the builtin for that module only
 
 
 def _save_and_read(results: Any, progress: Any = None) -> TraceData:
@@ -239,7 +235,7 @@ def _save_and_read(results: Any, progress: Any = None) -> TraceData:
                 progress.start_if_big(size)
                 progress.stage(f"reading the profile ({size / 2**20:,.0f} MB of trace)")
             trace = read_trace_file(path)
-            trace.meta["source"] = "live"
+            trace.meta.source = "live"
             return trace
         except Exception as e:  # a full /dev/shm truncates the file: try the next folder
             last_error = e

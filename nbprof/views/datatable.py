@@ -146,7 +146,7 @@ def library_html() -> str:
 
     from itables.javascript import generate_init_offline_itables_html
 
-    html = generate_init_offline_itables_html(files("itables.html").joinpath("dt_bundle.js"))
+    html = generate_init_offline_itables_html(str(files("itables.html").joinpath("dt_bundle.js")))
     # only the script: itables follows it with a banner ("is your notebook trusted?") that would
     # show, in our reports, wherever scripts do not run
     end = html.find("</script>")
@@ -231,7 +231,8 @@ def _itables_html(data: pd.DataFrame, fallback: str, caption: str | None = None,
     )
     from itables.typing import DTForITablesOptions
 
-    kwargs["table_id"] = table_id = check_table_id(kwargs.pop("table_id", None), kwargs, df=data)
+    # itables types its options as TypedDicts; ours are the same keys, in a plain dict
+    kwargs["table_id"] = table_id = check_table_id(kwargs.pop("table_id", None), kwargs, df=data)  # type: ignore[arg-type]
     dt_args = get_itable_arguments(data, caption, **kwargs)
     dt_url = dt_args.pop("dt_url")
     connected = dt_args.pop("connected")

@@ -121,18 +121,26 @@ def _report_html(report: Any, registry: list[Tab], head: list[str], include_libr
     return "".join(parts)
 
 
+def _limit(asked: int | None, profile_default: int | None) -> int:
+    """Rows shown: the view's setting, else the run's, else the built-in default."""
+    for limit in (asked, profile_default):
+        if limit is not None:
+            return int(limit)
+    return DEFAULT_LIMIT
+
+
 class TorchReport:
     """The report of a :class:`~nbprof.model.TorchProfile` with given view settings."""
 
     def __init__(self, profile: Any, sort: str | None = None, limit: int | None = None, group_by: str | None = None):
         self.profile = profile
         meta = profile.meta
-        self.notes: list[str] = list(meta.get("notes", []))
+        self.notes: list[str] = list(meta.notes)
         s = profile.summary
-        requested = sort or meta.get("sort")
+        requested = sort or meta.sort
         self.sort = resolve_torch_sort(requested) if requested else s.sort
-        self.limit = int(limit if limit is not None else meta.get("limit", DEFAULT_LIMIT))
-        group_by = group_by or meta.get("group_by") or "op"
+        self.limit = _limit(limit, meta.limit)
+        group_by = group_by or meta.group_by or "op"
         collected = profile.collected
         if group_by == "shape" and not collected["shapes"]:
             self.notes.append("input shapes were not recorded: run with --shapes to group by shape")
@@ -235,9 +243,9 @@ class PythonReport:
     def __init__(self, profile: Any, sort: str | None = None, limit: int | None = None):
         self.profile = profile
         meta = profile.meta
-        self.notes: list[str] = list(meta.get("notes", []))
-        self.sort = resolve_python_sort(sort) if sort else meta.get("sort", "tottime_s")
-        self.limit = int(limit if limit is not None else meta.get("limit", DEFAULT_LIMIT))
+        self.notes: list[str] = list(meta.notes)
+        self.sort = resolve_python_sort(sort) if sort else (meta.sort or "tottime_s")
+        self.limit = _limit(limit, meta.limit)
         self.uid = 0  # set by html()
         self._frame: pd.DataFrame | None = None
 
@@ -246,7 +254,7 @@ class PythonReport:
         pstats' "12/3" calls, each function's share of the total time."""
         if self._frame is None:
             stats = self.profile.stats
-            names = self.profile.meta.get("code_names")
+            names = self.profile.meta.code_names
             stats["location"] = pstats_location(stats, names)
             stats["full_location"] = pstats_location(stats, names, full_paths=True)
             stats["ncalls_text"] = pstats_ncalls(stats)

@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis.timeline import TimelineData, remerge, timeline_rects
+from ..meta import TraceMeta
 from ..events import DEVICE_WORK_KINDS, values_at
 from .figure import rendering_figure
 from ..format import esc, fmt_bytes, fmt_us
@@ -165,12 +166,11 @@ def hover_texts(data: TimelineData, budget: int = HOVER_BUDGET) -> np.ndarray:
     op (its ``parent``), for an op its CUDA time. A merged rectangle: how many events, the names
     with the most time, busy time over its extent, start. Over ``budget`` characters in all, the
     texts get shorter (detail 1: long names cut, fewer shapes; detail 2: names and times only)."""
-    out = None
-    for detail in (0, 1, 2):
+    for detail in (0, 1):
         out = _hover_texts(data, detail)
         if sum(len(t) for t in out.tolist()) <= budget:
-            break
-    return out
+            return out
+    return _hover_texts(data, 2)
 
 
 def _hover_texts(data: TimelineData, detail: int) -> np.ndarray:
@@ -205,9 +205,9 @@ def _hover_texts(data: TimelineData, detail: int) -> np.ndarray:
 
     # single events: details from the events table
     idx = np.flatnonzero(single)
-    if len(idx) == 0:
-        return out
     ev = data.events
+    if len(idx) == 0 or ev is None:
+        return out
     pos = ev_pos[idx]
     kind = values_at(ev["kind"], pos)
     dur = ev["dur_us"].to_numpy()[pos]
@@ -254,18 +254,18 @@ def _hover_texts(data: TimelineData, detail: int) -> np.ndarray:
 # ----------------------------------------------------------------------------------------- prepare
 
 
-def _events_and_meta(source: Any) -> tuple[pd.DataFrame, dict]:
+def _events_and_meta(source: Any) -> tuple[pd.DataFrame, TraceMeta]:
     if isinstance(source, pd.DataFrame):
         events = source
         if "parent" not in events.columns:
             from ..analysis.tree import build_tree
 
             events = build_tree(events)
-        return events, {}
+        return events, TraceMeta()
     events = getattr(source, "_events", None)
     if events is None:
         events = source.events
-    return events, dict(getattr(source, "meta", {}) or {})
+    return events, source.meta
 
 
 def prepare_timeline(

@@ -113,7 +113,7 @@ for x, y in data:
     nbprof.step()
 
 # %%
-print(exported.meta["notes"])
+print(exported.meta.notes)
 sorted(os.listdir("traces"))
 
 # %%

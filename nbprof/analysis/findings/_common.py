@@ -76,7 +76,7 @@ class PythonContext:
         self.profile = profile
         self.stats = profile.stats
         self.total_s = float(profile.total_s)
-        self.location = pstats_location(self.stats, profile.meta.get("code_names"))
+        self.location = pstats_location(self.stats, profile.meta.code_names)
 
 
 def findings_frame(rows: list[tuple[str, Finding]]) -> pd.DataFrame:

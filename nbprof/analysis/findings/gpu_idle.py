@@ -37,7 +37,7 @@ def _cpu_at(ctx: TorchContext, t_ns: np.ndarray, process: np.ndarray) -> list[st
     cand = np.isin(ctx.kind, cpu_kinds) & (ctx.thread >= 0)
     depth = ev["depth"].to_numpy()
     raw_thread = ev["thread"].to_numpy()
-    main = ctx.meta.get("main_thread")
+    main = ctx.meta.main_thread
     names = ctx.names.to_numpy()
     out = []
     for t, p in zip(t_ns.tolist(), process.tolist()):  # a handful of gaps, not events

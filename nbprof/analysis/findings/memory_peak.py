@@ -45,7 +45,7 @@ def find(ctx: TorchContext) -> Iterator[Finding]:
     if on_device.any():
         mem = mem[on_device]  # GPU memory when there is any; else the CPU's
     total_mem = {}
-    for prop in ctx.meta.get("device_properties") or []:
+    for prop in ctx.meta.device_properties:
         try:
             total_mem[f"cuda:{int(prop.get('id', 0))}"] = int(prop.get("totalGlobalMem", -1))
         except (TypeError, ValueError):

@@ -33,7 +33,7 @@ def find(ctx: TorchContext) -> Iterator[Finding]:
     names = values_at(ev["name"], kern)
     dur = ctx.dur_ns[kern].astype(np.float64)
     busy = ctx.profile.device_stats.devices
-    sms = {int(d.get("id", -1)): d.get("numSms") for d in ctx.meta.get("device_properties") or []}
+    sms = {int(d.get("id", -1)): d.get("numSms") for d in ctx.meta.device_properties}
     for (r, dev), rows in pd.Series(np.arange(len(kern))).groupby([rank, device]).groups.items():
         rows = np.asarray(rows)
         total = float(dur[rows].sum())

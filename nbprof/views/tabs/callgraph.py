@@ -23,7 +23,7 @@ def render(report: Any, top: int = 40) -> str:
 
     frame = report.frame()
     uid = report.uid
-    names = report.profile.meta.get("code_names")
+    names = report.profile.meta.code_names
     ranked = frame.sort_values("cumtime_s", ascending=False, kind="stable").head(top)
     edges = EdgeIndex(report.profile.edges)  # one grouping, not a filter per function
     options, panels = [], []

@@ -30,7 +30,7 @@ def render(report: Any) -> str:
     cols += [Column("self_cpu_mem_bytes", "Self CPU Mem", "bytes"), Column("cpu_mem_bytes", "CPU Mem", "bytes"),
              Column("kind", "Kind")]
     ev = p._events
-    curve = memory_curve_svg(p._memory_curve(), float((ev["start_us"] + ev["dur_us"]).max()))
+    curve = memory_curve_svg(p._memory_curve, float((ev["start_us"] + ev["dur_us"]).max()))
     table = datatable_html(frame, cols, order=[(main, "desc")], page_length=report.limit or 0,
                            caption="memory allocated (+) and freed (−) inside each operator; self = not in its children")
     return curve + table + held_at_peak(p)
@@ -44,7 +44,7 @@ def held_at_peak(profile: Any) -> str:
     if not len(allocs) or "rank" in allocs.columns:
         return ""
     out = []
-    peaks = memory_peaks(profile._memory_curve())
+    peaks = memory_peaks(profile._memory_curve)
     order = sorted(peaks, key=lambda pk: (pk.device == "cpu", pk.device))  # GPUs first
     for peak in order:
         held = profile.alive_at(peak.peak_time_us, peak.device)

@@ -1,0 +1,103 @@
+"""What a profile knows besides its tables: typed metadata, one dataclass per source.
+
+- :class:`TraceMeta`: what the trace itself says (a live profile read through torch's writer, or a
+  file): its clock, what was recorded, the devices, threads and rank. The reader fills it; the
+  exporter writes it back; analyses read the fields they need (``origin_ns``, ``parts``, ...).
+- :class:`TorchMeta`: a :class:`TraceMeta` plus how the run was made and is shown
+  (:class:`RunInfo`: sort, limit, notes, the cell's error, wall time).
+- :class:`PythonMeta`: a cProfile run: :class:`RunInfo` plus the names of notebook cells.
+
+Why dataclasses and not a dict: the same 24 keys were read in 10+ modules with ``.get(key,
+default)`` and a different default here and there; a field has one type, one default and one
+docstring, and a misspelt name is an AttributeError (and a type-checker error), not a silent
+``None``. Times are µs or ns as the field names say, like the tables' columns.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["TraceMeta", "RunInfo", "TorchMeta", "PythonMeta"]
+
+
+@dataclass
+class TraceMeta:
+    """What a torch trace says about itself."""
+
+    source: str = ""
+    """Where the events came from: "live", a trace file's path, a folder of ranks, "empty"."""
+    origin_ns: int = 0
+    """The trace clock's time (ns) of ``start_us == 0`` in the events table."""
+    base_time_ns: int = 0
+    """torch's ``baseTimeNanoseconds``: the wall clock of the trace clock's zero."""
+    span_us: float | None = None
+    """The profiled span torch recorded (its ``PyTorch Profiler`` event), when the trace has one."""
+    trace_name: str | None = None
+    record_shapes: bool = False
+    profile_memory: bool = False
+    with_stack: bool = False
+    with_flops: bool = False
+    with_modules: bool = False
+    device_properties: list[dict[str, Any]] = field(default_factory=list)
+    """The trace's ``deviceProperties``: one dict per GPU (name, SM count, memory, ...)."""
+    thread_names: dict[int, str] = field(default_factory=dict)
+    main_thread: int | None = None
+    """The thread torch's profiler ran on (the cell's thread), when known."""
+    rank: int | None = None
+    world_size: int | None = None
+    parts: list["TraceMeta"] = field(default_factory=list)
+    """A profile merged from several traces (ranks, schedule cycles): each one's own metadata."""
+    files: list[str] = field(default_factory=list)
+    """A profile loaded from a folder: the trace files, in rank order."""
+
+    def trace_fields(self) -> dict[str, Any]:
+        """This metadata's :class:`TraceMeta` fields as keyword arguments (shallow)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(TraceMeta)}
+
+
+@dataclass
+class RunInfo:
+    """How a profile was run (a cell, a script) and how its report is shown by default."""
+
+    sort: str | None = None
+    """The report's sort column (None: the profile's own default)."""
+    limit: int | None = None
+    """Rows shown (0 = all; None: the built-in default)."""
+    notes: list[str] = field(default_factory=list)
+    """One-line notes shown with the report (a failed cell, collection warnings, files written)."""
+    wall_s: float | None = None
+    """Wall time of the profiled run, profiler start to stop."""
+    cell_error: str | None = None
+    """The type name of the exception the cell raised (``"KeyboardInterrupt"`` too), if any."""
+    script: str | None = None
+    """``python -m nbprof``: the script or module profiled."""
+    argv: list[str] = field(default_factory=list)
+    """``python -m nbprof``: the script's ``sys.argv``."""
+
+
+@dataclass
+class TorchMeta(RunInfo, TraceMeta):
+    """A :class:`~nbprof.model.TorchProfile`'s metadata: the trace's, then the run's."""
+
+    group_by: str | None = None
+    """The report's default grouping ("op", "shape", "stack"; None: "op")."""
+    with_cuda: bool | None = None
+    """Whether CUDA was collected (None: a trace file, where kernels in it say so)."""
+
+    @classmethod
+    def of(cls, trace: TraceMeta, **run: Any) -> "TorchMeta":
+        """A trace's metadata with the run's fields added (a run's field wins over the trace's:
+        a live run knows what it asked to record)."""
+        return cls(**{**trace.trace_fields(), **run})
+
+
+@dataclass
+class PythonMeta(RunInfo):
+    """A :class:`~nbprof.model.PythonProfile`'s metadata."""
+
+    source: str = ""
+    """A profile read from a file (``.prof``): its path; "" for a run."""
+    code_names: dict[str, str] = field(default_factory=dict)
+    """Notebook cells' compiled file names -> "In [n]", as IPython names them."""
