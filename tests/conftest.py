@@ -160,3 +160,19 @@ def reports(captured) -> list[dict]:
 
 
 os.environ.setdefault("NBPROF_TESTING", "1")
+
+
+def frames_equal(a, b) -> None:
+    """Two events tables hold the same columns, dtypes and values (categoricals by their text)."""
+    import numpy as np
+    import pandas as pd
+
+    assert list(a.columns) == list(b.columns)
+    for c in a.columns:
+        x, y = a[c], b[c]
+        if isinstance(x.dtype, pd.CategoricalDtype):
+            assert isinstance(y.dtype, pd.CategoricalDtype), c
+            assert x.astype(str).tolist() == y.astype(str).tolist(), c
+        else:
+            assert x.dtype == y.dtype, c
+            np.testing.assert_array_equal(x.to_numpy(), y.to_numpy(), err_msg=c)

@@ -18,19 +18,7 @@ from nbprof import events as E
 from nbprof.collect.chrome_trace import empty_trace, parse_trace_bytes, read_trace_file
 from nbprof.model import TorchProfile
 
-from .conftest import TRACES, trace_path
-
-
-def frames_equal(a: pd.DataFrame, b: pd.DataFrame) -> None:
-    assert list(a.columns) == list(b.columns)
-    for c in a.columns:
-        x, y = a[c], b[c]
-        if isinstance(x.dtype, pd.CategoricalDtype):
-            assert isinstance(y.dtype, pd.CategoricalDtype), c
-            assert x.astype(str).tolist() == y.astype(str).tolist(), c
-        else:
-            assert x.dtype == y.dtype, c
-            np.testing.assert_array_equal(x.to_numpy(), y.to_numpy(), err_msg=c)
+from .conftest import TRACES, frames_equal, trace_path
 
 
 def check_schema_dtypes(events: pd.DataFrame) -> None:

@@ -8,25 +8,12 @@ import io
 import json
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from nbprof.collect import chrome_trace as ct
 from nbprof.events import IGNORED_NAMES, TraceData
 
-from .conftest import TRACES, needs_torch, trace_path
-
-
-def frames_equal(a: pd.DataFrame, b: pd.DataFrame) -> None:
-    assert list(a.columns) == list(b.columns)
-    for c in a.columns:
-        x, y = a[c], b[c]
-        if isinstance(x.dtype, pd.CategoricalDtype):
-            assert isinstance(y.dtype, pd.CategoricalDtype), c
-            assert x.astype(str).tolist() == y.astype(str).tolist(), c
-        else:
-            assert x.dtype == y.dtype, c
-            np.testing.assert_array_equal(x.to_numpy(), y.to_numpy(), err_msg=c)
+from .conftest import TRACES, frames_equal, needs_torch, trace_path
 
 
 def reference_rows(doc: dict) -> list[tuple]:
