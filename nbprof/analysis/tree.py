@@ -74,6 +74,7 @@ def build_tree(events: pd.DataFrame) -> pd.DataFrame:
     s, e, t = start[rows], end[rows], thread[rows]
 
     parent_pos, sub_end, depth_pos = _nest(s, e, t)
+    _split_ties(parent_pos, sub_end, depth_pos, s, e, events["name"].cat.codes.to_numpy()[rows])
     m = len(rows)
 
     parent = np.full(n, -1, dtype=np.int64)
@@ -296,6 +297,40 @@ def _nest(s: np.ndarray, e: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.n
             sub_end[a:b] = se + a
             depth[a:b] = _depth_from_parents(p_)
     return parent, sub_end, depth
+
+
+def _split_ties(parent: np.ndarray, sub_end: np.ndarray, depth: np.ndarray, s: np.ndarray, e: np.ndarray,
+                names: np.ndarray) -> None:
+    """Events with the same name, start and end as their parent become its next siblings (in place).
+
+    On a coarse clock (whole µs: torch 1.8-1.9, Meta's format) back-to-back calls of one op can
+    share both timestamps; nested, they would be one call with a same-name only child, which the
+    same-name collapse merges (22 ``aten::result_type`` calls sharing a timestamp read as fewer
+    calls). A real nested call of the same op that starts and ends at the same instant as its
+    caller cannot be told apart from them; at ns resolution it does not happen. A run of such
+    events (in nesting order each directly follows its parent) hangs from the run's first event's
+    parent, at its depth; what was nested in the run stays under the run's last event."""
+    p = np.maximum(parent, 0)
+    tie = (parent >= 0) & (s == s[p]) & (e == e[p]) & (names == names[p])
+    if not tie.any():
+        return
+    at = np.flatnonzero(tie)
+    # runs of consecutive ties: the event before each run is its first event
+    run_start = at[np.r_[True, np.diff(at) > 1]]
+    run_end = at[np.r_[np.diff(at) > 1, True]]  # the run's last event
+    first = run_start - 1
+    run_of = np.repeat(np.arange(len(run_start)), run_end - run_start + 1)
+    members = np.concatenate([np.arange(a, b + 1) for a, b in zip(run_start.tolist(), run_end.tolist())])
+    shift = depth[run_end] - depth[first]  # how much higher the run's last event (and its subtree) moves
+    parent[members] = parent[first[run_of]]
+    depth[members] = depth[first[run_of]]
+    sub_end[first] = first + 1
+    sub_end[members[:-1][np.diff(members) == 1]] = members[:-1][np.diff(members) == 1] + 1
+    # what was nested in each run's last event moves up with it
+    lift = np.zeros(len(depth) + 1, dtype=np.int64)
+    np.add.at(lift, run_end + 1, -shift)
+    np.add.at(lift, sub_end[run_end], shift)
+    depth += np.cumsum(lift[:-1])
 
 
 def _depth_from_parents(parent: np.ndarray) -> np.ndarray:
