@@ -813,6 +813,9 @@ class _Reader:
         name_index = {v: i for i, v in enumerate(name_values)}
 
         field = {f.attr: self._field(f) for f in _FIELDS if self.legacy or not f.legacy}
+        if self.legacy and n:  # torch 1.8-1.9 filed its record_function ranges as operators
+            steps = np.array([v.startswith("ProfilerStep#") for v in name_values], dtype=bool)[name_codes]
+            kind[steps & (kind == KIND_CODE["op"])] = KIND_CODE["annotation"]
         if n:
             mem_mask = kind == KIND_CODE["memory"]
             if mem_mask.any():
