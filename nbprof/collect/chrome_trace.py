@@ -229,6 +229,8 @@ class _LooseTrace(msgspec.Struct, gc=False):
 
 _DECODER = msgspec.json.Decoder(_Trace)
 _LOOSE_DECODER = msgspec.json.Decoder(_LooseTrace)
+_LIST_DECODER = msgspec.json.Decoder(list[_Event])
+_LOOSE_LIST_DECODER = msgspec.json.Decoder(list[_LooseEvent])
 
 
 def _read_as(value: Any, typ: Any) -> Any:
@@ -257,8 +259,6 @@ def _read_as(value: Any, typ: Any) -> Any:
 
 _EVENT_FIELDS = (("ph", str, ""), ("name", str, ""), ("cat", str, ""), ("pid", int | str, 0),
                  ("tid", int | str, 0), ("ts", float, 0.0), ("dur", float, 0.0))
-_LIST_DECODER = msgspec.json.Decoder(list[_Event])
-_LOOSE_LIST_DECODER = msgspec.json.Decoder(list[_LooseEvent])
 
 # chrome-trace category -> our event kind: each kind's own category (events.TRACE_CATEGORY;
 # "cpu_instant_event" is read as "memory", "oom" is decided later from the name), the calls of
@@ -320,7 +320,9 @@ _CAT_CODE: dict[str, int] = {
 }
 _CAT_CODE[_NOT_AN_EVENT] = _DROP
 _FOLDED_CAT_CODE = {c.lower(): code for c, code in _CAT_CODE.items() if code >= 0}
-_CAT_CODE_AT_START = {c: code for c, code in _CAT_CODE.items() if c not in _KIND_BY_NAME}
+# the categories the reader looks at when it first meets them (what they say about the trace)
+_CAT_CODE_AT_START = {c: code for c, code in _CAT_CODE.items()
+                      if c not in _KIND_BY_NAME and c.split("_")[0] not in _ACCELERATOR_OF}
 
 
 def _category_code(cat: str) -> tuple[int, bool]:
