@@ -32,9 +32,22 @@ event, mostly cache misses):
   generated from the events schema (``events.COLUMNS``: a column with an ``arg``) plus the few
   args this reader turns into columns itself (device, stream, bytes, shapes).
 
+Formats. Every trace torch has written since 1.8: torch 1.8-1.9's capitalized categories
+(``Operator``, ``Kernel``, ...; matched without regard to case) and its ``external id``, read
+only once such a category shows up (a field more would cost every modern trace a pass); the
+runtimes of other accelerators, which kineto files as runtime calls and kernels (``_CAT_KIND``);
+categories nbprof does not know become "other", counted per category in the trace's notes.
+
+Tolerance. The typed decoders reject a whole document for one value of another type (ROCm writes
+``"stream": "0x0"`` on runtime calls). A file that fails them is decoded again with every field
+as any JSON value and checked field by field (``_Reader.checked``): a value that reads as its type
+is kept ("0x0" is 0), one that cannot be read leaves out its event when the event's kind reads
+that field, counted per field in ``TraceMeta.reader_notes``. Only such files pay for the check.
+
 Times: the writer prints ``ts``/``dur`` in µs with exactly three decimals (ns resolution). A float64
 near 4.5e12 µs is only exact to ~1 ns, so naive ``ts * 1000`` can be off by a nanosecond; we split
 ``ts`` into its integer and fractional parts, which recovers the exact integer nanoseconds.
+torch 1.8-1.9 and Meta's tooling print whole µs (integers): read the same way.
 """
 
 from __future__ import annotations
@@ -580,7 +593,7 @@ class _Reader:
         cat_code = self.cat_code
         for e in events:
             bad = None
-            values = {}
+            values: dict[str, Any] = {}
             for attr, typ, default in _EVENT_FIELDS:
                 v = getattr(e, attr)
                 try:
@@ -588,7 +601,7 @@ class _Reader:
                 except ValueError:
                     bad = bad or attr
                     values[attr] = default
-            cat = values["cat"]
+            cat: str = values["cat"]
             if cat not in cat_code:
                 cat_code[cat] = self._new_category(cat)
             code = cat_code[cat] if values["ph"] in ("X", "i") else _DROP
