@@ -670,21 +670,23 @@ class _Reader:
                 self.unknown[cats[i]] += 1
             kind[unknown] = KIND_CODE["other"]
         del cats
-        if (kind < 0).any():
-            for i in np.flatnonzero(kind < 0).tolist():  # metadata, flows, the profiler's span
-                e = events[i]
-                if e.ph == "M":
+        not_events = np.flatnonzero(kind < 0)
+        # metadata, flows (most of these rows: Python ints, one test each), the profiler's span
+        for i, code in zip(not_events.tolist(), kind[not_events].tolist()):
+            e = events[i]
+            if code == _DROP:
+                ph = e.ph
+                if ph == "M":
                     self._metadata(e)
-                elif kind[i] == _SPAN:
-                    self.span.append((e.ts, e.dur))
-                elif kind[i] == _NO_CATEGORY:
-                    if e.ph == "i" and e.name in _MEMORY_NAMES:  # torch 1.8-1.9's memory events
-                        kind[i] = KIND_CODE["memory"]
-                    elif e.ph == "X":  # a complete event without a category: nbprof cannot tell what it is
-                        kind[i] = KIND_CODE["other"]
-                        self.unknown["(none)"] += 1
-                elif e.ph == "B" or e.ph == "E":
+                elif ph == "B" or ph == "E":
                     self.begin_end += 1
+            elif code == _SPAN:
+                self.span.append((e.ts, e.dur))
+            elif e.ph == "i" and e.name in _MEMORY_NAMES:  # no category: torch 1.8-1.9's memory events
+                kind[i] = KIND_CODE["memory"]
+            elif e.ph == "X":  # a complete event without a category: nbprof cannot tell what it is
+                kind[i] = KIND_CODE["other"]
+                self.unknown["(none)"] += 1
         keep = kind >= 0
 
         names = self.names.encode([e.name for e in events])
