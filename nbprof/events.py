@@ -20,6 +20,7 @@ Columns (units in the names; where a column does not apply, it holds the value s
 
 from __future__ import annotations
 
+import os
 import re
 import textwrap
 import dataclasses
@@ -34,7 +35,9 @@ from .meta import TraceMeta
 # Each kind of event and the chrome-trace category (``cat``) torch files it under: the writer
 # writes these, the reader reads them (and the aliases it knows, see collect/chrome_trace).
 # Memory events and out-of-memory events are both instant events in "cpu_instant_event"; the
-# event name tells them apart ("[memory]", "[OutOfMemory]").
+# event name tells them apart ("[memory]", "[OutOfMemory]"). ``sync``: the device side of a
+# synchronization (CUPTI's "Stream Wait Event", "Event Sync", ...; MTIA's event waits): it lives
+# on a stream like a kernel, but it is waiting, not work, so it is no device time.
 _KIND_CATEGORIES = (
     ("op", "cpu_op"),
     ("annotation", "user_annotation"),
@@ -44,6 +47,7 @@ _KIND_CATEGORIES = (
     ("kernel", "kernel"),
     ("memcpy", "gpu_memcpy"),
     ("memset", "gpu_memset"),
+    ("sync", "cuda_sync"),
     ("overhead", "overhead"),
     ("memory", "cpu_instant_event"),
     ("oom", "cpu_instant_event"),
@@ -60,7 +64,7 @@ def _codes(kinds: tuple[str, ...]) -> tuple[int, ...]:
 
 # Named kind groups: use these, never a re-spelled tuple.
 # Events that live on a device stream (lanes of the timeline, rows with a stream, no thread).
-DEVICE_KINDS = ("kernel", "memcpy", "memset", "gpu_annotation")
+DEVICE_KINDS = ("kernel", "memcpy", "memset", "sync", "gpu_annotation")
 # The kinds whose time is spent on the device (and counted as device time).
 DEVICE_WORK_KINDS = ("kernel", "memcpy", "memset")
 # Copies and fills: the device work that moves bytes.
@@ -69,9 +73,9 @@ COPY_KINDS = ("memcpy", "memset")
 TREE_KINDS = ("op", "annotation", "runtime", "overhead", "other")
 # Allocator events: an allocation or free, and an allocation that failed.
 MEMORY_KINDS = ("memory", "oom")
-# Events whose args carry a CUPTI correlation id (runtime calls and the device work they
-# launched; "other" for categories we do not know, such as cuda_sync).
-CORRELATED_KINDS = ("runtime", "kernel", "memcpy", "memset", "gpu_annotation", "other")
+# Events whose args carry a CUPTI correlation id (runtime calls, the device work they launched and
+# the device side of a synchronization; "other" for categories we do not know).
+CORRELATED_KINDS = ("runtime", "kernel", "memcpy", "memset", "sync", "gpu_annotation", "other")
 DEVICE_CODES = _codes(DEVICE_KINDS)
 DEVICE_WORK_CODES = _codes(DEVICE_WORK_KINDS)
 COPY_CODES = _codes(COPY_KINDS)
@@ -82,9 +86,11 @@ MEMORY_CODES = _codes(MEMORY_KINDS)
 # cpu_memory_usage counts CPU, MKLDNN and IDEEP; device_memory_usage CUDA, HIP, XPU, PrivateUse1.
 CPU_MEMORY_TYPES = {0: "cpu", 2: "cpu", 5: "cpu"}
 DEVICE_MEMORY_TYPES = {1: "cuda", 6: "cuda", 12: "xpu", 20: "privateuseone"}
+# the label of every accelerator's DeviceType (device events of an MTIA or HPU trace: "mtia:0")
+DEVICE_TYPES = {**DEVICE_MEMORY_TYPES, 15: "hpu", 19: "mtia"}
 # the code written for a device label's type: the first code of each ("cuda" -> 1, not HIP's 6)
 DEVICE_TYPE_CODE: dict[str, int] = {}
-for _code, _label in {**CPU_MEMORY_TYPES, **DEVICE_MEMORY_TYPES}.items():
+for _code, _label in {**CPU_MEMORY_TYPES, **DEVICE_TYPES}.items():
     DEVICE_TYPE_CODE.setdefault(_label, _code)
 del _code, _label
 
@@ -288,7 +294,7 @@ def device_labels(device: np.ndarray, device_type: np.ndarray | None = None) -> 
         uniq, inverse = np.unique(pair[on_device], return_inverse=True)
         pair_code = np.empty(len(uniq), dtype=np.int32)
         for i, p in enumerate(uniq):
-            prefix = DEVICE_MEMORY_TYPES.get(int(p // 1_000_000), "cuda")
+            prefix = DEVICE_TYPES.get(int(p // 1_000_000), "cuda")
             label = f"{prefix}:{int(p % 1_000_000)}"
             if label not in categories:  # HIP memory and CUDA kernels share "cuda:N"
                 categories.append(label)
@@ -399,5 +405,7 @@ def concat_traces(traces: list[TraceData], labels: list | None = None, label_col
         with_stack=any(t.meta.with_stack for t in traces),
         with_flops=any(t.meta.with_flops for t in traces),
         parts=[t.meta for t in traces],
+        reader_notes=[f"{os.path.basename(t.meta.source)}: {note}" if len(traces) > 1 else note
+                      for t in traces for note in t.meta.reader_notes],
     )
     return TraceData(events=events, meta=meta)

@@ -36,6 +36,11 @@ from .events import (
 
 __all__ = ["write_chrome_trace"]
 
+# The runtime category of each accelerator other than CUDA (HIP writes cuda_runtime too): the
+# reader labels a trace's device events from it ("mtia:0"), so a saved profile keeps its labels.
+_RUNTIME_CATEGORY = {"xpu": "xpu_runtime", "mtia": "mtia_runtime", "hpu": "hpu_op",
+                     "privateuseone": "privateuse1_runtime"}
+
 
 def write_chrome_trace(profile: Any, path: str | os.PathLike) -> str:
     path = os.fspath(path)
@@ -81,6 +86,9 @@ def _document(profile: Any) -> dict[str, Any]:
     durs = (dur / 1000.0).tolist()
     out: list[dict[str, Any]] = []
     cpu_pid = int(pid_arr[thread_arr >= 0][0]) if (thread_arr >= 0).any() else 0
+    # runtime calls under the category of the trace's accelerator (it labels the device events)
+    accelerators = {d.partition(":")[0] for d in ev["device"].cat.categories.astype(str)} - {"cpu", "cuda"}
+    runtime_cat = _RUNTIME_CATEGORY.get(min(accelerators), TRACE_CATEGORY["runtime"]) if accelerators else None
     for i in range(len(ev)):
         kind = kinds[i]
         dev = devices[i]
@@ -113,7 +121,7 @@ def _document(profile: Any) -> dict[str, Any]:
             args["Input Dims"] = msgspec.Raw(shapes[i].encode())
         event: dict[str, Any] = {
             "ph": "X",
-            "cat": TRACE_CATEGORY.get(kind, "other"),
+            "cat": runtime_cat if (kind == "runtime" and runtime_cat) else TRACE_CATEGORY.get(kind, "other"),
             "name": names[i],
             "pid": int(pid[i]) if not on_device else int(dev.partition(":")[2] or 0),
             "tid": int(stream[i]) if on_device else int(thread[i]),

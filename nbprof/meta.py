@@ -51,6 +51,9 @@ class TraceMeta:
     """A profile merged from several traces (ranks, schedule cycles): each one's own metadata."""
     files: list[str] = field(default_factory=list)
     """A profile loaded from a folder: the trace files, in rank order."""
+    reader_notes: list[str] = field(default_factory=list)
+    """What the reader could not read or classify, counted ("12 events with an unreadable
+    ``args.stream``: left out"); a profile shows them first among its notes."""
 
     def trace_fields(self) -> dict[str, Any]:
         """This metadata's :class:`TraceMeta` fields as keyword arguments (shallow)."""
@@ -89,8 +92,10 @@ class TorchMeta(RunInfo, TraceMeta):
     @classmethod
     def of(cls, trace: TraceMeta, **run: Any) -> "TorchMeta":
         """A trace's metadata with the run's fields added (a run's field wins over the trace's:
-        a live run knows what it asked to record)."""
-        return cls(**{**trace.trace_fields(), **run})
+        a live run knows what it asked to record). The reader's notes come first among the notes."""
+        fields = {**trace.trace_fields(), **run}
+        fields["notes"] = list(trace.reader_notes) + list(run.get("notes") or [])
+        return cls(**fields)
 
 
 @dataclass

@@ -42,7 +42,8 @@ KERNEL_COLUMNS = (
 
 def kernel_table(events: pd.DataFrame) -> pd.DataFrame:
     """One row per (kernel name, kind): counts and device time; ``share`` of all device time;
-    ``launched_by``: the CPU op that launched it most often (by External id)."""
+    ``launched_by``: the CPU op that launched it most often (its External id, else the op around
+    its runtime call: ``analysis.tree``)."""
     kind = events["kind"].cat.codes.to_numpy()
     rows = np.flatnonzero(kind_mask(kind, DEVICE_WORK_CODES))
     if len(rows) == 0:

@@ -40,7 +40,14 @@ def memory_curve(events: pd.DataFrame) -> pd.DataFrame:
             "op": op,
         }
     )
-    return out.sort_values(["device", "time_us"], kind="stable").reset_index(drop=True)
+    out = out.sort_values(["device", "time_us"], kind="stable").reset_index(drop=True)
+    no_total = out["allocated_bytes"].to_numpy() < 0
+    if no_total.any():
+        # torch 1.8-1.9 wrote no allocator totals: the running sum of the sizes on each device,
+        # from 0 at the profile's start (what the TensorBoard plugin's memory view shows)
+        running = out.groupby("device", sort=False)["delta_bytes"].cumsum().to_numpy()
+        out["allocated_bytes"] = np.where(no_total, running, out["allocated_bytes"].to_numpy())
+    return out
 
 
 @dataclass(frozen=True)

@@ -2,14 +2,17 @@
 
 :func:`rank_table`: one row per rank::
 
-    rank, span_us, self_cpu_us, ops, kernel_us, kernels, device_busy_us, device_busy_fraction,
+    rank, span_us, self_cpu_us, ops, device_us, kernels, device_busy_us, device_busy_fraction,
     comm_us, compute_us
+
+- ``device_us``, ``kernels``: device work (kernels, copies, memsets), its time and how many, as in
+  ``steps()`` (``device_stats``' ``kernel_us`` is kernels only);
 
 - ``comm_us``: time in collective communication: device work whose name looks like NCCL / RCCL
   (``ncclDevKernel_AllReduce...``), or, in a profile without device work, self CPU time of c10d /
   gloo ops. In DDP the fast ranks wait inside these for the slow one, so waiting is left out of
   the next column;
-- ``compute_us``: kernel time minus communication (self CPU time minus communication without
+- ``compute_us``: device time minus communication (self CPU time minus communication without
   device work): what each rank itself had to do. The **slowest rank** is the one with the most;
   ``imbalance = (max - median) / median`` of ``compute_us``.
 
@@ -82,12 +85,12 @@ def rank_table(events: pd.DataFrame, meta: TraceMeta | None = None) -> pd.DataFr
 
     cpu_total = np.bincount(rank[tree], weights=self_cpu[tree], minlength=n)
     ops = np.bincount(rank[tree & (kind == KIND_CODE["op"])], minlength=n)
-    kernel_us = np.bincount(rank[work], weights=dur[work], minlength=n)
+    device_us = np.bincount(rank[work], weights=dur[work], minlength=n)
     kernels = np.bincount(rank[work], minlength=n)
     has_device = bool(work.any())
     if has_device:
         comm_us = np.bincount(rank[work & comm], weights=dur[work & comm], minlength=n)
-        compute = kernel_us - comm_us
+        compute = device_us - comm_us
     else:
         comm_us = np.bincount(rank[tree & comm], weights=self_cpu[tree & comm], minlength=n)
         compute = cpu_total - comm_us
@@ -108,7 +111,7 @@ def rank_table(events: pd.DataFrame, meta: TraceMeta | None = None) -> pd.DataFr
             "span_us": spans,
             "self_cpu_us": cpu_total,
             "ops": ops.astype(np.int64),
-            "kernel_us": kernel_us,
+            "device_us": device_us,
             "kernels": kernels.astype(np.int64),
             "device_busy_us": busy,
             "device_busy_fraction": frac if has_device else np.full(n, np.nan),

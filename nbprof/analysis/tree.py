@@ -7,7 +7,10 @@ torch (``torch.autograd.profiler``, ``EventList._build_tree``) computes:
   is popped for good);
 - same-name collapse: a child with its parent's name that is its parent's only child is merged
   into the parent (repeatedly); the parent takes over its children and kernels;
-- kernels: a device event belongs to the CPU op whose External id it carries;
+- kernels: a device event belongs to the CPU op whose External id it carries (we do the same;
+  where that id links to no op, as in the traces Meta's tooling writes, where runtime calls and
+  kernels carry the correlation id there, the device event belongs to the op that encloses the
+  runtime call with its correlation id, as HTA links them);
 - memory: every CPU event gets the memory events whose time falls in [start, end] (any thread);
 - self = total minus the children's totals.
 
@@ -71,6 +74,7 @@ def build_tree(events: pd.DataFrame) -> pd.DataFrame:
     s, e, t = start[rows], end[rows], thread[rows]
 
     parent_pos, sub_end, depth_pos = _nest(s, e, t)
+    _split_ties(parent_pos, sub_end, depth_pos, s, e, events["name"].cat.codes.to_numpy()[rows])
     m = len(rows)
 
     parent = np.full(n, -1, dtype=np.int64)
@@ -94,8 +98,8 @@ def build_tree(events: pd.DataFrame) -> pd.DataFrame:
     # kernels -> the op that launched them (merged ops hand theirs to the op that absorbed them)
     is_work = kind_mask(kind, DEVICE_WORK_CODES)
     if is_work.any():
-        external_id = events["external_id"].to_numpy()
-        launcher = _launchers(kind, external_id, in_tree)
+        launcher = _launchers(kind, events["external_id"].to_numpy(), events["correlation"].to_numpy(),
+                              in_tree, parent)
         launcher = np.where(launcher >= 0, _survivor(launcher, merged, parent), -1)
         attributed = is_work & (launcher >= 0)
         own_kernel_ns = np.bincount(launcher[attributed], weights=dur[attributed], minlength=n)
@@ -295,6 +299,40 @@ def _nest(s: np.ndarray, e: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.n
     return parent, sub_end, depth
 
 
+def _split_ties(parent: np.ndarray, sub_end: np.ndarray, depth: np.ndarray, s: np.ndarray, e: np.ndarray,
+                names: np.ndarray) -> None:
+    """Events with the same name, start and end as their parent become its next siblings (in place).
+
+    On a coarse clock (whole µs: torch 1.8-1.9, Meta's format) back-to-back calls of one op can
+    share both timestamps; nested, they would be one call with a same-name only child, which the
+    same-name collapse merges (22 ``aten::result_type`` calls sharing a timestamp read as fewer
+    calls). A real nested call of the same op that starts and ends at the same instant as its
+    caller cannot be told apart from them; at ns resolution it does not happen. A run of such
+    events (in nesting order each directly follows its parent) hangs from the run's first event's
+    parent, at its depth; what was nested in the run stays under the run's last event."""
+    p = np.maximum(parent, 0)
+    tie = (parent >= 0) & (s == s[p]) & (e == e[p]) & (names == names[p])
+    if not tie.any():
+        return
+    at = np.flatnonzero(tie)
+    # runs of consecutive ties: the event before each run is its first event
+    run_start = at[np.r_[True, np.diff(at) > 1]]
+    run_end = at[np.r_[np.diff(at) > 1, True]]  # the run's last event
+    first = run_start - 1
+    run_of = np.repeat(np.arange(len(run_start)), run_end - run_start + 1)
+    members = np.concatenate([np.arange(a, b + 1) for a, b in zip(run_start.tolist(), run_end.tolist())])
+    shift = depth[run_end] - depth[first]  # how much higher the run's last event (and its subtree) moves
+    parent[members] = parent[first[run_of]]
+    depth[members] = depth[first[run_of]]
+    sub_end[first] = first + 1
+    sub_end[members[:-1][np.diff(members) == 1]] = members[:-1][np.diff(members) == 1] + 1
+    # what was nested in each run's last event moves up with it
+    lift = np.zeros(len(depth) + 1, dtype=np.int64)
+    np.add.at(lift, run_end + 1, -shift)
+    np.add.at(lift, sub_end[run_end], shift)
+    depth += np.cumsum(lift[:-1])
+
+
 def _depth_from_parents(parent: np.ndarray) -> np.ndarray:
     """Depth of each event, from parents that come before their children."""
     depth = np.zeros(len(parent), dtype=np.int64)
@@ -374,25 +412,43 @@ def _survivor(rows: np.ndarray, merged: np.ndarray, parent: np.ndarray) -> np.nd
 # ----------------------------------------------------------------------------- kernels and memory
 
 
-def _launchers(kind: np.ndarray, external_id: np.ndarray, in_tree: np.ndarray) -> np.ndarray:
-    """For each device event, the row of the CPU op with its External id (-1 if none)."""
+def _launchers(kind: np.ndarray, external_id: np.ndarray, correlation: np.ndarray, in_tree: np.ndarray,
+               parent: np.ndarray) -> np.ndarray:
+    """For each device event, the row of the CPU op that launched it (-1 if none): the op with its
+    External id, else the op enclosing the runtime call with its correlation id (``parent``: the
+    tree's parents, which runtime calls already have)."""
     n = len(kind)
     out = np.full(n, -1, dtype=np.int64)
-    work = np.flatnonzero(kind_mask(kind, DEVICE_WORK_CODES) & (external_id > 0))
-    if len(work) == 0:
+    is_work = kind_mask(kind, DEVICE_WORK_CODES)
+    work = np.flatnonzero(is_work & (external_id > 0))
+    front_mask = kind_mask(kind, _FRONTEND_KINDS) & in_tree
+    front = np.flatnonzero(front_mask & (external_id > 0))
+    if len(work) and len(front):
+        out[work] = _lookup(external_id[front], front, external_id[work])
+    # not linked by External id: correlation -> the runtime call -> the op that encloses it
+    rest = np.flatnonzero(is_work & (out < 0) & (correlation > 0))
+    if len(rest) == 0:
         return out
-    front = np.flatnonzero(kind_mask(kind, _FRONTEND_KINDS) & in_tree & (external_id > 0))
-    if len(front) == 0:
+    calls = np.flatnonzero((kind == KIND_CODE["runtime"]) & in_tree & (correlation > 0))
+    if len(calls) == 0:
         return out
-    ids = external_id[front]
-    order = np.argsort(ids, kind="stable")  # first event wins on a (rare) duplicate id
-    ids_sorted, front_sorted = ids[order], front[order]
-    wanted = external_id[work]
-    at = np.searchsorted(ids_sorted, wanted, side="left")
-    at_clipped = np.minimum(at, len(ids_sorted) - 1)
-    found = ids_sorted[at_clipped] == wanted
-    out[work[found]] = front_sorted[at_clipped[found]]
+    call = _lookup(correlation[calls], calls, correlation[rest])
+    op = np.where(call >= 0, parent[np.maximum(call, 0)], -1)
+    for _ in range(64):  # a runtime call under profiler overhead: climb to the op around it
+        climb = (op >= 0) & ~front_mask[np.maximum(op, 0)]
+        if not climb.any():
+            break
+        op[climb] = parent[op[climb]]
+    out[rest] = np.where((op >= 0) & front_mask[np.maximum(op, 0)], op, -1)
     return out
+
+
+def _lookup(keys: np.ndarray, rows: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """The row whose key equals each wanted value (the first row on a rare duplicate key), or -1."""
+    order = np.argsort(keys, kind="stable")
+    keys_sorted, rows_sorted = keys[order], rows[order]
+    at = np.minimum(np.searchsorted(keys_sorted, wanted, side="left"), len(keys_sorted) - 1)
+    return np.where(keys_sorted[at] == wanted, rows_sorted[at], -1)
 
 
 def _memory_in_intervals(

@@ -32,9 +32,22 @@ event, mostly cache misses):
   generated from the events schema (``events.COLUMNS``: a column with an ``arg``) plus the few
   args this reader turns into columns itself (device, stream, bytes, shapes).
 
+Formats. Every trace torch has written since 1.8: torch 1.8-1.9's capitalized categories
+(``Operator``, ``Kernel``, ...; matched without regard to case) and its ``external id``, read
+only once such a category shows up (a field more would cost every modern trace a pass); the
+runtimes of other accelerators, which kineto files as runtime calls and kernels (``_CAT_KIND``);
+categories nbprof does not know become "other", counted per category in the trace's notes.
+
+Tolerance. The typed decoders reject a whole document for one value of another type (ROCm writes
+``"stream": "0x0"`` on runtime calls). A file that fails them is decoded again with every field
+as any JSON value and checked field by field (``_Reader.checked``): a value that reads as its type
+is kept ("0x0" is 0), one that cannot be read leaves out its event when the event's kind reads
+that field, counted per field in ``TraceMeta.reader_notes``. Only such files pay for the check.
+
 Times: the writer prints ``ts``/``dur`` in µs with exactly three decimals (ns resolution). A float64
 near 4.5e12 µs is only exact to ~1 ns, so naive ``ts * 1000`` can be off by a nanosecond; we split
 ``ts`` into its integer and fractional parts, which recovers the exact integer nanoseconds.
+torch 1.8-1.9 and Meta's tooling print whole µs (integers): read the same way.
 """
 
 from __future__ import annotations
@@ -43,7 +56,8 @@ import gzip
 import json
 import mmap
 import os
-from collections import defaultdict
+import re
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -57,9 +71,11 @@ from ..events import (
     ARG_COLUMNS,
     COPY_CODES,
     COPY_KINDS,
+    CORRELATED_KINDS,
     DEVICE_CODES,
     DEVICE_KINDS,
     DEVICE_MEMORY_TYPES,
+    DEVICE_TYPE_CODE,
     IGNORED_NAMES,
     KINDS,
     KIND_CODE,
@@ -86,6 +102,7 @@ class _ArgField:
     kinds: tuple[str, ...]
     dtype: Any = np.int64  # of the values read (codes, for JSON kept as raw text)
     announced_by: str | None = None  # a trace-header flag: not read from traces that do not set it
+    legacy: bool = False  # torch 1.8-1.9's spelling: read only from traces in its categories
 
     @property
     def raw(self) -> bool:
@@ -119,6 +136,8 @@ _FIELDS = (
     _ArgField("device_id", "Device Id", int, -1, MEMORY_KINDS),
     # memory events (often half of a --memory profile) have no shapes: not read for them
     _ArgField("input_dims", "Input Dims", msgspec.Raw, msgspec.Raw(b""), _NOT_MEMORY, np.int32, "record_shapes"),
+    # torch 1.8-1.9: the launching op's id on runtime calls and device work ("External id" on ops)
+    _ArgField("legacy_external_id", "external id", int, 0, CORRELATED_KINDS, legacy=True),
 ) + tuple(_column_field(c) for c in ARG_COLUMNS)
 
 _Args = msgspec.defstruct(
@@ -161,8 +180,9 @@ _ANNOUNCING = tuple(dict.fromkeys(f.announced_by for f in _FIELDS if f.announced
 
 
 class _Event(msgspec.Struct, gc=False):
-    """An event whose ``args`` are always there (absent ones are the defaults): what the fast
-    decoders produce. A file with ``"args": null`` fails them and is read with :class:`_LooseEvent`."""
+    """An event whose ``args`` are always there (absent ones are the defaults) and whose fields
+    have their types: what the fast decoders produce. A file that fails them (``"args": null``,
+    a field of another type) is decoded into :class:`_LooseEvent` and checked field by field."""
 
     ph: str = ""
     name: str = ""
@@ -174,15 +194,24 @@ class _Event(msgspec.Struct, gc=False):
     args: _Args = msgspec.field(default_factory=_Args)  # type: ignore[valid-type]
 
 
+# The same fields with any JSON value: what a file that fails the typed decoders is read as.
+_LooseArgs = msgspec.defstruct(
+    "_LooseArgs",
+    [(f.attr, msgspec.Raw if f.raw else Any, msgspec.field(name=f.arg, default=f.default)) for f in _FIELDS]
+    + [("name", Any, ""), ("labels", Any, "")],
+    gc=False,
+)
+
+
 class _LooseEvent(msgspec.Struct, gc=False):
-    ph: str = ""
-    name: str = ""
-    cat: str = ""
-    pid: int | str = 0
-    tid: int | str = 0
-    ts: float = 0.0
-    dur: float = 0.0
-    args: _Args | None = None  # type: ignore[valid-type]
+    ph: Any = ""
+    name: Any = ""
+    cat: Any = ""
+    pid: Any = 0
+    tid: Any = 0
+    ts: Any = 0.0
+    dur: Any = 0.0
+    args: _LooseArgs | None = None  # type: ignore[valid-type]
 
 
 class _Trace(msgspec.Struct, gc=False):
@@ -198,8 +227,17 @@ class _Trace(msgspec.Struct, gc=False):
     distributedInfo: dict[str, Any] | None = None
 
 
-class _LooseTrace(_Trace, gc=False):
-    traceEvents: list[_LooseEvent]  # type: ignore[assignment]
+class _LooseTrace(msgspec.Struct, gc=False):
+    traceEvents: list[_LooseEvent]
+    deviceProperties: Any = []
+    record_shapes: Any = 0
+    profile_memory: Any = 0
+    with_stack: Any = 0
+    with_flops: Any = 0
+    with_modules: Any = 0
+    baseTimeNanoseconds: Any = 0
+    traceName: Any = ""
+    distributedInfo: Any = None
 
 
 _DECODER = msgspec.json.Decoder(_Trace)
@@ -207,31 +245,110 @@ _LOOSE_DECODER = msgspec.json.Decoder(_LooseTrace)
 _LIST_DECODER = msgspec.json.Decoder(list[_Event])
 _LOOSE_LIST_DECODER = msgspec.json.Decoder(list[_LooseEvent])
 
+
+def _read_as(value: Any, typ: Any) -> Any:
+    """A value of another type read as ``typ`` (int, int | None, float, str, int | str) where it can
+    be: "0x0" and "7" as integers (ROCm writes streams so), 7.0 as 7, "1.5" as 1.5. Raises
+    ValueError where it cannot (a list, text that is no number, true/false for a number)."""
+    if isinstance(value, bool):
+        raise ValueError(value)
+    if typ is float:
+        if isinstance(value, (int, float, str)):
+            return float(value)
+    elif typ is str:
+        if isinstance(value, str):
+            return value
+    elif isinstance(value, int):
+        return value
+    elif isinstance(value, float) and value.is_integer():
+        return int(value)
+    elif isinstance(value, str):
+        if typ == (int | str):
+            return value
+        text = value.strip()
+        return int(text) if text.lstrip("+-").isdigit() else int(text, 0)
+    raise ValueError(value)
+
+
+_EVENT_FIELDS = (("ph", str, ""), ("name", str, ""), ("cat", str, ""), ("pid", int | str, 0),
+                 ("tid", int | str, 0), ("ts", float, 0.0), ("dur", float, 0.0))
+
 # chrome-trace category -> our event kind: each kind's own category (events.TRACE_CATEGORY;
 # "cpu_instant_event" is read as "memory", "oom" is decided later from the name), the calls of
 # the other runtimes, and categories that are not events (None: flows between CPU and GPU, the
-# profiler's own span). Categories not here are "other".
+# profiler's own span). kineto itself folds the other accelerators' activity types into these
+# (libkineto ActivityType.h: MTIA_RUNTIME, XPU_RUNTIME, HPU_OP, PRIVATEUSE1_* = RUNTIME / DRIVER;
+# MTIA_CCP_EVENTS = CONCURRENT_KERNEL). Categories not here are "other", counted in a note.
 _CAT_KIND: dict[str, str | None] = {
     **{cat: kind for kind, cat in TRACE_CATEGORY.items() if kind != "oom"},
     "cuda_driver": "runtime",
     "hip_runtime": "runtime",
     "privateuse1_runtime": "runtime",
+    "privateuse1_driver": "runtime",
+    "xpu_runtime": "runtime",
+    "xpu_driver": "runtime",
+    "mtia_runtime": "runtime",
+    "glow_runtime": "runtime",
+    "hpu_op": "runtime",
+    "mtia_ccp_events": "kernel",
+    "xpu_sync": "sync",
+    "cuda_event": "sync",  # CUPTI's event records on a stream: the markers stream waits wait for
     "ac2g": None,
     "fwdbwd": None,
     "async_cpu_to_gpu": None,
+    "async": None,
     "Trace": None,
     "": None,
 }
+# torch ~1.8-1.9 (the TensorBoard plugin's era) wrote capitalized categories, and "external id"
+# (lower case) on runtime calls and device work; matched without regard to case.
+_LEGACY_CAT_KIND: dict[str, str] = {
+    "operator": "op",
+    "runtime": "runtime",
+    "kernel": "kernel",
+    "memcpy": "memcpy",
+    "memset": "memset",
+    "python": "python",
+    "memory": "memory",
+    "dataloader": "annotation",
+}
+# A category's prefix -> torch's DeviceType of the trace's device events (their labels: "xpu:0").
+_ACCELERATOR_OF = {"xpu": DEVICE_TYPE_CODE["xpu"], "mtia": DEVICE_TYPE_CODE["mtia"],
+                   "hpu": DEVICE_TYPE_CODE["hpu"], "privateuse1": DEVICE_TYPE_CODE["privateuseone"]}
+_STREAM_TID = re.compile(r"stream\s*(\d+)$", re.IGNORECASE)
+# MTIA's command processor writes its synchronization and its DMA copies among its kernels
+# (kineto files them all as kernels): told apart by name.
+_KIND_BY_NAME = {"mtia_ccp_events": {"event_wait": "sync", "event_record": "sync", "dma_request": "memcpy"}}
 
-# Kind codes while reading: the event kinds, and two codes for rows that are not events.
+# Kind codes while reading: the event kinds, and codes for rows that are not (yet) events.
 _DROP = -1  # not an event (flows, metadata, categories mapped to None)
 _SPAN = -2  # the profiler's own span ("Trace"): not an event, but it fixes the time origin
+_NO_CATEGORY = -3  # no "cat": torch 1.8-1.9's memory events (instant "[memory]"); else dropped
+_UNKNOWN = len(KINDS)  # a category nbprof does not know: "other", counted per category
 _NOT_AN_EVENT = "\x00"  # the "category" of phases other than "X" and "i"
+_MEMORY_NAMES = frozenset({"[memory]", "[OutOfMemory]"})
 _CAT_CODE: dict[str, int] = {
-    cat: (_SPAN if cat == "Trace" else _DROP if kind is None else KIND_CODE[kind])
+    cat: (_SPAN if cat == "Trace" else _NO_CATEGORY if cat == "" else _DROP if kind is None else KIND_CODE[kind])
     for cat, kind in _CAT_KIND.items()
 }
 _CAT_CODE[_NOT_AN_EVENT] = _DROP
+_FOLDED_CAT_CODE = {c.lower(): code for c, code in _CAT_CODE.items() if code >= 0}
+# the categories the reader looks at when it first meets them (what they say about the trace)
+_CAT_CODE_AT_START = {c: code for c, code in _CAT_CODE.items()
+                      if c not in _KIND_BY_NAME and c.split("_")[0] not in _ACCELERATOR_OF}
+
+
+def _category_code(cat: str) -> tuple[int, bool]:
+    """The kind code of a category this reader has not met yet, and whether it is torch 1.8-1.9's
+    spelling: exact names first, then without regard to case (both spellings), else unknown."""
+    code = _CAT_CODE.get(cat)
+    if code is not None:
+        return code, False
+    folded = cat.lower()
+    if folded in _LEGACY_CAT_KIND:
+        return KIND_CODE[_LEGACY_CAT_KIND[folded]], True
+    return _FOLDED_CAT_CODE.get(folded, _UNKNOWN), False
+
 
 # Where one event ends and the next begins: torch's writer (one event per block, "  {" ... "  },"
 # at two spaces), compact JSON from json.dumps (kineto's writer in some builds; events start with
@@ -297,37 +414,50 @@ def _parse_whole(buf: Any, source: str) -> TraceData:
     """The plain path: decode the whole document at once (any layout; reports what is wrong)."""
     if bytes(buf[:256]).lstrip().startswith(b"["):
         # a bare list of events is a chrome trace too (the "JSON Array Format")
+        loose_events: list | None = None
         try:
             try:
                 events: list = _LIST_DECODER.decode(buf)
             except msgspec.ValidationError:
-                events = _loose(_LOOSE_LIST_DECODER.decode(buf))
+                loose_events = _LOOSE_LIST_DECODER.decode(buf)
         except (msgspec.DecodeError, msgspec.ValidationError) as e:
             raise _decode_error(source, e) from None
         reader = _Reader(_Trace(traceEvents=[]), source)
+        if loose_events is not None:
+            events = reader.checked(loose_events)
         reader.add(events)
         return reader.finish()
     try:
         try:
             trace = _DECODER.decode(buf)
+            reader = _Reader(trace, source)
         except msgspec.ValidationError:
-            trace = _LOOSE_DECODER.decode(buf)
-            trace.traceEvents = _loose(trace.traceEvents)
+            loose = _LOOSE_DECODER.decode(buf)
+            loose_events, loose.traceEvents = loose.traceEvents, []
+            trace = _checked_header(loose)
+            reader = _Reader(trace, source)
+            trace.traceEvents = reader.checked(loose_events)
+            del loose_events
     except (msgspec.DecodeError, msgspec.ValidationError) as e:
         raise _decode_error(source, e) from None
     events, trace.traceEvents = trace.traceEvents, []
-    reader = _Reader(trace, source)
     reader.add(events)
     del events
     return reader.finish()
 
 
-def _loose(events: list) -> list:
-    """Events with ``"args": null`` (hand-written files): give them the default args."""
-    for e in events:
-        if e.args is None:
-            e.args = _NO_ARGS
-    return events
+def _checked_header(loose: Any) -> _Trace:
+    """The header of a loosely decoded file, a field of the wrong type read as absent."""
+    values = {}
+    for f in msgspec.structs.fields(_Trace):
+        if f.name == "traceEvents":
+            continue
+        v = getattr(loose, f.name)
+        try:
+            values[f.name] = msgspec.convert(v, f.type)
+        except msgspec.ValidationError:
+            pass
+    return _Trace(traceEvents=[], **values)
 
 
 def _read_sliced(read: Callable[[int], bytes], source: str) -> TraceData | None:
@@ -430,7 +560,7 @@ class _Reader:
         self.source = source
         self.seen = 0  # events decoded, all kinds
         self.n = 0  # rows kept
-        self.cat_code = dict(_CAT_CODE)
+        self.cat_code = dict(_CAT_CODE_AT_START)
         self.names = _Codes()
         self.ignored = np.zeros(0, dtype=bool)  # per name code: a utility op torch leaves out
         self.raw_codes = {f.attr: _Codes() for f in _FIELDS if f.raw}  # raw JSON (shapes, grid, ...)
@@ -440,9 +570,81 @@ class _Reader:
         self.thread_names: dict[int, str] = {}
         self.process_labels: dict[int, str] = {}
         self.span: list[tuple[float, float]] = []
+        self.legacy = False  # torch 1.8-1.9's categories seen: its "external id" is read too
+        self.unknown: Counter[str] = Counter()  # events per category nbprof does not know
+        self.begin_end = 0  # "B"/"E" events: not read (torch writes complete events)
+        self.unreadable: Counter[str] = Counter()  # events left out, per field that could not be read
+        self.kind_by_name: dict[str, int] = {}  # kernels of these names are of another kind (MTIA)
+        self.name_kind = np.zeros(0, dtype=np.int8)  # per name code: that kind, or -1
+        self.accelerator = DEVICE_TYPE_CODE["cuda"]  # the DeviceType of device events (see _ACCELERATOR_OF)
         self.cols: dict[str, list[np.ndarray]] = {k: [] for k in ("kind", "name", "ts", "dur", "pid", "tid")}
         # per field, (rows, values) of each slice it was read in
         self.sparse: dict[str, list[tuple[np.ndarray, Any]]] = defaultdict(list)
+
+    def checked(self, events: list) -> list:
+        """Loosely decoded events (:class:`_LooseEvent`) as typed ones, field by field.
+
+        A value of another type is read where it can be (:func:`_read_as`); null reads as absent.
+        A value that cannot be read leaves its event out when the event's kind reads that field
+        (counted per field: the report's notes say how many), and is let be otherwise (it would
+        not be read). One bad field never rejects the file."""
+        out = []
+        unreadable = self.unreadable
+        cat_code = self.cat_code
+        for e in events:
+            bad = None
+            values: dict[str, Any] = {}
+            for attr, typ, default in _EVENT_FIELDS:
+                v = getattr(e, attr)
+                try:
+                    values[attr] = default if v is None else _read_as(v, typ)
+                except ValueError:
+                    bad = bad or attr
+                    values[attr] = default
+            cat: str = values["cat"]
+            if cat not in cat_code:
+                cat_code[cat] = self._new_category(cat)
+            code = cat_code[cat] if values["ph"] in ("X", "i") else _DROP
+            if code == _NO_CATEGORY and values["ph"] == "i":
+                code = KIND_CODE["memory"]
+            kind = KINDS[code] if 0 <= code < len(KINDS) else "other" if code == _UNKNOWN else None
+            a = e.args
+            if a is None:
+                values["args"] = _NO_ARGS
+            else:
+                args = {}
+                for f in _FIELDS:
+                    v = getattr(a, f.attr)
+                    if f.raw or v is None:
+                        args[f.attr] = f.default if v is None else v
+                        continue
+                    try:
+                        args[f.attr] = _read_as(v, f.type)
+                    except ValueError:
+                        args[f.attr] = f.default
+                        if kind in f.kinds:
+                            bad = bad or f"args.{f.arg}"
+                for attr in ("name", "labels"):
+                    v = getattr(a, attr)
+                    args[attr] = v if isinstance(v, str) else ""
+                values["args"] = _Args(**args)
+            if bad is not None and (kind is not None or bad in ("ph", "cat")):
+                unreadable[bad] += 1
+                continue
+            out.append(_Event(**values))
+        return out
+
+    def _new_category(self, cat: str) -> int:
+        """The kind code of a category met for the first time (see ``_category_code``)."""
+        code, legacy = _category_code(cat)
+        self.legacy |= legacy
+        if code == _UNKNOWN:
+            self.unknown[cat] += 0  # listed; the events are counted as they come
+        self.kind_by_name.update({n: KIND_CODE[k] for n, k in _KIND_BY_NAME.get(cat, {}).items()})
+        accelerator = _ACCELERATOR_OF.get(cat.split("_")[0])
+        if accelerator is not None:
+            self.accelerator = accelerator
+        return code
 
     # -- one slice -----------------------------------------------------------------------------
 
@@ -459,17 +661,33 @@ class _Reader:
             kind = np.fromiter(map(cat_code.__getitem__, cats), dtype=np.int8, count=m)
         except KeyError:
             for c in set(cats):
-                cat_code.setdefault(c, KIND_CODE["other"])
+                if c not in cat_code:
+                    cat_code[c] = self._new_category(c)
             kind = np.fromiter(map(cat_code.__getitem__, cats), dtype=np.int8, count=m)
+        if self.unknown and (kind == _UNKNOWN).any():
+            unknown = kind == _UNKNOWN
+            for i in np.flatnonzero(unknown).tolist():
+                self.unknown[cats[i]] += 1
+            kind[unknown] = KIND_CODE["other"]
         del cats
-        keep = kind >= 0
-        if not keep.all():
-            for i in np.flatnonzero(kind < 0).tolist():  # metadata, flows, the profiler's span
-                e = events[i]
-                if e.ph == "M":
+        not_events = np.flatnonzero(kind < 0)
+        # metadata, flows (most of these rows: Python ints, one test each), the profiler's span
+        for i, code in zip(not_events.tolist(), kind[not_events].tolist()):
+            e = events[i]
+            if code == _DROP:
+                ph = e.ph
+                if ph == "M":
                     self._metadata(e)
-                elif kind[i] == _SPAN:
-                    self.span.append((e.ts, e.dur))
+                elif ph == "B" or ph == "E":
+                    self.begin_end += 1
+            elif code == _SPAN:
+                self.span.append((e.ts, e.dur))
+            elif e.ph == "i" and e.name in _MEMORY_NAMES:  # no category: torch 1.8-1.9's memory events
+                kind[i] = KIND_CODE["memory"]
+            elif e.ph == "X":  # a complete event without a category: nbprof cannot tell what it is
+                kind[i] = KIND_CODE["other"]
+                self.unknown["(none)"] += 1
+        keep = kind >= 0
 
         names = self.names.encode([e.name for e in events])
         if len(self.ignored) < len(self.names.ids):
@@ -483,6 +701,11 @@ class _Reader:
             m = len(events)
             if m == 0:
                 return
+        if self.kind_by_name:
+            if len(self.name_kind) < len(self.names.ids):
+                self.name_kind = np.array([self.kind_by_name.get(n, -1) for n in self.names.ids], dtype=np.int8)
+            renamed = (kind == KIND_CODE["kernel"]) & (self.name_kind[names] >= 0)
+            kind[renamed] = self.name_kind[names][renamed]
         counts = np.bincount(kind, minlength=len(KINDS))
         cols = self.cols
         cols["kind"].append(kind)
@@ -511,7 +734,7 @@ class _Reader:
             group_rows: np.ndarray | None = None  # selected once, for the first field read
             sub: list = args
             for f, read in fields:
-                if f.announced_by and not self.announced[f.announced_by]:
+                if (f.announced_by and not self.announced[f.announced_by]) or (f.legacy and not self.legacy):
                     continue
                 if group_rows is None:
                     if count == m:
@@ -539,9 +762,23 @@ class _Reader:
             for i, v in enumerate(values):
                 if isinstance(v, int):
                     out[i] = v
+                elif v.isdigit():  # "123", as numpy reads a list of such strings
+                    out[i] = int(v)
                 else:
                     out[i] = names.setdefault(v, -(len(names) + 2))
             return out
+
+    def _streams_named(self, tid: np.ndarray) -> np.ndarray:
+        """The stream a thread named "stream 7" stands for (hand-made and torch 1.8-1.9 traces write
+        device events' tid so), else the tid as it is."""
+        named = {i: int(m.group(1)) for v, i in self.string_ids.items() if (m := _STREAM_TID.match(v))}
+        if not named:
+            return tid
+        ids, numbers = np.array(list(named)), np.array(list(named.values()))
+        at = np.minimum(np.searchsorted(np.sort(ids), tid), len(ids) - 1)
+        order = np.argsort(ids)
+        hit = ids[order][at] == tid
+        return np.where(hit, numbers[order][at], tid)
 
     def _metadata(self, e: Any) -> None:
         if e.name == "thread_name" and isinstance(e.tid, int):
@@ -592,7 +829,10 @@ class _Reader:
         name_values = [v for v, u in zip(all_names, used.tolist()) if u]
         name_index = {v: i for i, v in enumerate(name_values)}
 
-        field = {f.attr: self._field(f) for f in _FIELDS}
+        field = {f.attr: self._field(f) for f in _FIELDS if self.legacy or not f.legacy}
+        if self.legacy and n:  # torch 1.8-1.9 filed its record_function ranges as operators
+            steps = np.array([v.startswith("ProfilerStep#") for v in name_values], dtype=bool)[name_codes]
+            kind[steps & (kind == KIND_CODE["op"])] = KIND_CODE["annotation"]
         if n:
             mem_mask = kind == KIND_CODE["memory"]
             if mem_mask.any():
@@ -628,6 +868,10 @@ class _Reader:
         dims = field.pop("input_dims")
         input_shapes = self._shapes(dims) if self.announced["record_shapes"] else None
         del dims
+        if self.legacy:  # torch 1.8-1.9: "external id" where "External id" is not written
+            legacy_id = field.pop("legacy_external_id")
+            field["external_id"] = np.where(field["external_id"] == 0, legacy_id, field["external_id"])
+            del legacy_id
         columns = {c.name: (self._json_list(c.name, field[c.name]) if c.json_list else field[c.name])
                    for c in ARG_COLUMNS}
         del field
@@ -640,8 +884,9 @@ class _Reader:
         if mem_on_device.any():
             device = np.where(mem_on_device, np.maximum(mem_device_id, 0), device)
         del mem_device_id, mem_on_device
-        # the device type of each row: memory events say theirs, every other device event is CUDA
-        device_type = np.where(is_memory, mem_device_type, 1)
+        # the device type of each row: memory events say theirs, every other device event is the
+        # accelerator whose runtime the trace holds (CUDA, and HIP, unless another one shows)
+        device_type = np.where(is_memory, mem_device_type, self.accelerator)
         del mem_device_type
 
         # Overhead events (pid -1, tid 0 in the file) happen in the profiler's own code on the main
@@ -655,7 +900,7 @@ class _Reader:
 
         if any_device:
             thread = np.where(is_device, -1, tid)
-            stream = np.where(is_device, np.where(stream >= 0, stream, tid), -1)
+            stream = np.where(is_device, np.where(stream >= 0, stream, self._streams_named(tid)), -1)
         else:  # a CPU profile: threads as they are, no streams (stream is all -1 already)
             thread = tid
         del tid, is_device
@@ -698,8 +943,26 @@ class _Reader:
             world_size=dist.get("world_size"),
             main_thread=main_tid,
             span_us=(span[0][1] if span else None),
+            reader_notes=self._notes(),
         )
         return TraceData(events=events, meta=meta)
+
+    def _notes(self) -> list[str]:
+        """What was not read or not understood, counted: a profile that holds less than its file
+        always says so."""
+        notes = [f"{count:,} events with an unreadable `{name}`: left out"
+                 for name, count in sorted(self.unreadable.items())]
+        unknown = {cat: count for cat, count in self.unknown.items() if count}
+        if unknown:
+            listed = ", ".join(f"{cat} ({count:,})" for cat, count in sorted(unknown.items(), key=lambda x: -x[1]))
+            notes.append(f"{sum(unknown.values()):,} events in categories nbprof does not know, read as "
+                         f'"other": {listed}')
+        if self.begin_end:
+            notes.append(f'{self.begin_end:,} begin/end ("B"/"E") events not read: nbprof reads complete '
+                         '("X") and instant ("i") events')
+        if self.n == 0 and self.seen:
+            notes.append(f"none of the file's {self.seen:,} entries is an event nbprof reads")
+        return notes
 
     def _json_list(self, attr: str, codes: np.ndarray) -> pd.Categorical:
         """A JSON-list column (kernels' grid and block) from its raw-text codes: the texts as torch's

@@ -1,5 +1,7 @@
 """The CPU blocked waiting for the device: ``cudaDeviceSynchronize``, ``cudaStreamSynchronize``,
-``cudaEventSynchronize``, synchronous ``cudaMemcpy`` (and HIP's) runtime calls, which ``.item()``,
+``cudaEventSynchronize``, synchronous ``cudaMemcpy`` (and HIP's and MTIA's) runtime calls, and any
+runtime call whose device side is a synchronization (a ``sync`` event with its correlation id,
+other than a stream's wait for another), which ``.item()``,
 ``.cpu()``, ``print(tensor)``, ``if tensor:`` and data-dependent shapes (``nonzero``) cause. A call
 after which the process launches no more device work is not counted (a final synchronize before
 reading a timer costs no overlap). Fires when the blocked time is at least ``SYNC_MIN_SHARE`` of
@@ -32,6 +34,8 @@ SYNC_CALLS = frozenset(
         "hipStreamSynchronize",
         "hipEventSynchronize",
         "hipMemcpy",
+        "synchronizeStream",  # MTIA's runtime
+        "synchronize",
     }
 )
 
@@ -39,7 +43,15 @@ SYNC_CALLS = frozenset(
 def find(ctx: TorchContext) -> Iterator[Finding]:
     if not ctx.has_device:
         return
-    is_sync = category_mask(ctx.names, lambda n: n in SYNC_CALLS) & (ctx.kind == KIND_CODE["runtime"])
+    is_call = ctx.kind == KIND_CODE["runtime"]
+    is_sync = category_mask(ctx.names, lambda n: n in SYNC_CALLS) & is_call
+    # the device side of a blocking synchronization names its runtime call by correlation id
+    # ("Event Sync", "Stream Sync", "Context Sync"; a stream waiting for another blocks no CPU)
+    correlation = ctx.events["correlation"].to_numpy()
+    device_sync = ((ctx.kind == KIND_CODE["sync"]) & (correlation > 0)
+                   & ~category_mask(ctx.names, lambda n: "wait" in n.lower()))
+    if device_sync.any():
+        is_sync |= is_call & np.isin(correlation, correlation[device_sync])
     rows = np.flatnonzero(is_sync)
     if len(rows) == 0:
         return

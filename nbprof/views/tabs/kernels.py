@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...format import esc
+from ...format import esc, fmt_us
 from ..datatable import datatable_html
 from ..table import Column
 from .base import Tab
@@ -34,23 +34,31 @@ def render(report: Any) -> str:
 
 
 def gpu_use_line(profile: Any) -> str:
-    """Per device: busy share of the span, and CUPTI's SM efficiency and occupancy estimates."""
+    """Per device: busy share, and CUPTI's SM efficiency and occupancy estimates, over the whole
+    profile and, when the profile has steps, over the profiler steps' window (the TensorBoard
+    plugin's window), each labelled with its window."""
     lines = []
     for _, d in profile.device_stats.devices.iterrows():
         if not d["kernels"] and not d["memcpys"] and not d["memsets"]:
             continue
         who = f"rank {d['rank']} {d['device']}" if "rank" in d.index else str(d["device"])
-        parts = [f"GPU busy {100 * d['busy_fraction']:.1f}% of the span"]
-        if d["sm_efficiency"] == d["sm_efficiency"]:  # not NaN: the trace has the estimates
-            parts.append(f"est. SM efficiency {100 * d['sm_efficiency']:.1f}%")
-        if d["achieved_occupancy_pct"] == d["achieved_occupancy_pct"]:
-            parts.append(f"est. achieved occupancy {d['achieved_occupancy_pct']:.1f}%")
-        lines.append(f'<div class="nbprof-sub"><b>{esc(who)}</b>: {esc(" · ".join(parts))}</div>')
+        windows = [("", "whole profile")]
+        if d["steps_span_us"] == d["steps_span_us"]:  # not NaN: the profile has steps
+            windows.append(("steps_", "profiler steps, as the TensorBoard plugin"))
+        for prefix, label in windows:
+            parts = [f"GPU busy {100 * d[prefix + 'busy_fraction']:.1f}%"]
+            if d[prefix + "sm_efficiency"] == d[prefix + "sm_efficiency"]:  # not NaN: the trace has the estimates
+                parts.append(f"est. SM efficiency {100 * d[prefix + 'sm_efficiency']:.1f}%")
+            if d[prefix + "achieved_occupancy_pct"] == d[prefix + "achieved_occupancy_pct"]:
+                parts.append(f"est. achieved occupancy {d[prefix + 'achieved_occupancy_pct']:.1f}%")
+            lines.append(f'<div class="nbprof-sub"><b>{esc(who)}</b>, {esc(label)} '
+                         f'({esc(fmt_us(d[prefix + "span_us"]))}): {esc(" · ".join(parts))}</div>')
     if not lines:
         return ""
-    hint = ("SM efficiency: the share of the span with SMs given work (a kernel with fewer blocks than "
+    hint = ("SM efficiency: the share of the window with SMs given work (a kernel with fewer blocks than "
             "SMs counts in part); occupancy: warps resident per SM over the maximum, weighted by kernel time "
-            "(CUPTI's estimates)")
+            "(CUPTI's estimates). Whole profile: its first to last event; profiler steps: the first "
+            "ProfilerStep's start to the last one's end")
     return "".join(lines) + f'<div class="nbprof-empty" style="padding-top:0">{esc(hint)}</div>'
 
 

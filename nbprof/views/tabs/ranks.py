@@ -18,8 +18,8 @@ def render(report: Any) -> str:
     table = ranks.table
     cols = [Column("rank", "Rank", "text"), Column("span_us", "Span", "time_us"),
             Column("self_cpu_us", "Self CPU", "time_us"), Column("ops", "Ops", "count")]
-    if (table["kernel_us"] > 0).any():
-        cols += [Column("kernel_us", "Kernel time", "time_us"), Column("kernels", "Kernels", "count"),
+    if (table["device_us"] > 0).any():
+        cols += [Column("device_us", "Device time", "time_us"), Column("kernels", "Kernels", "count"),
                  Column("device_busy_fraction", "GPU busy", "share"), Column("compute_us", "Compute", "time_us"),
                  Column("comm_us", "Communication", "time_us")]
     head = (f'<div class="nbprof-sub">slowest rank: {esc(ranks.slowest)} · imbalance '
