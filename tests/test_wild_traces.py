@@ -88,6 +88,27 @@ def test_torch_1_9_format_reads_its_capitalized_categories():
     assert (ev.loc[ev["kind"].isin(WORK), "parent"] >= 0).all()
 
 
+def test_torch_1_9_memory_peak_is_the_running_sum_of_sizes():
+    """torch 1.8-1.9 wrote no allocator totals: the peak in the report's header, the device stats
+    and the memory curve are the running sum of the sizes, as a plain loop over the raw JSON
+    computes it (never the "does not apply" -1)."""
+    name = "resnet50_num_workers_0.pt.trace.json.gz"
+    doc, p = raw(name), nbprof.load_trace(WILD / name)
+    memory = sorted((e["ts"], e["args"]["Device Type"], e["args"]["Bytes"]) for e in doc["traceEvents"]
+                    if e.get("ph") == "i" and e.get("name") == "[memory]")
+    peaks: dict[str, int] = {}
+    running: dict[str, int] = {}
+    for _, device_type, nbytes in memory:
+        device = "cpu" if device_type == 0 else "cuda:0"
+        running[device] = running.get(device, 0) + nbytes
+        peaks[device] = max(peaks.get(device, running[device]), running[device])
+    assert p.summary.peak_allocated_bytes == peaks
+    assert p.device_stats.peak_allocated_bytes["cuda:0"] == peaks["cuda:0"]
+    curve = p._memory_curve
+    assert int(curve.loc[curve["device"] == "cuda:0", "allocated_bytes"].max()) == peaks["cuda:0"]
+    assert "-1 B" not in p.report().text()
+
+
 def test_rocm_trace_with_string_streams_loads():
     """HTA's MI250 sample writes 'stream': '0x0' on runtime calls: read, never a rejected file."""
     name = "amd_mi250_rocm6.json.gz"

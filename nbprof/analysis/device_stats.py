@@ -38,6 +38,7 @@ import pandas as pd
 from ..meta import TraceMeta
 from ..events import DEVICE_WORK_CODES, KIND_CODE, category_mask, kind_mask, time_ns
 from ._intervals import measure_within, union_segments
+from .memory import allocated_totals
 
 __all__ = [
     "DeviceStats",
@@ -234,7 +235,7 @@ def device_stats(events: pd.DataFrame, meta: TraceMeta | None = None) -> DeviceS
     peak_res = np.full(n_keys, -1, dtype=np.int64)
     mrows = np.flatnonzero(is_mem)
     if len(mrows):
-        np.maximum.at(peak_alloc, key_all[mrows], events["total_allocated_bytes"].to_numpy()[mrows])
+        np.maximum.at(peak_alloc, key_all[mrows], allocated_totals(events, mrows))
         np.maximum.at(peak_res, key_all[mrows], events["total_reserved_bytes"].to_numpy()[mrows])
 
     # the same over the profiler steps' window: device work clipped to it (see the module doc)

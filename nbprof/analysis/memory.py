@@ -20,6 +20,30 @@ __all__ = ["memory_curve", "MemoryPeak", "memory_peaks", "downsample_max", "allo
 ALLOCATION_COLUMNS = ("device", "addr", "bytes", "alloc_us", "free_us", "lifetime_us", "op", "top_op")
 
 
+def allocated_totals(events: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
+    """The allocator's total allocated after each memory event at ``rows``, per device.
+
+    torch 1.8-1.9 wrote no totals (-1): there it is the running sum of the sizes on each device,
+    from 0 at the profile's start, in time order (what the TensorBoard plugin's memory view
+    shows). One definition for the memory curve, the summary's peaks and the device stats."""
+    totals = events["total_allocated_bytes"].to_numpy()[rows]
+    missing = totals < 0
+    if not missing.any():
+        return totals
+    start = events["start_us"].to_numpy()[rows]
+    device = events["device"].cat.codes.to_numpy()[rows]
+    order = np.lexsort((start, device))  # by device, then time (stable for ties)
+    sizes = events["bytes"].to_numpy()[rows][order]
+    running = np.cumsum(sizes)
+    first = np.r_[0, np.flatnonzero(np.diff(device[order])) + 1]  # each device starts from 0
+    running -= np.repeat(running[first] - sizes[first], np.diff(np.r_[first, len(order)]))
+    out = totals.copy()
+    by_row = np.empty_like(running)
+    by_row[order] = running
+    out[missing] = by_row[missing]
+    return out
+
+
 def memory_curve(events: pd.DataFrame) -> pd.DataFrame:
     """``device, time_us, allocated_bytes, reserved_bytes, delta_bytes, op`` per memory event."""
     is_mem = (events["kind"].cat.codes.to_numpy() == KIND_CODE["memory"])
@@ -34,20 +58,13 @@ def memory_curve(events: pd.DataFrame) -> pd.DataFrame:
         {
             "device": sub["device"].astype(str).to_numpy(),
             "time_us": sub["start_us"].to_numpy(),
-            "allocated_bytes": sub["total_allocated_bytes"].to_numpy(),
+            "allocated_bytes": allocated_totals(events, rows),
             "reserved_bytes": sub["total_reserved_bytes"].to_numpy(),
             "delta_bytes": sub["bytes"].to_numpy(),
             "op": op,
         }
     )
-    out = out.sort_values(["device", "time_us"], kind="stable").reset_index(drop=True)
-    no_total = out["allocated_bytes"].to_numpy() < 0
-    if no_total.any():
-        # torch 1.8-1.9 wrote no allocator totals: the running sum of the sizes on each device,
-        # from 0 at the profile's start (what the TensorBoard plugin's memory view shows)
-        running = out.groupby("device", sort=False)["delta_bytes"].cumsum().to_numpy()
-        out["allocated_bytes"] = np.where(no_total, running, out["allocated_bytes"].to_numpy())
-    return out
+    return out.sort_values(["device", "time_us"], kind="stable").reset_index(drop=True)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ..events import DEVICE_WORK_CODES, KIND_CODE, kind_mask
+from .memory import allocated_totals
 
 __all__ = ["TorchSummary", "summarize_torch", "default_sort", "top_row"]
 
@@ -54,7 +55,7 @@ def summarize_torch(events: pd.DataFrame, averages: pd.DataFrame, sort: str | No
     if is_mem.any():
         device = events["device"]
         codes = device.cat.codes.to_numpy()[is_mem]
-        allocated = events["total_allocated_bytes"].to_numpy()[is_mem]
+        allocated = allocated_totals(events, np.flatnonzero(is_mem))
         reserved = events["total_reserved_bytes"].to_numpy()[is_mem]
         labels = device.cat.categories
         for code in np.unique(codes).tolist():  # a few devices
