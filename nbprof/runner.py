@@ -117,6 +117,11 @@ class Run(ABC):
         if name:
             self.shell.user_ns[name] = result
         self._write_files(result)
+        if getattr(self.options, "quiet", False):
+            # what nbprof did with the flags (CUDA missing, an option turned on) is a note of the
+            # report; with no report shown it is said here instead: once either way
+            for note in getattr(self.options, "notes", ()):
+                warn(note)
         return result
 
     def finish_or_warn(self, error: BaseException | None) -> Any | None:

@@ -70,3 +70,78 @@ def test_top_op_advice_on_a_gpu_trace_keeps_gpu_remedies():
     p = nbprof.load_trace(trace_path("cnn_train_cuda"))
     msg = p.findings[p.findings["kind"] == "top_op"].iloc[0]["message"]
     assert "TF32 matmuls" in msg
+
+
+# ------------------------------------------------------- 7. one policy for what a view needs
+
+
+@needs_torch
+@pytest.mark.parametrize("flags,option,note", [
+    ("--group-by shape", "shapes", "--group-by shape: recording --shapes too"),
+    ("--group-by stack", "stack", "--group-by stack: recording --stack too"),
+    ("--sort flops", "flops", "--sort flops: recording --flops too"),
+    ("--sort cpu_mem_bytes", "memory", "--sort cpu_mem_bytes: recording --memory too"),
+])
+def test_a_view_that_needs_an_option_turns_it_on_and_says_so(shell, flags, option, note):
+    from nbprof import settings
+
+    saved = (settings.panel.memory, settings.panel.shapes, settings.panel.stack)
+    settings.panel.memory = settings.panel.shapes = settings.panel.stack = False
+    try:
+        result, captured = run(shell, f"%%torchprof -o needs {flags}\nimport torch\n"
+                                      "a = torch.randn(32, 32)\ny = (a @ a).relu()")
+    finally:
+        settings.panel.memory, settings.panel.shapes, settings.panel.stack = saved
+    assert result.error_in_exec is None
+    p = shell.user_ns["needs"]
+    assert p.collected[option] is True
+    [report] = reports(captured)
+    assert report["text/plain"].count(note) == 1 and esc(note) in report["text/html"]
+    # what was turned on was recorded: the view has its data (torch's own table as the oracle)
+    averages = p.profiler.key_averages(group_by_input_shape=option == "shapes")
+    if option == "shapes":
+        assert {str(r.input_shapes) for r in averages if r.key == "aten::mm"} == \
+               set(p.key_averages("shape").query("name == 'aten::mm'")["input_shapes"].astype(str))
+    if option == "flops":
+        assert p.key_averages().set_index("name").loc["aten::mm", "flops"] == \
+               next(r.flops for r in averages if r.key == "aten::mm") == 2 * 32 ** 3
+    if option == "memory":
+        assert p.key_averages()["cpu_mem_bytes"].max() > 0
+    if option == "stack":
+        stacks = p.key_averages("stack").query("name == 'aten::mm'")["stack"]
+        assert len(stacks) == 1 and "<module>" in str(stacks.iloc[0]), stacks.tolist()
+    # a view is never silently changed: no "not recorded" note
+    assert "not recorded" not in report["text/plain"]
+
+
+@needs_torch
+def test_what_a_view_needs_is_said_on_stderr_when_no_report_is_shown(shell, capfd):
+    result, captured = run(shell, "%%torchprof -q -o needs --group-by shape\nimport torch\ntorch.ones(3) * 2")
+    assert result.error_in_exec is None and not reports(captured)
+    err = captured.stderr + capfd.readouterr().err
+    assert err.count("--group-by shape: recording --shapes too") == 1
+
+
+@needs_torch
+def test_a_mistyped_flag_suggests_the_nearest(shell):
+    from IPython.core.error import UsageError
+
+    for typed, meant in (("--memroy", "--memory"), ("--group_by", "--group-by"), ("--stak", "--stack")):
+        result, _ = run(shell, f"%%torchprof {typed}\nran = True")
+        err = result.error_in_exec or result.error_before_exec
+        assert isinstance(err, UsageError)
+        assert f"unrecognized arguments: {typed} (did you mean {meant}?); valid flags:" in str(err), str(err)
+    result, _ = run(shell, "%%cprofile --srot cumtime\nran = True")
+    err = result.error_in_exec or result.error_before_exec
+    assert "--srot (did you mean --sort?)" in str(err)
+
+
+def test_a_mistyped_flag_suggests_the_nearest_on_the_command_line(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "job.py").write_text("open('ran', 'w').close()\n")
+    r = subprocess.run([sys.executable, "-m", "nbprof", "cprofile", "--dupm", "x.prof", "job.py"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "unrecognized arguments: --dupm (did you mean --dump?)" in r.stderr
+    assert not (tmp_path / "ran").exists()
