@@ -192,6 +192,7 @@ class TorchRun(Run):
             profile_memory=opts.memory,
             with_stack=opts.stack,
             with_flops=opts.flops,
+            code_names=_code_names(self.shell, _frame_files(data.events)) if opts.stack else {},
         )
         return TorchProfile.from_trace(data, profiler=self.collector.profiler, **meta)
 
@@ -270,6 +271,16 @@ def _tensorboard_path(folder: str) -> str:
     os.makedirs(folder, exist_ok=True)
     worker = f"{socket.gethostname()}_{os.getpid()}"
     return os.path.join(folder, f"{worker}.{time.time_ns()}.pt.trace.json")
+
+
+def _frame_files(events: Any) -> set[str]:
+    """The files of the Python frames a ``--stack`` profile recorded (the cells among them are
+    named by ``_code_names``)."""
+    from .analysis.stacks import frame_file
+    from .events import KIND_CODE
+
+    frames = events["name"][events["kind"].cat.codes.to_numpy() == KIND_CODE["python"]]
+    return {f for f in map(frame_file, frames.astype(str).unique()) if f is not None}
 
 
 def _code_names(shell: Any, filenames: set[str]) -> dict[str, str]:

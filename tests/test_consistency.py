@@ -109,7 +109,7 @@ def test_a_view_that_needs_an_option_turns_it_on_and_says_so(shell, flags, optio
         assert p.key_averages()["cpu_mem_bytes"].max() > 0
     if option == "stack":
         stacks = p.key_averages("stack").query("name == 'aten::mm'")["stack"]
-        assert len(stacks) == 1 and "<module>" in str(stacks.iloc[0]), stacks.tolist()
+        assert len(stacks) == 1 and re.fullmatch(r"In \[\d+\]\(1\): <module>", stacks.iloc[0]), stacks.tolist()
     # a view is never silently changed: no "not recorded" note
     assert "not recorded" not in report["text/plain"]
 
@@ -145,3 +145,38 @@ def test_a_mistyped_flag_suggests_the_nearest_on_the_command_line(tmp_path):
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "unrecognized arguments: --dupm (did you mean --dump?)" in r.stderr
     assert not (tmp_path / "ran").exists()
+
+
+# ------------------------------------------------- 5. stacks end at the cell, named "In [n]"
+
+
+def _ipykernel_code_name(raw_code, transformed_code, number):
+    """ipykernel's XCachingCompiler.get_code_name: a kernel compiles each cell from a temporary
+    file (/tmp/ipykernel_<pid>/<hash>.py) that IPython maps back to its execution count."""
+    import os
+    import zlib
+
+    return f"/tmp/ipykernel_{os.getpid()}/{zlib.crc32(transformed_code.encode())}.py"
+
+
+@needs_torch
+@pytest.mark.parametrize("kernel_names", [False, True], ids=["ipython-input", "ipykernel-file"])
+def test_by_stack_names_cells_as_cprofile_does_and_shows_no_kernel_frames(shell, monkeypatch, kernel_names):
+    if kernel_names:
+        monkeypatch.setattr(shell.compile, "get_code_name", _ipykernel_code_name)
+    run(shell, "import torch\ndef work(a):\n    return a @ a\n")
+    defined = shell.execution_count - 1
+    code = "%%torchprof -q -o st --stack\nx = torch.randn(16, 16)\ny = work(x)\n"
+    result, _ = run(shell, code)
+    assert result.error_in_exec is None
+    cell = shell.execution_count - 1
+    run(shell, "%%cprofile -q -o cp\ny = work(x)\n")
+    p, cp = shell.user_ns["st"], shell.user_ns["cp"]
+    [stack] = p.key_averages("stack").query("name == 'aten::mm'")["stack"].tolist()
+    # the innermost frame first, the cell last, nothing of what ran the cell
+    assert stack == f"In [{defined}](2): work ← In [{cell}](1): <module>", stack  # torch: first lines
+    # %%cprofile names the same cell file the same way
+    assert f"In [{defined}]:2(work)" in cp.report().text()
+    every = " ".join(p.key_averages("stack")["stack"].tolist())
+    for kernel_frame in ("conftest.py", "_pytest", "pluggy", "tornado", "asyncio", "ipykernel_", "<ipython-input"):
+        assert kernel_frame not in every
