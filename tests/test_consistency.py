@@ -180,3 +180,19 @@ def test_by_stack_names_cells_as_cprofile_does_and_shows_no_kernel_frames(shell,
     every = " ".join(p.key_averages("stack")["stack"].tolist())
     for kernel_frame in ("conftest.py", "_pytest", "pluggy", "tornado", "asyncio", "ipykernel_", "<ipython-input"):
         assert kernel_frame not in every
+
+
+# ------------------------------------------------------ 9. the traceback shows the magic line
+
+
+@pytest.mark.parametrize("magic", ["torchprof", "cprofile"])
+def test_traceback_shows_the_magic_line_as_typed(shell, magic):
+    if magic == "torchprof":
+        pytest.importorskip("torch")
+    shell.run_line_magic("xmode", "Context")  # a kernel's default
+    result, captured = run(shell, f"%%{magic}   -q  -o tb\nx = 1\ny = x + undefined_name\n")
+    assert isinstance(result.error_in_exec, NameError)
+    text = re.sub(r"\x1b\[[0-9;]*m", "", captured.stdout + captured.stderr)
+    assert re.search(rf"^\s+1 %%{magic}   -q  -o tb$", text, re.M), text
+    assert re.search(r"^-+> 3 y = x \+ undefined_name$", text, re.M), text  # the cell's line numbers
+    assert f"'%%{magic}" not in text
