@@ -174,10 +174,12 @@ class TorchRun(Run):
 
         opts = self.options
         notes = self._notes() + [f"torch: {w}" for w in self.collector.native_warnings()]
+        if opts.schedule is not None:
+            profiler = self.collector.profiler
+            notes += _schedule_notes(opts.schedule, int(getattr(profiler, "step_num", 0) or 0),
+                                     len(self.collector.cycles))
         if data is None:
             data = empty_trace()
-            if opts.schedule is not None:
-                notes.append("with --schedule, call nbprof.step() once per loop iteration")
         if len(data.events):
             self.progress.stage(f"nesting {len(data.events):,} events")
         meta = dict(
@@ -258,6 +260,36 @@ def new_run(magic: str, options: Any, shell: Any = None, what: str = "cell") -> 
 def warn(message: str) -> None:
     """nbprof's own one-line messages, on stderr (not mixed into the profiled code's output)."""
     print(f"nbprof: {message}", file=sys.stderr)
+
+
+def _schedule_notes(schedule: tuple[int, int, int, int], steps: int, cycles: int) -> list[str]:
+    """What a ``--schedule`` run recorded, when it is not what the schedule says: no step at all
+    (``nbprof.step()`` never called, or the cell ended before the first active step: torch then
+    records only the empty step the last call began), fewer active steps than asked, no warmup
+    (torch's own warning, said here once), several cycles merged into one report."""
+    wait, warmup, active, repeat = schedule
+    text = ",".join(map(str, schedule))
+    notes = []
+    if warmup == 0:
+        notes.append(f"--schedule {text}: no warmup step, so the first recorded step also holds the profiler's "
+                     "start-up (torch warns it can skew results); a warmup of 1 avoids it")
+    if steps == 0:
+        return notes + ["with --schedule, call nbprof.step() once per loop iteration: it was not called, "
+                        "so no step was recorded"]
+    period = wait + warmup + active
+    n_cycles = repeat if repeat > 0 else steps // period + 1
+    wanted = [c * period + wait + warmup + k for c in range(n_cycles) for k in range(active)]
+    ran = sum(1 for i in wanted if i < steps)  # step i ran when the nbprof.step() that ends it did
+    if ran == 0:
+        notes.append(f"--schedule {text}: recording starts at step {wait + warmup} (after {wait} wait and {warmup} "
+                     f"warmup steps) but the cell ran {steps} step{'s' if steps != 1 else ''} (nbprof.step() calls): "
+                     "no active step ran, so nothing it did was recorded; run more steps or lower wait/warmup")
+    elif repeat > 0 and ran < len(wanted):
+        notes.append(f"--schedule {text}: {ran} of its {len(wanted)} active steps ran (the cell ran {steps} steps)")
+    if cycles > 1:
+        notes.append(f"{cycles} cycles of --schedule merged into this report (result.profiler, torch's own, "
+                     "holds only the last one)")
+    return notes
 
 
 def _describe_error(error: BaseException | None) -> str | None:

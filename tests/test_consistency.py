@@ -196,3 +196,65 @@ def test_traceback_shows_the_magic_line_as_typed(shell, magic):
     assert re.search(rf"^\s+1 %%{magic}   -q  -o tb$", text, re.M), text
     assert re.search(r"^-+> 3 y = x \+ undefined_name$", text, re.M), text  # the cell's line numbers
     assert f"'%%{magic}" not in text
+
+
+# --------------------------------------------------------------------- 8. --schedule says what it did
+
+SCHEDULED = """%%torchprof -o sched --schedule {schedule}
+import torch, nbprof
+x = torch.randn(32, 32)
+for i in range({n}):
+    y = torch.mm(x, x)
+    nbprof.step()
+"""
+
+
+def _notes(captured) -> list[str]:
+    [report] = reports(captured)
+    return [line[len("note: "):] for line in report["text/plain"].splitlines() if line.startswith("note: ")]
+
+
+@needs_torch
+def test_schedule_whose_active_steps_never_ran_says_so(shell):
+    result, captured = run(shell, SCHEDULED.format(schedule="1,1,3", n=2))
+    assert result.error_in_exec is None
+    p = shell.user_ns["sched"]
+    # torch recorded only the empty step the last nbprof.step() began (its own table: the oracle)
+    assert [e.key for e in p.profiler.key_averages()] == ["ProfilerStep*"]
+    [note] = [n for n in _notes(captured) if n.startswith("--schedule 1,1,3,1")]
+    assert "recording starts at step 2" in note and "the cell ran 2 steps" in note and "no active step ran" in note
+
+
+@needs_torch
+def test_schedule_without_warmup_says_it_once_and_leaks_no_warning(shell):
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result, captured = run(shell, SCHEDULED.format(schedule="0,0,1", n=3))
+    assert result.error_in_exec is None
+    leaked = [str(w.message) for w in caught if "warmup" in str(w.message)]
+    assert leaked == [] and "torch_live.py" not in captured.stderr and "warmup" not in captured.stderr
+    assert sum("no warmup step" in n for n in _notes(captured)) == 1
+    assert shell.user_ns["sched"].key_averages().set_index("name").loc["aten::mm", "count"] == 1
+
+
+@needs_torch
+def test_schedule_cycles_are_merged_and_the_report_says_so(shell):
+    """1,1,2,2: two cycles of two active steps: the report holds all four matmuls, torch's own
+    profiler (result.profiler) only the last cycle's two."""
+    result, captured = run(shell, SCHEDULED.format(schedule="1,1,2,2", n=12))
+    assert result.error_in_exec is None
+    p = shell.user_ns["sched"]
+    assert p.key_averages().set_index("name").loc["aten::mm", "count"] == 4
+    assert next(e.count for e in p.profiler.key_averages() if e.key == "aten::mm") == 2
+    assert "2 cycles of --schedule merged into this report" in " ".join(_notes(captured))
+    assert not [n for n in _notes(captured) if n.startswith("--schedule")]  # every active step ran
+
+
+@needs_torch
+def test_schedule_that_ends_early_says_how_many_active_steps_ran(shell):
+    result, captured = run(shell, SCHEDULED.format(schedule="1,1,3", n=3))
+    assert result.error_in_exec is None
+    assert "--schedule 1,1,3,1: 1 of its 3 active steps ran (the cell ran 3 steps)" in _notes(captured)
+    assert shell.user_ns["sched"].key_averages().set_index("name").loc["aten::mm", "count"] == 1
