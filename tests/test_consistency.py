@@ -258,3 +258,48 @@ def test_schedule_that_ends_early_says_how_many_active_steps_ran(shell):
     assert result.error_in_exec is None
     assert "--schedule 1,1,3,1: 1 of its 3 active steps ran (the cell ran 3 steps)" in _notes(captured)
     assert shell.user_ns["sched"].key_averages().set_index("name").loc["aten::mm", "count"] == 1
+
+
+# ------------------------------------------------- 6. comprehensions on one line stay apart
+
+
+def test_two_comprehensions_on_one_line_keep_their_own_rows_and_subtrees(shell):
+    import pstats
+    import sys
+
+    run(shell, "import time\ndef slow(x):\n    time.sleep(0.002)\n    return x\ndef fast(x):\n    return x\n")
+    result, captured = run(shell, "%%cprofile -o lc\na = [slow(i) for i in range(20)]; b = [fast(i) for i in range(500)]\n")
+    assert result.error_in_exec is None
+    cp = shell.user_ns["lc"]
+    # the oracle: cProfile's own entries, one per code object
+    comps = {id(e.code): e for e in cp.profiler.getstats()
+             if not isinstance(e.code, str) and e.code.co_name == "<listcomp>"}
+    assert len(comps) == 2
+    by_callee = {next(s.code.co_name for s in e.calls): e for e in comps.values()}
+    rows = cp.stats[cp.stats["function"].str.startswith("<listcomp>")].set_index("function")
+    if sys.version_info >= (3, 11):
+        assert sorted(rows.index) == ["<listcomp> at col 39", "<listcomp> at col 5"]
+        slow_comp, fast_comp = "<listcomp> at col 5", "<listcomp> at col 39"
+    else:
+        assert sorted(rows.index) == ["<listcomp> #1", "<listcomp> #2"]
+        slow_comp = cp.callers("slow")["function"].iloc[0]
+        fast_comp = cp.callers("fast")["function"].iloc[0]
+    assert rows.loc[slow_comp, "cumtime_s"] == by_callee["slow"].totaltime
+    assert rows.loc[fast_comp, "cumtime_s"] == by_callee["fast"].totaltime
+    # callers and the flame tree keep both subtrees
+    assert cp.callers("slow")["function"].tolist() == [slow_comp]
+    assert cp.callers("fast")["function"].tolist() == [fast_comp]
+    tree = cp.call_tree(min_fraction=0)
+    slow_box = tree[tree["function"] == slow_comp]
+    assert len(slow_box) == 1
+    assert tree.loc[tree["parent"] == slow_box["id"].iloc[0], "function"].tolist() == ["slow"]
+    assert slow_box["value_s"].iloc[0] == pytest.approx(by_callee["slow"].totaltime)
+    # pstats itself keeps one <listcomp> row for both: what nbprof no longer loses
+    merged = [k for k in pstats.Stats(cp.profiler).stats if k[2] == "<listcomp>"]
+    assert len(merged) == 1
+    # the header: pstats' total (own times summed) and the wall time, both said
+    [report] = reports(captured)
+    header = report["text/plain"].splitlines()[0]
+    assert re.fullmatch(r"cProfile: [\d,]+ function calls in .+ of own time \(.+ wall\)", header), header
+    assert cp.total_s == pytest.approx(sum(e.inlinetime for e in cp.profiler.getstats()
+                                           if isinstance(e.code, str) or "nbprof" not in e.code.co_filename), rel=1e-3)

@@ -282,7 +282,14 @@ class PythonReport:
         text = f"{calls:,} function calls"
         if prim != calls:
             text += f" ({prim:,} primitive calls)"
-        return text + f" in {fmt_s(self.profile.total_s)}"
+        text += f" in {fmt_s(self.profile.total_s)}"
+        wall = self.profile.meta.wall_s
+        if wall:
+            # pstats' total is the functions' own times summed: the cell's top-level code between
+            # calls and cProfile's overhead are in no function's tottime, so a cumtime can be
+            # close to it or above it; the wall time beside it says how long the run took
+            text += f" of own time ({fmt_s(wall)} wall)"
+        return text
 
     def top_line(self) -> str | None:
         frame = self.frame()
