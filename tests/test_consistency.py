@@ -303,3 +303,115 @@ def test_two_comprehensions_on_one_line_keep_their_own_rows_and_subtrees(shell):
     assert re.fullmatch(r"cProfile: [\d,]+ function calls in .+ of own time \(.+ wall\)", header), header
     assert cp.total_s == pytest.approx(sum(e.inlinetime for e in cp.profiler.getstats()
                                            if isinstance(e.code, str) or "nbprof" not in e.code.co_filename), rel=1e-3)
+
+
+# ------------------------------------------------------------ 3. memory numbers that add up
+
+TRAIN = """%%torchprof -q -o mem --memory
+import torch, torch.nn as nn
+torch.manual_seed(0)
+model = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.Conv2d(16, 16, 3, padding=1), nn.ReLU(),
+                      nn.Flatten(), nn.Linear(16 * 24 * 24, 10))
+x = torch.randn(8, 3, 24, 24)
+for _ in range(3):
+    model.zero_grad()
+    model(x).sum().backward()
+"""
+
+
+def _replay_held(events, device: str, until_row: int) -> dict[int, tuple[int, int]]:
+    """The blocks of ``device`` held right after event row ``until_row``: a plain replay of the
+    memory events in time order (addr -> (bytes, row))."""
+    mem = events[(events["kind"] == "memory") & (events["device"].astype(str) == device)]
+    live: dict[int, tuple[int, int]] = {}
+    for row, addr, nbytes in sorted(zip(mem.index, mem["addr"], mem["bytes"]),
+                                    key=lambda r: (events.at[r[0], "start_us"], r[0])):
+        if nbytes > 0:
+            live[addr] = (nbytes, row)
+        else:
+            live.pop(addr, None)
+        if row == until_row:
+            break
+    return live
+
+
+@needs_torch
+def test_memory_peak_names_what_is_held_at_the_peak_and_it_adds_up(shell):
+    from nbprof.views.tabs.memory import held_at_peak
+
+    result, _ = run(shell, TRAIN)
+    assert result.error_in_exec is None
+    p = shell.user_ns["mem"]
+    row = p.findings[p.findings["kind"] == "memory_peak"].iloc[0]
+    ev = row["evidence"]
+    peak = ev["peak_allocated_bytes"]
+    events = p.events
+    mem = events[(events["kind"] == "memory") & (events["device"].astype(str) == "cpu")]
+    peak_row = mem.index[int(mem["total_allocated_bytes"].to_numpy().argmax())]
+    live = _replay_held(events, "cpu", peak_row)
+    # each operator's number is the bytes its blocks hold at the peak: together at most the peak
+    by_op: dict[str, int] = {}
+    parent, kind, name = events["parent"].tolist(), events["kind"].astype(str).tolist(), events["name"].tolist()
+    for nbytes, at in live.values():
+        op, up = "(outside operators)", parent[at]
+        while up >= 0:  # the outermost operator above the allocation
+            if kind[up] == "op":
+                op = name[up]
+            up = parent[up]
+        by_op[op] = by_op.get(op, 0) + nbytes
+    expected = sorted(by_op.items(), key=lambda kv: -kv[1])[:3]
+    assert [(t["op"], t["bytes"]) for t in ev["top_ops"]] == expected
+    assert sum(t["bytes"] for t in ev["top_ops"]) <= peak
+    assert "Held at the peak, by the operator that allocated it: " in row["message"]
+    # the Memory tab's held-at-peak line: its blocks add up to the peak (with what came before)
+    head = re.search(r"<b>(Held on cpu at its peak .*?)</b>", held_at_peak(p)).group(1)
+    during = sum(nbytes for nbytes, _ in live.values())
+    assert f"{len(live):,} blocks allocated during the profile" in head
+    if during + ev["allocated_before_profile_bytes"] == peak:
+        assert "more than the peak" not in head and "in no block" not in head
+    else:  # never two sums that disagree without a word
+        assert "more than the peak" in head or "in no block the profile saw allocated" in head
+
+
+def test_held_at_peak_says_why_its_blocks_exceed_the_peak(tmp_path):
+    """A free the profile did not record (a --schedule warmup step): the block still counts as
+    held, the allocator's total does not; the line says so instead of two sums that disagree."""
+    from nbprof.format import fmt_bytes
+    from nbprof.views.tabs.memory import held_at_peak
+
+    from .synthetic import Trace
+
+    t = Trace()
+    t.op("aten::empty", 0, 10)
+    t.memory(5, 100_000, 100_000, 0, device=-1)
+    t.op("aten::empty", 50, 10)
+    t.memory(55, 120_000, 120_000, 0, device=-1)  # the first block was freed unseen: total 120 KB
+    t.events[-1]["args"]["Addr"] = 2
+    p = t.load(tmp_path)
+    head = re.search(r"<b>(Held on cpu .*?)</b>", held_at_peak(p)).group(1)
+    assert f"peak ({fmt_bytes(120_000)}" in head and f"2 blocks allocated during the profile ({fmt_bytes(220_000)})" in head
+    assert f"these add up to {fmt_bytes(100_000)} more than the peak" in head
+
+
+@needs_torch
+def test_memory_axis_ticks_are_round_in_binary_units(shell):
+    from nbprof.views.memory import memory_curve_svg
+
+    result, _ = run(shell, TRAIN)
+    p = shell.user_ns["mem"]
+    ev = p.events
+    svg = memory_curve_svg(p._memory_curve, float((ev["start_us"] + ev["dur_us"]).max()))
+    labels = re.findall(r'text-anchor="end" fill="#555">([\d.]+) (B|KB|MB|GB)</text>', svg)
+    assert len(labels) >= 2 and len({u for _, u in labels}) <= 2
+    values = [float(v) * {"B": 1, "KB": 2**10, "MB": 2**20, "GB": 2**30}[u] for v, u in labels]
+    unit = {"B": 1, "KB": 2**10, "MB": 2**20, "GB": 2**30}[labels[-1][1]]
+    steps = {round((b - a) / unit, 6) for a, b in zip(values, values[1:])}
+    assert len(steps) == 1
+    [step] = steps
+    import math
+
+    assert round(step / 10 ** math.floor(math.log10(step)), 6) in (1, 2, 2.5, 5)
+    assert all(abs(v / unit / step - round(v / unit / step)) < 1e-6 for v in values)
+    fig = p.memory_curve()
+    assert list(fig.layout.yaxis.ticktext)[1:] and all(re.fullmatch(r"[\d.]+ (B|KB|MB|GB)", t)
+                                                       for t in fig.layout.yaxis.ticktext)
