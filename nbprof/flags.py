@@ -309,6 +309,8 @@ def _turn_on_what_the_view_needs(options: TorchOptions, args: argparse.Namespace
                               f"sort by one of: {', '.join(valid)}")
         turned_on[need] = by
     if turned_on:
-        options = replace(options, **{need: True for need in turned_on})
+        on = lambda need: getattr(options, need) or need in turned_on  # noqa: E731
+        options = replace(options, cuda=on("cuda"), memory=on("memory"), shapes=on("shapes"), stack=on("stack"),
+                          flops=on("flops"))
         notes.append("; ".join(f"{by}: recording --{need} too" for need, by in turned_on.items()))
     return replace(options, notes=tuple(notes))

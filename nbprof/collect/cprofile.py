@@ -155,14 +155,14 @@ def raw_stats(profiler: cProfile.Profile) -> dict[Any, Any]:
     for entry in entries:
         caller = label(entry.code)
         for sub in entry.calls or ():
-            callers = callers_of.get(id(sub.code))
-            if callers is None:
+            of_callee = callers_of.get(id(sub.code))
+            if of_callee is None:
                 continue
             nc, cc, tt, ct = sub.callcount, sub.callcount - sub.reccallcount, sub.inlinetime, sub.totaltime
-            if caller in callers:
-                p_nc, p_cc, p_tt, p_ct = callers[caller]
+            if caller in of_callee:
+                p_nc, p_cc, p_tt, p_ct = of_callee[caller]
                 nc, cc, tt, ct = nc + p_nc, cc + p_cc, tt + p_tt, ct + p_ct
-            callers[caller] = (nc, cc, tt, ct)
+            of_callee[caller] = (nc, cc, tt, ct)
     return stats
 
 

@@ -6,7 +6,7 @@ recorded. "low", "medium" when reserved memory reaches ``MEMORY_MEDIUM_SHARE`` o
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Any, Iterator
 
 import numpy as np
 import pandas as pd
@@ -68,7 +68,7 @@ def find(ctx: TorchContext) -> Iterator[Finding]:
         held = held[held["alloc_us"].notna()]
         by_op = (held["bytes"].groupby(held["top_op"].replace("", "(outside operators)").to_numpy()).sum()
                  .sort_values(ascending=False, kind="stable"))
-        top = [{"op": str(k), "bytes": int(v)} for k, v in by_op.head(MEMORY_TOP_OPS).items()]
+        top: list[dict[str, Any]] = [{"op": str(k), "bytes": int(v)} for k, v in by_op.head(MEMORY_TOP_OPS).items()]
         capacity = total_mem.get(dev, -1) if dev != "cpu" else -1
         use = peak_reserved / capacity if capacity > 0 else 0.0
         severity = "high" if use >= MEMORY_HIGH_SHARE else "medium" if use >= MEMORY_MEDIUM_SHARE else "low"
