@@ -6,7 +6,8 @@ line numbers are shifted by one. So for ``%%torchprof`` and ``%%cprofile`` we ta
 
 1. an input transformer (IPython's "cleanup" stage, before magics are handled) replaces the
    ``%%torchprof ...`` line with a marker on the same line, the string ``"%%torchprof ..."``
-   (so line numbers stay those of the cell and a traceback shows the magic line as typed), and
+   (so line numbers stay those of the cell; the source kept for tracebacks gets the magic line
+   back as typed), and
    leaves the body to IPython's usual transforms (``!cmd``, ``%magic``);
 2. an AST transformer finds the marker and wraps the cell's code::
 
@@ -79,6 +80,32 @@ def rewrite_cell(lines: list[str]) -> list[str]:
     return [repr(lines[0].rstrip("\r\n").strip()) + "\n"] + lines[1:]
 
 
+def _show_magic_line_as_typed(shell: Any, typed: str) -> None:
+    """Put the magic line back, as typed, in the source IPython keeps for tracebacks.
+
+    IPython caches the transformed cell in ``linecache`` (under the cell's file name) before
+    the AST transformers run, so a traceback's context would show line 1 as our marker, the
+    string literal ``'%%torchprof -o p'``. The cell being transformed is the latest cached one
+    whose first line is that literal; only that line is changed (the line count stays, and
+    Python never reads this copy again: the code is compiled already). Not in ``%xmode
+    Verbose``: it parses this source to show each line's variables, and ``%%torchprof -o p`` is
+    not Python (measured: the variables vanish), so there the literal stays."""
+    import linecache
+
+    if getattr(getattr(shell, "InteractiveTB", None), "mode", None) == "Verbose":
+        return
+    names = getattr(getattr(shell, "compile", None), "_filename_map", None) or {}
+    marker = repr(typed)
+    for name in list(reversed(names))[:8]:
+        entry = linecache.cache.get(name)
+        if entry is None or len(entry) != 4 or not entry[2]:
+            continue
+        size, mtime, lines, fullname = entry
+        if lines[0].rstrip("\r\n") == marker:
+            linecache.cache[name] = (size, mtime, [typed + "\n"] + list(lines[1:]), fullname)
+            return
+
+
 def _marker_args(node: ast.stmt) -> tuple[str, str] | None:
     """``"%%torchprof --cuda"`` as a cell's first statement -> ("torchprof", "--cuda")."""
     if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)):
@@ -122,6 +149,7 @@ class CellWrapper(ast.NodeTransformer):
         if self.shell is not None:
             self.shell.user_ns[NAMESPACE_NAME] = sys.modules[__name__]
             self.shell.user_ns_hidden[NAMESPACE_NAME] = sys.modules[__name__]
+            _show_magic_line_as_typed(self.shell, marker.value.value)  # type: ignore[attr-defined]
         body = node.body[1:]
         tail: list[ast.stmt] = []
         if body and isinstance(body[-1], ast.Expr):

@@ -189,7 +189,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     ours, script, module, script_args = _split(argv)
-    args = parser.parse_args(ours)
+    args, unknown = parser.parse_known_args(ours)
+    if unknown:  # argparse's message, with the nearest flag of a mistyped one
+        parser.error(flags.unrecognized(unknown, _flags(args.profiler)))
     if script is None and module is None and args.module is None:
         parser.error(f"{args.profiler}: give a script to run (script.py [args ...]) or -m module")
     module = module or args.module

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -31,6 +30,7 @@ __all__ = [
     "PROFILER_FLAGS",
     "add_flags",
     "flag_names",
+    "unrecognized",
     "valued_names",
     "run_options",
     "command_line_flags",
@@ -88,7 +88,7 @@ TORCH_FLAGS: tuple[Flag, ...] = (
     Flag(("--stack",), dest="stack", action="store_true", default=None,
          help="Record Python stacks (for --group-by stack)."),
     Flag(("--no-stack",), dest="stack", action="store_false", help="Do not record Python stacks."),
-    Flag(("--flops",), action="store_true", default=False, help="Estimate FLOPs of matmuls and convolutions."),
+    Flag(("--flops",), action="store_true", default=None, help="Estimate FLOPs of matmuls and convolutions."),
     Flag(("--sort",), metavar="KEY",
          help="Sort tables by this column (self_cpu_us, cpu_total_us, self_device_us, device_total_us, "
               "cpu_mem_bytes, count, ...; torch's names such as self_cuda_time_total work too)."),
@@ -132,6 +132,19 @@ def add_flags(parser: argparse.ArgumentParser, flags: tuple[Flag, ...]) -> None:
 
 def flag_names(flags: tuple[Flag, ...]) -> list[str]:
     return [name for flag in flags for name in flag.names]
+
+
+def unrecognized(words: list[str], flags: tuple[Flag, ...]) -> str:
+    """argparse's "unrecognized arguments: ..." with the nearest flag of a mistyped one
+    ("--memroy (did you mean --memory?)")."""
+    import difflib
+
+    names = flag_names(flags)
+    out = []
+    for word in words:
+        near = difflib.get_close_matches(word.split("=", 1)[0], names, n=1, cutoff=0.6) if word.startswith("-") else []
+        out.append(f"{word} (did you mean {near[0]}?)" if near else word)
+    return "unrecognized arguments: " + " ".join(out)
 
 
 def valued_names(flags: tuple[Flag, ...]) -> set[str]:
@@ -219,8 +232,10 @@ def python_options(args: argparse.Namespace) -> PythonOptions:
 
 
 def resolve_torch(options: TorchOptions, args: argparse.Namespace) -> TorchOptions:
-    """Fill what the flags left open from the controls panel, then built-ins; check CUDA and
-    that ``--sort`` names a column this run records. Imports torch (MissingDependencyError)."""
+    """Fill what the flags left open from the controls panel, then built-ins; check CUDA; turn
+    on what ``--group-by`` and ``--sort`` need (``_turn_on_what_the_view_needs``). Each change
+    made here is a note of the run, said once: in the report, or on stderr where no report is
+    shown (``-q``; ``runner.Run.finish``). Imports torch (MissingDependencyError)."""
     from .collect.torch_live import cuda_available, import_torch
 
     import_torch()
@@ -235,16 +250,11 @@ def resolve_torch(options: TorchOptions, args: argparse.Namespace) -> TorchOptio
         cuda = available
     elif wanted and not available:
         cuda = False
-        message = "CUDA is not available here: profiling the CPU only"
-        if args.cuda:  # asked for by flag: say so right away, in one line
-            print(f"nbprof: --cuda: {message}", file=sys.stderr)
-        notes.append(message)
+        notes.append("CUDA is not available here: profiling the CPU only")
     else:
         cuda = bool(wanted)
-    options = replace(options, cuda=cuda, memory=bool(memory), shapes=bool(shapes), stack=bool(stack),
-                      notes=tuple(notes))
-    _check_sort_is_recorded(options)
-    return options
+    options = replace(options, cuda=cuda, memory=bool(memory), shapes=bool(shapes), stack=bool(stack))
+    return _turn_on_what_the_view_needs(options, args, available, notes)
 
 
 def run_options(magic: str, args: argparse.Namespace) -> TorchOptions | PythonOptions:
@@ -266,17 +276,41 @@ _SORT_NEEDS = {
     "flops": ("flops",),
 }
 
+# what each grouping records: --group-by shape needs --shapes, --group-by stack needs --stack
+_GROUP_NEEDS = {"shape": "shapes", "stack": "stack"}
+
 
 def _recorded(column: str, options: TorchOptions) -> bool:
     return all(getattr(options, need) for need in _SORT_NEEDS.get(column, ()))
 
 
-def _check_sort_is_recorded(options: TorchOptions) -> None:
-    """``--sort`` by a column this run will not fill is a mistake: say so before the code runs."""
-    if options.sort is None or _recorded(options.sort, options):
-        return
-    needs = " ".join(f"--{n}" for n in _SORT_NEEDS[options.sort])
-    valid = [k for k, v in settings.TORCH_SORT_KEYS.items() if k == v and _recorded(k, options)]
-    raise OptionError(
-        f"--sort {options.sort}: this run does not record it (needs {needs}); sort by one of: {', '.join(valid)}"
-    )
+def _turn_on_what_the_view_needs(options: TorchOptions, args: argparse.Namespace, cuda_here: bool,
+                                 notes: list[str]) -> TorchOptions:
+    """One policy for a view that needs a recording option (``--group-by shape`` needs
+    ``--shapes``, ``--sort flops`` needs ``--flops``, ...): the option is turned on, with a note
+    that says so. Only what cannot be turned on is an error, before the code runs: an option
+    the same line turned off (``--no-shapes --group-by shape``) or CUDA where there is none."""
+    wanted: list[tuple[str, str]] = []  # (option, the flag that needs it)
+    group_need = _GROUP_NEEDS.get(options.group_by)
+    if group_need:
+        wanted.append((group_need, f"--group-by {options.group_by}"))
+    if options.sort is not None:
+        wanted += [(need, f"--sort {options.sort}") for need in _SORT_NEEDS.get(options.sort, ())]
+    turned_on: dict[str, str] = {}
+    for need, by in wanted:
+        if getattr(options, need) or need in turned_on:
+            continue
+        if getattr(args, need, None) is False:  # typed --no-<need> on the same line
+            raise OptionError(f"{by} needs --{need}, but --no-{need} was given: drop one of them")
+        if need == "cuda" and not cuda_here:
+            valid = [k for k, v in settings.TORCH_SORT_KEYS.items()
+                     if k == v and all(n != "cuda" for n in _SORT_NEEDS.get(k, ()))]
+            raise OptionError(f"{by}: CUDA is not available here, so this run cannot record it; "
+                              f"sort by one of: {', '.join(valid)}")
+        turned_on[need] = by
+    if turned_on:
+        on = lambda need: getattr(options, need) or need in turned_on  # noqa: E731
+        options = replace(options, cuda=on("cuda"), memory=on("memory"), shapes=on("shapes"), stack=on("stack"),
+                          flops=on("flops"))
+        notes.append("; ".join(f"{by}: recording --{need} too" for need, by in turned_on.items()))
+    return replace(options, notes=tuple(notes))

@@ -144,6 +144,8 @@ def _parse_args(magic: str, flags: str) -> argparse.Namespace:
     except UsageError as e:
         msg = str(e).strip().splitlines()[-1] if str(e).strip() else "bad flags"
         msg = re.sub(r"^[^:]*error: ", "", msg)
+        if msg.startswith("unrecognized arguments: "):
+            msg = flagdefs.unrecognized(msg.split(": ", 1)[1].split(), MAGIC_FLAGS[magic])
         if "unrecognized arguments" in msg or "unexpected" in msg:
             msg += f"; valid flags: {' '.join(flagdefs.flag_names(MAGIC_FLAGS[magic]))}"
         raise UsageError(f"%%{magic}: {msg}") from None

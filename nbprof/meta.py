@@ -4,8 +4,8 @@
   file): its clock, what was recorded, the devices, threads and rank. The reader fills it; the
   exporter writes it back; analyses read the fields they need (``origin_ns``, ``parts``, ...).
 - :class:`TorchMeta`: a :class:`TraceMeta` plus how the run was made and is shown
-  (:class:`RunInfo`: sort, limit, notes, the cell's error, wall time).
-- :class:`PythonMeta`: a cProfile run: :class:`RunInfo` plus the names of notebook cells.
+  (:class:`RunInfo`: sort, limit, notes, the cell's error, wall time, the names of notebook cells).
+- :class:`PythonMeta`: a cProfile run: :class:`RunInfo` plus the ``.prof`` file it was read from.
 
 Why dataclasses and not a dict: the same 24 keys were read in 10+ modules with ``.get(key,
 default)`` and a different default here and there; a field has one type, one default and one
@@ -78,6 +78,8 @@ class RunInfo:
     """``python -m nbprof``: the script or module profiled."""
     argv: list[str] = field(default_factory=list)
     """``python -m nbprof``: the script's ``sys.argv``."""
+    code_names: dict[str, str] = field(default_factory=dict)
+    """Notebook cells' compiled file names -> "In [n]", as IPython names them."""
 
 
 @dataclass
@@ -104,5 +106,3 @@ class PythonMeta(RunInfo):
 
     source: str = ""
     """A profile read from a file (``.prof``): its path; "" for a run."""
-    code_names: dict[str, str] = field(default_factory=dict)
-    """Notebook cells' compiled file names -> "In [n]", as IPython names them."""

@@ -71,7 +71,7 @@ class TorchProfile:
             if group_by == "stack":
                 from .analysis.stacks import op_stacks
 
-                stacks = op_stacks(self._events)
+                stacks = op_stacks(self._events, code_names=self.meta.code_names)
             self._averages[group_by] = key_averages(self._events, group_by, stacks=stacks)
         return self._averages[group_by].copy(deep=False)
 

@@ -117,6 +117,11 @@ class Run(ABC):
         if name:
             self.shell.user_ns[name] = result
         self._write_files(result)
+        if getattr(self.options, "quiet", False):
+            # what nbprof did with the flags (CUDA missing, an option turned on) is a note of the
+            # report; with no report shown it is said here instead: once either way
+            for note in getattr(self.options, "notes", ()):
+                warn(note)
         return result
 
     def finish_or_warn(self, error: BaseException | None) -> Any | None:
@@ -169,10 +174,12 @@ class TorchRun(Run):
 
         opts = self.options
         notes = self._notes() + [f"torch: {w}" for w in self.collector.native_warnings()]
+        if opts.schedule is not None:
+            profiler = self.collector.profiler
+            notes += _schedule_notes(opts.schedule, int(getattr(profiler, "step_num", 0) or 0),
+                                     len(self.collector.cycles))
         if data is None:
             data = empty_trace()
-            if opts.schedule is not None:
-                notes.append("with --schedule, call nbprof.step() once per loop iteration")
         if len(data.events):
             self.progress.stage(f"nesting {len(data.events):,} events")
         meta = dict(
@@ -187,6 +194,7 @@ class TorchRun(Run):
             profile_memory=opts.memory,
             with_stack=opts.stack,
             with_flops=opts.flops,
+            code_names=_code_names(self.shell, _frame_files(data.events)) if opts.stack else {},
         )
         return TorchProfile.from_trace(data, profiler=self.collector.profiler, **meta)
 
@@ -254,6 +262,36 @@ def warn(message: str) -> None:
     print(f"nbprof: {message}", file=sys.stderr)
 
 
+def _schedule_notes(schedule: tuple[int, int, int, int], steps: int, cycles: int) -> list[str]:
+    """What a ``--schedule`` run recorded, when it is not what the schedule says: no step at all
+    (``nbprof.step()`` never called, or the cell ended before the first active step: torch then
+    records only the empty step the last call began), fewer active steps than asked, no warmup
+    (torch's own warning, said here once), several cycles merged into one report."""
+    wait, warmup, active, repeat = schedule
+    text = ",".join(map(str, schedule))
+    notes = []
+    if warmup == 0:
+        notes.append(f"--schedule {text}: no warmup step, so the first recorded step also holds the profiler's "
+                     "start-up (torch warns it can skew results); a warmup of 1 avoids it")
+    if steps == 0:
+        return notes + ["with --schedule, call nbprof.step() once per loop iteration: it was not called, "
+                        "so no step was recorded"]
+    period = wait + warmup + active
+    n_cycles = repeat if repeat > 0 else steps // period + 1
+    wanted = [c * period + wait + warmup + k for c in range(n_cycles) for k in range(active)]
+    ran = sum(1 for i in wanted if i < steps)  # step i ran when the nbprof.step() that ends it did
+    if ran == 0:
+        notes.append(f"--schedule {text}: recording starts at step {wait + warmup} (after {wait} wait and {warmup} "
+                     f"warmup steps) but the cell ran {steps} step{'s' if steps != 1 else ''} (nbprof.step() calls): "
+                     "no active step ran, so nothing it did was recorded; run more steps or lower wait/warmup")
+    elif repeat > 0 and ran < len(wanted):
+        notes.append(f"--schedule {text}: {ran} of its {len(wanted)} active steps ran (the cell ran {steps} steps)")
+    if cycles > 1:
+        notes.append(f"{cycles} cycles of --schedule merged into this report (result.profiler, torch's own, "
+                     "holds only the last one)")
+    return notes
+
+
 def _describe_error(error: BaseException | None) -> str | None:
     return None if error is None else type(error).__name__
 
@@ -265,6 +303,16 @@ def _tensorboard_path(folder: str) -> str:
     os.makedirs(folder, exist_ok=True)
     worker = f"{socket.gethostname()}_{os.getpid()}"
     return os.path.join(folder, f"{worker}.{time.time_ns()}.pt.trace.json")
+
+
+def _frame_files(events: Any) -> set[str]:
+    """The files of the Python frames a ``--stack`` profile recorded (the cells among them are
+    named by ``_code_names``)."""
+    from .analysis.stacks import frame_file
+    from .events import KIND_CODE
+
+    frames = events["name"][events["kind"].cat.codes.to_numpy() == KIND_CODE["python"]]
+    return {f for f in map(frame_file, frames.astype(str).unique()) if f is not None}
 
 
 def _code_names(shell: Any, filenames: set[str]) -> dict[str, str]:

@@ -342,16 +342,26 @@ def test_memory_peak_on_the_recorded_training_run():
     mem = [e for e in raw if e.get("cat") == "cpu_instant_event" and e["args"].get("Device Type") == 1]
     peak = max(e["args"]["Total Allocated"] for e in mem)
     peak_event = min((e for e in mem if e["args"]["Total Allocated"] == peak), key=lambda e: e["ts"])
-    # the outermost operator open on the allocating thread, by a plain search over the raw ops
+    # the blocks held at the peak: replay the allocations and frees in time order up to it (a
+    # plain dict by address), then the outermost operator open on the allocating thread, by a
+    # plain search over the raw ops
     ops = [e for e in raw if e.get("cat") == "cpu_op"]
+    live: dict[int, dict] = {}
+    for e in sorted(mem, key=lambda e: e["ts"]):
+        if e["ts"] > peak_event["ts"]:
+            break
+        if e["args"]["Bytes"] > 0:
+            live[e["args"]["Addr"]] = e
+        else:
+            live.pop(e["args"]["Addr"], None)
     by_op: dict[str, int] = {}
-    for e in mem:
-        if e["ts"] > peak_event["ts"] or e["args"]["Bytes"] <= 0:
-            continue
+    for e in live.values():
         around = [o for o in ops if o["tid"] == e["tid"] and o["ts"] <= e["ts"] <= o["ts"] + o["dur"]]
         outer = max(around, key=lambda o: o["dur"])["name"] if around else "(outside operators)"
         by_op[outer] = by_op.get(outer, 0) + e["args"]["Bytes"]
     top = sorted(by_op.items(), key=lambda kv: -kv[1])[: F.memory_peak.MEMORY_TOP_OPS]
+    # what it names is part of the peak (allocated during the profile, held at it)
+    assert sum(by_op.values()) <= peak
 
     p = nbprof.load_trace(trace_path(name))
     row = one(p.findings, "memory_peak")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import TORCH_FIELDS, needs_torch, run
+from .conftest import TORCH_FIELDS, needs_torch, reports, run
 
 pytestmark = needs_torch
 
@@ -213,7 +213,7 @@ def test_torchs_allocator_warning_becomes_a_note():
     assert out == ["True"]
 
 
-def test_cuda_flag_without_cuda_warns_once_and_profiles_cpu(shell, capfd):
+def test_cuda_flag_without_cuda_says_so_once_and_profiles_cpu(shell, capfd):
     import torch
 
     if torch.cuda.is_available():
@@ -221,11 +221,18 @@ def test_cuda_flag_without_cuda_warns_once_and_profiles_cpu(shell, capfd):
     result, captured = run(shell, "%%torchprof --cuda -o p\nimport torch\ny = torch.ones(3) * 2")
     assert result.error_in_exec is None
     err = captured.stderr + capfd.readouterr().err
-    assert err.count("CUDA is not available") == 1
+    [report] = reports(captured)
+    # said once: in the report's notes, not also on stderr
+    assert err.count("CUDA is not available") == 0
+    assert report["text/plain"].count("CUDA is not available") == 1
     p = shell.user_ns["p"]
     assert p.collected["cuda"] is False
     assert any("CUDA is not available" in n for n in p.meta.notes)
     assert len(p.key_averages()) > 0
+    # with no report shown (-q), on stderr, once
+    result, captured = run(shell, "%%torchprof --cuda -q\nimport torch\ny = torch.ones(3) * 2")
+    err = captured.stderr + capfd.readouterr().err
+    assert err.count("CUDA is not available") == 1 and not reports(captured)
 
 
 def _fresh(code: str) -> list[str]:

@@ -6,7 +6,11 @@ frame on its thread that contains it, then that frame's callers.
 
 For grouping we keep the frames people can act on: their own code and ``nn.Module`` calls.
 Frames inside torch, builtins, IPython and nbprof are skipped (torch's own stack grouping skipped
-autograd internals for the same reason).
+autograd internals for the same reason). A stack ends at the notebook cell: the frames around it
+are the kernel running the cell (its event loop: ``tornado/platform/asyncio.py``, ``asyncio``,
+``ipykernel``; or a test harness), never the user's code, and a cell is named "In [n]" as
+``%%cprofile`` names it, not by the temporary file IPython compiled it from
+(``/tmp/ipykernel_…/….py``, ``<ipython-input-n-…>``).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import pandas as pd
 
 from ..events import KIND_CODE, time_ns
 
-__all__ = ["op_stacks", "STACK_DEPTH", "is_user_frame"]
+__all__ = ["op_stacks", "STACK_DEPTH", "is_user_frame", "frame_file", "frame_label"]
 
 STACK_DEPTH = 5
 SEPARATOR = " ← "
@@ -27,14 +31,42 @@ _INTERNAL = re.compile(
     r"^(<built-in|torch/|.*/site-packages/(torch|IPython|ipykernel|nbprof|tornado|asyncio|traitlets)/|"
     r"IPython/|ipykernel/|nbprof/|asyncio/|threading\.py|contextlib\.py|runpy\.py|<frozen )"
 )
+# torch's frame name: "path(line): function"
+_FRAME = re.compile(r"^(?P<file>.*)\((?P<line>\d+)\): (?P<function>.*)$")
+# a notebook cell's compiled file: IPython's "<ipython-input-5-…>", ipykernel's "/tmp/ipykernel_42/123.py"
+_CELL_FILE = re.compile(r"^<ipython-input-(?P<n>\d+)-|[/\\]ipykernel_\d+[/\\]\d+\.py$|^<cell")
 
 
 def is_user_frame(name: str) -> bool:
     return name.startswith("nn.Module: ") or not _INTERNAL.match(name)
 
 
-def op_stacks(events: pd.DataFrame, depth: int = STACK_DEPTH) -> pd.Series:
-    """For every event: its innermost ``depth`` user frames joined with " ← " ("" if none)."""
+def frame_file(name: str) -> str | None:
+    """The file of a frame named as torch names it ("path(line): function"); None for others
+    (``nn.Module: Linear_0``)."""
+    m = _FRAME.match(name)
+    return m.group("file") if m else None
+
+
+def frame_label(name: str, code_names: dict[str, str]) -> tuple[str, bool]:
+    """(the frame as the stack shows it, whether it is a notebook cell's). A cell's file is
+    replaced by "In [n]" (``code_names``, else IPython's own "<ipython-input-n-…>" name)."""
+    m = _FRAME.match(name)
+    if not m:
+        return name, False
+    file = m.group("file")
+    cell = _CELL_FILE.search(file.replace("\\", "/"))
+    label = code_names.get(file)
+    if label is None and cell is not None and cell.group("n"):
+        label = f"In [{cell.group('n')}]"
+    if label is None:
+        return name, cell is not None or file in code_names
+    return f"{label}({m.group('line')}): {m.group('function')}", True
+
+
+def op_stacks(events: pd.DataFrame, depth: int = STACK_DEPTH, code_names: dict[str, str] | None = None) -> pd.Series:
+    """For every event: its innermost ``depth`` user frames joined with " ← " ("" if none), up
+    to the notebook cell that ran it (named "In [n]"; ``code_names`` as in the run's metadata)."""
     n = len(events)
     out = np.full(n, "", dtype=object)
     kind = events["kind"].cat.codes.to_numpy()
@@ -73,12 +105,17 @@ def op_stacks(events: pd.DataFrame, depth: int = STACK_DEPTH) -> pd.Series:
         moving = active[closed]
         cand[moving] = parent[cand[moving]]
 
+    code_names = code_names or {}
+
     def stack_of(frame: int) -> str:
         frames: list[str] = []
         f = frame
         while f >= 0 and len(frames) < depth:
             if is_user_frame(names[f]):
-                frames.append(names[f])
+                label, is_cell = frame_label(names[f], code_names)
+                frames.append(label)
+                if is_cell and label.endswith("): <module>"):  # what ran the cell is the kernel, not the user's code
+                    break
             f = parent[f]
         return SEPARATOR.join(frames)
 

@@ -81,6 +81,10 @@ def summarize_torch(events: pd.DataFrame, averages: pd.DataFrame, sort: str | No
 def top_row(averages: pd.DataFrame, sort: str, self_cpu_us: float, self_device_us: float) -> tuple[str | None, float, float]:
     """The row with the most of ``sort``: (name, value, share of the whole profile).
 
+    The one definition of "the top row and its share": the report's headline (over the
+    operators, whatever the table's grouping) and the ``top_op`` finding (over the rows of kind
+    op) both call it, so the same operator has the same share in both.
+
     Shares are of what the whole profile spent, as torch's "%" columns: CPU columns of the self
     CPU total; device columns of the kernel time (the sum of a self-device column would count
     each kernel twice: on its launching op's row and on its own row); counts of all calls.

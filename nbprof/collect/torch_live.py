@@ -99,7 +99,10 @@ class TorchSession(Collector):
             from torch.profiler import schedule
 
             wait, warmup, active, repeat = self.options.schedule
-            kwargs["schedule"] = schedule(wait=wait, warmup=warmup, active=active, repeat=repeat)
+            with warnings.catch_warnings():
+                # torch warns (with our file's path) when warmup is 0; the run's notes say it instead
+                warnings.filterwarnings("ignore", message=".*Profiler won't be using warmup")
+                kwargs["schedule"] = schedule(wait=wait, warmup=warmup, active=active, repeat=repeat)
             kwargs["on_trace_ready"] = self._cycle_ready
         self._stderr = NativeStderrFilter()
         self._stderr.start()

@@ -27,6 +27,13 @@ def _nice_ticks(lo: float, hi: float, count: int = 5) -> np.ndarray:
     return np.arange(np.ceil(lo / step) * step, hi + step * 0.5, step)
 
 
+def _byte_ticks(lo: float, hi: float, count: int) -> np.ndarray:
+    """Nice ticks in the binary unit ``fmt_bytes`` labels them in (KB = 1024 B, MB = 1024 KB, ...):
+    20 / 40 MB rather than 23.84 / 47.68 MB (decimal steps of 25,000,000 B read in MB)."""
+    unit = 1024.0 ** max(int(np.floor(np.log(max(hi, 1.0)) / np.log(1024.0))), 0)
+    return _nice_ticks(lo / unit, hi / unit, count) * unit
+
+
 def memory_curve_svg(curve: pd.DataFrame, end_us: float, width: int = 760, panel_height: int = 130) -> str:
     """Allocated bytes over time (``analysis.memory.memory_curve``'s frame), one small chart per
     device (each on its own scale, since CPU and GPU totals differ by orders of magnitude); the
@@ -67,7 +74,7 @@ def memory_curve_svg(curve: pd.DataFrame, end_us: float, width: int = 760, panel
         pad = max((hi - lo) * 0.08, 1.0)
         lo, hi = max(lo - pad, 0.0), hi + pad
         y_of = lambda v: top + panel_height - (v - lo) / (hi - lo) * panel_height  # noqa: E731
-        for tick in _nice_ticks(lo, hi, 3):
+        for tick in _byte_ticks(lo, hi, 3):
             if lo <= tick <= hi:
                 y = y_of(tick)
                 parts.append(f'<line x1="{left}" x2="{left + pw}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eee"/>')
@@ -133,6 +140,10 @@ def memory_curve_figure(curve: pd.DataFrame, end_us: float) -> Any:
         fig.add_annotation(x=(p.peak_time_us - t0) / 1000.0, y=p.peak_allocated_bytes,
                            text=f"peak {fmt_bytes(p.peak_allocated_bytes)}" + (f" · {p.peak_op}" if p.peak_op else ""),
                            showarrow=True, arrowhead=2)
+    if not curve.empty:  # the same binary-unit ticks as the static chart
+        top = float(max(curve["allocated_bytes"].max(), curve["reserved_bytes"].max(), 1))
+        ticks = _byte_ticks(0.0, top, 4)
+        fig.update_yaxes(tickvals=ticks.tolist(), ticktext=[fmt_bytes(t) for t in ticks])
     fig.update_layout(title="Allocated memory", xaxis_title="time (ms)", yaxis_title="bytes", height=320,
                       margin=dict(l=60, r=20, t=40, b=40), template="plotly_white")
     return fig

@@ -23,7 +23,7 @@ from typing import Any
 import pandas as pd
 
 from ..analysis.flame import pstats_location
-from ..format import esc, fmt_bytes, fmt_count, fmt_s, fmt_us
+from ..format import esc, fmt_bytes, fmt_count, fmt_s, fmt_share, fmt_us
 from ..settings import DEFAULT_LIMIT, resolve_python_sort, resolve_torch_sort
 from .datatable import library_html
 from .table import pstats_ncalls, render_text, sorted_rows
@@ -170,17 +170,29 @@ class TorchReport:
         return parts
 
     def top_line(self) -> str | None:
-        """The first row of the table (sorted by this report's sort) and its share."""
+        """The first row of the operators table (sorted by this report's sort) and its share.
+
+        Always of the operators (``group_by="op"``), whatever this report's grouping: grouped by
+        shape or stack an operator is split over several rows, and the headline would give a
+        different share for the same operator than the ``top_op`` finding beside it (measured:
+        "aten::mm (32.0%)" next to "aten::mm takes 48%"). When the table below splits the top
+        operator, the headline says that its share is summed over them."""
         from ..analysis.summary import top_row
 
         s = self.profile.summary
-        averages = self.profile.key_averages(self.group_by)
-        name, _, share = top_row(averages, self.sort, s.self_cpu_us, s.self_device_us)
+        name, _, share = top_row(self.profile.key_averages("op"), self.sort, s.self_cpu_us, s.self_device_us)
         if not name:
             return None
         label = self.sort.replace("_us", "").replace("_bytes", "").replace("_", " ")
         label = label.replace("device", "CUDA").replace("cpu", "CPU").replace("mem", "memory")
-        return f"top by {label}: {name}" + (f" ({100 * share:.1f}%)" if share else "")
+        text = f"top by {label}: {name}"
+        if share:
+            text += f" ({fmt_share(share)}"
+            groups = self.profile.key_averages(self.group_by)["name"] if self.group_by != "op" else None
+            if groups is not None and int((groups == name).sum()) > 1:
+                text += ", all its input shapes" if self.group_by == "shape" else ", all its stacks"
+            text += ")"
+        return text
 
     def collected_line(self) -> str:
         c = self.profile.collected
@@ -270,7 +282,14 @@ class PythonReport:
         text = f"{calls:,} function calls"
         if prim != calls:
             text += f" ({prim:,} primitive calls)"
-        return text + f" in {fmt_s(self.profile.total_s)}"
+        text += f" in {fmt_s(self.profile.total_s)}"
+        wall = self.profile.meta.wall_s
+        if wall:
+            # pstats' total is the functions' own times summed: the cell's top-level code between
+            # calls and cProfile's overhead are in no function's tottime, so a cumtime can be
+            # close to it or above it; the wall time beside it says how long the run took
+            text += f" of own time ({fmt_s(wall)} wall)"
+        return text
 
     def top_line(self) -> str | None:
         frame = self.frame()

@@ -7,10 +7,9 @@ from __future__ import annotations
 import re
 from typing import Iterator
 
-import numpy as np
-
-from ...format import fmt_us
-from ._common import SCALAR_READ_OPS, Finding, TorchContext, pct, to_python
+from ...format import fmt_share, fmt_us
+from ..summary import top_row
+from ._common import SCALAR_READ_OPS, Finding, TorchContext, to_python
 
 TOP_OP_MEDIUM_SHARE = 0.5
 
@@ -28,28 +27,40 @@ def find(ctx: TorchContext) -> Iterator[Finding]:
     total = s.self_device_us if ctx.has_device else s.self_cpu_us
     if len(ops) == 0 or total <= 0:
         return
-    values = ops[metric].to_numpy()
-    i = int(np.argmax(values))
-    if values[i] <= 0:
+    # the headline's definition of the top row and its share (summary.top_row), over the ops
+    name, value, share = top_row(ops, metric, s.self_cpu_us, s.self_device_us)
+    if name is None or value <= 0:
         return
-    row = ops.iloc[i]
-    name = str(row["name"])
-    share = float(values[i] / total)
+    row = ops[ops["name"] == name].iloc[0]
     count = int(row["count"])
     where = "self CUDA time" if ctx.has_device else "self CPU time"
-    msg = (f"{name} takes {pct(share)} of {where} ({fmt_us(values[i])} in {count:,} calls, "
-           f"{fmt_us(values[i] / max(count, 1))} each). ")
-    if _COMPUTE_HINT.search(name):
-        msg += ("It is compute: check its input shapes (--shapes, --group-by shape), run it in lower "
-                "precision (torch.autocast with bfloat16, TF32 matmuls) or try torch.compile.")
-    elif _COPY_HINT.search(name):
-        msg += ("It copies data: look for dtype or device conversions and .contiguous() inside the loop "
-                "(--stack shows where they are called).")
-    elif name in SCALAR_READ_OPS or name == "aten::item":
-        msg += "Each .item() waits for the device: keep values on the device and read them rarely."
-    else:
-        msg += "See where it is called from (--stack, --group-by stack) and with which shapes (--shapes)."
+    msg = (f"{name} takes {fmt_share(share)} of {where} ({fmt_us(value)} in {count:,} calls, "
+           f"{fmt_us(value / max(count, 1))} each). ")
+    msg += _advice(ctx, name)
     severity = "medium" if share >= TOP_OP_MEDIUM_SHARE else "low"
     yield Finding(severity, msg,
-                  {"op": name, "metric": metric, "time_us": to_python(values[i]), "share": share, "count": count,
-                   "avg_us": to_python(values[i] / max(count, 1))}, score=share)
+                  {"op": name, "metric": metric, "time_us": to_python(value), "share": share, "count": count,
+                   "avg_us": to_python(value / max(count, 1))}, score=share)
+
+
+def _advice(ctx: TorchContext, name: str) -> str:
+    """What to try for the top operator, only what applies to this profile: a flag that was on
+    is not suggested again (its tab is named instead), GPU-only remedies (TF32) only when the
+    profile has device work."""
+    collected = ctx.profile.collected
+    shapes = ("see its input shapes in the By input shape tab" if collected["shapes"]
+              else "record its input shapes (--shapes --group-by shape)")
+    stacks = ("see where it is called from in the By stack tab" if collected["stack"]
+              else "see where it is called from (--stack --group-by stack)")
+    if _COMPUTE_HINT.search(name):
+        lower = ("torch.autocast with bfloat16, TF32 matmuls" if ctx.has_device
+                 else "torch.autocast('cpu', dtype=torch.bfloat16)")
+        return f"It is compute: {shapes}, run it in lower precision ({lower}) or try torch.compile."
+    if _COPY_HINT.search(name):
+        return ("It copies data: look for dtype or device conversions and .contiguous() inside the loop; "
+                f"{stacks}.")
+    if name in SCALAR_READ_OPS or name == "aten::item":
+        if ctx.has_device:
+            return "Each .item() waits for the device: keep values on the device and read them rarely."
+        return "Each .item() turns a tensor into a Python number: keep values in tensors and read them rarely."
+    return f"{stacks[0].upper()}{stacks[1:]}; {shapes}."

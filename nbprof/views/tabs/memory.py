@@ -61,6 +61,7 @@ def held_at_peak(profile: Any) -> str:
                 f"({fmt_bytes(int(during['bytes'].sum()))})")
         if older:
             head += f" and {fmt_bytes(older)} allocated before it"
+        head += _unaccounted(int(during["bytes"].sum()) + older - peak.peak_allocated_bytes)
         out.append(f'<div class="nbprof-sub" style="margin-top:10px"><b>{esc(head)}</b></div>')
         if len(during):
             during["age_us"] = peak.peak_time_us - during["alloc_us"]
@@ -71,6 +72,22 @@ def held_at_peak(profile: Any) -> str:
                                       caption="blocks alive at the peak, biggest first (Freed at — : "
                                               "still held when the profile ended); result.alive_at(t, device)"))
     return "".join(out)
+
+
+def _unaccounted(extra: int) -> str:
+    """Why the blocks held at the peak do not add up to it, when they do not (they add up in a
+    profile that saw every allocation and free).
+
+    More than the peak: a free the profile did not record leaves its block counted as held
+    (torch drops the events of --schedule's warmup steps, the allocator's total still drops);
+    less: the allocator's total includes memory no recorded block accounts for (CPU blocks
+    from an earlier profile that this one never saw freed)."""
+    if extra > 0:
+        return (f"; these add up to {fmt_bytes(extra)} more than the peak: blocks freed where the profiler "
+                "did not record the free (between --schedule's active steps) still count as held")
+    if extra < 0:
+        return f"; {fmt_bytes(-extra)} of the peak is in no block the profile saw allocated"
+    return ""
 
 
 MEMORY = Tab("Memory", render, applies=lambda p: p.collected["memory"],
