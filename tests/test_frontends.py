@@ -1,0 +1,91 @@
+"""The report where notebooks go: JupyterLab and Notebook 7 (resizing the window), a saved notebook
+reopened untrusted (outputs sanitized), and the size of a notebook with many reports.
+
+Screenshots go to tests/artifacts/ (look at them when the report changes).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from .conftest import HAS_TORCH
+
+lab = pytest.importorskip("tests.lab")
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not HAS_TORCH, reason="needs torch"),
+    pytest.mark.skipif(not lab.chromium_available(), reason="Debian's chromium is not installed"),
+]
+
+ARTIFACTS = Path(__file__).parent / "artifacts"
+
+CELLS = [
+    "%load_ext nbprof\nimport nbprof, torch",
+    # 1: a report (Operators with shapes and FLOPs: the widest table) and the timeline under it
+    "%%torchprof --memory --shapes --flops -o p\n"
+    "for n in (16, 64):\n"
+    "    a = torch.randn(n, n)\n"
+    "    b = torch.relu(a @ a)\n",
+    # 2: the timeline view as a cell's value
+    "p.timeline_view()",
+    # 3: cProfile: the report and the flame view under it
+    "%%cprofile -o cp\ndef f(n):\n    return sum(i * i for i in range(n))\n[f(2000) for _ in range(20)];",
+]
+
+
+def _notebook(path: Path, cells: list[str]) -> None:
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
+    nbformat.write(nb, path)
+
+
+# the height of each plotly figure drawn in each code cell's outputs
+PLOT_HEIGHTS = """() => [...document.querySelectorAll('.jp-CodeCell')].map(cell =>
+    [...cell.querySelectorAll('.jp-OutputArea-output.js-plotly-plot')]
+        .map(p => Math.round(p.getBoundingClientRect().height)))"""
+
+
+def _resize_keeps_figures(page, name: str) -> None:
+    """Every figure (the timeline under the report, the timeline view, the flame view) keeps its
+    height through window resizes (and, in JupyterLab, a sidebar that opens and closes)."""
+    deadline = time.time() + 30
+    while time.time() < deadline and sum(map(len, page.evaluate(PLOT_HEIGHTS))) < 3:
+        time.sleep(0.5)
+    time.sleep(1.0)
+    drawn = page.evaluate(PLOT_HEIGHTS)
+    assert [len(h) for h in drawn] == [0, 1, 1, 1], drawn
+    assert all(h > 150 for cell in drawn for h in cell), drawn
+    steps = [(900, 800), (1400, 1000), (700, 900), (1400, 1000)]
+    for i, (w, h) in enumerate(steps):
+        page.set_viewport_size({"width": w, "height": h})
+        if name == "lab" and i % 2:
+            page.evaluate("() => window.jupyterapp.commands.execute('application:toggle-left-area')")
+        time.sleep(1.2)
+        after = page.evaluate(PLOT_HEIGHTS)
+        assert after == drawn, (w, h, drawn, after)  # same heights: none collapsed, none grew
+    page.screenshot(path=str(ARTIFACTS / f"frontend-{name}-after-resize.png"), full_page=True)
+
+
+@pytest.mark.parametrize("app", ["lab", "notebook"])
+def test_figures_keep_their_height_when_the_window_resizes(tmp_path, app):
+    if app == "notebook" and not lab.notebook7_available():
+        pytest.skip("Jupyter Notebook 7 (the notebook package) is not installed")
+    ARTIFACTS.mkdir(exist_ok=True)
+    _notebook(tmp_path / "resize.ipynb", CELLS)
+    with lab.jupyterlab(tmp_path, app=app) as server, lab.browser(1400, 1000) as context:
+        page = lab.open_notebook(context, server, "resize.ipynb")
+        lab.run_all(page)
+        try:
+            _resize_keeps_figures(page, app)
+        finally:
+            lab.shutdown_kernel(page)
