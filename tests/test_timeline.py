@@ -480,6 +480,12 @@ def test_mime_bundle(profiles):
     generic = figure_bundle(timeline_figure(p))
     assert set(generic) == {PLOTLY_MIME, "text/plain", "text/html"}
     assert "<script" not in generic["text/html"]
+    # the prepared view as a cell's value shows the figure, not its one-line repr; a fixed height
+    # (responsive figures collapse in notebooks, see views.figure.DEFAULT_CONFIG)
+    view_bundle = p.timeline_view()._repr_mimebundle_()
+    assert view_bundle[PLOTLY_MIME]["data"] and view_bundle["text/plain"] == bundle["text/plain"]
+    assert view_bundle[PLOTLY_MIME]["config"]["responsive"] is False
+    assert view_bundle[PLOTLY_MIME]["layout"]["height"] > 200
 
 
 def test_svg_draws_lanes_ticks_and_tooltips(profiles):

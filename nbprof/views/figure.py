@@ -35,7 +35,12 @@ PLOTLY_MIME = "application/vnd.plotly.v1+json"
 
 DEFAULT_CONFIG: dict[str, Any] = {
     "displaylogo": False,
-    "responsive": True,
+    # not responsive: a responsive figure sizes itself to its container's height on each window
+    # resize, and a notebook output has no height of its own: the timeline (and the flame icicle)
+    # collapsed to 29 px after one resize in JupyterLab 4.6 and Notebook 7.6 (measured,
+    # tests/test_frontends.py). Their plotly renderer resizes a figure to the output's width
+    # itself; the height stays the layout's.
+    "responsive": False,
     "scrollZoom": False,  # the notebook keeps its scroll wheel; zoom with a drag, pan with shift
     "modeBarButtonsToRemove": ["select2d", "lasso2d", "autoScale2d"],
     "toImageButtonOptions": {"format": "png", "scale": 2},

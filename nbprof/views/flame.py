@@ -182,11 +182,8 @@ def flame_figure(tree: pd.DataFrame, *, maxdepth: int = 6, height: int | None = 
     )
     if title:
         layout["title"] = dict(text=esc(title), x=0.01, y=0.98, font=dict(size=14))
-    # not responsive: in JupyterLab a responsive icicle (no cartesian axes) relayouts to its
-    # output's computed height on the first window resize and collapses to ~29 px (measured; the
-    # timeline keeps its height). It still fills the width it is drawn at.
     return rendering_figure(dict(data=[icicle], layout=layout), html=lambda: flame_svg(tree),
-                            text=_describe(tree), config={"responsive": False})
+                            text=_describe(tree))
 
 
 def _describe(tree: pd.DataFrame) -> str:

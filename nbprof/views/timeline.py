@@ -821,5 +821,9 @@ class TimelineView:
     def svg(self, width: int = 1000, height: int | None = None) -> str:
         return timeline_svg(self.data, width=width, height=height, python=self.python)
 
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        """As a cell's value: the zoomable figure (not a line of text)."""
+        return self.figure._repr_mimebundle_(include, exclude)
+
     def __repr__(self) -> str:
         return f"<{describe(self.data)}>"
