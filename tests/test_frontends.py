@@ -6,6 +6,7 @@ Screenshots go to tests/artifacts/ (look at them when the report changes).
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -89,3 +90,46 @@ def test_figures_keep_their_height_when_the_window_resizes(tmp_path, app):
             _resize_keeps_figures(page, app)
         finally:
             lab.shutdown_kernel(page)
+
+
+# the visible text and height of each report, and the text of what shows of its panels
+REPORTS = """() => [...document.querySelectorAll('.nbprof-report')].map(r => ({
+    height: Math.round(r.getBoundingClientRect().height),
+    text: r.innerText,
+    panels: [...r.querySelectorAll('.nbprof-panel')].filter(p => p.offsetParent !== null).length,
+    unstyled: [...r.querySelectorAll('.nbprof-unstyled')].filter(p => p.offsetParent !== null).length}))"""
+
+
+def test_a_saved_notebook_reopened_untrusted_reads(tmp_path):
+    """A notebook run elsewhere and opened here is not trusted: JupyterLab sanitizes its HTML
+    outputs (no <style>, no <script>, no SVG). Each report still reads: its first tab only, with a
+    line that says why, no block of hover text where the drawings were, and a bounded height."""
+    from .conftest import DATA
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    shutil.copy(DATA / "cnn_train_cuda.trace.json.gz", tmp_path)
+    cells = [*CELLS, "nbprof.load_trace('cnn_train_cuda.trace.json.gz').report(group_by='op')",
+             "%%torchprof --memory -o m\nx = [torch.ones(256, 256) for _ in range(8)]"]
+    _notebook(tmp_path / "run.ipynb", cells)
+    subprocess.run([sys.executable, "-m", "jupyter", "nbconvert", "--to", "notebook", "--execute", "run.ipynb",
+                    "--output", "saved.ipynb"], cwd=tmp_path, check=True, capture_output=True, timeout=300)
+    with lab.jupyterlab(tmp_path) as server, lab.browser(1400, 1000) as context:
+        page = lab.open_notebook(context, server, "saved.ipynb")
+        try:
+            time.sleep(2)
+            trusted = page.evaluate("() => window.jupyterapp.shell.currentWidget.content.widgets"
+                                    ".filter(c => c.model.type === 'code').map(c => c.model.trusted)")
+            assert trusted and not any(trusted), trusted
+            lab.full_screenshot(page, str(ARTIFACTS / "frontend-untrusted.png"))
+            reports = page.evaluate(REPORTS)
+        finally:
+            lab.shutdown_kernel(page)
+    assert len(reports) == 4, [r["text"][:80] for r in reports]
+    for r in reports:
+        assert r["panels"] == 1 and r["unstyled"] >= 1, r
+        assert "the notebook" in r["text"] and "untrusted" in r["text"]
+        # the drawings went with their text: no hover lines (" · at 12.345 ms", "cumtime ... ncalls")
+        assert not re.search(r" · at \d+\.\d{3} ms", r["text"]) and "ncalls " not in r["text"], r["text"][:3000]
+        assert len(r["text"]) < 8_000 and r["height"] < 1_600, (len(r["text"]), r["height"])
+    # what the first tab shows is there: the static preview of the operators table
+    assert "aten::convolution_backward" in reports[2]["text"]

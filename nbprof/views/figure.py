@@ -29,7 +29,8 @@ from typing import Any, Callable
 
 from ..format import esc
 
-__all__ = ["PLOTLY_MIME", "DEFAULT_CONFIG", "figure_json", "figure_bundle", "rendering_figure"]
+__all__ = ["PLOTLY_MIME", "DEFAULT_CONFIG", "figure_json", "figure_bundle", "rendering_figure", "drawing_html",
+           "DRAWING_CSS"]
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 
@@ -45,6 +46,25 @@ DEFAULT_CONFIG: dict[str, Any] = {
     "modeBarButtonsToRemove": ["select2d", "lasso2d", "autoScale2d"],
     "toImageButtonOptions": {"format": "png", "scale": 2},
 }
+
+
+# A drawing is ``hidden`` until this style shows it. Where outputs are sanitized (a notebook opened
+# untrusted in JupyterLab or Notebook 7: no <style>, no <script>, no SVG, but ``hidden="hidden"``
+# kept; an empty ``hidden`` is dropped) the SVG's elements go and their text stays: the timeline's 300 tooltips became a
+# 31k-character, 5,500 px block of text (measured). Hidden, the drawing goes with its text, and a
+# line (shown only where this style is missing) says why.
+DRAWING_CSS = ".nbprof-drawing{display:block}.nbprof-unstyled{display:none}"
+
+
+def drawing_html(svg: str, what: str, *, style: bool = True) -> str:
+    """A static drawing (an inline SVG) that disappears cleanly where outputs are sanitized, and
+    a line that says so there. ``what`` names it ("the timeline"); ``style``: include
+    ``DRAWING_CSS`` (an output of its own; a report has it in its style already)."""
+    note = (f'<div class="nbprof-unstyled" style="color:#666;font-size:12px">{esc(what[:1].upper() + what[1:])} '
+            "is a drawing that shows once the notebook is trusted (or the cell runs again): this output "
+            "is shown without its styles.</div>")
+    css = f"<style>{DRAWING_CSS}</style>" if style else ""
+    return f'{css}<div class="nbprof-drawing" style="max-width:100%;overflow-x:auto" hidden="hidden">{svg}</div>{note}'
 
 
 def figure_json(fig: Any, config: dict[str, Any] | None = None) -> dict[str, Any]:

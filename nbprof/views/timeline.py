@@ -35,7 +35,7 @@ import pandas as pd
 from ..analysis.timeline import TimelineData, remerge, timeline_rects
 from ..meta import TraceMeta
 from ..events import DEVICE_WORK_KINDS, values_at
-from .figure import rendering_figure
+from .figure import drawing_html, rendering_figure
 from ..format import esc, fmt_bytes, fmt_us
 
 __all__ = [
@@ -386,7 +386,8 @@ def timeline_figure(
 def _rendering(spec: dict, data: TimelineData, python: bool) -> Any:
     def static() -> str:
         svg = timeline_svg(data, python=python)
-        return f'<div class="nbprof-timeline" style="max-width:100%;overflow-x:auto">{svg}</div>'
+        return drawing_html(f'<div class="nbprof-timeline" style="max-width:100%;overflow-x:auto">{svg}</div>',
+                            "the timeline")
 
     return rendering_figure(spec, html=static, text=describe(data))
 
