@@ -77,6 +77,22 @@ def _resize_keeps_figures(page, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / f"frontend-{name}-after-resize.png"), full_page=True)
 
 
+# the Operators table with shapes and FLOPs: its wrapper's widths and where its last header is
+WIDE_TABLE = """() => { const t = document.querySelector('.jp-CodeCell .nbprof-panel:not([hidden]) .nbprof-table');
+    const last = [...t.querySelectorAll('thead th')].pop();
+    return {scroll: t.scrollWidth, client: t.clientWidth, last: last.innerText.trim(),
+            right: last.getBoundingClientRect().right, edge: t.getBoundingClientRect().right}; }"""
+
+
+def _wide_table_fits(page, name: str) -> None:
+    """At 1400 px (JupyterLab with its file browser open) every column of the widest table shows:
+    no scrolling to reach FLOPs and Kind."""
+    table = page.evaluate(WIDE_TABLE)
+    assert table["last"] == "Kind", table
+    assert table["scroll"] <= table["client"] + 1 and table["right"] <= table["edge"] + 1, table
+    page.locator(".jp-CodeCell").nth(1).screenshot(path=str(ARTIFACTS / f"frontend-{name}-wide-table.png"))
+
+
 @pytest.mark.parametrize("app", ["lab", "notebook"])
 def test_figures_keep_their_height_when_the_window_resizes(tmp_path, app):
     if app == "notebook" and not lab.notebook7_available():
@@ -90,6 +106,7 @@ def test_figures_keep_their_height_when_the_window_resizes(tmp_path, app):
             # the tables' library (gzipped, views.assets) unpacked and ran: interactive tables
             page.wait_for_function("() => document.querySelectorAll('.nbprof-report table.dataTable').length >= 2",
                                    timeout=30_000)
+            _wide_table_fits(page, app)
             _resize_keeps_figures(page, app)
         finally:
             lab.shutdown_kernel(page)

@@ -38,6 +38,10 @@ __all__ = ["TorchReport", "PythonReport", "report_css", "tabs_html"]
 _ids = itertools.count(1)
 _library_sent = False
 
+# Wide tables: headers wrap (cells do not), so the Operators table with shapes and FLOPs fits in
+# JupyterLab at 1400 px with its file browser open (its Kind column was cut off, reachable only by
+# a scrollbar under the table: measured, tests/test_frontends.py); narrower still, the first
+# column (the name) stays while the numbers scroll under it.
 _CSS = """
 .nbprof-report{font-family:var(--jp-ui-font-family,-apple-system,BlinkMacSystemFont,'Segoe UI',sans-serif);
   font-size:13px;line-height:1.45;color:var(--jp-ui-font-color1,#222);max-width:100%}
@@ -57,6 +61,9 @@ _CSS = """
 .nbprof-empty{color:var(--jp-ui-font-color2,#666);padding:6px 2px}
 .nbprof-tab-sep,.nbprof-panel-title{display:none}
 .nbprof-report table.dataTable td.nbprof-name span{font-family:var(--jp-code-font-family,monospace)}
+.nbprof-report table.dataTable.nowrap thead th{white-space:normal;vertical-align:bottom}
+.nbprof-report .nbprof-table table.dataTable tr>:first-child{position:sticky;left:0;z-index:1;
+  background:var(--jp-layout-color0,#fff)}
 """ + DRAWING_CSS
 
 
