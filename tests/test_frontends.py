@@ -172,3 +172,32 @@ def test_a_notebook_with_ten_reports_stays_small(tmp_path):
     with_library = [o for o in reports if "DecompressionStream" in o["data"]["text/html"]]
     assert len(with_library) == 1  # once per session
     assert saved.stat().st_size < 700_000, saved.stat().st_size
+
+
+def test_colab_html_draws_the_interactive_figure(monkeypatch, tmp_path):
+    """The html emitted for Colab (its output frames run scripts, not the plotly mimetype) draws the
+    interactive timeline in Chromium, plotly.js served as plotly's CDN would (the same file: its
+    integrity hash must match)."""
+    import types
+
+    import plotly.offline
+
+    import nbprof
+
+    from .conftest import DATA
+
+    monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    html = nbprof.load_trace(DATA / "two_streams.trace.json.gz").timeline()._repr_mimebundle_()["text/html"]
+    path = tmp_path / "colab.html"
+    path.write_text(f"<!DOCTYPE html><html><head><meta charset='utf-8'></head><body>{html}</body></html>",
+                    encoding="utf-8")
+    plotly_js = plotly.offline.get_plotlyjs()
+    with lab.browser(1200, 900) as context:
+        page = context.new_page()
+        page.route("https://cdn.plot.ly/**", lambda r: r.fulfill(
+            status=200, body=plotly_js, headers={"Content-Type": "text/javascript", "Access-Control-Allow-Origin": "*"}))
+        page.goto(path.as_uri())
+        page.locator(".js-plotly-plot .main-svg").first.wait_for(timeout=20_000)
+        assert page.locator(".js-plotly-plot .heatmaplayer image, .js-plotly-plot .hm").count() >= 1
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "frontend-colab-timeline.png"))

@@ -26,7 +26,7 @@ from ..analysis.flame import pstats_location
 from ..format import esc, fmt_bytes, fmt_count, fmt_s, fmt_us
 from ..settings import DEFAULT_LIMIT, resolve_python_sort, resolve_torch_sort
 from .datatable import library_html
-from .figure import DRAWING_CSS
+from .figure import DRAWING_CSS, in_colab
 from .table import pstats_ncalls, render_text, sorted_rows
 from .tabs import PYTHON_TABS, TORCH_TABS, Tab
 from .tabs.base import empty
@@ -105,8 +105,11 @@ def tabs_html(uid: int, tabs: list[tuple[str, str]], selected: int = 0) -> str:
 
 def library(include: bool | None = None) -> str:
     """itables' bundle: ``True`` always, ``False`` never, ``None`` in the first report of this
-    kernel session only."""
+    kernel session only (in every report in Colab: each output runs in a frame of its own, where
+    the first output's library is not)."""
     global _library_sent
+    if include is None and in_colab():
+        return library_html()
     if include is False or (include is None and _library_sent):
         return ""
     if include is None:
