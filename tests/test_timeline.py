@@ -577,7 +577,6 @@ def test_colab_gets_the_interactive_figure_as_html(profiles, monkeypatch):
     report carries the tables' library (each output is a frame of its own)."""
     import types
 
-
     from plotly.offline import get_plotlyjs_version
 
     from nbprof.views.report import TorchReport
