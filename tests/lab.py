@@ -1,4 +1,5 @@
-"""Run notebooks in a real JupyterLab in headless Chromium (Debian's, driven by Playwright).
+"""Run notebooks in a real JupyterLab or Jupyter Notebook 7 in headless Chromium (Debian's, driven
+by Playwright).
 
 Used by the browser tests. Follows what was measured on these machines
 (../shared/notes/notebook-testing.md): fresh Jupyter dirs, autosave off, windowing off so every
@@ -35,6 +36,15 @@ def chromium_available() -> bool:
     return os.path.exists(CHROMIUM) or shutil.which("chromium") is not None
 
 
+def notebook7_available() -> bool:
+    """Jupyter Notebook 7 (the ``notebook`` package, built on JupyterLab) in this Python."""
+    try:
+        import notebook
+    except ImportError:
+        return False
+    return int(notebook.__version__.split(".")[0]) >= 7
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -42,8 +52,8 @@ def _free_port() -> int:
 
 
 class Lab:
-    def __init__(self, root: Path, port: int, token: str, proc: subprocess.Popen, env: dict):
-        self.root, self.port, self.token, self.proc, self.env = root, port, token, proc, env
+    def __init__(self, root: Path, port: int, token: str, proc: subprocess.Popen, env: dict, app: str = "lab"):
+        self.root, self.port, self.token, self.proc, self.env, self.app = root, port, token, proc, env, app
 
     @property
     def url(self) -> str:
@@ -58,8 +68,9 @@ class Lab:
 
 
 @contextmanager
-def jupyterlab(root: Path, timeout: float = 60) -> Iterator[Lab]:
-    """Start JupyterLab serving ``root``; stop it (and its kernels) afterwards."""
+def jupyterlab(root: Path, timeout: float = 60, app: str = "lab") -> Iterator[Lab]:
+    """Start JupyterLab (``app="notebook"``: Jupyter Notebook 7) serving ``root``; stop it (and its
+    kernels) afterwards."""
     base = Path(tempfile.mkdtemp(prefix="nbprof-lab-"))
     env = dict(os.environ)
     for name in ("JUPYTER_CONFIG_DIR", "JUPYTERLAB_SETTINGS_DIR", "JUPYTERLAB_WORKSPACES_DIR",
@@ -79,15 +90,18 @@ def jupyterlab(root: Path, timeout: float = 60) -> Iterator[Lab]:
         json.dumps({"fetchNews": "false", "checkForUpdates": False}))
     port, token = _free_port(), secrets.token_hex(16)
     cmd = [
-        sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+        sys.executable, "-m", {"lab": "jupyterlab", "notebook": "notebook"}[app], "--no-browser", "--ip=127.0.0.1", f"--port={port}",
         "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}", "--ServerApp.allow_root=True",
-        "--LabApp.expose_app_in_browser=True", "--LabApp.news_url=None",
-        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
         f"--FileCheckpoints.checkpoint_dir={base / 'checkpoints'}", f"--ServerApp.root_dir={root}",
     ]
+    if app == "lab":
+        cmd += ["--LabApp.expose_app_in_browser=True", "--LabApp.news_url=None",
+                "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    else:
+        cmd += ["--JupyterNotebookApp.expose_app_in_browser=True"]
     log = open(base / "lab.log", "wb")
     proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    lab = Lab(root, port, token, proc, env)
+    lab = Lab(root, port, token, proc, env, app)
     try:
         deadline = time.time() + timeout
         while True:
@@ -158,7 +172,8 @@ def open_notebook(context, lab: Lab, name: str):
     page = context.new_page()
     page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("http://127.0.0.1")
                else route.abort())
-    page.goto(f"{lab.url}/lab/tree/{name}?token={lab.token}&reset", wait_until="domcontentloaded")
+    path = f"/lab/tree/{name}?token={lab.token}&reset" if lab.app == "lab" else f"/notebooks/{name}?token={lab.token}"
+    page.goto(lab.url + path, wait_until="domcontentloaded")
     page.wait_for_function(
         "() => window.jupyterapp && window.jupyterapp.shell.currentWidget && "
         "window.jupyterapp.shell.currentWidget.sessionContext && "

@@ -12,6 +12,7 @@ import html
 import json
 import re
 import shutil
+import sys
 
 import numpy as np
 import pandas as pd
@@ -480,6 +481,12 @@ def test_mime_bundle(profiles):
     generic = figure_bundle(timeline_figure(p))
     assert set(generic) == {PLOTLY_MIME, "text/plain", "text/html"}
     assert "<script" not in generic["text/html"]
+    # the prepared view as a cell's value shows the figure, not its one-line repr; a fixed height
+    # (responsive figures collapse in notebooks, see views.figure.DEFAULT_CONFIG)
+    view_bundle = p.timeline_view()._repr_mimebundle_()
+    assert view_bundle[PLOTLY_MIME]["data"] and view_bundle["text/plain"] == bundle["text/plain"]
+    assert view_bundle[PLOTLY_MIME]["config"]["responsive"] is False
+    assert view_bundle[PLOTLY_MIME]["layout"]["height"] > 200
 
 
 def test_svg_draws_lanes_ticks_and_tooltips(profiles):
@@ -562,3 +569,25 @@ def test_partial_overlaps_are_clipped_not_lost():
     assert union_length(zip(r["x0_us"], r["x1_us"])) == pytest.approx(15.0)
     assert (r["x0_us"].to_numpy()[1:] >= r["x1_us"].to_numpy()[:-1]).all()
     timeline_figure(data)  # edges stay monotonic
+
+
+def test_colab_gets_the_interactive_figure_as_html(profiles, monkeypatch):
+    """Colab draws text/html but not the plotly mimetype: there the html is the interactive figure
+    with plotly.js from plotly's CDN (plotly's own "colab" renderer, found the same way), and each
+    report carries the tables' library (each output is a frame of its own)."""
+    import types
+
+    from plotly.offline import get_plotlyjs_version
+
+    from nbprof.views.report import TorchReport
+
+    p = profiles["cnn_train_cuda"]
+    plain = p.timeline()._repr_mimebundle_()
+    monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    bundle = p.timeline()._repr_mimebundle_()
+    assert bundle[PLOTLY_MIME] == plain[PLOTLY_MIME] and bundle["text/plain"] == plain["text/plain"]
+    page = bundle["text/html"]
+    assert f'src="https://cdn.plot.ly/plotly-{get_plotlyjs_version()}.min.js"' in page, page[:500]
+    assert "Plotly.newPlot" in page and "<svg" not in page and "\"responsive\": false" in page
+    first, second = TorchReport(p).html(), TorchReport(p).html()
+    assert "DecompressionStream" in first and "DecompressionStream" in second

@@ -7,16 +7,19 @@ cut with the full name on hover): one per unit of ``views.table.Column``, the Ja
 (``views.table.static_html``) sits next to the interactive table and is swapped out when its
 script runs, so the table still reads where scripts do not run (GitHub, untrusted notebooks).
 
-DataTables itself comes from itables' offline bundle (no CDN): ``library_html()`` once per
-kernel session, before the first table.
+DataTables itself comes from itables' offline bundle (no CDN), gzipped: ``library_html()`` once
+per kernel session, before the first table.
 """
 
 from __future__ import annotations
 
+import json
+from functools import lru_cache
 from typing import Any
 
 import pandas as pd
 
+from .assets import UNZIP_JS, gzip_base64
 from .table import Column, static_html
 
 __all__ = ["datatable_html", "library_html", "MAX_ROWS"]
@@ -141,16 +144,37 @@ def _signed(js: str) -> str:
 
 
 def library_html() -> str:
-    """itables' offline DataTables bundle (JS + CSS, ~0.8 MB): once per page."""
+    """itables' offline DataTables bundle (JS + CSS), gzipped (``views.assets``: 256 KB instead of
+    968 KB): once per page. It sets the promise and sends the event that itables' table template
+    waits for, as itables' own loader does (not its banner "is your notebook trusted?", which
+    would show in our reports wherever scripts do not run)."""
+    return _library_html()
+
+
+@lru_cache(maxsize=1)
+def _library_html() -> str:
     from importlib.resources import files
 
-    from itables.javascript import generate_init_offline_itables_html
+    from itables.javascript import _itables_ready_event, _itables_underscore_version
 
-    html = generate_init_offline_itables_html(str(files("itables.html").joinpath("dt_bundle.js")))
-    # only the script: itables follows it with a banner ("is your notebook trusted?") that would
-    # show, in our reports, wherever scripts do not run
-    end = html.find("</script>")
-    return html[: end + len("</script>")] if end >= 0 else html
+    bundle = files("itables.html")
+    js = bundle.joinpath("dt_bundle.js").read_text(encoding="utf-8")
+    css = bundle.joinpath("dt_bundle.css").read_text(encoding="utf-8")
+    name, ready = _itables_underscore_version(), json.dumps(_itables_ready_event())
+    return f"""<script>
+{UNZIP_JS}
+if (!window.{name}) {{
+  window.{name} = Promise.all([nbprofUnzip({gzip_base64(js)}), nbprofUnzip({gzip_base64(css)})])
+    .then(function (texts) {{
+      var style = document.createElement('style');
+      style.textContent = texts[1];
+      document.head.appendChild(style);
+      var url = URL.createObjectURL(new Blob([texts[0]], {{type: 'application/javascript'}}));
+      return import(url).finally(function () {{ URL.revokeObjectURL(url); }});
+    }});
+  window.{name}.then(function () {{ window.dispatchEvent(new Event({ready})); }});
+}}
+</script>"""
 
 
 def datatable_html(

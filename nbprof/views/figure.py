@@ -15,31 +15,60 @@ Why figures render themselves: a plotly ``Figure`` left to IPython displays thro
 renderer that puts megabytes of plotly.js in each output. Ours return their own bundle instead:
 
 - ``application/vnd.plotly.v1+json``: the figure as JSON (numpy arrays as base64 typed arrays)
-  with its config. JupyterLab, Notebook 7, VS Code and Colab draw it with their own plotly.js.
+  with its config. JupyterLab, Notebook 7 and VS Code draw it with their own plotly.js.
 - ``text/html``: a static rendering (an inline SVG, no JavaScript) for nbconvert, nbviewer and
-  GitHub, which do not run the plotly mimetype.
+  GitHub, which do not run the plotly mimetype. In Colab, which draws ``text/html`` (scripts run,
+  each output in a frame of its own, with the internet) but not the plotly mimetype, the
+  interactive figure instead, with plotly.js from plotly's CDN: what plotly's own "colab"
+  renderer emits, and how it tells Colab (``google.colab`` imported).
 - ``text/plain``: one line that says what the figure shows.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from functools import lru_cache
 from typing import Any, Callable
 
 from ..format import esc
 
-__all__ = ["PLOTLY_MIME", "DEFAULT_CONFIG", "figure_json", "figure_bundle", "rendering_figure"]
+__all__ = ["PLOTLY_MIME", "DEFAULT_CONFIG", "figure_json", "figure_bundle", "rendering_figure", "drawing_html",
+           "DRAWING_CSS"]
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 
 DEFAULT_CONFIG: dict[str, Any] = {
     "displaylogo": False,
-    "responsive": True,
+    # not responsive: a responsive figure sizes itself to its container's height on each window
+    # resize, and a notebook output has no height of its own: the timeline (and the flame icicle)
+    # collapsed to 29 px after one resize in JupyterLab 4.6 and Notebook 7.6 (measured,
+    # tests/test_frontends.py). Their plotly renderer resizes a figure to the output's width
+    # itself; the height stays the layout's.
+    "responsive": False,
     "scrollZoom": False,  # the notebook keeps its scroll wheel; zoom with a drag, pan with shift
     "modeBarButtonsToRemove": ["select2d", "lasso2d", "autoScale2d"],
     "toImageButtonOptions": {"format": "png", "scale": 2},
 }
+
+
+# A drawing is ``hidden`` until this style shows it. Where outputs are sanitized (a notebook opened
+# untrusted in JupyterLab or Notebook 7: no <style>, no <script>, no SVG, but ``hidden="hidden"``
+# kept; an empty ``hidden`` is dropped) the SVG's elements go and their text stays: the timeline's 300 tooltips became a
+# 31k-character, 5,500 px block of text (measured). Hidden, the drawing goes with its text, and a
+# line (shown only where this style is missing) says why.
+DRAWING_CSS = ".nbprof-drawing{display:block}.nbprof-unstyled{display:none}"
+
+
+def drawing_html(svg: str, what: str, *, style: bool = True) -> str:
+    """A static drawing (an inline SVG) that disappears cleanly where outputs are sanitized, and
+    a line that says so there. ``what`` names it ("the timeline"); ``style``: include
+    ``DRAWING_CSS`` (an output of its own; a report has it in its style already)."""
+    note = (f'<div class="nbprof-unstyled" style="color:#666;font-size:12px">{esc(what[:1].upper() + what[1:])} '
+            "is a drawing that shows once the notebook is trusted (or the cell runs again): this output "
+            "is shown without its styles.</div>")
+    css = f"<style>{DRAWING_CSS}</style>" if style else ""
+    return f'{css}<div class="nbprof-drawing" style="max-width:100%;overflow-x:auto" hidden="hidden">{svg}</div>{note}'
 
 
 def figure_json(fig: Any, config: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -54,6 +83,21 @@ def figure_json(fig: Any, config: dict[str, Any] | None = None) -> dict[str, Any
     merged.update(config or {})
     out["config"] = merged
     return out
+
+
+def in_colab() -> bool:
+    """Running in Google Colab (plotly's renderers tell it the same way)."""
+    return "google.colab" in sys.modules
+
+
+def colab_html(fig_json: dict[str, Any]) -> str:
+    """The interactive figure as ``text/html`` for Colab: a div and plotly.js from plotly's CDN
+    (pinned to the plotly.js version of the installed plotly, with its integrity hash)."""
+    import plotly.io as pio
+
+    spec = {"data": fig_json.get("data", []), "layout": fig_json.get("layout", {})}
+    return pio.to_html(spec, config=fig_json.get("config"), include_plotlyjs="cdn", full_html=False,
+                       validate=False)
 
 
 def describe(fig: Any) -> str:
@@ -75,15 +119,19 @@ def figure_bundle(
     """A mime bundle for ``fig``: the plotly mimetype, ``text/plain`` and ``text/html``.
 
     ``html`` is the static rendering for front ends without plotly (an SVG, a table); without
-    it, a short note that says what the interactive figure shows."""
+    it, a short note that says what the interactive figure shows. In Colab, the interactive
+    figure (:func:`colab_html`) in its place."""
     text = text if text is not None else describe(fig)
-    if html is None:
+    spec = figure_json(fig, config)
+    if in_colab():
+        html = colab_html(spec)
+    elif html is None:
         html = (
             '<div class="nbprof-figure" style="font-family:sans-serif;font-size:13px;color:#555">'
             f"{esc(text)} (an interactive plotly figure: it shows in JupyterLab, Jupyter Notebook 7, "
             "VS Code and Colab)</div>"
         )
-    return {PLOTLY_MIME: figure_json(fig, config), "text/plain": text, "text/html": html}
+    return {PLOTLY_MIME: spec, "text/plain": text, "text/html": html}
 
 
 def rendering_figure(
@@ -118,7 +166,7 @@ def _figure_class() -> type:
         def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict[str, Any]:
             draw = getattr(self, "_nbprof_html", None)
             text = getattr(self, "_nbprof_text", None)
-            bundle = figure_bundle(self, html=draw() if draw else None, text=text() if callable(text) else text,
+            bundle = figure_bundle(self, html=draw() if draw and not in_colab() else None, text=text() if callable(text) else text,
                                    config=getattr(self, "_nbprof_config", None))
             if include:
                 bundle = {k: v for k, v in bundle.items() if k in include}

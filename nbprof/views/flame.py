@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from ..format import esc, fmt_s
-from .figure import rendering_figure
+from .figure import drawing_html, rendering_figure
 
 __all__ = ["flame_figure", "flame_svg", "flame_colors", "FAMILY_COLORS", "FAMILY_LABELS"]
 
@@ -182,11 +182,8 @@ def flame_figure(tree: pd.DataFrame, *, maxdepth: int = 6, height: int | None = 
     )
     if title:
         layout["title"] = dict(text=esc(title), x=0.01, y=0.98, font=dict(size=14))
-    # not responsive: in JupyterLab a responsive icicle (no cartesian axes) relayouts to its
-    # output's computed height on the first window resize and collapses to ~29 px (measured; the
-    # timeline keeps its height). It still fills the width it is drawn at.
-    return rendering_figure(dict(data=[icicle], layout=layout), html=lambda: flame_svg(tree),
-                            text=_describe(tree), config={"responsive": False})
+    return rendering_figure(dict(data=[icicle], layout=layout), html=lambda: drawing_html(flame_svg(tree), "the flame view"),
+                            text=_describe(tree))
 
 
 def _describe(tree: pd.DataFrame) -> str:

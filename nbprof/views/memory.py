@@ -11,7 +11,7 @@ import pandas as pd
 
 from ..analysis.memory import downsample_max, memory_peaks
 from ..format import esc, fmt_bytes, fmt_us
-from .figure import rendering_figure
+from .figure import drawing_html, rendering_figure
 
 __all__ = ["memory_curve_svg", "memory_curve_figure", "describe"]
 
@@ -117,7 +117,10 @@ def memory_curve_figure(curve: pd.DataFrame, end_us: float) -> Any:
     :func:`memory_curve_svg`, which draws its static rendering."""
     import plotly.graph_objects as go
 
-    svg = lambda: memory_curve_svg(curve, end_us) or None  # noqa: E731  (no curve: the figure's note)
+    def svg() -> str | None:  # no curve: the figure's note
+        drawn = memory_curve_svg(curve, end_us)
+        return drawing_html(drawn, "the memory chart") if drawn else None
+
     fig = rendering_figure({}, html=svg, text=describe(curve))
     t0 = 0.0  # ms since the profile's start
     for device, d in curve.groupby("device", sort=True):

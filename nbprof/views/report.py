@@ -26,6 +26,7 @@ from ..analysis.flame import pstats_location
 from ..format import esc, fmt_bytes, fmt_count, fmt_s, fmt_share, fmt_us
 from ..settings import DEFAULT_LIMIT, resolve_python_sort, resolve_torch_sort
 from .datatable import library_html
+from .figure import DRAWING_CSS, in_colab
 from .table import pstats_ncalls, render_text, sorted_rows
 from .tabs import PYTHON_TABS, TORCH_TABS, Tab
 from .tabs.base import empty
@@ -37,6 +38,10 @@ __all__ = ["TorchReport", "PythonReport", "report_css", "tabs_html"]
 _ids = itertools.count(1)
 _library_sent = False
 
+# Wide tables: headers wrap (cells do not), so the Operators table with shapes and FLOPs fits in
+# JupyterLab at 1400 px with its file browser open (its Kind column was cut off, reachable only by
+# a scrollbar under the table: measured, tests/test_frontends.py); narrower still, the first
+# column (the name) stays while the numbers scroll under it.
 _CSS = """
 .nbprof-report{font-family:var(--jp-ui-font-family,-apple-system,BlinkMacSystemFont,'Segoe UI',sans-serif);
   font-size:13px;line-height:1.45;color:var(--jp-ui-font-color1,#222);max-width:100%}
@@ -45,7 +50,7 @@ _CSS = """
 .nbprof-note{color:#8a4b00;margin:2px 0}
 .nbprof-finding{margin:2px 0}
 .nbprof-tabs{margin-top:6px}
-.nbprof-tabs>input{position:absolute;opacity:0;pointer-events:none}
+.nbprof-tabs>input{display:inline-block;position:absolute;opacity:0;pointer-events:none}
 .nbprof-tabs>label{display:inline-block;padding:4px 12px;margin-right:2px;cursor:pointer;
   border:1px solid var(--jp-border-color2,#ddd);border-bottom:none;border-radius:4px 4px 0 0;
   background:var(--jp-layout-color2,#f3f3f3);color:var(--jp-ui-font-color1,#333)}
@@ -56,7 +61,10 @@ _CSS = """
 .nbprof-empty{color:var(--jp-ui-font-color2,#666);padding:6px 2px}
 .nbprof-tab-sep,.nbprof-panel-title{display:none}
 .nbprof-report table.dataTable td.nbprof-name span{font-family:var(--jp-code-font-family,monospace)}
-"""
+.nbprof-report table.dataTable.nowrap thead th{white-space:normal;vertical-align:bottom}
+.nbprof-report .nbprof-table table.dataTable tr>:first-child{position:sticky;left:0;z-index:1;
+  background:var(--jp-layout-color0,#fff)}
+""" + DRAWING_CSS
 
 
 def report_css(uid: int | None = None, panels: int = 0) -> str:
@@ -69,19 +77,27 @@ def report_css(uid: int | None = None, panels: int = 0) -> str:
 def tabs_html(uid: int, tabs: list[tuple[str, str]], selected: int = 0) -> str:
     """Tabs from (title, body html) pairs: radio inputs + labels + panels, no script.
 
-    Where styles are stripped (GitHub's notebook preview) every panel shows, one after the
-    other: the separators between the labels and a title above each panel, hidden by the CSS,
-    keep that readable."""
+    Where outputs are sanitized (a notebook opened untrusted in JupyterLab or Notebook 7: no
+    <style>, no SVG, the ``hidden`` attribute kept) the selected panel shows, the others stay
+    ``hidden`` (the style shows a checked tab's panel), and a line says how to see them. Where
+    all styling is stripped (GitHub's notebook preview) every panel shows, one after the other:
+    the separators between the labels and a title above each panel, hidden by the style, keep
+    that readable."""
     out = [f'<div class="nbprof-tabs" id="nbprof-tabs-{uid}">']
     for i, (title, _) in enumerate(tabs):
         checked = " checked" if i == selected else ""
         out.append(
-            f'<input type="radio" name="nbprof-tabs-{uid}" id="nbprof-{uid}-{i}"{checked}>'
+            f'<input type="radio" name="nbprof-tabs-{uid}" id="nbprof-{uid}-{i}"{checked} hidden="hidden">'
             f'<label for="nbprof-{uid}-{i}">{esc(title)}</label>'
             + ('<span class="nbprof-tab-sep"> · </span>' if i < len(tabs) - 1 else "")
         )
+    if len(tabs) > 1:
+        out.append('<div class="nbprof-unstyled" style="color:#8a4b00;margin:4px 0">This output is shown without '
+                   f"its styles and scripts (an untrusted notebook): the {esc(tabs[selected][0])} tab only, tables "
+                   "unsorted. Trust the notebook (or run the cell again) for every tab.</div>")
     for i, (title, body) in enumerate(tabs):
-        out.append(f'<div class="nbprof-panel nbprof-panel-{i}">'
+        hidden = "" if i == selected else ' hidden="hidden"'
+        out.append(f'<div class="nbprof-panel nbprof-panel-{i}"{hidden}>'
                    f'<div class="nbprof-panel-title"><b>{esc(title)}</b></div>{body}</div>')
     out.append("</div>")
     return "".join(out)
@@ -89,8 +105,11 @@ def tabs_html(uid: int, tabs: list[tuple[str, str]], selected: int = 0) -> str:
 
 def library(include: bool | None = None) -> str:
     """itables' bundle: ``True`` always, ``False`` never, ``None`` in the first report of this
-    kernel session only."""
+    kernel session only (in every report in Colab: each output runs in a frame of its own, where
+    the first output's library is not)."""
     global _library_sent
+    if include is None and in_colab():
+        return library_html()
     if include is False or (include is None and _library_sent):
         return ""
     if include is None:

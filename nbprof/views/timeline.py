@@ -35,7 +35,7 @@ import pandas as pd
 from ..analysis.timeline import TimelineData, remerge, timeline_rects
 from ..meta import TraceMeta
 from ..events import DEVICE_WORK_KINDS, values_at
-from .figure import rendering_figure
+from .figure import drawing_html, rendering_figure
 from ..format import esc, fmt_bytes, fmt_us
 
 __all__ = [
@@ -386,7 +386,8 @@ def timeline_figure(
 def _rendering(spec: dict, data: TimelineData, python: bool) -> Any:
     def static() -> str:
         svg = timeline_svg(data, python=python)
-        return f'<div class="nbprof-timeline" style="max-width:100%;overflow-x:auto">{svg}</div>'
+        return drawing_html(f'<div class="nbprof-timeline" style="max-width:100%;overflow-x:auto">{svg}</div>',
+                            "the timeline")
 
     return rendering_figure(spec, html=static, text=describe(data))
 
@@ -820,6 +821,10 @@ class TimelineView:
 
     def svg(self, width: int = 1000, height: int | None = None) -> str:
         return timeline_svg(self.data, width=width, height=height, python=self.python)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        """As a cell's value: the zoomable figure (not a line of text)."""
+        return self.figure._repr_mimebundle_(include, exclude)
 
     def __repr__(self) -> str:
         return f"<{describe(self.data)}>"

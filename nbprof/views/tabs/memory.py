@@ -7,6 +7,7 @@ from typing import Any
 
 from ...format import esc, fmt_bytes
 from ..datatable import datatable_html
+from ..figure import drawing_html
 from ..table import Column
 from .base import Tab
 
@@ -33,7 +34,7 @@ def render(report: Any) -> str:
     curve = memory_curve_svg(p._memory_curve, float((ev["start_us"] + ev["dur_us"]).max()))
     table = datatable_html(frame, cols, order=[(main, "desc")], page_length=report.limit or 0,
                            caption="memory allocated (+) and freed (−) inside each operator; self = not in its children")
-    return curve + table + held_at_peak(p)
+    return (drawing_html(curve, "the memory chart", style=False) if curve else "") + table + held_at_peak(p)
 
 
 def held_at_peak(profile: Any) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..figure import drawing_html
 from .base import Tab, empty
 
 __all__ = ["TIMELINE"]
@@ -16,7 +17,7 @@ def render(report: Any) -> str:
         svg = report.profile.timeline_view().svg()
     except Exception as e:  # a timeline problem must not hide the tables
         return empty(f"The timeline could not be drawn: {type(e).__name__}: {e}")
-    return svg + empty("An overview; the zoomable timeline is shown under this report (result.timeline()).")
+    return drawing_html(svg, "the timeline's overview", style=False) + empty("An overview; the zoomable timeline is shown under this report (result.timeline()).")
 
 
 TIMELINE = Tab("Timeline", render)
