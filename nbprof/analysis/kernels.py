@@ -98,7 +98,8 @@ def _launch_summary(sub: pd.DataFrame) -> pd.DataFrame:
     })
     launched = frame["grid"].to_numpy() != ""
     for column in ("registers_per_thread", "shared_memory_bytes"):
-        frame.loc[~launched, column] = np.nan
+        # not a launch, or the field not written (the events' -1): unknown, never a number
+        frame.loc[~launched | (frame[column].to_numpy() < 0), column] = np.nan
     # duration-weighted sums; a launch without an estimate (NaN) weighs nothing
     for column in ("blocks_per_sm", "occupancy_pct"):
         v = sub[column].to_numpy().astype(np.float64)
@@ -116,7 +117,8 @@ def _launch_summary(sub: pd.DataFrame) -> pd.DataFrame:
         with np.errstate(invalid="ignore", divide="ignore"):
             out[column] = np.where(d > 0, w / np.where(d > 0, d, 1.0), np.nan)
     # the most used (grid, block) pair, and how many there were
-    pairs = frame[launched].groupby(["name", "kind", "grid", "block"], sort=False).size().reset_index(name="n")
+    # a launch whose grid or block was not written ran with no known configuration
+    pairs = frame[launched & (frame["block"].to_numpy() != "")].groupby(["name", "kind", "grid", "block"], sort=False).size().reset_index(name="n")
     configs = pairs.groupby(["name", "kind"], sort=False).size().rename("launch_configs")
     top = pairs.sort_values("n", ascending=False, kind="stable").drop_duplicates(["name", "kind"])
     out = out.reset_index().merge(top[["name", "kind", "grid", "block"]], on=["name", "kind"], how="left")

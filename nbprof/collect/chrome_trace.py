@@ -312,6 +312,9 @@ _LEGACY_CAT_KIND: dict[str, str] = {
     "memory": "memory",
     "dataloader": "annotation",
 }
+# The record_function ranges torch opens itself: profiler.step()'s, the DataLoader's and the
+# DataPipes' iterators'. Traces that file ranges as operators (see _Reader.finish) still name them.
+_TORCH_RANGE_PREFIXES = ("ProfilerStep#", "enumerate(DataLoader)#", "enumerate(DataPipe)#")
 # A category's prefix -> torch's DeviceType of the trace's device events (their labels: "xpu:0").
 _ACCELERATOR_OF = {"xpu": DEVICE_TYPE_CODE["xpu"], "mtia": DEVICE_TYPE_CODE["mtia"],
                    "hpu": DEVICE_TYPE_CODE["hpu"], "privateuse1": DEVICE_TYPE_CODE["privateuseone"]}
@@ -830,9 +833,10 @@ class _Reader:
         name_index = {v: i for i, v in enumerate(name_values)}
 
         field = {f.attr: self._field(f) for f in _FIELDS if self.legacy or not f.legacy}
-        if self.legacy and n:  # torch 1.8-1.9 filed its record_function ranges as operators
-            steps = np.array([v.startswith("ProfilerStep#") for v in name_values], dtype=bool)[name_codes]
-            kind[steps & (kind == KIND_CODE["op"])] = KIND_CODE["annotation"]
+        if n:  # torch 1.8-1.11 filed record_function ranges as operators ("Operator", then "cpu_op",
+            # before "user_annotation"): torch's own ranges, told by name, are ranges (steps, loaders)
+            ranges = np.array([v.startswith(_TORCH_RANGE_PREFIXES) for v in name_values], dtype=bool)[name_codes]
+            kind[ranges & (kind == KIND_CODE["op"])] = KIND_CODE["annotation"]
         if n:
             mem_mask = kind == KIND_CODE["memory"]
             if mem_mask.any():
