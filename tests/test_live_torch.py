@@ -194,6 +194,30 @@ def test_no_torch_log_lines_in_cell_output(shell, capfd):
     err = capfd.readouterr().err
     assert "USDT" not in err and "CPUAllocator" not in err
     assert "own stderr line" in err  # the cell's own C-level output still shows
+    assert err.split() == ["own", "stderr", "line"]  # and nothing else
+
+
+def test_first_profile_of_a_process_prints_nothing_on_fd2():
+    """Kineto logs once a process, at the first profile or its first save (CUDA builds without a
+    GPU: "gpuGetDeviceCount failed with code 35"): a fresh process, its fd 2 read whole."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent(
+        """
+        from IPython.testing.globalipapp import start_ipython
+        ip = start_ipython()
+        ip.run_line_magic("load_ext", "nbprof")
+        ip.run_cell("import torch\\nbefore = torch.ones(1000)")
+        ip.run_cell("%%torchprof -q --memory --stack -o p\\ndel before\\ny = torch.ones(3) * 2")
+        ip.run_cell("%%torchprof -q --shapes -o p2\\ny = torch.ones(3) * 2")
+        print(len(ip.user_ns["p"].key_averages()) > 0, len(ip.user_ns["p2"].key_averages()) > 0)
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
+    assert out.stdout.split() == ["True", "True"]
+    assert out.stderr == ""
 
 
 def test_torchs_allocator_warning_becomes_a_note():

@@ -120,18 +120,23 @@ class TorchSession(Collector):
             return
         self._started = False
         try:
-            self.profiler.__exit__(None, None, None)
-        except BaseException:
-            self._force_disable()
-            raise
+            try:
+                self.profiler.__exit__(None, None, None)
+            except BaseException:
+                self._force_disable()
+                raise
+            finally:
+                _skip_inductor_import(False)
+            # still under the stderr filter: torch's trace writer logs too (torch 2.4's CUDA
+            # builds print Kineto's "gpuGetDeviceCount failed" on a machine without a GPU when
+            # the trace is saved)
+            if self.options.schedule is not None:
+                self._recorded = self._merge_cycles()
+            else:
+                self._recorded = self._read(self.profiler)
         finally:
-            _skip_inductor_import(False)
             if self._stderr is not None:
                 self._stderr.stop()
-        if self.options.schedule is not None:
-            self._recorded = self._merge_cycles()
-        else:
-            self._recorded = self._read(self.profiler)
 
     def result(self) -> TraceData | None:
         return self._recorded
