@@ -13,9 +13,11 @@ the profiler; ``_force_disable`` is the last resort when torch's own ``__exit__`
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 import warnings
-from typing import Any
+import weakref
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -26,7 +28,7 @@ from .chrome_trace import read_trace_file
 from .collector import Collector
 from .native_output import NativeStderrFilter, summarize_native_warnings
 
-__all__ = ["TorchSession", "import_torch", "cuda_available", "SHM_MIN_FREE_BYTES"]
+__all__ = ["TorchSession", "SavedResults", "import_torch", "cuda_available", "SHM_MIN_FREE_BYTES"]
 
 # Use /dev/shm only with this much room: Docker gives containers 64 MB by default, and a trace
 # of a million events is ~400 MB.
@@ -188,7 +190,9 @@ class TorchSession(Collector):
         results = getattr(prof.profiler, "kineto_results", None) if prof.profiler else None
         if results is None:
             return None
-        trace = _save_and_read(results, self.progress)
+        trace, saved = _save_and_read(results, self.progress)
+        # torch's own API on the profiler keeps working: its later saves read nbprof's file
+        prof.profiler.kineto_results = SavedResults(results, saved)
         if self.options.flops:
             _add_flops(trace, results)
         trace.meta.update(
@@ -231,22 +235,31 @@ def _skip_inductor_import(on: bool) -> None:
     module.hasattr = hasattr_  # a module global shadows the builtin for that module only
 
 
-def _save_and_read(results: Any, progress: Any = None) -> TraceData:
-    """torch's C++ writer -> a file in memory -> the events table; the file is removed."""
+def _save_and_read(results: Any, progress: Any = None) -> tuple[TraceData, BinaryIO]:
+    """torch's C++ writer -> a file in memory -> the events table.
+
+    Returns the table and the file, open and already unlinked: it is the only copy of torch's
+    trace there will be (torch's save is one-shot), kept for :class:`SavedResults`. Unlinked, it
+    takes no name in the folder and goes when its last handle closes, the process's end included.
+    """
     last_error: Exception | None = None
     for folder in _scratch_dirs():
         fd, path = tempfile.mkstemp(prefix="nbprof-", suffix=".json", dir=folder)
         os.close(fd)
+        file: BinaryIO | None = None
         try:
             results.save(path)
+            file = open(path, "rb")  # opened after the save: torch's writer replaces the file
             if progress is not None:
                 size = os.path.getsize(path)
                 progress.start_if_big(size)
                 progress.stage(f"reading the profile ({size / 2**20:,.0f} MB of trace)")
             trace = read_trace_file(path)
             trace.meta["source"] = "live"
-            return trace
+            return trace, file
         except Exception as e:  # a full /dev/shm truncates the file: try the next folder
+            if file is not None:
+                file.close()
             last_error = e
         finally:
             try:
@@ -255,6 +268,32 @@ def _save_and_read(results: Any, progress: Any = None) -> TraceData:
                 pass
     assert last_error is not None
     raise last_error
+
+
+class SavedResults:
+    """torch's kineto results (``prof.profiler.kineto_results``) after nbprof has saved them.
+
+    torch's ``save`` is one-shot ("RuntimeError: Trace is already saved."), and nbprof used it up,
+    so ``p.profiler.export_chrome_trace(path)`` (course material calls it) failed after every
+    ``%%torchprof -o p``. This stands in for the results on the profiler: ``save`` writes the
+    trace torch wrote for nbprof (the same bytes), anything else (``events()``,
+    ``experimental_event_tree()`` for the memory timeline, ...) is the results' own. The trace
+    file stays open (unlinked) as long as the profiler keeps this object: as many bytes as the
+    trace, in /dev/shm where nbprof read it, else on disk.
+    """
+
+    def __init__(self, results: Any, trace_file: BinaryIO) -> None:
+        self._results = results
+        self._trace_file = trace_file
+        weakref.finalize(self, trace_file.close)  # closed with the profiler, no ResourceWarning
+
+    def save(self, path: str) -> None:
+        self._trace_file.seek(0)
+        with open(path, "wb") as out:
+            shutil.copyfileobj(self._trace_file, out, 16 << 20)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._results, name)
 
 
 def _scratch_dirs() -> list[str]:
