@@ -262,6 +262,31 @@ def _fresh(code: str) -> list[str]:
     return out.stdout.split()
 
 
+def test_first_record_function_of_a_process_imports_nothing_inside_the_profile():
+    """torch 2.13 imports a module the first time a record_function is entered; with --stack, the
+    freed code of that import gave torch's key_averages() a UnicodeDecodeError (1 run in 4) and
+    nbprof's table a frame "_cupti_monitor.py(0): python_tracer". Whether the freed memory is
+    reused is chance; that the import is recorded is not: a fresh process (torch imports once a
+    process), the profiled cell imports nothing itself, so no import machinery may be in it."""
+    out = _fresh(
+        """
+        from IPython.testing.globalipapp import start_ipython
+        ip = start_ipython()
+        ip.run_line_magic("load_ext", "nbprof")
+        ip.run_cell("import torch\\nfrom torch.profiler import record_function\\nx = torch.randn(8, 8)")
+        r = ip.run_cell("%%torchprof -q --stack -o p\\nwith record_function('outer'):\\n    y = (x @ x).relu()")
+        assert r.error_in_exec is None, r.error_in_exec
+        p = ip.user_ns["p"]
+        frames = set(p.events.loc[p.events["kind"] == "python", "name"].astype(str))
+        wrong = sorted(f for f in frames if "importlib" in f or ".py(0)" in f)
+        print(len(frames) > 0, ";".join(wrong[:3]).replace(" ", "_") or "none")
+        keys = {a.key for a in p.profiler.key_averages()}  # raised UnicodeDecodeError
+        print("outer" in keys, "aten::relu" in keys)
+        """
+    )
+    assert out == ["True", "none", "True", "True"]
+
+
 def test_first_profile_does_not_import_inductor():
     """torch's prepare_trace would import inductor and dynamo (seconds) to read one setting."""
     out = _fresh(
@@ -300,10 +325,12 @@ def test_with_inductor_loaded_torch_reads_its_setting():
 
 API_CODE = """
 import torch
+from torch.profiler import record_function
 torch.manual_seed(0)
 net = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
-loss = net(torch.randn(8, 16)).pow(2).mean()
-loss.backward()
+with record_function("train_step"):
+    loss = net(torch.randn(8, 16)).pow(2).mean()
+    loss.backward()
 """
 
 
@@ -319,7 +346,7 @@ def _torch_api_outputs(profiler, folder) -> dict:
     stacks = (folder / "stacks.txt").read_text().splitlines()
     profiler.export_memory_timeline(str(folder / "memory.json"), device="cpu")
     times, sizes = json.loads((folder / "memory.json").read_text())
-    ops = lambda names: Counter(n for n in names if n.startswith("aten::"))  # noqa: E731
+    ops = lambda names: Counter(n for n in names if n.startswith("aten::") or n == "train_step")  # noqa: E731
     return {
         "trace_keys": set(trace),
         "trace_ops": ops(e["name"] for e in trace["traceEvents"] if e.get("cat") in ("cpu_op", "user_annotation")),
@@ -353,7 +380,8 @@ def test_torchs_own_api_on_the_kept_profiler(shell, tmp_path):
     ours = _torch_api_outputs(p.profiler, tmp_path / "nbprof")
     theirs = _torch_api_outputs(shell.user_ns["plain_prof"], tmp_path / "plain")
     assert ours == theirs
-    assert ours["trace_ops"]["aten::addmm"] == 2 and ours["stack_lines_well_formed"]
+    assert ours["trace_ops"]["train_step"] == 1 and ours["trace_ops"]["aten::addmm"] == 2
+    assert ours["stack_lines_well_formed"]
     assert ours["memory_timeline"][0]
     # torch's trace is the one nbprof read: loaded back, every table is the same
     import gzip

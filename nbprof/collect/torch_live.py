@@ -103,6 +103,7 @@ class TorchSession(Collector):
             wait, warmup, active, repeat = self.options.schedule
             kwargs["schedule"] = schedule(wait=wait, warmup=warmup, active=active, repeat=repeat)
             kwargs["on_trace_ready"] = self._cycle_ready
+        _import_before_profiling(torch)
         self._stderr = NativeStderrFilter()
         self._stderr.start()
         _skip_inductor_import(True)
@@ -203,6 +204,23 @@ class TorchSession(Collector):
             with_cuda=self.options.cuda,
         )
         return trace
+
+
+def _import_before_profiling(torch: Any) -> None:
+    """Run now the imports torch would run inside the profiled region.
+
+    torch 2.13's ``record_function`` imports ``torch.profiler._cupti_monitor`` the first time it is
+    entered (``torch.autograd.profiler._maybe_cupti_monitor``), so the first profile of a process
+    with a ``record_function`` label recorded the import. With ``--stack``, torch's Python tracer
+    keeps the names of the frames it saw by reference; the imported module's top-level code is
+    freed as soon as the import ends and its memory is reused: torch's ``key_averages()`` then
+    raised UnicodeDecodeError (about 1 run in 4) and nbprof's table showed a frame
+    ``_cupti_monitor.py(0): python_tracer``. Other versions have no such import (the call is
+    absent there); ``_skip_inductor_import`` keeps out the other one torch does around the start.
+    """
+    import_lazily_loaded = getattr(torch.autograd.profiler, "_maybe_cupti_monitor", None)
+    if import_lazily_loaded is not None:
+        import_lazily_loaded()
 
 
 def _skip_inductor_import(on: bool) -> None:
