@@ -13,6 +13,7 @@ the profiler; ``_force_disable`` is the last resort when torch's own ``__exit__`
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 import warnings
@@ -28,7 +29,8 @@ from .chrome_trace import read_trace_file
 from .collector import Collector
 from .native_output import NativeStderrFilter, summarize_native_warnings
 
-__all__ = ["TorchSession", "SavedResults", "import_torch", "cuda_available", "SHM_MIN_FREE_BYTES"]
+__all__ = ["TorchSession", "SavedResults", "import_torch", "check_torch_version", "cuda_available", "MIN_TORCH",
+           "SHM_MIN_FREE_BYTES"]
 
 # Use /dev/shm only with this much room: Docker gives containers 64 MB by default, and a trace
 # of a million events is ~400 MB.
@@ -40,12 +42,30 @@ TORCH_INSTALL_HINT = (
 )
 
 
+# The oldest torch nbprof reads right. torch 2.1-2.3 record whole microseconds and write each
+# event's dur 1 µs longer than the event (seen with 2.3.1: aten::empty 30337-30374 µs, "dur": 38):
+# times would be off by 1 µs, zero-length events tie (counts change), --export would not
+# round-trip and steps are numbered differently. Refused rather than shown wrong.
+MIN_TORCH = (2, 4)
+
+
 def import_torch() -> Any:
     try:
         import torch
     except ImportError:
         raise MissingDependencyError(TORCH_INSTALL_HINT) from None
+    check_torch_version(torch.__version__)
     return torch
+
+
+def check_torch_version(version: str) -> None:
+    """One line naming the version needed, for a torch nbprof cannot read right."""
+    m = re.match(r"(\d+)\.(\d+)", version)
+    if m and (int(m.group(1)), int(m.group(2))) < MIN_TORCH:
+        need = ".".join(map(str, MIN_TORCH))
+        raise MissingDependencyError(
+            f"%%torchprof needs torch {need} or newer; this is torch {version}: pip install -U 'torch>={need}'"
+        )
 
 
 def cuda_available() -> bool:
@@ -56,7 +76,10 @@ def cuda_available() -> bool:
 
     if "torch" not in sys.modules and importlib.util.find_spec("torch") is None:
         return False
-    torch = import_torch()
+    try:
+        torch = import_torch()
+    except MissingDependencyError:  # a torch too old to profile with
+        return False
     try:
         return bool(torch.cuda.is_available())
     except Exception:
