@@ -99,6 +99,7 @@ END_TO_END = textwrap.dedent(
 )
 
 
+@pytest.mark.slow  # ~5 s: a fresh process imports torch, IPython, pandas and plotly
 def test_magic_end_to_end_in_a_fresh_process(tmp_path):
     out = subprocess.run([sys.executable, "-c", END_TO_END], capture_output=True, text=True, timeout=300,
                          cwd=tmp_path)
