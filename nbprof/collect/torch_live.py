@@ -13,9 +13,12 @@ the profiler; ``_force_disable`` is the last resort when torch's own ``__exit__`
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import tempfile
 import warnings
-from typing import Any
+import weakref
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -26,7 +29,8 @@ from .chrome_trace import read_trace_file
 from .collector import Collector
 from .native_output import NativeStderrFilter, summarize_native_warnings
 
-__all__ = ["TorchSession", "import_torch", "cuda_available", "SHM_MIN_FREE_BYTES"]
+__all__ = ["TorchSession", "SavedResults", "import_torch", "check_torch_version", "cuda_available", "MIN_TORCH",
+           "SHM_MIN_FREE_BYTES"]
 
 # Use /dev/shm only with this much room: Docker gives containers 64 MB by default, and a trace
 # of a million events is ~400 MB.
@@ -38,12 +42,30 @@ TORCH_INSTALL_HINT = (
 )
 
 
+# The oldest torch nbprof reads right. torch 2.1-2.3 record whole microseconds and write each
+# event's dur 1 µs longer than the event (seen with 2.3.1: aten::empty 30337-30374 µs, "dur": 38):
+# times would be off by 1 µs, zero-length events tie (counts change), --export would not
+# round-trip and steps are numbered differently. Refused rather than shown wrong.
+MIN_TORCH = (2, 4)
+
+
 def import_torch() -> Any:
     try:
         import torch
     except ImportError:
         raise MissingDependencyError(TORCH_INSTALL_HINT) from None
+    check_torch_version(torch.__version__)
     return torch
+
+
+def check_torch_version(version: str) -> None:
+    """One line naming the version needed, for a torch nbprof cannot read right."""
+    m = re.match(r"(\d+)\.(\d+)", version)
+    if m and (int(m.group(1)), int(m.group(2))) < MIN_TORCH:
+        need = ".".join(map(str, MIN_TORCH))
+        raise MissingDependencyError(
+            f"%%torchprof needs torch {need} or newer; this is torch {version}: pip install -U 'torch>={need}'"
+        )
 
 
 def cuda_available() -> bool:
@@ -54,7 +76,10 @@ def cuda_available() -> bool:
 
     if "torch" not in sys.modules and importlib.util.find_spec("torch") is None:
         return False
-    torch = import_torch()
+    try:
+        torch = import_torch()
+    except MissingDependencyError:  # a torch too old to profile with
+        return False
     try:
         return bool(torch.cuda.is_available())
     except Exception:
@@ -104,6 +129,7 @@ class TorchSession(Collector):
                 warnings.filterwarnings("ignore", message=".*Profiler won't be using warmup")
                 kwargs["schedule"] = schedule(wait=wait, warmup=warmup, active=active, repeat=repeat)
             kwargs["on_trace_ready"] = self._cycle_ready
+        _import_before_profiling(torch)
         self._stderr = NativeStderrFilter()
         self._stderr.start()
         _skip_inductor_import(True)
@@ -123,18 +149,23 @@ class TorchSession(Collector):
             return
         self._started = False
         try:
-            self.profiler.__exit__(None, None, None)
-        except BaseException:
-            self._force_disable()
-            raise
+            try:
+                self.profiler.__exit__(None, None, None)
+            except BaseException:
+                self._force_disable()
+                raise
+            finally:
+                _skip_inductor_import(False)
+            # still under the stderr filter: torch's trace writer logs too (torch 2.4's CUDA
+            # builds print Kineto's "gpuGetDeviceCount failed" on a machine without a GPU when
+            # the trace is saved)
+            if self.options.schedule is not None:
+                self._recorded = self._merge_cycles()
+            else:
+                self._recorded = self._read(self.profiler)
         finally:
-            _skip_inductor_import(False)
             if self._stderr is not None:
                 self._stderr.stop()
-        if self.options.schedule is not None:
-            self._recorded = self._merge_cycles()
-        else:
-            self._recorded = self._read(self.profiler)
 
     def result(self) -> TraceData | None:
         return self._recorded
@@ -188,11 +219,30 @@ class TorchSession(Collector):
         results = getattr(prof.profiler, "kineto_results", None) if prof.profiler else None
         if results is None:
             return None
-        trace = _save_and_read(results, self.progress)
+        trace, saved = _save_and_read(results, self.progress)
+        # torch's own API on the profiler keeps working: its later saves read nbprof's file
+        prof.profiler.kineto_results = SavedResults(results, saved)
         if self.options.flops:
             _add_flops(trace, results)
         # what was asked to be recorded becomes metadata in one place, the runner (TorchMeta)
         return trace
+
+
+def _import_before_profiling(torch: Any) -> None:
+    """Run now the imports torch would run inside the profiled region.
+
+    torch 2.13's ``record_function`` imports ``torch.profiler._cupti_monitor`` the first time it is
+    entered (``torch.autograd.profiler._maybe_cupti_monitor``), so the first profile of a process
+    with a ``record_function`` label recorded the import. With ``--stack``, torch's Python tracer
+    keeps the names of the frames it saw by reference; the imported module's top-level code is
+    freed as soon as the import ends and its memory is reused: torch's ``key_averages()`` then
+    raised UnicodeDecodeError (about 1 run in 4) and nbprof's table showed a frame
+    ``_cupti_monitor.py(0): python_tracer``. Other versions have no such import (the call is
+    absent there); ``_skip_inductor_import`` keeps out the other one torch does around the start.
+    """
+    import_lazily_loaded = getattr(torch.autograd.profiler, "_maybe_cupti_monitor", None)
+    if import_lazily_loaded is not None:
+        import_lazily_loaded()
 
 
 def _skip_inductor_import(on: bool) -> None:
@@ -225,22 +275,31 @@ def _skip_inductor_import(on: bool) -> None:
     module.hasattr = hasattr_  # type: ignore[attr-defined]  # a module global shadows the builtin for that module only
 
 
-def _save_and_read(results: Any, progress: Any = None) -> TraceData:
-    """torch's C++ writer -> a file in memory -> the events table; the file is removed."""
+def _save_and_read(results: Any, progress: Any = None) -> tuple[TraceData, BinaryIO]:
+    """torch's C++ writer -> a file in memory -> the events table.
+
+    Returns the table and the file, open and already unlinked: it is the only copy of torch's
+    trace there will be (torch's save is one-shot), kept for :class:`SavedResults`. Unlinked, it
+    takes no name in the folder and goes when its last handle closes, the process's end included.
+    """
     last_error: Exception | None = None
     for folder in _scratch_dirs():
         fd, path = tempfile.mkstemp(prefix="nbprof-", suffix=".json", dir=folder)
         os.close(fd)
+        file: BinaryIO | None = None
         try:
             results.save(path)
+            file = open(path, "rb")  # opened after the save: torch's writer replaces the file
             if progress is not None:
                 size = os.path.getsize(path)
                 progress.start_if_big(size)
                 progress.stage(f"reading the profile ({size / 2**20:,.0f} MB of trace)")
             trace = read_trace_file(path)
             trace.meta.source = "live"
-            return trace
+            return trace, file
         except Exception as e:  # a full /dev/shm truncates the file: try the next folder
+            if file is not None:
+                file.close()
             last_error = e
         finally:
             try:
@@ -249,6 +308,32 @@ def _save_and_read(results: Any, progress: Any = None) -> TraceData:
                 pass
     assert last_error is not None
     raise last_error
+
+
+class SavedResults:
+    """torch's kineto results (``prof.profiler.kineto_results``) after nbprof has saved them.
+
+    torch's ``save`` is one-shot ("RuntimeError: Trace is already saved."), and nbprof used it up,
+    so ``p.profiler.export_chrome_trace(path)`` (course material calls it) failed after every
+    ``%%torchprof -o p``. This stands in for the results on the profiler: ``save`` writes the
+    trace torch wrote for nbprof (the same bytes), anything else (``events()``,
+    ``experimental_event_tree()`` for the memory timeline, ...) is the results' own. The trace
+    file stays open (unlinked) as long as the profiler keeps this object: as many bytes as the
+    trace, in /dev/shm where nbprof read it, else on disk.
+    """
+
+    def __init__(self, results: Any, trace_file: BinaryIO) -> None:
+        self._results = results
+        self._trace_file = trace_file
+        weakref.finalize(self, trace_file.close)  # closed with the profiler, no ResourceWarning
+
+    def save(self, path: str) -> None:
+        self._trace_file.seek(0)
+        with open(path, "wb") as out:
+            shutil.copyfileobj(self._trace_file, out, 16 << 20)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._results, name)
 
 
 def _scratch_dirs() -> list[str]:
