@@ -45,7 +45,7 @@ def assert_equal_to_torch(profile, group_by="op", fields=FIELDS, skip=lambda key
     ours = our_rows(profile, group_by)
     theirs = {k: v for k, v in theirs.items() if not skip(k)}
     ours = {k: v for k, v in ours.items() if not skip(k)}
-    memory = memory_from_trace(profile.profiler, group_by == "shape") if profile.meta["profile_memory"] else None
+    memory = memory_from_trace(profile.profiler, group_by == "shape") if profile.meta.profile_memory else None
     loose: dict = {}
     if memory is not None and TORCH_ROUNDS_OP_ENDS:
         # torch 2.4-2.10 files frees near an op's end by a rounded time (docs/differences.md): the

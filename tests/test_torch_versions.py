@@ -88,7 +88,7 @@ END_TO_END = textwrap.dedent(
     print("export_round_trip", loaded.key_averages().equals(p.key_averages()))
     p.profiler.export_chrome_trace(f"{folder}/torch.json")
     print("torch_export", len(json.load(open(f"{folder}/torch.json"))["traceEvents"]) > 0)
-    print("notes", any("allocated before the profile started" in n for n in p.meta["notes"]))
+    print("notes", any("allocated before the profile started" in n for n in p.meta.notes))
     r = ip.run_cell("%%torchprof -q --schedule 1,1,2,1 -o s\\nimport nbprof\\nfor i in range(6):\\n"
                     "    x = torch.ones(4) * i\\n    nbprof.step()")
     assert r.error_in_exec is None, r.error_in_exec
