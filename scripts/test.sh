@@ -3,7 +3,8 @@
 #   scripts/test.sh               the fast tier, while working (about a minute): every test not
 #                                 marked slow, browser or notebook
 #   scripts/test.sh --all         everything (CI): also each tutorial notebook run once, in JupyterLab
-#                                 in headless Chromium, Binder's environment, the other Pythons
+#                                 in headless Chromium, Binder's environment, the other Pythons, then
+#                                 the live-torch tests on the oldest and newest supported torch
 #   scripts/test.sh -k timeline   extra arguments go to pytest (a -m of yours replaces the tier's)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -23,4 +24,7 @@ if ! command -v chromium >/dev/null 2>&1 && [ ! -x /usr/bin/chromium ]; then
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
   $SUDO apt-get update -qq && $SUDO apt-get install -y -qq chromium >/dev/null
 fi
-exec .venv/bin/python -m pytest tests ${args[@]+"${args[@]}"}
+.venv/bin/python -m pytest tests ${args[@]+"${args[@]}"}
+# the compat step: the live-torch tests on PyPI's builds of the oldest supported torch and the
+# newest (venvs cached in ~/.cache/nbprof-torch, built when missing: ~6 min cold, ~1.5 min warm)
+exec bash scripts/test-torch-versions.sh -q
