@@ -106,13 +106,17 @@ def op_stacks(events: pd.DataFrame, depth: int = STACK_DEPTH, code_names: dict[s
         cand[moving] = parent[cand[moving]]
 
     code_names = code_names or {}
+    labels: dict[str, tuple[str, bool]] = {}  # a frame name's label, parsed once (names repeat)
 
     def stack_of(frame: int) -> str:
         frames: list[str] = []
         f = frame
         while f >= 0 and len(frames) < depth:
             if is_user_frame(names[f]):
-                label, is_cell = frame_label(names[f], code_names)
+                name = names[f]
+                if name not in labels:
+                    labels[name] = frame_label(name, code_names)
+                label, is_cell = labels[name]
                 frames.append(label)
                 if is_cell and label.endswith("): <module>"):  # what ran the cell is the kernel, not the user's code
                     break

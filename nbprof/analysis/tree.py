@@ -320,7 +320,7 @@ def _split_ties(parent: np.ndarray, sub_end: np.ndarray, depth: np.ndarray, s: n
     run_end = at[np.r_[np.diff(at) > 1, True]]  # the run's last event
     first = run_start - 1
     run_of = np.repeat(np.arange(len(run_start)), run_end - run_start + 1)
-    members = np.concatenate([np.arange(a, b + 1) for a, b in zip(run_start.tolist(), run_end.tolist())])
+    members = at  # the runs, in order: consecutive positions
     shift = depth[run_end] - depth[first]  # how much higher the run's last event (and its subtree) moves
     parent[members] = parent[first[run_of]]
     depth[members] = depth[first[run_of]]
