@@ -286,6 +286,23 @@ def test_the_sync_finding_counts_a_call_whose_device_side_is_a_sync(tmp_path):
     assert row["evidence"]["calls"] == 1 and row["evidence"]["blocked_us"] == 400.0
 
 
+def test_threads_waiting_at_once_count_once_in_the_share_of_the_span(tmp_path):
+    """MTIA's sample has many threads synchronizing at the same time: summed, the finding said
+    265 % of the span. The share is the time some thread was waiting; the total stays the sum."""
+    events = sync_trace()
+    call = next(e for e in events if e["name"] == "cudaEventSynchronize_v2")
+    # another thread waits 200-450, inside the first call's 100-500 (before the last launch, 550)
+    other = {**call, "tid": 2, "ts": 200, "dur": 250, "args": {"correlation": 6}}
+    events += [other, {**next(e for e in events if e["name"] == "Event Sync"), "ts": 200, "dur": 250,
+                       "args": {"device": 0, "stream": 7, "correlation": 6}}]
+    p = nbprof.load_trace(write(tmp_path, events))
+    e = p.findings.set_index("kind").loc["sync", "evidence"]
+    first, last = 0, max(x["ts"] + x["dur"] for x in events)  # the span: first to last event
+    assert e["calls"] == 2 and e["blocked_us"] == 650.0
+    assert e["waiting_us"] == 400.0  # 100-500: the union, by hand
+    assert e["share_of_span"] == pytest.approx(400.0 / (last - first))
+
+
 def test_back_to_back_calls_sharing_a_timestamp_stay_apart(tmp_path):
     """A whole-µs clock: 22 aten::result_type calls inside one op, each 1 µs at the same µs."""
     events = [{"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 100, "dur": 40,

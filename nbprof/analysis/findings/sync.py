@@ -16,6 +16,7 @@ import pandas as pd
 
 from ...events import KIND_CODE, category_mask
 from ...format import fmt_us
+from .._intervals import union_segments
 from ._common import SCALAR_READ_OPS, Finding, TorchContext, pct
 
 SYNC_MIN_SHARE = 0.05
@@ -64,7 +65,11 @@ def find(ctx: TorchContext) -> Iterator[Finding]:
     if len(rows) == 0:
         return
     blocked_ns = float(ctx.dur_ns[rows].sum())
-    share = blocked_ns / ctx.span_ns if ctx.span_ns else 0.0
+    # the share of the span: time with at least one thread of a process waiting (threads that
+    # wait at once count once: summed, MTIA's many threads made it 265 % of the span)
+    _, seg_s, seg_e = union_segments(ctx.start_ns[rows], ctx.end_ns[rows], ctx.process[rows])
+    waiting_ns = float((seg_e - seg_s).sum())
+    share = waiting_ns / ctx.span_ns if ctx.span_ns else 0.0
     if share < SYNC_MIN_SHARE:
         return
     names = ctx.names.to_numpy()
@@ -77,7 +82,9 @@ def find(ctx: TorchContext) -> Iterator[Finding]:
     scalar_reads = int(category_mask(ctx.names, lambda n: n in SCALAR_READ_OPS).sum())
     top = by_op.index[0]
     msg = (f"The CPU waited for the GPU {len(rows):,} times, {fmt_us(blocked_ns / 1000)} in all "
-           f"({pct(share)} of the span), most under {top}. ")
+           + (f"({pct(share)} of the span), " if waiting_ns == blocked_ns else
+              f"on several threads at once (a thread was waiting {pct(share)} of the span), ")
+           + f"most under {top}. ")
     if scalar_reads:
         msg += f"{scalar_reads:,} scalar reads (.item(), float(t), bool(t), .tolist()) each force one. "
     msg += ("Keep values on the device (accumulate the loss as a tensor, log every N steps), avoid "
@@ -85,7 +92,8 @@ def find(ctx: TorchContext) -> Iterator[Finding]:
             "and drop torch.cuda.synchronize() calls that are not needed for timing.")
     severity = "high" if share >= SYNC_HIGH_SHARE else "medium"
     yield Finding(severity, msg,
-                  {"calls": len(rows), "blocked_us": blocked_ns / 1000.0, "share_of_span": share,
+                  {"calls": len(rows), "blocked_us": blocked_ns / 1000.0, "waiting_us": waiting_ns / 1000.0,
+                   "share_of_span": share,
                    "scalar_reads": scalar_reads,
                    "by_call": {k: {"count": int(v["size"]), "us": float(v["sum"])} for k, v in by_call.iterrows()},
                    "by_op": {k: {"count": int(v["size"]), "us": float(v["sum"])}
