@@ -23,6 +23,9 @@ What people read from Lightning's ``DeviceStatsMonitor``, computed from the prof
   resnet50 sample the two windows give values up to 16 % apart.
 - ``kernel_us``: kernels only; copies and fills are ``memcpy_us`` and ``memset_us`` (device work,
   all three, is ``device_us`` wherever a table sums it: ``steps()``, ``ranks()``).
+- ``tensor_core_pct``: the share of ``kernel_us`` in kernels that run on the Tensor Cores
+  (``tensor_cores`` in ``kernels()``: the TensorBoard plugin's rule, with nbprof's corrections),
+  in %; the plugin's "Tensor Cores Utilization" over all kernel time. NaN without kernels.
 - ``peak_allocated_bytes`` / ``peak_reserved_bytes``: the largest "Total Allocated" and "Total
   Reserved" the allocator reported in the memory events (``--memory``); -1 when none were
   recorded. These are the allocator's totals, so memory allocated before the cell counts too.
@@ -38,6 +41,7 @@ import pandas as pd
 from ..meta import TraceMeta
 from ..events import DEVICE_WORK_CODES, KIND_CODE, category_mask, kind_mask, time_ns
 from ._intervals import measure_within, union_segments
+from .kernels import uses_tensor_cores
 from .memory import allocated_totals
 
 __all__ = [
@@ -67,6 +71,7 @@ DEVICE_COLUMNS = (
     "streams",
     "sm_efficiency",
     "achieved_occupancy_pct",
+    "tensor_core_pct",
     "steps_span_us",
     "steps_busy_fraction",
     "steps_sm_efficiency",
@@ -221,6 +226,7 @@ def device_stats(events: pd.DataFrame, meta: TraceMeta | None = None) -> DeviceS
                 np.bincount(key_all[m], minlength=n_keys))
 
     k_us, k_n = per_key(KIND_CODE["kernel"])
+    tc_us = _tensor_core_ns(events, rows[kind[rows] == KIND_CODE["kernel"]], key_all, dur, n_keys)
     sm_eff, occupancy = _launch_estimates(events, rows[kind[rows] == KIND_CODE["kernel"]], key_all, start, dur,
                                           n_keys)
     c_us, c_n = per_key(KIND_CODE["memcpy"])
@@ -275,6 +281,7 @@ def device_stats(events: pd.DataFrame, meta: TraceMeta | None = None) -> DeviceS
             "streams": n_streams.astype(np.int64),
             "sm_efficiency": np.minimum(sm_eff / np.where(span_k > 0, span_k, np.nan), 1.0),
             "achieved_occupancy_pct": occupancy,
+            "tensor_core_pct": np.where(k_us > 0, 100.0 * tc_us / np.where(k_us > 0, k_us, 1.0), np.nan),
             "steps_span_us": np.where(st_span > 0, st_span / 1000.0, np.nan),
             "steps_busy_fraction": np.where(st_span > 0, st_busy / np.where(st_span > 0, st_span, 1), np.nan),
             "steps_sm_efficiency": np.minimum(st_sm / np.where(st_span > 0, st_span, np.nan), 1.0),
@@ -329,6 +336,17 @@ def _launch_estimates(events: pd.DataFrame, krows: np.ndarray, key_all: np.ndarr
     with np.errstate(divide="ignore", invalid="ignore"):
         occupancy = np.where(t > 0, w / t, np.nan)
     return sm, occupancy
+
+
+def _tensor_core_ns(events: pd.DataFrame, krows: np.ndarray, key_all: np.ndarray, dur: np.ndarray,
+                    n_keys: int) -> np.ndarray:
+    """Per device key: the time of kernels on the Tensor Cores, in ns (the rule is applied once
+    per distinct kernel name)."""
+    categories = events["name"].cat.categories
+    used, inverse = np.unique(events["name"].cat.codes.to_numpy()[krows], return_inverse=True)
+    on_tc = np.array([uses_tensor_cores(str(categories[c])) for c in used], dtype=bool)
+    tc = krows[on_tc[inverse.reshape(-1)]]
+    return np.bincount(key_all[tc], weights=dur[tc], minlength=n_keys).astype(np.float64)
 
 
 def _stream_stats(rows, kw, kind, stream, start, end, dur, spans, key_rank, n_dev, dev_labels, rank_labels,

@@ -7,16 +7,73 @@ Launch columns, from CUPTI through the trace (NaN / "" for copies and traces wit
 largest; ``blocks_per_sm``, ``occupancy_pct``: means weighted by each launch's duration (CUPTI's
 estimates: blocks per SM below 1 leaves SMs idle; est. achieved occupancy is the share of the
 SM's warp slots in use).
+
+``tensor_cores``: whether the kernel runs on the Tensor Cores, by the TensorBoard plugin's rule
+(kineto's ``tb_plugin/torch_tb_profiler/profiler/tensor_core.py``, itself from NVIDIA PyProf): its
+name contains one of :data:`TENSOR_CORE_KERNEL_PATTERNS` (MMA instruction shapes ``s884``,
+``h1688``, ``16816``..., cuDNN's and CUTLASS's ``xmma`` families). The list predates Ampere's
+kernel names, and the recorded traces (H100 in ``nbprof/data``, A100 in tests/data/wild) show where
+it is wrong, so nbprof corrects it by what the names themselves say (:data:`TENSOR_CORE_MATH`,
+:data:`CUDA_CORE_MATH`):
+
+- ``sm80_xmma_gemm_f32f32_..._ffma_...``: the plugin counts it (``xmma_gemm``), but ``ffma`` is its
+  math: FP32 fused multiply-adds on the CUDA cores (an FP32 matmul without TF32): not Tensor Cores;
+- ``sm80_xmma_wgrad_implicit_gemm_..._tf32f32_..._tensor16x8x8_...`` (cuDNN's convolutions with
+  TF32, 42 % of the CNN trace's GPU time) and CUTLASS's ``..._tensorop_...`` kernels name their
+  Tensor Core MMA shape or operator class; the plugin's list misses them: Tensor Cores.
+
+Copies and fills: False.
+
+``bandwidth_gbps``: memcpy rows only (NaN otherwise): bytes copied over the copies' device time,
+in GB/s (1e9 bytes per second), as Kineto's own "memory bandwidth (GB/s)" argument per copy.
 """
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pandas as pd
 
 from ..events import DEVICE_WORK_CODES, kind_mask, values_at
 
-__all__ = ["kernel_table", "KERNEL_COLUMNS"]
+__all__ = ["kernel_table", "KERNEL_COLUMNS", "uses_tensor_cores", "TENSOR_CORE_KERNEL_PATTERNS",
+           "TENSOR_CORE_OPS", "TENSOR_CORE_MATH", "CUDA_CORE_MATH"]
+
+# The TensorBoard plugin's rule (TC_Allowlist): a kernel name containing one of these runs on the
+# Tensor Cores. The plugin took the list from NVIDIA PyProf (pyprof/prof/tc.py).
+TENSOR_CORE_KERNEL_PATTERNS = (
+    "h884", "s884", "h1688", "s1688", "hmma", "i8816", "16816", "dgrad_1x1_stride_2x2",
+    "first_layer_wgrad_kernel", "conv1x1", "conv2d_c1_k1", "direct_group", "xmma_implicit_gemm",
+    "xmma_sparse_conv", "xmma_warp_specialized_implicit_gemm", "xmma_gemm", "xmma_sparse_gemm", "c1688",
+)
+# nbprof's corrections (the module doc says where they were measured): the math a kernel names
+# itself: a Tensor Core MMA shape ("_tensor16x8x8_") or CUTLASS's Tensor Core operator class
+# ("tensorop"; its CUDA-core class is "simt"), or the CUDA cores' FP32 multiply-add ("_ffma_")
+TENSOR_CORE_MATH = re.compile(r"_tensor\d+x\d+x\d+|tensorop")
+CUDA_CORE_MATH = "_ffma_"
+# The plugin's TC_OP_Allowlist: the operators that can use Tensor Cores (autocast's lower-precision
+# list: convolutions, matmuls, RNN cells, and the backward ops they record)
+TENSOR_CORE_OPS = frozenset((
+    "aten::_convolution", "aten::_convolution_nogroup", "aten::conv1d", "aten::conv2d", "aten::conv3d",
+    "aten::conv_tbc", "aten::conv_transpose1d", "aten::conv_transpose2d", "aten::conv_transpose3d",
+    "aten::convolution", "aten::cudnn_convolution", "aten::cudnn_convolution_transpose", "aten::prelu",
+    "aten::addmm", "aten::addmv", "aten::addr", "aten::matmul", "aten::mm", "aten::mv", "aten::linear",
+    "aten::addbmm", "aten::baddbmm", "aten::bmm", "aten::chain_matmul", "aten::linalg_multi_dot",
+    "aten::_thnn_fused_lstm_cell", "aten::_thnn_fused_gru_cell", "aten::lstm_cell", "aten::gru_cell",
+    "aten::rnn_tanh_cell", "aten::rnn_relu_cell", "CudnnConvolutionBackward", "BmmBackward0",
+    "aten::cudnn_convolution_transpose_backward", "CudnnConvolutionTransposeBackward", "MmBackward",
+    "aten::cudnn_convolution_backward_weight", "aten::addmm_", "AddmvBackward", "MvBackward",
+    "aten::cudnn_convolution_transpose_backward_weight", "aten::cudnn_convolution_transpose_backward_input",
+    "AddmmBackward", "aten::cudnn_convolution_backward_input", "AddbmmBackward", "aten::cudnn_convolution_backward",
+))
+
+
+def uses_tensor_cores(name: str) -> bool:
+    """The plugin's rule for one kernel name, with nbprof's corrections (module doc)."""
+    if CUDA_CORE_MATH in name:
+        return False
+    return any(p in name for p in TENSOR_CORE_KERNEL_PATTERNS) or TENSOR_CORE_MATH.search(name) is not None
 
 KERNEL_COLUMNS = (
     "name",
@@ -37,6 +94,8 @@ KERNEL_COLUMNS = (
     "shared_memory_bytes",
     "blocks_per_sm",
     "occupancy_pct",
+    "tensor_cores",
+    "bandwidth_gbps",
 )
 
 
@@ -80,6 +139,13 @@ def kernel_table(events: pd.DataFrame) -> pd.DataFrame:
     out = out.merge(top[["name", "kind", "launcher"]], on=["name", "kind"], how="left")
     out["launched_by"] = out.pop("launcher").fillna("")
     out = out.merge(_launch_summary(sub), on=["name", "kind"], how="left")
+    is_kernel = out["kind"].to_numpy() == "kernel"
+    out["tensor_cores"] = is_kernel & np.array([uses_tensor_cores(n) for n in out["name"]], dtype=bool)
+    is_copy = out["kind"].to_numpy() == "memcpy"
+    total_us = out["device_total_us"].to_numpy()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # bytes per µs is 1e6 B/s: / 1e3 gives 1e9 B/s; a copy of no measured duration has none
+        out["bandwidth_gbps"] = np.where(is_copy & (total_us > 0), out["bytes"].to_numpy() / total_us / 1e3, np.nan)
     return out.sort_values("device_total_us", ascending=False, kind="stable").reset_index(drop=True)[
         list(KERNEL_COLUMNS)
     ]
