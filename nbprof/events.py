@@ -124,7 +124,7 @@ class EventColumn:
     trace: str = ""  # where a chrome trace keeps a column without ``arg`` (for the docs)
     kinds: tuple[str, ...] = KINDS  # the kinds whose events have it
     categories: tuple[str, ...] | None = None  # fixed categories; None: the values present
-    json_list: bool = False  # the arg is a JSON list of ints, kept as torch prints it: "[128, 1, 1]"
+    json_list: bool = False  # the arg is a JSON list, kept as torch prints it: "[128, 1, 1]", '["float", "float"]'
     null_default: bool = False  # torch writes the default as null: it is written for every row of ``kinds``
     announced_by: str | None = None  # a trace-header flag: read only from traces that set it
     trace_local_id: bool = False  # an id unique within one trace only (``concat_traces`` moves it)
@@ -174,6 +174,8 @@ COLUMNS = (
                 arg="External id", kinds=_NOT_MEMORY, trace_local_id=True),
     EventColumn("input_shapes", "category", "[]", "torch's ``str(input_shapes)``", trace='args["Input Dims"]',
                 kinds=("op",)),
+    EventColumn("input_types", "category", "", 'input dtypes as torch writes them, \'["float", "float"]\' (with shapes)',
+                arg="Input type", kinds=("op",), json_list=True),
     EventColumn("flops", "int64", 0, "FLOPs torch estimated (torch's writer drops them; nbprof's keeps them)",
                 arg="flops", announced_by="with_flops"),
     EventColumn("bytes", "int64", 0, "memory events: signed bytes (+alloc / -free); memcpy/memset: bytes moved",

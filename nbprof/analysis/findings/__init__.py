@@ -40,6 +40,7 @@ from . import (
     small_grid,
     straggler,
     sync,
+    tensor_cores,
     top_function,
     top_op,
 )
@@ -50,7 +51,7 @@ __all__ = ["torch_findings", "python_findings", "kinds_markdown", "thresholds", 
 
 # The registry, in the order the checks run.
 TORCH_CHECKS: tuple[ModuleType, ...] = (top_op, sync, copy, gpu_idle, launch_bound, small_grid, dataloader,
-                                        memory_peak, straggler)
+                                        memory_peak, straggler, tensor_cores)
 PYTHON_CHECKS: tuple[ModuleType, ...] = (top_function, hot_function)
 
 
