@@ -1,6 +1,16 @@
 """Host<->device copies (memcpy HtoD / DtoH) take at least ``COPY_MIN_SHARE`` of the device's
-work time ("high" from ``COPY_HIGH_SHARE``); says how many came from pageable (unpinned) memory
-and which ops launched them."""
+work time ("high" from ``COPY_HIGH_SHARE``); says how many came from pageable (unpinned) memory,
+which ops launched them, and the bandwidth they achieved (bytes over their device time) per
+direction and host memory, next to what such a link typically reaches (``LINK_TYPICAL_GBPS``).
+
+``LINK_TYPICAL_GBPS`` is approximate, for a PCIe 4.0 x16 host link (A100 PCIe, most current
+servers): 31.5 GB/s per direction is its raw rate (PCI-SIG), and CUDA's ``bandwidthTest`` sample
+measures about 25 GB/s from pinned memory on such links; from pageable memory the driver first
+copies the data into a pinned staging buffer on the CPU, which NVIDIA's "How to Optimize Data
+Transfers in CUDA C/C++" (Harris, NVIDIA developer blog) measures at roughly half the pinned rate
+or less. PCIe 5.0 (H100) doubles the raw rate; NVLink-C2C (Grace Hopper) is far above both. The
+trace names the host memory of each copy ("Memcpy HtoD (Pinned -> Device)"); copies whose host
+memory it does not name (ROCm writes "Host") are compared with no link."""
 
 from __future__ import annotations
 
@@ -15,6 +25,8 @@ from ._common import Finding, TorchContext, pct
 
 COPY_MIN_SHARE = 0.10
 COPY_HIGH_SHARE = 0.30
+# host memory kind -> GB/s a PCIe 4.0 x16 link typically reaches (approximate: the module doc)
+LINK_TYPICAL_GBPS = {"pinned": 25.0, "pageable": 12.0}
 
 
 def _direction(name: str) -> str:
@@ -24,6 +36,19 @@ def _direction(name: str) -> str:
     return "other"
 
 
+def _host_memory(name: str) -> str:
+    """The host side of a copy as the trace names it: "pinned", "pageable", or "" (not named)."""
+    for kind in ("Pinned", "Pageable"):
+        if kind in name:
+            return kind.lower()
+    return ""
+
+
+def _gbps(nbytes: float, us: float) -> float:
+    """Bytes over µs in 1e9 B/s (NaN without a duration)."""
+    return nbytes / us / 1e3 if us > 0 else float("nan")
+
+
 def find(ctx: TorchContext) -> Iterator[Finding]:
     memcpy = np.flatnonzero(ctx.kind == KIND_CODE["memcpy"])
     if len(memcpy) == 0:
@@ -31,7 +56,8 @@ def find(ctx: TorchContext) -> Iterator[Finding]:
     names = ctx.names.to_numpy()[memcpy].astype(str)
     cats, codes = np.unique(names, return_inverse=True)
     direction = np.array([_direction(c) for c in cats], dtype=object)[codes]
-    pageable = np.array(["Pageable" in c for c in cats], dtype=bool)[codes]
+    host_memory = np.array([_host_memory(c) for c in cats], dtype=object)[codes]
+    pageable = host_memory == "pageable"
     host = np.isin(direction, ["HtoD", "DtoH"])
     rows = memcpy[host]
     if len(rows) == 0:
@@ -46,8 +72,19 @@ def find(ctx: TorchContext) -> Iterator[Finding]:
     for d in ("HtoD", "DtoH"):
         m = host & (direction == d)
         if m.any():
-            by_dir[d] = {"count": int(m.sum()), "us": float(ctx.dur_ns[memcpy[m]].sum() / 1000.0),
-                         "bytes": int(nbytes[memcpy[m]].sum()), "pageable": int((m & pageable).sum())}
+            us = float(ctx.dur_ns[memcpy[m]].sum() / 1000.0)
+            by_dir[d] = {"count": int(m.sum()), "us": us, "bytes": int(nbytes[memcpy[m]].sum()),
+                         "pageable": int((m & pageable).sum()), "bandwidth_gbps": _gbps(float(nbytes[memcpy[m]].sum()), us)}
+    # achieved bandwidth per direction and host memory (pinned / pageable), against the link's
+    links = []
+    for d in by_dir:
+        for memory in ("pinned", "pageable"):
+            m = host & (direction == d) & (host_memory == memory)
+            if m.any():
+                us = float(ctx.dur_ns[memcpy[m]].sum() / 1000.0)
+                gbps = _gbps(float(nbytes[memcpy[m]].sum()), us)
+                links.append({"direction": d, "host_memory": memory, "count": int(m.sum()), "bandwidth_gbps": gbps,
+                              "typical_gbps": LINK_TYPICAL_GBPS[memory]})
     parent = ctx.events["parent"].to_numpy()[rows]
     ev_names = ctx.names.to_numpy()
     launched_by = pd.Series(np.where(parent >= 0, ev_names[np.maximum(parent, 0)].astype(str), "(unknown)"))
@@ -57,6 +94,14 @@ def find(ctx: TorchContext) -> Iterator[Finding]:
     parts = ", ".join(f"{v['count']:,} {k} ({fmt_us(v['us'])}, {fmt_bytes(v['bytes'])})" for k, v in by_dir.items())
     msg = (f"Host-device copies take {pct(share)} of the GPU's work time: {parts}, mostly from "
            f"{ops.index[0]}. ")
+    if links:
+        msg += "Achieved " + "; ".join(
+            f"{link['bandwidth_gbps']:.1f} GB/s {link['direction']} from {link['host_memory']} memory"
+            if link["direction"] == "HtoD" else
+            f"{link['bandwidth_gbps']:.1f} GB/s {link['direction']} to {link['host_memory']} memory"
+            for link in links)
+        msg += (" (a PCIe 4.0 x16 link typically reaches ~"
+                + ", ".join(f"{v:g} GB/s {k}" for k, v in LINK_TYPICAL_GBPS.items()) + "). ")
     if n_pageable:
         msg += (f"{n_pageable:,} of them from pageable memory, which the CPU has to wait for: use "
                 "DataLoader(pin_memory=True) and .to(device, non_blocking=True). ")
@@ -66,5 +111,5 @@ def find(ctx: TorchContext) -> Iterator[Finding]:
     yield Finding(severity, msg,
                   {"copies": int(len(rows)), "copy_us": copy_ns / 1000.0, "bytes": total_bytes,
                    "share_of_device_time": share, "pageable": n_pageable, "by_direction": by_dir,
-                   "launched_by": {k: int(v) for k, v in ops.items()}},
+                   "launched_by": {k: int(v) for k, v in ops.items()}, "links": links},
                   score=share)
