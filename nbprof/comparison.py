@@ -11,13 +11,21 @@ Torch profiles compare their key averages (per operator, or per operator and inp
 device time when both torch profiles have device work, else self CPU time; cProfile's is
 ``tottime``. Any key-averages (or stats) column, or torch's / pstats' name for it, can be chosen
 with ``metric=``.
+
+``by=`` picks the table torch profiles compare, as ``step_breakdown(by=)`` does: "op" (the key
+averages above), "kernel" (``kernels()``: each kernel, memcpy and memset name's calls, device
+time, mean and share; HTA's trace diff and the TensorBoard plugin's diff view; main metric
+``device_total_us``) or "range" (``ranges()``: each ``record_function`` label path's calls, CPU
+time, mean, share of the span and the device time launched under it; main metric ``total_us``).
+
+    nbprof.compare(before, after, by="kernel")         # which kernels got faster, which are new
 """
 
 from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
@@ -39,11 +47,20 @@ _LABELS = {
     "device_mem_bytes": "CUDA memory",
     "count": "calls",
     "flops": "FLOPs",
+    "bytes": "bytes",
+    "total_us": "total",
+    "mean_us": "mean",
+    "device_us": "device",
+    "kernels": "kernels",
     "tottime_s": "tottime",
     "cumtime_s": "cumtime",
     "ncalls": "calls",
     "primitive_calls": "primitive calls",
 }
+
+
+# the totals of by="kernel" and by="range" comparisons (key averages total their self times instead)
+_TOTAL_LABELS = {"device_total_us": "device time", "total_us": "range time", "device_us": "device time"}
 
 
 @dataclass(frozen=True)
@@ -65,18 +82,23 @@ class ComparisonSummary:
     removed: int
     totals: dict[str, tuple[float, float]] = field(default_factory=dict)
     total_metric: str = ""  # what the totals add up: the metric, or its self column (CPU total -> self CPU)
+    kernel_names: bool = False  # the names are kernels' C++ signatures: the text shortens them
 
     def text(self) -> str:
-        from .format import fmt_ratio
+        from .format import fmt_ratio, short_kernel_name
 
         tm = self.total_metric or self.metric
-        label = _LABELS.get(tm, tm)
+        label = _TOTAL_LABELS.get(tm, _LABELS.get(tm, tm))
         parts = [f"total {label} {_fmt(tm, self.total_before)} → {_fmt(tm, self.total_after)}, "
                  f"{fmt_ratio(self.speedup)}"]
-        if self.biggest_win is not None:
-            parts.append(f"biggest win {self.biggest_win} ({_fmt(self.metric, self.biggest_win_change, sign=True)})")
-        if self.biggest_regression is not None:
-            parts.append(f"biggest regression {self.biggest_regression} "
+        win, regression = self.biggest_win, self.biggest_regression
+        if self.kernel_names:
+            win = None if win is None else short_kernel_name(win)
+            regression = None if regression is None else short_kernel_name(regression)
+        if win is not None:
+            parts.append(f"biggest win {win} ({_fmt(self.metric, self.biggest_win_change, sign=True)})")
+        if regression is not None:
+            parts.append(f"biggest regression {regression} "
                          f"({_fmt(self.metric, self.biggest_regression_change, sign=True)})")
         return "; ".join(parts)
 
@@ -93,13 +115,14 @@ class Comparison:
     ``nbprof.analysis.compare``); ``summary`` the headline; it renders as text and HTML."""
 
     def __init__(self, before: Any, after: Any, table: pd.DataFrame, summary: ComparisonSummary,
-                 keys: list[str], limit: int = 20) -> None:
+                 keys: list[str], limit: int = 20, by: str = "op") -> None:
         self.before = before
         self.after = after
         self._table = table
         self.summary = summary
         self.keys = keys
         self.limit = limit
+        self.by = by  # what rows are: "op" (key averages or cProfile's functions), "kernel", "range"
 
     @property
     def kind(self) -> str:
@@ -125,7 +148,11 @@ class Comparison:
         label = _LABELS.get(m, m)
         unit = unit_of(m)
         count = "count" if self.kind == "torch" else "ncalls"
-        if self.kind == "torch":
+        if self.by == "kernel":
+            cols = [Column("name", "Kernel", "kernel", 60), Column("kind", "Kind")]
+        elif self.by == "range":
+            cols = [Column("path", "Range", "name", 60, text_width=55)]
+        elif self.kind == "torch":
             cols = [Column("name", "Name", "name", 60, text_width=55)]
             if "input_shapes" in self._table.columns:
                 cols.append(Column("input_shapes", "Input shapes", "name", 40))
@@ -136,7 +163,16 @@ class Comparison:
         if m != count:
             cols += [Column(f"{count}_before", "Calls before", "count"),
                      Column(f"{count}_after", "Calls after", "count")]
+        share = {"kernel": ("share", "GPU time %"), "range": ("share_of_span", "Span %")}.get(self.by)
+        if share:
+            cols += [Column(f"{share[0]}_before", f"{share[1]} before", "share"),
+                     Column(f"{share[0]}_after", f"{share[1]} after", "share")]
         return cols
+
+    def _head(self) -> str:
+        """What the first line says is compared."""
+        head = "torch profiles" if self.kind == "torch" else "cProfile profiles"
+        return head if self.by == "op" else f"{head} by {self.by}"
 
     def _rows(self, limit: int | None = None) -> pd.DataFrame:
         """The first ``limit`` rows (0: all), with what the columns show: the speed-up as a
@@ -157,8 +193,7 @@ class Comparison:
     def text(self, limit: int | None = None) -> str:
         from .views.table import render_text
 
-        head = "torch profiles" if self.kind == "torch" else "cProfile profiles"
-        lines = [f"compare {head}: {self.summary.text()}"]
+        lines = [f"compare {self._head()}: {self.summary.text()}"]
         rows = self._rows(limit)
         if len(rows):
             lines.append(render_text(rows, self._columns()))
@@ -176,10 +211,9 @@ class Comparison:
         from .views.report import library, report_css
         from .views.table import Column
 
-        head = "torch profiles" if self.kind == "torch" else "cProfile profiles"
         limit = self.limit if limit is None else limit
         rows = self._rows(0)
-        summary = (f'<div class="nbprof-report">{report_css()}<div class="nbprof-summary"><b>compare {esc(head)}</b> · '
+        summary = (f'<div class="nbprof-report">{report_css()}<div class="nbprof-summary"><b>compare {esc(self._head())}</b> · '
                    f"{esc(self.summary.text())}</div>")
         if not len(rows):
             return library(include_library) + summary + "<div>Both profiles are empty.</div></div>"
@@ -238,8 +272,14 @@ def _kind_name(p: Any) -> str:
     return "a torch profile" if p.kind == "torch" else "a cProfile profile"
 
 
-def compare(before: Any, after: Any, metric: str | None = None, group_by: str = "op", limit: int = 20) -> Comparison:
+def compare(before: Any, after: Any, metric: str | None = None, group_by: str = "op", limit: int = 20,
+            by: str = "op") -> Comparison:
     """Compare two profiles of the same kind; see the module doc."""
+    if by not in ("op", "kernel", "range"):
+        raise OptionError(f"by must be one of op, kernel, range; got {by!r}")
+    if by != "op" and group_by != "op":
+        raise OptionError(f"group_by={group_by!r} groups the key averages (by='op'); by={by!r} compares "
+                          f"{'kernels' if by == 'kernel' else 'ranges'} by name")
     b = _as_profile(before, "before")
     a = _as_profile(after, "after")
     if b.kind != a.kind:
@@ -247,7 +287,11 @@ def compare(before: Any, after: Any, metric: str | None = None, group_by: str = 
             f"compare needs two profiles of the same kind; got {_kind_name(b)} (before) and {_kind_name(a)} (after)"
         )
     if b.kind == "torch":
+        if by != "op":
+            return _compare_torch_table(b, a, metric, by, limit)
         return _compare_torch(b, a, metric, group_by, limit)
+    if by != "op":
+        raise OptionError(f"by={by!r} is for torch profiles; cProfile profiles compare by function")
     if group_by != "op":
         raise OptionError(f"group_by={group_by!r} is for torch profiles; cProfile profiles compare by function")
     return _compare_python(b, a, metric, limit)
@@ -294,6 +338,36 @@ def _compare_torch(b: Any, a: Any, metric: str | None, group_by: str, limit: int
     summary = _summary("torch", metric, table if len(ops) == 0 else ops, table, tb, ta, totals, "name", total_metric)
     keys = ["name", "input_shapes", "kind"] if group_by == "shape" else ["name", "kind"]
     return Comparison(b, a, table, summary, keys, limit)
+
+
+def _compare_torch_table(b: Any, a: Any, metric: str | None, by: str, limit: int) -> Comparison:
+    """By kernel (``kernels()``) or by range (``ranges()``): the totals are the table's own sums
+    (ranges: of the outermost labels, which hold the nested ones), the biggest changes by name."""
+    from .analysis.compare import KERNEL_METRICS, RANGE_METRICS, compare_kernels, compare_ranges
+
+    if by == "kernel":
+        main, metrics, name_col, totals_of = "device_total_us", KERNEL_METRICS, "name", {"device_avg_us": "device_total_us"}
+        tb_frame, ta_frame = b.kernels(), a.kernels()
+    else:
+        main, metrics, name_col, totals_of = "total_us", RANGE_METRICS, "path", {"mean_us": "total_us"}
+        tb_frame, ta_frame = b.ranges(), a.ranges()
+        # nested labels are inside their parents' time: the totals add the outermost ones
+        tb_frame_top, ta_frame_top = tb_frame[tb_frame["depth"] == 0], ta_frame[ta_frame["depth"] == 0]
+    choices = [m for m in metrics if not m.startswith("share")]
+    metric = metric or main
+    if metric not in choices:
+        raise OptionError(f"metric for by={by!r} must be one of {', '.join(choices)}; got {metric!r}")
+    table = (compare_kernels if by == "kernel" else compare_ranges)(tb_frame, ta_frame, metric)
+    total_metric = totals_of.get(metric, metric)
+    if by == "range":
+        tb_frame, ta_frame = tb_frame_top, ta_frame_top
+    totals = {m: (float(tb_frame[m].sum()), float(ta_frame[m].sum())) for m in choices if m not in totals_of}
+    tb, ta = totals[total_metric]
+    summary = _summary("torch", metric, table, table, tb, ta, totals, name_col, total_metric)
+    if by == "kernel":
+        summary = replace(summary, kernel_names=True)
+    keys = ["name", "kind"] if by == "kernel" else ["path", "label", "depth"]
+    return Comparison(b, a, table, summary, keys, limit, by=by)
 
 
 def _compare_python(b: Any, a: Any, metric: str | None, limit: int) -> Comparison:

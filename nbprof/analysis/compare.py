@@ -1,11 +1,15 @@
-"""Compare two tables of the same kind, row by row: key averages (torch) or stats (cProfile).
+"""Compare two tables of the same kind, row by row: key averages, kernels or ranges (torch) or
+stats (cProfile).
 
 Pure DataFrame -> DataFrame. One row per key present in either table::
 
     <keys>, status, <m>_before, <m>_after, <m>_change (for every metric m), speedup
 
-- keys: torch ``name, kind`` (``name, input_shapes, kind`` grouped by shape); cProfile
-  ``function, filename, lineno``, matched as described in :func:`python_match_keys`;
+- keys: torch ``name, kind`` (``name, input_shapes, kind`` grouped by shape); kernels
+  (``kernels()``: HTA's trace diff, the TensorBoard plugin's diff view, kernel by kernel) ``name,
+  kind`` with :data:`KERNEL_METRICS`; ranges (``ranges()``: ``record_function`` labels) ``path,
+  label, depth`` with :data:`RANGE_METRICS`; cProfile ``function, filename, lineno``, matched as
+  described in :func:`python_match_keys`;
 - ``status``: "both", "added" (only after) or "removed" (only before); a missing side counts 0;
 - ``<m>_change = after - before``; ``speedup = before / after`` of the main metric (inf when the
   row is gone, 0 when it is new, NaN when both are 0);
@@ -26,13 +30,21 @@ __all__ = [
     "compare_torch",
     "compare_python",
     "python_match_keys",
+    "compare_kernels",
+    "compare_ranges",
     "TORCH_METRICS",
+    "KERNEL_METRICS",
+    "RANGE_METRICS",
     "PYTHON_METRICS",
 ]
 
 # every number column of key_averages()
 TORCH_METRICS = tuple(c for c in KEY_AVERAGE_COLUMNS if c not in ("name", "kind"))
 PYTHON_METRICS = ("ncalls", "primitive_calls", "tottime_s", "cumtime_s")
+# the number columns of kernels() and ranges() that are compared (shares are in the table, next to
+# the times they are a share of)
+KERNEL_METRICS = ("count", "device_total_us", "device_avg_us", "share", "bytes")
+RANGE_METRICS = ("count", "total_us", "mean_us", "share_of_span", "device_us", "kernels")
 
 # code compiled from a notebook cell: its file name changes from run to run
 _CELL_FILE = re.compile(r"^<ipython-input-\d+-|[/\\]ipykernel_\d+[/\\]\d+\.py$|^<cell|^<string>$")
@@ -81,6 +93,18 @@ def compare_torch(before: pd.DataFrame, after: pd.DataFrame, main: str, group_by
         keys = ["name", "stack", "kind"]
     metrics = [m for m in TORCH_METRICS if m in before.columns and m in after.columns]
     return compare_tables(before, after, keys, metrics, main)
+
+
+def compare_kernels(before: pd.DataFrame, after: pd.DataFrame, main: str = "device_total_us") -> pd.DataFrame:
+    """Two ``kernels()`` tables, kernel (and memcpy / memset) name by name."""
+    return compare_tables(before, after, ["name", "kind"], list(KERNEL_METRICS), main)
+
+
+def compare_ranges(before: pd.DataFrame, after: pd.DataFrame, main: str = "total_us") -> pd.DataFrame:
+    """Two ``ranges()`` tables, label path by label path (a label under its enclosing labels)."""
+    table = compare_tables(before, after, ["path", "label", "depth"], list(RANGE_METRICS), main)
+    table["depth"] = table["depth"].astype(np.int64)
+    return table
 
 
 def python_match_keys(stats: pd.DataFrame, code_names: dict[str, str] | None = None) -> pd.DataFrame:
