@@ -1,9 +1,12 @@
-"""The Kernels tab: one row per kernel, memcpy and memset name (``result.kernels()``), with the
-GPU's busy share and CUPTI's SM efficiency and occupancy estimates above it."""
+"""The Kernels tab: one row per kernel, memcpy and memset name (``result.kernels()``), whether it
+runs on the Tensor Cores and the copies' bandwidth, with the GPU's busy share, CUPTI's SM
+efficiency and occupancy estimates and the Tensor Cores' share of kernel time above it."""
 
 from __future__ import annotations
 
 from typing import Any
+
+import numpy as np
 
 from ...format import esc, fmt_us
 from ..datatable import datatable_html
@@ -28,6 +31,13 @@ def render(report: Any) -> str:
         cols += [Column("grid", "Grid"), Column("block", "Block"), Column("registers_per_thread", "Regs", "count"),
                  Column("shared_memory_bytes", "Shared mem", "bytes"),
                  Column("blocks_per_sm", "Blocks/SM", "decimal"), Column("occupancy_pct", "Occupancy %", "decimal")]
+    if (frame["kind"] == "kernel").any():
+        # a kernel says yes / no; a copy or fill "—" (does not apply)
+        frame["tensor_cores_text"] = np.where(frame["kind"] == "kernel",
+                                              np.where(frame["tensor_cores"], "yes", "no"), "—")
+        cols.append(Column("tensor_cores_text", "Tensor Cores"))
+    if (frame["kind"] == "memcpy").any():
+        cols.append(Column("bandwidth_gbps", "GB/s", "decimal"))
     cols.append(Column("streams", "Streams"))
     table = datatable_html(frame, cols, order=[("device_total_us", "desc")], page_length=report.limit or 0)
     return gpu_use_line(p) + table
@@ -51,13 +61,16 @@ def gpu_use_line(profile: Any) -> str:
                 parts.append(f"est. SM efficiency {100 * d[prefix + 'sm_efficiency']:.1f}%")
             if d[prefix + "achieved_occupancy_pct"] == d[prefix + "achieved_occupancy_pct"]:
                 parts.append(f"est. achieved occupancy {d[prefix + 'achieved_occupancy_pct']:.1f}%")
+            if not prefix and d["tensor_core_pct"] == d["tensor_core_pct"]:  # not NaN: kernels ran
+                parts.append(f"Tensor Cores {d['tensor_core_pct']:.1f}% of kernel time")
             lines.append(f'<div class="nbprof-sub"><b>{esc(who)}</b>, {esc(label)} '
                          f'({esc(fmt_us(d[prefix + "span_us"]))}): {esc(" · ".join(parts))}</div>')
     if not lines:
         return ""
     hint = ("SM efficiency: the share of the window with SMs given work (a kernel with fewer blocks than "
             "SMs counts in part); occupancy: warps resident per SM over the maximum, weighted by kernel time "
-            "(CUPTI's estimates). Whole profile: its first to last event; profiler steps: the first "
+            "(CUPTI's estimates); Tensor Cores: kernels whose names say they run on them (the TensorBoard "
+            "plugin's rule, corrected for Ampere's names). Whole profile: its first to last event; profiler steps: the first "
             "ProfilerStep's start to the last one's end")
     return "".join(lines) + f'<div class="nbprof-empty" style="padding-top:0">{esc(hint)}</div>'
 
