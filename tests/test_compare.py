@@ -141,6 +141,132 @@ def test_nbprof_compare_stays_a_function(pair):
         assert isinstance(nbprof.compare(*pair), Comparison)
 
 
+# ------------------------------------------------------------------------- by kernel, by range
+
+
+def raw_trace(name: str) -> dict:
+    import gzip
+    import json
+
+    with gzip.open(trace_path(name), "rt") as f:
+        return json.load(f)
+
+
+def raw_device_work(name: str) -> dict[tuple[str, str], list[float]]:
+    """(name, kind) -> the durations of its kernels / copies / fills in the raw JSON."""
+    kinds = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
+    out: dict[tuple[str, str], list[float]] = {}
+    for e in raw_trace(name)["traceEvents"]:
+        if e.get("cat") in kinds and e.get("ph") == "X":
+            out.setdefault((e["name"], kinds[e["cat"]]), []).append(float(e["dur"]))
+    return out
+
+
+def test_by_kernel_equals_each_traces_raw_sums(pair):
+    b, a = pair
+    c = nbprof.compare(b, a, by="kernel")
+    assert c.metric == "device_total_us" and c.by == "kernel"
+    rb, ra = raw_device_work(BEFORE), raw_device_work(AFTER)
+    t = c.table
+    assert set(zip(t["name"], t["kind"])) == set(rb) | set(ra) and len(t) == len(set(rb) | set(ra))
+    total_b = sum(sum(v) for v in rb.values())
+    total_a = sum(sum(v) for v in ra.values())
+    for _, row in t.iterrows():
+        key = (row["name"], row["kind"])
+        db, da = rb.get(key, []), ra.get(key, [])
+        assert row["count_before"] == len(db) and row["count_after"] == len(da)
+        assert row["device_total_us_before"] == pytest.approx(sum(db), abs=0.01)
+        assert row["device_total_us_after"] == pytest.approx(sum(da), abs=0.01)
+        assert row["device_total_us_change"] == pytest.approx(sum(da) - sum(db), abs=0.01)
+        assert row["device_avg_us_before"] == pytest.approx(sum(db) / len(db) if db else 0, abs=0.01)
+        assert row["share_before"] == pytest.approx(sum(db) / total_b)
+        assert row["share_after"] == pytest.approx(sum(da) / total_a)
+        assert row["status"] == ("both" if db and da else "removed" if db else "added")
+        if db and da:
+            assert row["speedup"] == pytest.approx(sum(db) / sum(da), rel=1e-6)
+    change = t["device_total_us_change"].abs().to_numpy()
+    assert (np.diff(change) <= 1e-9).all()  # the biggest changes first
+    s = c.summary
+    assert s.total_before == pytest.approx(total_b, abs=0.01) and s.total_after == pytest.approx(total_a, abs=0.01)
+    win = t.loc[t["device_total_us_change"].idxmin()]
+    assert s.biggest_win == win["name"] and s.biggest_win_change == pytest.approx(win["device_total_us_change"])
+    text = c.text()
+    assert text.splitlines()[0] == "compare torch profiles by kernel: " + s.text()
+    assert "total device time" in text and "Kernel" in text and "GPU time % before" in text
+    assert "<table" in c.html() and "by kernel" in c.html()
+
+
+def renamed_trace(tmp_path, old: str, new: str):
+    """The CNN trace with every ``old`` range named ``new``: its rows go, new ones come."""
+    import json
+
+    doc = raw_trace(BEFORE)
+    for e in doc["traceEvents"]:
+        if e.get("name") == old and e.get("cat") in ("user_annotation", "gpu_user_annotation"):
+            e["name"] = new
+    path = tmp_path / "renamed.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_by_range_equals_each_traces_raw_ranges(tmp_path):
+    """The CNN trace against itself with its "optimizer" ranges renamed: the raw JSON's user
+    annotations give each label's count and total time."""
+    b = nbprof.load_trace(trace_path(BEFORE))
+    a = nbprof.load_trace(renamed_trace(tmp_path, "optimizer", "optimizer_v2"))
+    c = nbprof.compare(b, a, by="range")
+    assert c.metric == "total_us"
+    raw: dict[str, list[float]] = {}
+    for e in raw_trace(BEFORE)["traceEvents"]:
+        if e.get("cat") == "user_annotation":
+            raw.setdefault(e["name"], []).append(float(e["dur"]))
+    t = c.table.set_index("path")
+    sep = " › "
+    for label in ("train_step", "forward", "backward", "optimizer"):
+        path = label if label == "train_step" else f"train_step{sep}{label}"
+        row = t.loc[path]
+        assert row["count_before"] == len(raw[label])
+        assert row["total_us_before"] == pytest.approx(sum(raw[label]), abs=0.01)
+        if label == "optimizer":
+            assert row["status"] == "removed" and row["count_after"] == 0 and row["speedup"] == math.inf
+            new = t.loc[f"train_step{sep}optimizer_v2"]
+            assert new["status"] == "added" and new["count_after"] == len(raw[label]) and new["speedup"] == 0
+            assert new["total_us_after"] == pytest.approx(sum(raw[label]), abs=0.01)
+        else:
+            assert row["status"] == "both" and row["count_after"] == row["count_before"]
+            assert row["total_us_change"] == pytest.approx(0, abs=1e-9)
+    nested = [p for p in t.index if p.startswith(f"train_step{sep}optimizer{sep}")]
+    assert nested and (t.loc[nested, "status"] == "removed").all()  # what ran under it moves with it
+    # the totals add the outermost ranges: train_step, the same in both
+    assert c.summary.total_before == pytest.approx(sum(raw["train_step"]), abs=0.01)
+    assert c.summary.total_after == pytest.approx(c.summary.total_before)
+    assert c.text().splitlines()[0].startswith("compare torch profiles by range: total range time")
+
+
+def test_by_default_is_the_key_averages(pair):
+    pd.testing.assert_frame_equal(nbprof.compare(*pair).table, nbprof.compare(*pair, by="op").table)
+    assert nbprof.compare(*pair).by == "op"
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"by": "module"}, "by must be one of op, kernel, range"),
+    ({"by": "kernel", "group_by": "shape"}, "group_by='shape' groups the key averages"),
+    ({"by": "kernel", "metric": "self_cpu_us"}, "metric for by='kernel' must be one of"),
+    ({"by": "range", "metric": "share_of_span"}, "metric for by='range' must be one of"),
+])
+def test_by_errors_are_one_line(pair, kwargs, match):
+    with pytest.raises(OptionError, match=match) as info:
+        nbprof.compare(*pair, **kwargs)
+    assert "\n" not in str(info.value)
+
+
+def test_by_kernel_is_for_torch_profiles(shell):
+    run(shell, "%%cprofile -q -o cp\nx = sum(range(10))")
+    cp = shell.user_ns["cp"]
+    with pytest.raises(OptionError, match="by='kernel' is for torch profiles"):
+        nbprof.compare(cp, cp, by="kernel")
+
+
 # ---------------------------------------------------------------------------------------- cProfile
 
 
