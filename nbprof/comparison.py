@@ -345,28 +345,27 @@ def _compare_torch_table(b: Any, a: Any, metric: str | None, by: str, limit: int
     (ranges: of the outermost labels, which hold the nested ones), the biggest changes by name."""
     from .analysis.compare import KERNEL_METRICS, RANGE_METRICS, compare_kernels, compare_ranges
 
+    metrics: tuple[str, ...]
     if by == "kernel":
-        main, metrics, name_col, totals_of = "device_total_us", KERNEL_METRICS, "name", {"device_avg_us": "device_total_us"}
-        tb_frame, ta_frame = b.kernels(), a.kernels()
+        before, after = b.kernels(), a.kernels()
+        metrics, main, keys, average_of = KERNEL_METRICS, "device_total_us", ["name", "kind"], "device_avg_us"
+        summed = before, after
     else:
-        main, metrics, name_col, totals_of = "total_us", RANGE_METRICS, "path", {"mean_us": "total_us"}
-        tb_frame, ta_frame = b.ranges(), a.ranges()
+        before, after = b.ranges(), a.ranges()
+        metrics, main, keys, average_of = RANGE_METRICS, "total_us", ["path", "label", "depth"], "mean_us"
         # nested labels are inside their parents' time: the totals add the outermost ones
-        tb_frame_top, ta_frame_top = tb_frame[tb_frame["depth"] == 0], ta_frame[ta_frame["depth"] == 0]
+        summed = before[before["depth"] == 0], after[after["depth"] == 0]
     choices = [m for m in metrics if not m.startswith("share")]
     metric = metric or main
     if metric not in choices:
         raise OptionError(f"metric for by={by!r} must be one of {', '.join(choices)}; got {metric!r}")
-    table = (compare_kernels if by == "kernel" else compare_ranges)(tb_frame, ta_frame, metric)
-    total_metric = totals_of.get(metric, metric)
-    if by == "range":
-        tb_frame, ta_frame = tb_frame_top, ta_frame_top
-    totals = {m: (float(tb_frame[m].sum()), float(ta_frame[m].sum())) for m in choices if m not in totals_of}
+    table = (compare_kernels if by == "kernel" else compare_ranges)(before, after, metric)
+    totals = {m: (float(summed[0][m].sum()), float(summed[1][m].sum())) for m in choices if m != average_of}
+    total_metric = main if metric == average_of else metric  # averages: their totals' totals
     tb, ta = totals[total_metric]
-    summary = _summary("torch", metric, table, table, tb, ta, totals, name_col, total_metric)
+    summary = _summary("torch", metric, table, table, tb, ta, totals, keys[0], total_metric)
     if by == "kernel":
         summary = replace(summary, kernel_names=True)
-    keys = ["name", "kind"] if by == "kernel" else ["path", "label", "depth"]
     return Comparison(b, a, table, summary, keys, limit, by=by)
 
 

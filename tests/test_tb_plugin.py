@@ -14,7 +14,7 @@ The plugin's step breakdown (Total, CpuOp, Other, ...) gives each instant of a s
 stretches a step over the device work it launched; nbprof's steps() are torch's step ranges and
 the device work launched in them: the tests assert where the two meet and say where they do not.
 
-Not ported, nbprof has no such view: test_tensor_core (issue 16); test_build_module_hierarchy
+test_tensor_core is in tests/test_tensor_cores.py. Not ported, nbprof has no such view: test_build_module_hierarchy
 (issue 16); test_distributed_nccl, test_distributed_gloo_gpu, test_distributed_gloo_cpu,
 test_distributed_nccl_user_annotation_has_communication (issue 14)."""
 
