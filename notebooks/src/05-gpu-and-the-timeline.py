@@ -112,6 +112,96 @@ train.kernels()[["name", "count", "device_total_us", "grid", "block", "blocks_pe
 train.device_stats.devices[["device", "busy_fraction", "sm_efficiency", "achieved_occupancy_pct"]].round(3)
 
 # %% [markdown]
+# ## Tensor Cores, copies, and two runs kernel by kernel
+#
+# ### Tensor Cores
+#
+# Since Volta (compute capability 7.0) NVIDIA GPUs have **Tensor Cores**: units that multiply small
+# matrices many times faster than the ordinary CUDA cores, for half precision (float16, bfloat16),
+# and since Ampere (8.0) for float32 data rounded to **TF32**. A matmul or a convolution only uses
+# them when its data type allows it, and the kernel's name says which path it took.
+# `kernels()["tensor_cores"]` reads that name, as the TensorBoard plugin did (with nbprof's
+# corrections for today's cuDNN and cuBLAS names). In the CNN, the weight-gradient convolution
+# runs on the Tensor Cores in TF32 (`..._tf32f32_..._tensor16x8x8_...`: cuDNN allows TF32 by
+# default), while the forward and input-gradient convolutions and the linear layer's matmul say
+# `ffma` (float32 multiply-adds on the CUDA cores), and cuBLAS's small `gemmSN` kernels use the CUDA
+# cores too:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+k = train.kernels()
+mma = k[k["name"].str.contains("gemm|xmma")][["name", "count", "device_total_us", "share", "tensor_cores"]]
+mma.assign(name=mma["name"].str.slice(0, 60)).round(3)
+
+# %% [markdown]
+# Per GPU, `device_stats.devices["tensor_core_pct"]` is the Tensor Cores' share of the kernel time
+# (the *Kernels* tab shows it above the table). In `two_streams` the work is one float32
+# 1024 × 1024 matmul, on the CUDA cores:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+mm = nbprof.load_trace(DATA / "two_streams.trace.json.gz")
+for name, p in (("cnn_train_cuda", train), ("two_streams", mm)):
+    d = p.device_stats.devices.iloc[0]
+    print(f"{name}: {d['device']}, Tensor Cores {d['tensor_core_pct']:.1f}% of {d['kernel_us']:.1f} µs of kernels")
+
+# %% [markdown]
+# That is what the `tensor_cores` finding is about. It speaks only when the advice applies: the
+# trace's GPU has Tensor Cores, the matmuls and convolutions mostly run without them, and their
+# inputs are float32 (`--shapes` records the dtypes; the finding says when they are unknown):
+
+# %%
+# NBVAL_CHECK_OUTPUT
+f = mm.findings
+print(f.loc[f["kind"] == "tensor_cores", "message"].iloc[0])
+
+# %% [markdown]
+# ### Copy bandwidth *(needs a GPU)*
+#
+# Copies get `bandwidth_gbps` in `kernels()`: bytes over their GPU time, in GB/s. A host-to-device
+# copy from ordinary (**pageable**) memory goes through a staging buffer the driver fills on the CPU;
+# from **pinned** memory the GPU reads it directly, about twice as fast on a PCIe link. The
+# recorded traces have no copies; with a GPU this cell copies 64 MiB both ways:
+
+# %%
+%%torchprof -q -o transfers
+if HAS_GPU:
+    x_pageable = torch.randn(4096, 4096)
+    x_pinned = x_pageable.pin_memory()
+    for _ in range(3):
+        x_pageable.to("cuda")
+        x_pinned.to("cuda", non_blocking=True)
+    torch.cuda.synchronize()
+
+# %%
+tk = transfers.kernels()
+if HAS_GPU:
+    display(tk[tk["kind"] == "memcpy"][["name", "count", "bytes", "device_total_us", "bandwidth_gbps"]])
+else:
+    print("(needs a GPU: with one, this shows a pageable and a pinned HtoD copy and the GB/s each reached)")
+
+# %% [markdown]
+# ### Two runs, kernel by kernel
+#
+# `nbprof.compare(before, after)` compares two profiles operator by operator; `by="kernel"` compares
+# their kernels (HTA's trace diff, the TensorBoard plugin's diff view): calls, GPU time and share,
+# before and after. The two CNN traces ran the same model: `cnn_train_cuda` three training steps
+# (forward, loss, backward, SGD), `cnn_cuda_toggled` three forward/backward passes with the kernels
+# of only two recorded. So the model's kernels show 12 calls before and 8 after, about 1.5 times
+# less GPU time, and the loss's and the optimizer's kernels are `removed`:
+
+# %%
+toggled = nbprof.load_trace(DATA / "cnn_cuda_toggled.trace.json.gz")
+by_kernel = nbprof.compare(train, toggled, by="kernel", limit=5)
+by_kernel
+
+# %%
+# NBVAL_CHECK_OUTPUT
+t = by_kernel.table
+t.assign(name=t["name"].str.slice(0, 40))[["name", "status", "count_before", "count_after",
+                                           "device_total_us_before", "device_total_us_after", "speedup"]].head(5).round(2)
+
+# %% [markdown]
 # ## The timeline
 #
 # The report above ends with the timeline: one lane per CPU thread and per GPU stream, time from
