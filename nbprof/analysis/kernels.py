@@ -22,7 +22,8 @@ it is wrong, so nbprof corrects it by what the names themselves say (:data:`TENS
   TF32, 42 % of the CNN trace's GPU time) and CUTLASS's ``..._tensorop_...`` kernels name their
   Tensor Core MMA shape or operator class; the plugin's list misses them: Tensor Cores.
 
-Copies and fills: False.
+A kernel whose name states neither (cuBLAS's ``nvjet`` kernels, flash attention's) reads as not on
+the Tensor Cores, as in the plugin. Copies and fills: False.
 
 ``bandwidth_gbps``: memcpy rows only (NaN otherwise): bytes copied over the copies' device time,
 in GB/s (1e9 bytes per second), as Kineto's own "memory bandwidth (GB/s)" argument per copy.
