@@ -52,8 +52,8 @@ def test_bandwidth_is_bytes_over_duration_of_the_raw_copies(name):
             # one is that, or that cut to whole µs
             exact = [int(e["args"]["bytes"]) / e["args"]["memory bandwidth (GB/s)"] / 1e3 for e in kineto]
             assert all(-1e-6 <= x - float(e["dur"]) < 1 + 1e-6 for x, e in zip(exact, kineto))
-            rounding = len(events) / dur
-            assert memcpy.loc[copy_name, "bandwidth_gbps"] == pytest.approx(nbytes / sum(exact) / 1e3, rel=rounding + 1e-9)
+            kineto_gbps = nbytes / sum(exact) / 1e3
+            assert memcpy.loc[copy_name, "bandwidth_gbps"] == pytest.approx(kineto_gbps, rel=len(events) / dur + 1e-9)
     assert k.loc[k["kind"] != "memcpy", "bandwidth_gbps"].isna().all()  # kernels and fills: does not apply
 
 

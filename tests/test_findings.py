@@ -525,8 +525,8 @@ def test_every_kind_module_is_registered_once_and_names_its_kind():
     registered = [m.__name__.rpartition(".")[2] for m in F.TORCH_CHECKS + F.PYTHON_CHECKS]
     assert sorted(registered) == sorted(modules) and len(set(registered)) == len(registered)
     assert F.KINDS == F.TORCH_KINDS + F.PYTHON_KINDS == tuple(registered)
-    assert F.TORCH_KINDS == ("top_op", "sync", "copy", "gpu_idle", "launch_bound", "small_grid", "dataloader",
-                             "memory_peak", "straggler", "tensor_cores")
+    assert F.TORCH_KINDS == ("top_op", "sync", "copy", "gpu_idle", "launch_bound", "small_grid", "tensor_cores",
+                             "dataloader", "memory_peak", "straggler")
     assert F.PYTHON_KINDS == ("top_function", "hot_function")
     seen = set()
     for name in TRACES:

@@ -50,8 +50,8 @@ __all__ = ["torch_findings", "python_findings", "kinds_markdown", "thresholds", 
            "TORCH_KINDS", "PYTHON_KINDS", "SEVERITIES"]
 
 # The registry, in the order the checks run.
-TORCH_CHECKS: tuple[ModuleType, ...] = (top_op, sync, copy, gpu_idle, launch_bound, small_grid, dataloader,
-                                        memory_peak, straggler, tensor_cores)
+TORCH_CHECKS: tuple[ModuleType, ...] = (top_op, sync, copy, gpu_idle, launch_bound, small_grid, tensor_cores,
+                                        dataloader, memory_peak, straggler)
 PYTHON_CHECKS: tuple[ModuleType, ...] = (top_function, hot_function)
 
 

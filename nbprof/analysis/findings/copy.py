@@ -73,8 +73,9 @@ def find(ctx: TorchContext) -> Iterator[Finding]:
         m = host & (direction == d)
         if m.any():
             us = float(ctx.dur_ns[memcpy[m]].sum() / 1000.0)
-            by_dir[d] = {"count": int(m.sum()), "us": us, "bytes": int(nbytes[memcpy[m]].sum()),
-                         "pageable": int((m & pageable).sum()), "bandwidth_gbps": _gbps(float(nbytes[memcpy[m]].sum()), us)}
+            moved = int(nbytes[memcpy[m]].sum())
+            by_dir[d] = {"count": int(m.sum()), "us": us, "bytes": moved, "pageable": int((m & pageable).sum()),
+                         "bandwidth_gbps": _gbps(float(moved), us)}
     # achieved bandwidth per direction and host memory (pinned / pageable), against the link's
     links = []
     for d in by_dir:

@@ -69,9 +69,9 @@ def gpu_use_line(profile: Any) -> str:
         return ""
     hint = ("SM efficiency: the share of the window with SMs given work (a kernel with fewer blocks than "
             "SMs counts in part); occupancy: warps resident per SM over the maximum, weighted by kernel time "
-            "(CUPTI's estimates); Tensor Cores: kernels whose names say they run on them (the TensorBoard "
-            "plugin's rule, corrected for Ampere's names). Whole profile: its first to last event; profiler steps: the first "
-            "ProfilerStep's start to the last one's end")
+            "(CUPTI's estimates); Tensor Cores: kernels whose names say they run on them (the "
+            "TensorBoard plugin's rule, corrected for today's names). Whole profile: its first to last "
+            "event; profiler steps: the first ProfilerStep's start to the last one's end")
     return "".join(lines) + f'<div class="nbprof-empty" style="padding-top:0">{esc(hint)}</div>'
 
 
