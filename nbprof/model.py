@@ -252,6 +252,18 @@ class TorchProfile:
 
         return steps(self._events, self.meta)
 
+    def overview(self) -> pd.DataFrame:
+        """Where each step's time went (the TensorBoard plugin's overview): one row per step and a
+        row ``step == "all"``; ``kernel_us, memcpy_us, memset_us, runtime_us, dataloader_us,
+        cpu_exec_us, other_us`` add up to ``duration_us`` (``nbprof.analysis.overview``)."""
+        return self._overview.copy(deep=False)
+
+    @functools.cached_property
+    def _overview(self) -> pd.DataFrame:
+        from .analysis.overview import overview
+
+        return overview(self._events)
+
     def step_breakdown(self, by: str = "op", metric: str | None = None) -> pd.DataFrame:
         """The steps side by side: one row per op (``by="op"``), label (``"range"``) or kernel
         (``"kernel"``), one column per step."""
