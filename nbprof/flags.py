@@ -89,6 +89,8 @@ TORCH_FLAGS: tuple[Flag, ...] = (
          help="Record Python stacks (for --group-by stack)."),
     Flag(("--no-stack",), dest="stack", action="store_false", help="Do not record Python stacks."),
     Flag(("--flops",), action="store_true", default=None, help="Estimate FLOPs of matmuls and convolutions."),
+    Flag(("--modules",), action="store_true", default=None,
+         help="Record nn.Module calls (torch's with_modules and its Python tracer): p.modules() and the Modules tab."),
     Flag(("--sort",), metavar="KEY",
          help="Sort tables by this column (self_cpu_us, cpu_total_us, self_device_us, device_total_us, "
               "cpu_mem_bytes, count, ...; torch's names such as self_cuda_time_total work too)."),
@@ -209,6 +211,7 @@ def torch_options(args: argparse.Namespace) -> TorchOptions:
         shapes=bool(args.shapes),
         stack=bool(args.stack),
         flops=bool(args.flops),
+        modules=bool(args.modules),
         sort=settings.resolve_torch_sort(args.sort) if args.sort else None,
         limit=check_limit(args.limit),
         group_by=args.group_by,

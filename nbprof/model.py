@@ -94,6 +94,7 @@ class TorchProfile:
             "shapes": m.record_shapes,
             "stack": m.with_stack,
             "flops": m.with_flops,
+            "modules": m.with_modules,
         }
 
     # -- exports --------------------------------------------------------------------------------
@@ -263,6 +264,17 @@ class TorchProfile:
         from .analysis.overview import overview
 
         return overview(self._events)
+
+    def modules(self) -> pd.DataFrame:
+        """The ``nn.Module`` hierarchy (``--modules``): one row per module path, in tree order, with
+        its calls, CPU and device time, total and self (``nbprof.analysis.modules``)."""
+        return self._modules.copy(deep=False)
+
+    @functools.cached_property
+    def _modules(self) -> pd.DataFrame:
+        from .analysis.modules import module_tree
+
+        return module_tree(self._events)
 
     def step_breakdown(self, by: str = "op", metric: str | None = None) -> pd.DataFrame:
         """The steps side by side: one row per op (``by="op"``), label (``"range"``) or kernel

@@ -216,7 +216,8 @@ class TorchReport:
     def collected_line(self) -> str:
         c = self.profile.collected
         names = ["CPU"] + [label for key, label in (("cuda", "CUDA"), ("memory", "memory"), ("shapes", "shapes"),
-                                                    ("stack", "stacks"), ("flops", "FLOPs")) if c[key]]
+                                                    ("stack", "stacks"), ("flops", "FLOPs"),
+                                                    ("modules", "modules")) if c[key]]
         return "collected: " + ", ".join(names)
 
     @property

@@ -1,0 +1,166 @@
+"""p.modules() and ``--modules``: the nn.Module hierarchy.
+
+Oracles: torch's own ``nn.Module:`` events of a live run (``prof.events()``: each event's
+``cpu_parent`` chain gives its enclosing module, ``cpu_time_total`` / ``device_time_total`` its
+times), added up per module path here, in the test; on the recorded H100 transformer trace, the
+raw JSON with a plain loop (a module call's kernels are those whose launching runtime call, by
+correlation id, ran on the call's thread within it).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from decimal import Decimal
+
+import pytest
+
+import nbprof
+
+from .conftest import needs_torch, reports, run, trace_path
+
+pytestmark = needs_torch
+
+MODEL = """
+import torch
+from torch import nn
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(32, 32)
+        self.act = nn.ReLU()
+
+    def forward(self, x):
+        return self.act(self.lin(x))
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.Sequential(Block(), Block())
+        self.head = nn.Linear(32, 4)
+
+    def forward(self, x):
+        return self.head(self.blocks(x))
+
+net = Net()
+x = torch.randn(16, 32)
+net(x)
+"""
+
+
+def torch_module_totals(prof) -> dict[str, dict]:
+    """Per module path, from torch's own events: calls, cpu_time_total and device_time_total
+    summed, and the self times (totals less the direct child modules' totals)."""
+    mods = [e for e in prof.events() if e.name.startswith("nn.Module: ")]
+
+    def enclosing(e):
+        p = e.cpu_parent
+        while p is not None and not p.name.startswith("nn.Module: "):
+            p = p.cpu_parent
+        return p
+
+    def path(e) -> str:
+        p = enclosing(e)
+        own = e.name[len("nn.Module: "):]
+        return own if p is None else f"{path(p)}.{own}"
+
+    out: dict[str, dict] = {}
+    for e in mods:
+        row = out.setdefault(path(e), {"calls": 0, "cpu_total_us": 0.0, "device_total_us": 0.0, "child_cpu": 0.0,
+                                       "child_device": 0.0})
+        row["calls"] += 1
+        row["cpu_total_us"] += e.cpu_time_total
+        row["device_total_us"] += e.device_time_total
+        p = enclosing(e)
+        if p is not None:
+            parent = out.setdefault(path(p), {"calls": 0, "cpu_total_us": 0.0, "device_total_us": 0.0,
+                                              "child_cpu": 0.0, "child_device": 0.0})
+            parent["child_cpu"] += e.cpu_time_total
+            parent["child_device"] += e.device_time_total
+    for row in out.values():
+        row["self_cpu_us"] = row["cpu_total_us"] - row.pop("child_cpu")
+        row["self_device_us"] = row["device_total_us"] - row.pop("child_device")
+    return out
+
+
+def test_modules_flag_in_a_real_shell_equals_torchs_module_events(shell):
+    run(shell, MODEL)
+    result, captured = run(shell, "%%torchprof --modules -o mods\nfor _ in range(3):\n    y = net(x)")
+    assert result.error_in_exec is None and result.error_before_exec is None
+    p = shell.user_ns["mods"]
+    assert p.meta.with_modules and p.collected["modules"] and not p.collected["stack"]
+    m = p.modules()
+    expected = torch_module_totals(p.profiler)
+    assert m["module"].tolist() == ["Net_0", "Net_0.Sequential_0", "Net_0.Sequential_0.Block_0",
+                                    "Net_0.Sequential_0.Block_0.Linear_0", "Net_0.Sequential_0.Block_0.ReLU_0",
+                                    "Net_0.Sequential_0.Block_1", "Net_0.Sequential_0.Block_1.Linear_1",
+                                    "Net_0.Sequential_0.Block_1.ReLU_1", "Net_0.Linear_2"]
+    assert set(m["module"]) == set(expected)
+    for _, row in m.iterrows():
+        want = expected[row["module"]]
+        assert row["calls"] == want["calls"] == 3
+        for col in ("cpu_total_us", "self_cpu_us", "device_total_us", "self_device_us"):
+            assert row[col] == pytest.approx(want[col], abs=0.01), (row["module"], col)
+    head = m.set_index("module").loc["Net_0.Linear_2"]
+    assert (head["name"], head["type"], head["parent"], head["depth"]) == ("Linear_2", "Linear", "Net_0", 1)
+    # the report: "modules" among what was collected, and the Modules tab
+    html = reports(captured)[0]["text/html"]
+    assert "collected: CPU, modules" in html and ">Modules</label>" in html
+    assert "Sequential_0" in html
+
+
+def test_without_modules_there_is_no_module_tree_and_no_tab(shell):
+    run(shell, MODEL)
+    result, captured = run(shell, "%%torchprof -o plain\ny = net(x)")
+    p = shell.user_ns["plain"]
+    assert p.modules().empty and list(p.modules().columns) == [
+        "module", "name", "type", "parent", "depth", "calls", "cpu_total_us", "self_cpu_us", "device_total_us",
+        "self_device_us"]
+    html = reports(captured)[0]["text/html"]
+    assert ">Modules</label>" not in html
+
+
+def test_h100_transformer_modules_equal_the_raw_json():
+    """torch 2.11's trace of a 2-layer TransformerEncoder on an H100 (--stack): module times and the
+    kernels launched inside each call, summed by a plain loop over the file."""
+    with gzip.open(trace_path("transformer_infer_stack"), "rt") as f:
+        events = [e for e in json.loads(f.read(), parse_float=Decimal)["traceEvents"] if e.get("ph") == "X"]
+    runtime = {e["args"]["correlation"]: e for e in events if e.get("cat") == "cuda_runtime"}
+    device = [e for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    calls = [e for e in events if e.get("cat") == "python_function" and e["name"].startswith("nn.Module: ")]
+    expected: dict[str, dict] = {}
+    for c in calls:
+        s, end = c["ts"], c["ts"] + c["dur"]
+        outer = [o for o in calls if o is not c and o["tid"] == c["tid"] and o["ts"] <= s and end <= o["ts"] + o["dur"]]
+        name = c["name"][len("nn.Module: "):]
+        path = name if not outer else f"{min(outer, key=lambda o: o['dur'])['name'][len('nn.Module: '):]}.{name}"
+        dev = sum((k["dur"] for k in device if (r := runtime.get(k["args"].get("correlation"))) is not None
+                   and r["tid"] == c["tid"] and s <= r["ts"] < end), Decimal(0))
+        row = expected.setdefault(path, {"calls": 0, "cpu": Decimal(0), "dev": Decimal(0)})
+        row["calls"] += 1
+        row["cpu"] += c["dur"]
+        row["dev"] += dev
+    m = nbprof.load_trace(trace_path("transformer_infer_stack")).modules().set_index("module")
+    assert m.index.tolist() == ["TransformerEncoder_0", "TransformerEncoder_0.TransformerEncoderLayer_0",
+                                "TransformerEncoder_0.TransformerEncoderLayer_1"]
+    for path, want in expected.items():
+        row = m.loc[path]
+        assert row["calls"] == want["calls"] == 2
+        assert row["cpu_total_us"] == pytest.approx(float(want["cpu"]), abs=1e-6)
+        assert row["device_total_us"] == pytest.approx(float(want["dev"]), abs=1e-6)
+    top = m.loc["TransformerEncoder_0"]
+    layers = m.loc[["TransformerEncoder_0.TransformerEncoderLayer_0", "TransformerEncoder_0.TransformerEncoderLayer_1"]]
+    assert top["device_total_us"] > 0
+    assert top["self_device_us"] == pytest.approx(top["device_total_us"] - layers["device_total_us"].sum(), abs=1e-6)
+    assert top["self_cpu_us"] == pytest.approx(top["cpu_total_us"] - layers["cpu_total_us"].sum(), abs=1e-6)
+
+
+def test_modules_survive_the_trace_round_trip(shell, tmp_path):
+    run(shell, MODEL)
+    run(shell, "%%torchprof --modules -q -o mods2\ny = net(x)")
+    p = shell.user_ns["mods2"]
+    back = nbprof.load_trace(p.save(tmp_path / "m.json.gz"))
+    a, b = p.modules(), back.modules()
+    assert a["module"].tolist() == b["module"].tolist() and a["calls"].tolist() == b["calls"].tolist()
+    assert (a["cpu_total_us"] - b["cpu_total_us"]).abs().max() < 0.002
