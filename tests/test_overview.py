@@ -313,3 +313,25 @@ def test_live_steps_with_a_slow_data_loader(tmp_path):
     assert all_row["dataloader_us"] / all_row["duration_us"] > 0.3  # 4 sleeps of 0.5 ms a batch
     (advice,) = overview_advice(all_row, has_device=False)
     assert "num_workers" in advice and "pin_memory" not in advice
+
+
+def test_report_shows_the_breakdown_above_the_tabs_when_steps_exist(tmp_path):
+    events = [op("ProfilerStep#1", 100, 200, 1, tid="123"), op("aten::to", 200, 60, 2, tid="123"),
+              op("ProfilerStep#2", 350, 150, 3, tid="123"), op("aten::mm", 360, 50, 4, tid="123"),
+              memcpy(280, 40, 334, 2), runtime("cudaMemcpyAsync", 250, 5, 334, 2, tid="123"),
+              kernel(NLL, 410, 200, 40348, 4), runtime("cudaLaunchKernel", 400, 5, 40348, 4, tid="123")]
+    p = load_events(tmp_path, events)
+    html = p.report().html(include_library=False)
+    block = html[html.index("Step time breakdown"):html.index('class="nbprof-tabs"')]
+    assert "step 1" in block and "step 2" in block
+    # a bar's parts are the step's categories, with their times in the tooltips
+    assert 'title="step 2: Kernel 200.0 µs (76.9%)"' in block
+    assert "all 2 steps, 480.0 µs: Kernel 41.7% · Memcpy 8.3% · Runtime 2.1% · CPU Exec 20.8% · Other 27.1%" in block
+    # the GPU is busy 18 % of step 1, 77 % of step 2: 50 % of both, not below half, so no advice
+    assert "The GPU is busy" not in block
+    text = p.report().text()
+    assert "step time (2 steps, 480.0 µs): Kernel 41.7% · Memcpy 8.3%" in text
+    # without steps: no breakdown in the report
+    no_steps = load_events(tmp_path, [e for e in events if not e["name"].startswith("ProfilerStep")])
+    assert "Step time breakdown" not in no_steps.report().html(include_library=False)
+    assert "step time (" not in no_steps.report().text()
