@@ -164,3 +164,34 @@ def test_modules_survive_the_trace_round_trip(shell, tmp_path):
     a, b = p.modules(), back.modules()
     assert a["module"].tolist() == b["module"].tolist() and a["calls"].tolist() == b["calls"].tolist()
     assert (a["cpu_total_us"] - b["cpu_total_us"]).abs().max() < 0.002
+
+
+def test_tb_plugin_build_module_hierarchy(tmp_path):
+    """The TensorBoard plugin's test_build_module_hierarchy (its trace, names without torch's
+    instance numbers): two top modules, Conv2 and MyModule (3 calls), MyModule's child Linear."""
+    def py(name, ts, dur, pid_, parent=None, module=None):
+        args = {"Python id": pid_, "Python parent id": parent}
+        if module is not None:
+            args["Python module id"] = module
+        return {"ph": "X", "cat": "python_function", "name": name, "pid": 1908, "tid": 1908, "ts": ts, "dur": dur,
+                "args": args}
+
+    def addmm(ts, dur, caller):
+        return {"ph": "X", "cat": "cpu_op", "name": "aten::addmm", "pid": 1908, "tid": 1908, "ts": ts, "dur": dur,
+                "args": {"External id": 12182, "python_caller_id": caller}}
+
+    events = [py("test_root", 1, 19367, 1)]
+    for i, t in enumerate((2, 1000, 2000)):
+        mine, lin = 2 + 2 * i, 3 + 2 * i
+        events += [py("nn.Module: MyModule", t, 211, mine, 1, 0), py("nn.Module: Linear", t + (3 if i == 0 else 1), 62,
+                                                                      lin, mine, 1),
+                   addmm(t + (8 if i == 0 else 2), (31, 32, 33)[i], lin)]
+    events.append(py("nn.Module: Conv2", 3000, 211, 8, 1, 100))
+    path = tmp_path / "modules.json"
+    path.write_text(json.dumps(events))
+    m = nbprof.load_trace(path).modules()
+    assert m["module"].tolist() == ["MyModule", "MyModule.Linear", "Conv2"]
+    assert m["type"].tolist() == ["MyModule", "Linear", "Conv2"] and m["parent"].tolist() == ["", "MyModule", ""]
+    assert m["calls"].tolist() == [3, 3, 1]
+    assert m["cpu_total_us"].tolist() == [3 * 211, 3 * 62, 211]
+    assert m["self_cpu_us"].tolist() == [3 * (211 - 62), 3 * 62, 211]
