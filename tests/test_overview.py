@@ -335,3 +335,27 @@ def test_report_shows_the_breakdown_above_the_tabs_when_steps_exist(tmp_path):
     no_steps = load_events(tmp_path, [e for e in events if not e["name"].startswith("ProfilerStep")])
     assert "Step time breakdown" not in no_steps.report().html(include_library=False)
     assert "step time (" not in no_steps.report().text()
+
+
+def test_h100_cnn_train_steps_equal_a_sweep_over_the_raw_json(tmp_path):
+    """The recorded H100 CNN training loop with its ``train_step`` ranges named as torch names the
+    steps of a schedule (``ProfilerStep#N``): three steps, each stretched over the kernels it
+    launched, against the sweep over the same file."""
+    with gzip.open(DATA / "cnn_train_cuda.trace.json.gz", "rt") as f:
+        doc = json.load(f)
+    n = 0
+    for e in doc["traceEvents"]:
+        if e.get("cat") == "user_annotation" and e["name"] == "train_step":
+            n += 1
+            e["name"] = f"ProfilerStep#{n}"
+    path = tmp_path / "cnn_steps.json"
+    path.write_text(json.dumps(doc))
+    p = nbprof.load_trace(path)
+    o = p.overview()
+    assert o["step"].tolist() == [1, 2, 3, "all"]
+    check_against_raw_json(path)
+    # the device work a step launched runs past its range: the step ends with it
+    steps = p.steps()
+    ends = (o["start_us"] + o["duration_us"])[:3].to_numpy()
+    assert (ends >= (steps["start_us"] + steps["dur_us"]).to_numpy()).all()
+    assert o["kernel_us"][:3].gt(0).all()
