@@ -162,6 +162,7 @@ def test_modules_survive_the_trace_round_trip(shell, tmp_path):
     p = shell.user_ns["mods2"]
     back = nbprof.load_trace(p.save(tmp_path / "m.json.gz"))
     a, b = p.modules(), back.modules()
+    assert back.meta.with_modules and back.collected["modules"]
     assert a["module"].tolist() == b["module"].tolist() and a["calls"].tolist() == b["calls"].tolist()
     assert (a["cpu_total_us"] - b["cpu_total_us"]).abs().max() < 0.002
 
