@@ -9,7 +9,8 @@ key), and the public accessor hands out a shallow copy, so a user editing a tabl
 what the report shows. Properties vs methods, one rule: a property is what every profile has and
 takes no options (``events``, ``summary``, ``findings``, ``device_stats``, ``stats``); a method
 takes options or answers a question of some profiles only (``key_averages(group_by)``,
-``kernels()``, ``ranges()``, ``steps()``, ``ranks()``, ``allocations()``, ``timeline()``).
+``kernels()``, ``ranges()``, ``steps()``, ``overview()``, ``modules()``, ``ranks()``, ``allocations()``,
+``timeline()``).
 Times are µs (``_us``), or seconds where cProfile counts in seconds (``_s``).
 """
 

@@ -62,15 +62,16 @@ def module_tree(events: pd.DataFrame) -> pd.DataFrame:
                                           (np.int64 if c in ("depth", "calls") else np.float64))
                              for c in MODULE_COLUMNS})
     lane, _ = lanes(events)
+    lane = pd.factorize(lane)[0].astype(np.int64)  # small codes: thread ids can be large, the sweeps offset by them
     start = time_ns(events["start_us"].to_numpy())
     end = start + time_ns(events["dur_us"].to_numpy())
     order = np.lexsort((-(end[rows] - start[rows]), start[rows], lane[rows]))  # nesting order
     rows = rows[order]
-    s, e, t = start[rows], end[rows], np.asarray(lane[rows], dtype=np.int64)
+    s, e, t = start[rows], end[rows], lane[rows]
     parent, _, depth = _nest(s, e, t)
 
     # each call's device work: launched on its thread within the call
-    lp = launch_points(events, np.asarray(lane, dtype=np.int64))
+    lp = launch_points(events, lane)
     device_ns, _ = sum_in_intervals(lp["process"].to_numpy(), lp["launch_ns"].to_numpy(), lp["dur_ns"].to_numpy(),
                                     t, s, e)
     cpu_ns = (e - s).astype(np.float64)
