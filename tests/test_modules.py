@@ -84,7 +84,7 @@ def torch_module_totals(prof) -> dict[str, dict]:
     return out
 
 
-def test_modules_flag_in_a_real_shell_equals_torchs_module_events(shell):
+def test_modules_flag_in_a_real_shell_equals_torchs_module_events(shell, tmp_path):
     run(shell, MODEL)
     result, captured = run(shell, "%%torchprof --modules -o mods\nfor _ in range(3):\n    y = net(x)")
     assert result.error_in_exec is None and result.error_before_exec is None
@@ -92,6 +92,9 @@ def test_modules_flag_in_a_real_shell_equals_torchs_module_events(shell):
     assert p.meta.with_modules and p.collected["modules"] and not p.collected["stack"]
     m = p.modules()
     expected = torch_module_totals(p.profiler)
+    if not expected:  # torch 2.4's events() leaves the Python tracer's events out: torch's own trace file has them
+        p.profiler.export_chrome_trace(str(tmp_path / "torch.json"))
+        expected = raw_module_totals(tmp_path / "torch.json")
     assert m["module"].tolist() == ["Net_0", "Net_0.Sequential_0", "Net_0.Sequential_0.Block_0",
                                     "Net_0.Sequential_0.Block_0.Linear_0", "Net_0.Sequential_0.Block_0.ReLU_0",
                                     "Net_0.Sequential_0.Block_1", "Net_0.Sequential_0.Block_1.Linear_1",
@@ -121,39 +124,59 @@ def test_without_modules_there_is_no_module_tree_and_no_tab(shell):
     assert ">Modules</label>" not in html
 
 
-def test_h100_transformer_modules_equal_the_raw_json():
-    """torch 2.11's trace of a 2-layer TransformerEncoder on an H100 (--stack): module times and the
-    kernels launched inside each call, summed by a plain loop over the file."""
-    with gzip.open(trace_path("transformer_infer_stack"), "rt") as f:
-        events = [e for e in json.loads(f.read(), parse_float=Decimal)["traceEvents"] if e.get("ph") == "X"]
-    runtime = {e["args"]["correlation"]: e for e in events if e.get("cat") == "cuda_runtime"}
+def raw_module_totals(path) -> dict[str, dict]:
+    """Per module path, from a trace file with plain loops: a call's path is the names of the
+    module calls around it on its thread (outermost first); its device time the work whose
+    launching runtime call (same correlation id) ran on that thread within the call."""
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rb") as f:  # torch 2.4 can write a stray byte in a Python frame's name
+        doc = json.loads(f.read().decode("utf-8", "replace"), parse_float=Decimal)
+    events = [e for e in doc["traceEvents"] if e.get("ph") == "X"]
+    runtime = {e["args"]["correlation"]: e for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver")}
     device = [e for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
     calls = [e for e in events if e.get("cat") == "python_function" and e["name"].startswith("nn.Module: ")]
-    expected: dict[str, dict] = {}
+
+    def around(c):
+        return sorted((o for o in calls if o is not c and o["tid"] == c["tid"] and o["ts"] <= c["ts"]
+                       and c["ts"] + c["dur"] <= o["ts"] + o["dur"]), key=lambda o: (o["ts"], -o["dur"]))
+
+    out: dict[str, dict] = {}
     for c in calls:
+        chain = around(c)
+        path = ".".join([o["name"][len("nn.Module: "):] for o in chain] + [c["name"][len("nn.Module: "):]])
         s, end = c["ts"], c["ts"] + c["dur"]
-        outer = [o for o in calls if o is not c and o["tid"] == c["tid"] and o["ts"] <= s and end <= o["ts"] + o["dur"]]
-        name = c["name"][len("nn.Module: "):]
-        path = name if not outer else f"{min(outer, key=lambda o: o['dur'])['name'][len('nn.Module: '):]}.{name}"
         dev = sum((k["dur"] for k in device if (r := runtime.get(k["args"].get("correlation"))) is not None
                    and r["tid"] == c["tid"] and s <= r["ts"] < end), Decimal(0))
-        row = expected.setdefault(path, {"calls": 0, "cpu": Decimal(0), "dev": Decimal(0)})
+        children = [o for o in calls if (a := around(o)) and a[-1] is c]
+        child_dev = Decimal(0)
+        for o in children:
+            child_dev += sum((k["dur"] for k in device if (r := runtime.get(k["args"].get("correlation"))) is not None
+                              and r["tid"] == o["tid"] and o["ts"] <= r["ts"] < o["ts"] + o["dur"]), Decimal(0))
+        row = out.setdefault(path, {"calls": 0, "cpu_total_us": Decimal(0), "self_cpu_us": Decimal(0),
+                                    "device_total_us": Decimal(0), "self_device_us": Decimal(0)})
         row["calls"] += 1
-        row["cpu"] += c["dur"]
-        row["dev"] += dev
+        row["cpu_total_us"] += c["dur"]
+        row["self_cpu_us"] += c["dur"] - sum((o["dur"] for o in children), Decimal(0))
+        row["device_total_us"] += dev
+        row["self_device_us"] += dev - child_dev
+    return {k: {c: float(v) if c != "calls" else v for c, v in row.items()} for k, row in out.items()}
+
+
+def test_h100_transformer_modules_equal_the_raw_json():
+    """torch 2.11's trace of a 2-layer TransformerEncoder on an H100 (--stack): module times and the
+    kernels launched inside each call, summed by plain loops over the file."""
+    expected = raw_module_totals(trace_path("transformer_infer_stack"))
     m = nbprof.load_trace(trace_path("transformer_infer_stack")).modules().set_index("module")
     assert m.index.tolist() == ["TransformerEncoder_0", "TransformerEncoder_0.TransformerEncoderLayer_0",
                                 "TransformerEncoder_0.TransformerEncoderLayer_1"]
+    assert set(expected) == set(m.index)
     for path, want in expected.items():
         row = m.loc[path]
         assert row["calls"] == want["calls"] == 2
-        assert row["cpu_total_us"] == pytest.approx(float(want["cpu"]), abs=1e-6)
-        assert row["device_total_us"] == pytest.approx(float(want["dev"]), abs=1e-6)
+        for col in ("cpu_total_us", "self_cpu_us", "device_total_us", "self_device_us"):
+            assert row[col] == pytest.approx(want[col], abs=1e-6), (path, col)
     top = m.loc["TransformerEncoder_0"]
-    layers = m.loc[["TransformerEncoder_0.TransformerEncoderLayer_0", "TransformerEncoder_0.TransformerEncoderLayer_1"]]
-    assert top["device_total_us"] > 0
-    assert top["self_device_us"] == pytest.approx(top["device_total_us"] - layers["device_total_us"].sum(), abs=1e-6)
-    assert top["self_cpu_us"] == pytest.approx(top["cpu_total_us"] - layers["cpu_total_us"].sum(), abs=1e-6)
+    assert top["device_total_us"] > 0 and top["self_device_us"] == 0  # its kernels run in its layers
 
 
 def test_modules_survive_the_trace_round_trip(shell, tmp_path):
