@@ -15,7 +15,9 @@ waiting on nothing the profiler saw). So the seven columns add up to ``duration_
 integer nanoseconds), and a kernel that overlaps a launch counts once, as kernel time. This is
 the plugin's rule (its ``OverallParser`` over the ``ProfileRole`` ranges); its unit tests'
 numbers are tests/test_overview.py's oracle. The plugin's ``Communication`` role (NCCL kernels)
-is ``kernel_us`` here: the collectives of a cluster are issue 14's view.
+is ``kernel_us`` here: the collectives of a cluster are issue 14's view. With Python frames
+recorded (``--stack``, ``--modules``) the Python code between ops is ``cpu_exec`` too, as the plugin
+counts ``python_function`` events, so ``other`` shrinks to what no frame covers.
 
 **The step's span** is the plugin's too, because the device work a step launched belongs to it:
 a step runs from its ``ProfilerStep#N`` range's start (or the end of the previous step, if
