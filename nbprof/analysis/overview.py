@@ -42,7 +42,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from ..events import KIND_CODE, category_map, time_ns
+from ..events import DEVICE_WORK_CODES, KIND_CODE, category_map, kind_mask, time_ns
 from ..format import fmt_share, fmt_us
 from ._intervals import launch_points, measure_each, union_segments
 from .steps import _Steps
@@ -140,8 +140,7 @@ def _stretch_over_device(events: pd.DataFrame, group: np.ndarray, start: np.ndar
     np.maximum.at(dev_end, i[matched], end[work][matched])
     has_dev = dev_end > np.iinfo(np.int64).min
     out_s, out_e = w_start.copy(), w_end.copy()
-    all_work = np.flatnonzero(np.isin(events["kind"].cat.codes.to_numpy(),
-                                      [KIND_CODE["kernel"], KIND_CODE["memcpy"], KIND_CODE["memset"]]))
+    all_work = np.flatnonzero(kind_mask(events["kind"].cat.codes.to_numpy(), DEVICE_WORK_CODES))
     matched_rows = np.zeros(len(events), dtype=bool)
     matched_rows[work[matched]] = True
     for g in np.unique(w_group):
