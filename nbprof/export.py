@@ -154,6 +154,7 @@ def _document(profile: Any) -> dict[str, Any]:
         "profile_memory": int(meta.profile_memory),
         "with_stack": int(meta.with_stack),
         "with_flops": int(meta.with_flops),
+        "with_modules": int(meta.with_modules),
         "baseTimeNanoseconds": meta.base_time_ns,
         "displayTimeUnit": "ms",
         "traceName": os.path.basename(meta.trace_name or "nbprof"),

@@ -89,6 +89,8 @@ TORCH_FLAGS: tuple[Flag, ...] = (
          help="Record Python stacks (for --group-by stack)."),
     Flag(("--no-stack",), dest="stack", action="store_false", help="Do not record Python stacks."),
     Flag(("--flops",), action="store_true", default=None, help="Estimate FLOPs of matmuls and convolutions."),
+    Flag(("--modules",), action="store_true", default=None,
+         help="Record nn.Module calls (torch's with_modules and its Python tracer): p.modules() and the Modules tab."),
     Flag(("--sort",), metavar="KEY",
          help="Sort tables by this column (self_cpu_us, cpu_total_us, self_device_us, device_total_us, "
               "cpu_mem_bytes, count, ...; torch's names such as self_cuda_time_total work too)."),
@@ -142,7 +144,9 @@ def unrecognized(words: list[str], flags: tuple[Flag, ...]) -> str:
     names = flag_names(flags)
     out = []
     for word in words:
-        near = difflib.get_close_matches(word.split("=", 1)[0], names, n=1, cutoff=0.6) if word.startswith("-") else []
+        # 0.7: a transposed or dropped letter scores 0.83 and up ("--srot", "--stak"); a word that
+        # shares little more than the dashes with a flag is no typo of it ("--bogus" and "--modules": 0.625)
+        near = difflib.get_close_matches(word.split("=", 1)[0], names, n=1, cutoff=0.7) if word.startswith("-") else []
         out.append(f"{word} (did you mean {near[0]}?)" if near else word)
     return "unrecognized arguments: " + " ".join(out)
 
@@ -209,6 +213,7 @@ def torch_options(args: argparse.Namespace) -> TorchOptions:
         shapes=bool(args.shapes),
         stack=bool(args.stack),
         flops=bool(args.flops),
+        modules=bool(args.modules),
         sort=settings.resolve_torch_sort(args.sort) if args.sort else None,
         limit=check_limit(args.limit),
         group_by=args.group_by,

@@ -9,7 +9,8 @@ key), and the public accessor hands out a shallow copy, so a user editing a tabl
 what the report shows. Properties vs methods, one rule: a property is what every profile has and
 takes no options (``events``, ``summary``, ``findings``, ``device_stats``, ``stats``); a method
 takes options or answers a question of some profiles only (``key_averages(group_by)``,
-``kernels()``, ``ranges()``, ``steps()``, ``ranks()``, ``allocations()``, ``timeline()``).
+``kernels()``, ``ranges()``, ``steps()``, ``overview()``, ``modules()``, ``ranks()``, ``allocations()``,
+``timeline()``).
 Times are µs (``_us``), or seconds where cProfile counts in seconds (``_s``).
 """
 
@@ -94,6 +95,7 @@ class TorchProfile:
             "shapes": m.record_shapes,
             "stack": m.with_stack,
             "flops": m.with_flops,
+            "modules": m.with_modules,
         }
 
     # -- exports --------------------------------------------------------------------------------
@@ -251,6 +253,29 @@ class TorchProfile:
         from .analysis.steps import steps
 
         return steps(self._events, self.meta)
+
+    def overview(self) -> pd.DataFrame:
+        """Where each step's time went (the TensorBoard plugin's overview): one row per step and a
+        row ``step == "all"``; ``kernel_us, memcpy_us, memset_us, runtime_us, dataloader_us,
+        cpu_exec_us, other_us`` add up to ``duration_us`` (``nbprof.analysis.overview``)."""
+        return self._overview.copy(deep=False)
+
+    @functools.cached_property
+    def _overview(self) -> pd.DataFrame:
+        from .analysis.overview import overview
+
+        return overview(self._events)
+
+    def modules(self) -> pd.DataFrame:
+        """The ``nn.Module`` hierarchy (``--modules``): one row per module path, in tree order, with
+        its calls, CPU and device time, total and self (``nbprof.analysis.modules``)."""
+        return self._modules.copy(deep=False)
+
+    @functools.cached_property
+    def _modules(self) -> pd.DataFrame:
+        from .analysis.modules import module_tree
+
+        return module_tree(self._events)
 
     def step_breakdown(self, by: str = "op", metric: str | None = None) -> pd.DataFrame:
         """The steps side by side: one row per op (``by="op"``), label (``"range"``) or kernel

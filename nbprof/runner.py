@@ -194,6 +194,7 @@ class TorchRun(Run):
             profile_memory=opts.memory,
             with_stack=opts.stack,
             with_flops=opts.flops,
+            with_modules=opts.modules,
             code_names=_code_names(self.shell, _frame_files(data.events)) if opts.stack else {},
         )
         return TorchProfile.from_trace(data, profiler=self.collector.profiler, **meta)

@@ -121,6 +121,7 @@ class TorchOptions:
     shapes: bool = False
     stack: bool = False
     flops: bool = False
+    modules: bool = False  # nn.Module calls: with_modules, and the Python tracer that records them
     sort: str | None = None  # a key_averages column; None: device time if any, else CPU time
     limit: int = DEFAULT_LIMIT
     group_by: str = "op"

@@ -4,7 +4,8 @@
 # a machine without a GPU too), besides the pinned CPU wheel of .venv. Each version gets a venv
 # with torch and nbprof's dependencies; nbprof itself is this checkout (PYTHONPATH). In it run
 # tests/test_live_torch.py (tables against torch's own key_averages), tests/test_torch_versions.py
-# (the magic end to end in a fresh process) and tests/test_native_output.py.
+# (the magic end to end in a fresh process), tests/test_native_output.py and tests/test_modules.py
+# (--modules: which torch records nn.Module calls how).
 #
 #   scripts/test-torch-versions.sh                 the matrix: 2.4.1 and 2.15.0
 #   NBPROF_TORCH_VERSIONS="2.6.0 2.14.1" scripts/test-torch-versions.sh    any others
@@ -55,7 +56,8 @@ for version in $VERSIONS; do
   ready=$SECONDS
   echo "nbprof: torch $("$venv/bin/python" -c 'import torch; print(torch.__version__)') ready in $((ready - start)) s"
   PYTHONPATH="$ROOT" "$venv/bin/python" -m pytest -p no:cacheprovider \
-    tests/test_live_torch.py tests/test_torch_versions.py tests/test_native_output.py "$@" || status=1
+    tests/test_live_torch.py tests/test_torch_versions.py tests/test_native_output.py tests/test_modules.py "$@" \
+    || status=1
   echo "nbprof: torch $version tested in $((SECONDS - ready)) s"
   exec 9>&-
 done

@@ -99,6 +99,8 @@ RESULT_MEMBERS = {
                       "report", "stats", "to_html", "total_s"],
     "Comparison": ["html", "kind", "metric", "table", "text"],
 }
+# issue 16: the step-time breakdown and the module tree
+RESULT_MEMBERS["TorchProfile"] = sorted(RESULT_MEMBERS["TorchProfile"] + ["modules", "overview"])
 
 
 def test_result_objects_members():

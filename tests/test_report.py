@@ -270,8 +270,8 @@ def nine_tab_profile(folder):
     return nbprof.load_trace(folder)
 
 
-ALL_TORCH_TABS = ["Operators", "By input shape", "By stack", "Memory", "Kernels", "Ranges", "Steps", "Ranks",
-                  "Timeline"]
+ALL_TORCH_TABS = ["Operators", "By input shape", "By stack", "Memory", "Kernels", "Modules", "Ranges", "Steps",
+                  "Ranks", "Timeline"]
 
 
 def _css_shown_panels(html: str) -> set[int]:
@@ -284,7 +284,7 @@ def test_a_report_with_every_tab_shows_each_panel_when_its_tab_is_checked(tmp_pa
     html = nine_tab_profile(tmp_path).report().html(include_library=False)
     assert _tab_labels(html) == ALL_TORCH_TABS
     panels = {int(i) for i in re.findall(r'class="nbprof-panel nbprof-panel-(\d+)"', html)}
-    assert panels == set(range(9))
+    assert panels == set(range(len(ALL_TORCH_TABS)))
     assert _css_shown_panels(html) == panels
     timeline = html[html.index("<b>Timeline</b>"):]
     assert "<svg" in timeline  # the Timeline panel has its overview

@@ -13,9 +13,11 @@ negative self times for unfinished ops (``docs/differences.md``).
 The plugin's step breakdown (Total, CpuOp, Other, ...) gives each instant of a step to one role and
 stretches a step over the device work it launched; nbprof's steps() are torch's step ranges and
 the device work launched in them: the tests assert where the two meet and say where they do not.
+``p.overview()`` is the plugin's breakdown itself: its steps_costs are asserted in
+tests/test_overview.py, test_build_module_hierarchy in tests/test_modules.py.
 
-test_tensor_core is in tests/test_tensor_cores.py. Not ported, nbprof has no such view: test_build_module_hierarchy
-(issue 16); test_distributed_nccl, test_distributed_gloo_gpu, test_distributed_gloo_cpu,
+test_tensor_core is in tests/test_tensor_cores.py. Not ported, nbprof has no such view yet:
+test_distributed_nccl, test_distributed_gloo_gpu, test_distributed_gloo_cpu,
 test_distributed_nccl_user_annotation_has_communication (issue 14)."""
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from ..events import DEVICE_WORK_CODES, KIND_CODE, kind_mask, time_ns
 __all__ = [
     "union_segments",
     "measure_within",
+    "measure_each",
     "gaps",
     "launch_points",
     "assign_points",
@@ -73,8 +74,23 @@ def measure_within(
     """Per group: the length of (segments ∩ windows). Segments and windows must each be disjoint
     within a group (``union_segments`` output)."""
     out = np.zeros(n_groups, dtype=np.float64)
+    inside = measure_each(seg_group, seg_start, seg_end, win_group, win_start, win_end)
+    np.add.at(out, np.asarray(win_group, dtype=np.int64), inside)
+    return out
+
+
+def measure_each(
+    seg_group: np.ndarray,
+    seg_start: np.ndarray,
+    seg_end: np.ndarray,
+    win_group: np.ndarray,
+    win_start: np.ndarray,
+    win_end: np.ndarray,
+) -> np.ndarray:
+    """Per window: the length of (segments of its group ∩ the window). Segments must be disjoint
+    within a group (``union_segments`` output); windows may overlap."""
     if len(seg_start) == 0 or len(win_start) == 0:
-        return out
+        return np.zeros(len(win_start), dtype=np.float64)
     base, stride = _stride(np.r_[seg_start, win_start], np.r_[seg_end, win_end])
     s = seg_group * stride + (seg_start - base)
     e = seg_group * stride + (seg_end - base)
@@ -91,9 +107,7 @@ def measure_within(
 
     ws = win_group * stride + (win_start - base)
     we = win_group * stride + (win_end - base)
-    inside = covered(we) - covered(ws)
-    np.add.at(out, win_group, inside)
-    return out
+    return (covered(we) - covered(ws)).astype(np.float64)
 
 
 def gaps(seg_group: np.ndarray, seg_start: np.ndarray, seg_end: np.ndarray) -> pd.DataFrame:

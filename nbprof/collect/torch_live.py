@@ -117,8 +117,11 @@ class TorchSession(Collector):
             activities=activities,
             record_shapes=self.options.shapes,
             profile_memory=self.options.memory,
-            with_stack=self.options.stack,
+            # torch 2.13 records an eager model's nn.Module calls only with its Python tracer on
+            # (with_modules alone records none: its hierarchy is TorchScript's), so --modules turns it on
+            with_stack=self.options.stack or self.options.modules,
             with_flops=self.options.flops,
+            with_modules=self.options.modules,
         )
         if self.options.schedule is not None:
             from torch.profiler import schedule

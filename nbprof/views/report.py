@@ -5,6 +5,7 @@ nbconvert and nbviewer (a widget would not: a saved widget output reopened witho
 shows "Error displaying widget: model not found" in JupyterLab, measured). Inside:
 
 - a summary line, notes (a failed cell, collection warnings), what was collected, findings;
+- with steps, the step-time breakdown (``views.overview``): a stacked bar per step, the advice;
 - tabs (plain HTML/CSS, no script), one module each in ``views.tabs``, listed there in order;
   a tab whose data was not collected says which flag collects it;
 - tables that sort by clicking a header, filter by search and page (itables/DataTables, offline),
@@ -27,6 +28,7 @@ from ..format import esc, fmt_bytes, fmt_count, fmt_s, fmt_share, fmt_us
 from ..settings import DEFAULT_LIMIT, resolve_python_sort, resolve_torch_sort
 from .datatable import library_html
 from .figure import DRAWING_CSS, in_colab
+from .overview import overview_html, overview_text
 from .table import pstats_ncalls, render_text, sorted_rows
 from .tabs import PYTHON_TABS, TORCH_TABS, Tab
 from .tabs.base import empty
@@ -216,7 +218,8 @@ class TorchReport:
     def collected_line(self) -> str:
         c = self.profile.collected
         names = ["CPU"] + [label for key, label in (("cuda", "CUDA"), ("memory", "memory"), ("shapes", "shapes"),
-                                                    ("stack", "stacks"), ("flops", "FLOPs")) if c[key]]
+                                                    ("stack", "stacks"), ("flops", "FLOPs"),
+                                                    ("modules", "modules")) if c[key]]
         return "collected: " + ", ".join(names)
 
     @property
@@ -242,6 +245,7 @@ class TorchReport:
             if top:
                 lines.append(top)
             lines.append(self.collected_line())
+            lines += overview_text(self.profile)
             p = self.profile
             averages = p.key_averages(self.group_by)
             rows = with_shares(sorted_rows(averages, self.sort, self.limit), p.summary)
@@ -259,6 +263,8 @@ class TorchReport:
         lines = [f'<div class="nbprof-summary"><b>torch profile</b> · {head}</div>',
                  f'<div class="nbprof-sub">{esc(" · ".join(sub))}</div>', _notes_html(self.notes)]
         lines += [f'<div class="nbprof-finding">• {esc(f)}</div>' for f in self._findings()]
+        if not self.empty_message:
+            lines.append(overview_html(self.profile))  # the step-time breakdown, above the tabs
         return _report_html(self, TORCH_TABS, lines, include_library, panels, self.group_by)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:

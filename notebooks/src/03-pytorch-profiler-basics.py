@@ -138,6 +138,81 @@ addmm.assign(us_per_sample=addmm["cpu_avg_us"] / addmm["batch"]).sort_values(["b
 sorted(addmm["input_shapes"])
 
 # %% [markdown]
+# ## Modules: `--modules`
+#
+# Operator names say what ran; a model is a tree of `nn.Module`s. `--modules` records each module
+# call, and `result.modules()` (and the report's **Modules** tab) adds the time up per module, as a
+# tree: torch names each module instance `<Type>_<n>` (the n-th `Linear` called), and a row's
+# `module` is its path from the outermost module. *Self* time is the module's own, its child
+# modules' calls left out.
+
+# %%
+%%torchprof --modules -o mods
+with torch.no_grad():
+    for _ in range(3):
+        model(torch.randn(64, 256))
+
+# %%
+# NBVAL_CHECK_OUTPUT
+mods.modules()[["module", "type", "depth", "calls"]]
+
+# %%
+mods.modules()[["module", "cpu_total_us", "self_cpu_us"]]
+
+# %% [markdown]
+# ## Where a training step's time goes
+#
+# In a training loop, record a few steps with `--schedule` (skip, warm up, record; call
+# `nbprof.step()` at the end of each step) and the report opens with a **step-time breakdown**: a
+# bar per step, each instant counted once in the order kernel, memcpy, memset, CUDA runtime,
+# DataLoader, CPU operators, other. Here the DataLoader reads a dataset that takes two milliseconds
+# per sample (as a slow disk or decoding would), with no worker processes:
+
+# %%
+import time
+
+import nbprof
+
+
+class SlowDataset(torch.utils.data.Dataset):
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, i):
+        time.sleep(0.002)  # reading and decoding one sample
+        return torch.randn(256), torch.randint(0, 10, ()).item()
+
+
+loader = torch.utils.data.DataLoader(SlowDataset(), batch_size=8)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+
+# %%
+%%torchprof --schedule 1,1,3 -o train
+for xb, yb in loader:
+    loss = torch.nn.functional.cross_entropy(model(xb), yb)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    nbprof.step()
+
+# %% [markdown]
+# `result.overview()` is the same breakdown as a table, one row per step and an `"all"` row. Most
+# of each step is `dataloader_us` (16 ms a batch; the model's step takes a fraction of that on an
+# idle CPU), and the advice under the bars says to load in worker processes (`num_workers=`).
+
+# %%
+ov = train.overview()
+ov[["step", "duration_us", "dataloader_us", "cpu_exec_us", "other_us"]]
+
+# %% [markdown]
+# Which steps were recorded is fixed by the schedule, and the parts always add up to the step:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+parts = ["kernel_us", "memcpy_us", "memset_us", "runtime_us", "dataloader_us", "cpu_exec_us", "other_us"]
+print(list(ov["step"]), ((ov[parts].sum(axis=1) - ov["duration_us"]).abs() < 1e-6).all())
+
+# %% [markdown]
 # ## Exercises
 #
 # ### Exercise 1: the most expensive shape
@@ -254,3 +329,5 @@ nbprof.compare(before, after)
 # - `--shapes --group-by shape` separates calls by input size: the same operator, very different costs.
 # - Copies (`aten::copy_`, `aten::clone`, `aten::contiguous`, `aten::to`) are often pure overhead;
 #   per-item loops over a tensor multiply every fixed cost by the number of items.
+# - `--modules` adds the time up per `nn.Module`; with steps, the report's breakdown says whether a
+#   step waits for data, the CPU or the GPU.

@@ -12,6 +12,7 @@ from .flame import FLAME
 from .functions import FUNCTIONS
 from .kernels import KERNELS
 from .memory import MEMORY
+from .modules import MODULES
 from .operators import BY_SHAPE, BY_STACK, OPERATORS
 from .ranges import RANGES
 from .ranks import RANKS
@@ -20,5 +21,5 @@ from .timeline import TIMELINE
 
 __all__ = ["Tab", "TORCH_TABS", "PYTHON_TABS"]
 
-TORCH_TABS: list[Tab] = [OPERATORS, BY_SHAPE, BY_STACK, MEMORY, KERNELS, RANGES, STEPS, RANKS, TIMELINE]
+TORCH_TABS: list[Tab] = [OPERATORS, BY_SHAPE, BY_STACK, MEMORY, KERNELS, MODULES, RANGES, STEPS, RANKS, TIMELINE]
 PYTHON_TABS: list[Tab] = [FUNCTIONS, CALLGRAPH, FLAME]
