@@ -1,0 +1,216 @@
+"""HTA's distributed analyses (temporal breakdown, comm-compute overlap, idle split, collectives,
+kernel launches, queue length), checked against answers computed here from the raw JSON of the
+traces with plain loops (never nbprof's code): the recorded H100 traces, HTA's NCCL sample
+(tests/data/wild/nccl_data.json.gz) and hand-made two-rank folders with sub-µs kernels,
+stream-wait events and work in the last profiler step (what HTA gets wrong)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections import defaultdict
+from decimal import Decimal
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import nbprof
+from nbprof.analysis.breakdown import KERNEL_WAIT_MAX_NS
+
+from .conftest import DATA, trace_path
+from .synthetic import PID, TID, Trace
+
+H100 = ["cnn_train_cuda", "transformer_infer_stack", "cnn_cuda_toggled", "two_streams"]
+NCCL = DATA / "wild" / "nccl_data.json.gz"
+WORK_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
+
+
+# ---------------------------------------------------------------- oracles from the raw JSON
+
+
+def load_doc(path: Path) -> dict:
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rt") as f:
+        return json.load(f)
+
+
+def ns(value: float) -> int:
+    """A JSON µs number -> exact ns (the text has at most three decimals)."""
+    return int(Decimal(repr(value)) * 1000)
+
+
+def union(intervals: list[tuple[int, int]]) -> list[list[int]]:
+    merged: list[list[int]] = []
+    for s, e in sorted(intervals):
+        if merged and s <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], e)
+        else:
+            merged.append([s, e])
+    return merged
+
+
+def length(segments: list[list[int]]) -> int:
+    return sum(e - s for s, e in segments)
+
+
+def intersection(a: list[list[int]], b: list[list[int]]) -> int:
+    total = 0
+    for s1, e1 in a:
+        for s2, e2 in b:
+            total += max(0, min(e1, e2) - max(s1, s2))
+    return total
+
+
+def category(e: dict) -> str:
+    if e["cat"] != "kernel":
+        return "memory"
+    return "comm" if e["name"].lower().startswith("nccl") else "compute"  # HTA's rule
+
+
+def breakdown_oracle(doc: dict) -> dict[str, float]:
+    """HTA's temporal breakdown, overlap and idle split of one rank, exact, device by device."""
+    events = [e for e in doc["traceEvents"] if e.get("ph") == "X"]
+    launch = {e["args"]["correlation"]: ns(e["ts"]) for e in events
+              if e.get("cat") == "cuda_runtime" and e.get("args", {}).get("correlation")}
+    by_device: dict[int, list[dict]] = defaultdict(list)
+    for e in events:
+        if e.get("cat") in WORK_CATS:
+            by_device[e["args"]["device"]].append(e)
+    out: dict[str, float] = defaultdict(float)
+    for work in by_device.values():
+        iv = {c: union([(ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])) for e in work if category(e) == c])
+              for c in ("compute", "comm", "memory")}
+        busy = union([(ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])) for e in work])
+        cc = union([(ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])) for e in work if category(e) != "memory"])
+        window = busy[-1][1] - busy[0][0]
+        overlap = intersection(iv["comm"], iv["compute"])
+        out["breakdown_window_us"] += window
+        out["breakdown_compute_us"] += length(iv["compute"])
+        out["breakdown_comm_us"] += length(iv["comm"])
+        out["breakdown_memcpy_us"] += length(iv["memory"])
+        out["breakdown_idle_us"] += window - length(busy)
+        out["breakdown_exposed_comm_us"] += length(iv["comm"]) - overlap
+        out["breakdown_exposed_memcpy_us"] += length(busy) - length(cc)
+        out["overlap"] += overlap
+        for (_, gap_start), (gap_end, _) in zip(busy, busy[1:]):
+            starting = [e for e in work if ns(e["ts"]) == gap_end]
+            launches = [launch.get(e["args"].get("correlation"), -(2**62)) for e in starting]
+            if min(launches) > gap_start:
+                out["idle_host_wait_us"] += gap_end - gap_start
+            elif gap_end - gap_start < KERNEL_WAIT_MAX_NS:
+                out["idle_kernel_wait_us"] += gap_end - gap_start
+            else:
+                out["idle_other_us"] += gap_end - gap_start
+    result = {k: v / 1000 for k, v in out.items() if k != "overlap"}
+    comm = out["breakdown_comm_us"]
+    result["overlap_pct"] = 100 * out["overlap"] / comm if comm else float("nan")
+    for k in ("idle_host_wait_us", "idle_kernel_wait_us", "idle_other_us"):
+        result.setdefault(k, 0.0)
+    return result
+
+
+def check_row(row, expected: dict[str, float]) -> None:
+    for column, value in expected.items():
+        if np.isnan(value):
+            assert np.isnan(row[column]), column
+        else:
+            assert row[column] == pytest.approx(value, abs=1e-6), column
+
+
+# ---------------------------------------------------------------- hand-made ranks
+
+
+def cluster_rank(rank: int, slow: float = 1.0) -> Trace:
+    """Three profiler steps: a compute kernel, an NCCL all-reduce on its own stream that starts
+    under the compute kernel and outlasts it, a sub-µs kernel 0.9 µs after both, a stream-wait event on the NCCL stream
+    covering a gap, and the last step's kernels (HTA drops that step)."""
+    t = Trace(rank=rank)
+    for i in range(3):
+        s0 = i * 1000.0
+        t.annotation(f"ProfilerStep#{i}", s0, 999.0)
+        ext = t.op("aten::mm", s0 + 10, 30)
+        t.launch("gemm_kernel", ext, s0 + 12, 5, s0 + 20, 300.0 * slow)
+        ext = t.op("aten::add", s0 + 41, 3)
+        t.launch("elementwise_kernel", ext, s0 + 42, 1.5, s0 + max(20 + 300.0 * slow, 400.25) + 0.9, 0.357)
+        ext = t.op("nccl:all_reduce", s0 + 50, 20, cat="user_annotation")
+        t.launch("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", ext,
+                 s0 + 52, 4, s0 + 250, 150.25, stream=20)
+        t.events[-1]["args"].update({"Collective name": "allreduce", "In msg nelems": 1000 * (rank + 1),
+                                     "dtype": "Float", "Process Group Name": "0",
+                                     "Process Group Ranks": "[0, 1]"})
+        # the NCCL stream waits for an event: a sync row on the stream, not work
+        t.events.append({"ph": "X", "cat": "cuda_sync", "name": "Stream Wait Event", "pid": 0, "tid": 20,
+                         "ts": s0 + 420.5, "dur": 300.0, "args": {"device": 0, "stream": 20, "correlation": 0}})
+        ext = t.op("aten::copy_", s0 + 600, 20)
+        t.launch("Memcpy DtoH (Device -> Pageable)", ext, s0 + 601, 3, s0 + 700.125, 2.5,
+                 runtime="cudaMemcpyAsync", cat="gpu_memcpy", nbytes=4096)
+    return t
+
+
+def write_folder(tmp_path: Path, traces: list[Trace]) -> Path:
+    for t in traces:
+        t.write(tmp_path / f"host_{t.rank}.pt.trace.json")
+    return tmp_path
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    folder = write_folder(tmp_path, [cluster_rank(0), cluster_rank(1, slow=1.5)])
+    docs = {r: load_doc(folder / f"host_{r}.pt.trace.json") for r in (0, 1)}
+    return nbprof.load_trace(folder), docs
+
+
+# ---------------------------------------------------------------- the temporal breakdown
+
+
+@pytest.mark.parametrize("name", H100)
+def test_breakdown_of_h100_traces_matches_the_raw_json(name):
+    p = nbprof.load_trace(trace_path(name))
+    row = p.ranks().table.iloc[0]
+    check_row(row, breakdown_oracle(load_doc(trace_path(name))))
+    # the exclusive parts fill the window exactly
+    parts = row[["breakdown_compute_us", "breakdown_exposed_comm_us", "breakdown_exposed_memcpy_us",
+                 "breakdown_idle_us"]].sum()
+    assert parts == pytest.approx(row["breakdown_window_us"], abs=1e-6)
+    assert row["idle_host_wait_us"] + row["idle_kernel_wait_us"] + row["idle_other_us"] == pytest.approx(
+        row["breakdown_idle_us"], abs=1e-6)
+
+
+def test_breakdown_per_rank_matches_the_raw_json(cluster):
+    p, docs = cluster
+    table = p.ranks().table.set_index("rank")
+    for r, doc in docs.items():
+        check_row(table.loc[r], breakdown_oracle(doc))
+
+
+def test_breakdown_is_exact_keeps_the_last_step_and_skips_stream_waits(cluster):
+    p, docs = cluster
+    assert (p.events["kind"] == "sync").sum() == 6  # the stream waits were read, as waits
+    row = p.ranks().table.set_index("rank").loc[0]
+    # by hand, per step: gemm 20-320, NCCL 250-400.25, a 0.357 µs kernel 0.9 µs after it, a copy of
+    # 2.5 µs at 700.125; three steps, the last one included
+    assert row["breakdown_compute_us"] == pytest.approx(3 * (300 + 0.357), abs=1e-9)
+    assert row["breakdown_comm_us"] == pytest.approx(3 * 150.25, abs=1e-9)
+    assert row["breakdown_memcpy_us"] == pytest.approx(3 * 2.5, abs=1e-9)
+    # the window runs from the first kernel to the last step's copy: the stream waits add nothing
+    assert row["breakdown_window_us"] == pytest.approx(2000 + 700.125 + 2.5 - 20, abs=1e-9)
+    busy = 3 * (400.25 - 20 + 0.357 + 2.5)
+    assert row["breakdown_idle_us"] == pytest.approx(row["breakdown_window_us"] - busy, abs=1e-9)
+    # NCCL from 250 to 400.25 is under the gemm until 320
+    overlap = 70
+    assert row["overlap_pct"] == pytest.approx(100 * overlap / 150.25, abs=1e-9)
+    assert row["breakdown_exposed_comm_us"] == pytest.approx(3 * (150.25 - overlap), abs=1e-9)
+    # the 0.9 µs gap before the small kernel is kernel wait (queued at 42 µs, long before); the
+    # copies were launched (601 µs) after the GPU ran dry (401.507): host wait, and so the next step
+    assert row["idle_kernel_wait_us"] == pytest.approx(3 * 0.9, abs=1e-9)
+    assert row["idle_host_wait_us"] == pytest.approx(row["breakdown_idle_us"] - 3 * 0.9, abs=1e-9)
+    assert row["idle_other_us"] == 0
+
+
+def test_overlap_on_htas_nccl_sample_matches_the_raw_json():
+    p = nbprof.load_trace(NCCL)
+    row = p.ranks().table.iloc[0]
+    expected = breakdown_oracle(load_doc(NCCL))
+    check_row(row, expected)
+    assert 0 < row["overlap_pct"] < 100
