@@ -214,3 +214,150 @@ def test_overlap_on_htas_nccl_sample_matches_the_raw_json():
     expected = breakdown_oracle(load_doc(NCCL))
     check_row(row, expected)
     assert 0 < row["overlap_pct"] < 100
+
+
+# ---------------------------------------------------------------- collectives
+
+ELEMENT_BYTES = {"Float": 4, "Byte": 1, "Long": 8, "BFloat16": 2}
+SPELLING = {"allreduce": "all_reduce", "broadcast": "broadcast"}
+
+
+def test_collectives_of_htas_nccl_sample_match_the_raw_json():
+    doc = load_doc(NCCL)
+    expected: dict = defaultdict(lambda: {"count": 0, "total": 0, "bytes": 0})
+    for e in doc["traceEvents"]:
+        if e.get("cat") == "kernel" and e["name"].startswith("nccl"):
+            a = e["args"]
+            row = expected[(SPELLING[a["Collective name"]], a["Process Group Name"], a["Process Group Ranks"])]
+            row["count"] += 1
+            row["total"] += ns(e["dur"])
+            row["bytes"] += a["In msg nelems"] * ELEMENT_BYTES[a["dtype"]]
+    assert len(expected) == 2  # all-reduces and broadcasts
+    got = nbprof.load_trace(NCCL).collectives()
+    assert len(got) == len(expected)
+    for _, r in got.iterrows():
+        want = expected[(r["name"], r["process_group"], r["process_group_ranks"])]
+        assert r["count"] == want["count"]
+        assert r["total_us"] == pytest.approx(want["total"] / 1000, abs=1e-9)
+        assert r["mean_us"] == pytest.approx(want["total"] / 1000 / want["count"], abs=1e-9)
+        assert r["bytes"] == want["bytes"]
+    assert got["total_us"].is_monotonic_decreasing  # the largest first
+
+
+def test_collectives_per_rank(cluster):
+    p, docs = cluster
+    got = p.collectives()
+    assert got["rank"].tolist() == [0, 1]
+    for r, doc in docs.items():
+        row = got[got["rank"] == r].iloc[0]
+        kernels = [e for e in doc["traceEvents"] if e.get("cat") == "kernel" and e["name"].startswith("nccl")]
+        assert (row["name"], row["process_group"], row["process_group_ranks"]) == ("all_reduce", "0", "[0, 1]")
+        assert row["count"] == len(kernels) == 3
+        assert row["total_us"] == pytest.approx(sum(ns(e["dur"]) for e in kernels) / 1000, abs=1e-9)
+        assert row["max_us"] == pytest.approx(max(e["dur"] for e in kernels), abs=1e-9)
+        assert row["bytes"] == 3 * 1000 * (r + 1) * 4
+
+
+def gloo_rank(rank: int, work_us: float) -> Trace:
+    """DDP on the CPU with gloo, as torch records it: ``c10d::allreduce_`` on the main thread only
+    enqueues; ``gloo:all_reduce`` on the backend's thread is the collective's work."""
+    t = Trace(rank=rank)
+    for i in range(2):
+        s0 = i * 1000.0
+        t.op("c10d::allreduce_", s0 + 10, 20)
+        t.annotation("gloo:all_reduce", s0 + 25, work_us, tid=TID + 1)
+        t.op("c10d::broadcast_", s0 + 500, 5)
+        t.annotation("gloo:broadcast", s0 + 502, 7.5, tid=TID + 1)
+    return t
+
+
+def test_collectives_without_device_work_are_the_backends_ranges(tmp_path):
+    p = nbprof.load_trace(write_folder(tmp_path, [gloo_rank(0, 300.0), gloo_rank(1, 120.5)]))
+    got = p.collectives().set_index(["rank", "name"])
+    assert sorted(got.index) == [(0, "all_reduce"), (0, "broadcast"), (1, "all_reduce"), (1, "broadcast")]
+    assert got.loc[(0, "all_reduce"), "total_us"] == pytest.approx(600.0)
+    assert got.loc[(1, "all_reduce"), "total_us"] == pytest.approx(241.0)
+    assert got.loc[(1, "broadcast"), "count"] == 2
+    assert (got["bytes"] == -1).all()  # gloo's ranges say no sizes
+    assert (got["process_group"] == "").all()
+
+
+def test_collective_names_have_one_spelling():
+    from nbprof.analysis.collectives import collective_name
+
+    assert collective_name("ncclDevKernel_AllReduce_Sum_f32_RING_LL") == "all_reduce"
+    assert collective_name("ncclKernel_Broadcast_RING_LL_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)") == \
+        "broadcast"
+    assert collective_name("ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL") == "reduce_scatter"
+    assert collective_name("ncclDevKernel_AllGather_RING_LL") == "all_gather"
+    assert collective_name("ncclDevKernel_SendRecv") == "send_recv"
+    assert collective_name("allgather_into_tensor_coalesced") == "all_gather"
+    assert collective_name("c10d::allreduce_") == "all_reduce"
+    assert collective_name("gloo:all_reduce") == "all_reduce"
+    assert collective_name("something else") == "something else"
+
+
+# ---------------------------------------------------------------- launches and queue length
+
+
+def launches_oracle(doc: dict) -> dict[int, dict]:
+    runtime = {e["args"]["correlation"]: e for e in doc["traceEvents"]
+               if e.get("cat") == "cuda_runtime" and e.get("args", {}).get("correlation")}
+    out = {}
+    for e in doc["traceEvents"]:
+        c = e.get("args", {}).get("correlation")
+        if e.get("cat") in WORK_CATS and c in runtime:
+            r = runtime[c]
+            out[c] = {"name": e["name"], "launch": r["name"], "cpu_dur_us": r["dur"], "gpu_dur_us": e["dur"],
+                      "launch_delay_us": (ns(e["ts"]) - ns(r["ts"])) / 1000, "stream": e["args"]["stream"],
+                      "launch_ns": ns(r["ts"]), "end_ns": ns(e["ts"]) + ns(e["dur"])}
+    return out
+
+
+@pytest.mark.parametrize("path", [trace_path(n) for n in H100] + [NCCL], ids=H100 + ["nccl"])
+def test_launches_match_the_raw_json(path):
+    expected = launches_oracle(load_doc(path))
+    got = nbprof.load_trace(path).launches()
+    assert len(got) == len(expected) > 0
+    for r in got.itertuples():
+        want = expected[r.correlation]
+        assert (r.name, r.launch, r.stream) == (want["name"], want["launch"], want["stream"])
+        assert r.cpu_dur_us == pytest.approx(want["cpu_dur_us"], abs=1e-9)
+        assert r.gpu_dur_us == pytest.approx(want["gpu_dur_us"], abs=1e-9)
+        assert r.launch_delay_us == pytest.approx(want["launch_delay_us"], abs=1e-9)
+
+
+@pytest.mark.parametrize("path", [trace_path(n) for n in H100] + [NCCL], ids=H100 + ["nccl"])
+def test_queue_length_matches_a_walk_over_the_raw_json(path):
+    by_stream: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    for w in launches_oracle(load_doc(path)).values():
+        by_stream[w["stream"]] += [(w["launch_ns"], 1), (w["end_ns"], -1)]
+    got = nbprof.load_trace(path).queue_length().set_index("stream")
+    assert sorted(got.index) == sorted(by_stream)
+    for stream, changes in by_stream.items():
+        changes.sort()  # by time; at one instant -1 (a finish) before +1 (a launch)
+        queue, peak, area = 0, 0, 0
+        for (t, step), nxt in zip(changes, changes[1:] + [None]):
+            queue += step
+            peak = max(peak, queue)
+            if nxt is not None:
+                area += queue * (nxt[0] - t)
+        window = changes[-1][0] - changes[0][0]
+        row = got.loc[stream]
+        assert row["launches"] == len(changes) // 2
+        assert row["max_queue_length"] == peak
+        assert row["window_us"] == pytest.approx(window / 1000, abs=1e-9)
+        assert row["mean_queue_length"] == pytest.approx(area / window, rel=1e-12)
+
+
+def test_launches_and_queues_per_rank(cluster):
+    p, docs = cluster
+    launches = p.launches()
+    for r, doc in docs.items():
+        expected = launches_oracle(doc)
+        mine = launches[launches["rank"] == r]
+        assert len(mine) == len(expected) == 9
+        assert sorted(mine["launch_delay_us"]) == pytest.approx(sorted(w["launch_delay_us"] for w in expected.values()),
+                                                                abs=1e-9)
+    queues = p.queue_length()
+    assert sorted(zip(queues["rank"], queues["stream"])) == [(0, 7), (0, 20), (1, 7), (1, 20)]
