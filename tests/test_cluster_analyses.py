@@ -356,7 +356,7 @@ def test_launches_and_queues_per_rank(cluster):
     for r, doc in docs.items():
         expected = launches_oracle(doc)
         mine = launches[launches["rank"] == r]
-        assert len(mine) == len(expected) == 9
+        assert len(mine) == len(expected) == 12
         assert sorted(mine["launch_delay_us"]) == pytest.approx(sorted(w["launch_delay_us"] for w in expected.values()),
                                                                 abs=1e-9)
     queues = p.queue_length()
