@@ -121,7 +121,7 @@ def check_row(row, expected: dict[str, float]) -> None:
 # ---------------------------------------------------------------- hand-made ranks
 
 
-def cluster_rank(rank: int, slow: float = 1.0) -> Trace:
+def cluster_rank(rank: int, slow: float = 1.0, comm_us: float = 150.25) -> Trace:
     """Three profiler steps: a compute kernel, an NCCL all-reduce on its own stream that starts
     under the compute kernel and outlasts it, a sub-µs kernel 0.9 µs after both, a stream-wait event on the NCCL stream
     covering a gap, and the last step's kernels (HTA drops that step)."""
@@ -132,10 +132,10 @@ def cluster_rank(rank: int, slow: float = 1.0) -> Trace:
         ext = t.op("aten::mm", s0 + 10, 30)
         t.launch("gemm_kernel", ext, s0 + 12, 5, s0 + 20, 300.0 * slow)
         ext = t.op("aten::add", s0 + 41, 3)
-        t.launch("elementwise_kernel", ext, s0 + 42, 1.5, s0 + max(20 + 300.0 * slow, 400.25) + 0.9, 0.357)
+        t.launch("elementwise_kernel", ext, s0 + 42, 1.5, s0 + max(20 + 300.0 * slow, 250 + comm_us) + 0.9, 0.357)
         ext = t.op("nccl:all_reduce", s0 + 50, 20, cat="user_annotation")
         t.launch("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", ext,
-                 s0 + 52, 4, s0 + 250, 150.25, stream=20)
+                 s0 + 52, 4, s0 + 250, comm_us, stream=20)
         t.events[-1]["args"].update({"Collective name": "allreduce", "In msg nelems": 1000 * (rank + 1),
                                      "dtype": "Float", "Process Group Name": "0",
                                      "Process Group Ranks": "[0, 1]"})
@@ -361,3 +361,77 @@ def test_launches_and_queues_per_rank(cluster):
                                                                 abs=1e-9)
     queues = p.queue_length()
     assert sorted(zip(queues["rank"], queues["stream"])) == [(0, 7), (0, 20), (1, 7), (1, 20)]
+
+
+# ---------------------------------------------------------------- findings
+
+
+def kinds(p) -> set[str]:
+    return set(p.findings["kind"])
+
+
+@pytest.mark.parametrize("path", [trace_path(n) for n in H100] + [NCCL], ids=H100 + ["nccl"])
+def test_cluster_findings_stay_quiet_on_the_recorded_traces(path):
+    """Single ranks with no or well hidden communication, kernels that start as soon as their stream
+    is free (the longest wait after a launch returned on an idle stream is 4.1 µs, in the NCCL
+    sample): none of the three is true there."""
+    p = nbprof.load_trace(path)
+    assert not kinds(p) & {"comm_exposed", "collective_wait", "launch_delay"}
+
+
+def test_comm_exposed_fires_on_the_rank_whose_communication_runs_alone(tmp_path):
+    # rank 0: all-reduces of 700 µs from 250, the gemm ends at 320: 630 µs a step alone
+    p = nbprof.load_trace(write_folder(tmp_path, [cluster_rank(0, comm_us=700.0), cluster_rank(1)]))
+    f = p.findings.set_index("kind").loc["comm_exposed"]
+    row = p.ranks().table.set_index("rank").loc[0]
+    assert f["evidence"]["rank"] == 0
+    assert f["evidence"]["exposed_comm_us"] == pytest.approx(3 * 630.0)
+    # the window: the first gemm (20) to the last step's small kernel (2950.9 + 0.357)
+    assert row["breakdown_window_us"] == pytest.approx(2951.257 - 20)
+    assert f["evidence"]["share"] == pytest.approx(3 * 630.0 / (2951.257 - 20))
+    assert f["evidence"]["ranks_over"] == 1
+    assert f["severity"] == "high"  # 64 %
+
+
+def test_comm_exposed_stays_quiet_when_communication_hides(cluster):
+    p, _ = cluster  # rank 0: 80 of 150 µs exposed a step, 9 % of its window; rank 1: none
+    assert "comm_exposed" not in kinds(p)
+
+
+def test_collective_wait_names_the_rank_that_waits_and_the_late_one(tmp_path):
+    p = nbprof.load_trace(write_folder(tmp_path, [cluster_rank(0, comm_us=600.0), cluster_rank(1)]))
+    f = p.findings.set_index("kind").loc["collective_wait"]
+    e = f["evidence"]
+    assert (e["collective"], e["waiting_rank"], e["late_rank"]) == ("all_reduce", 0, 1)
+    assert e["extra_us"] == pytest.approx(3 * (600 - 150.25))
+    assert "Rank 0 waits in all_reduce" in f["message"]
+
+
+def test_collective_wait_needs_a_real_difference(cluster):
+    p, _ = cluster  # the same all-reduces on both ranks
+    assert "collective_wait" not in kinds(p)
+
+
+def test_launch_delay_fires_on_work_that_waits_on_an_idle_stream(tmp_path):
+    t = Trace()
+    for i in range(4):
+        s0 = i * 1000.0
+        ext = t.op("aten::mm", s0 + 10, 30)
+        # launched at s0 + 12, the call returns at s0 + 17; the stream is idle; it starts at s0 + 417
+        t.launch("gemm_kernel", ext, s0 + 12, 5, s0 + 417, 100.0)
+    t.op("aten::relu", 3990, 5)
+    p = t.load(tmp_path)
+    f = p.findings.set_index("kind").loc["launch_delay"]
+    assert f["evidence"]["launches"] == 4
+    assert f["evidence"]["waited_us"] == pytest.approx(4 * 400.0)
+    assert f["evidence"]["share"] == pytest.approx(1600.0 / (3995 - 10))
+    # the same kernels queued behind each other (the CPU ahead) are no finding
+    t2 = Trace()
+    ext = t2.op("aten::mm", 10, 30)
+    t2.launch("gemm_kernel", ext, 12, 5, 20, 1000.0)
+    for i in range(4):
+        ext = t2.op("aten::mm", 40 + i * 10, 5)
+        t2.launch("gemm_kernel", ext, 41 + i * 10, 2, 1020 + i * 1000, 1000.0)
+    q = t2.load(tmp_path, "queued.json")
+    assert q.launches()["launch_delay_us"].max() > 3900
+    assert "launch_delay" not in kinds(q)
