@@ -17,6 +17,7 @@ import pytest
 
 import nbprof
 from nbprof.analysis.breakdown import KERNEL_WAIT_MAX_NS
+from nbprof.analysis.findings.launch_delay import waits
 
 from .conftest import DATA, trace_path
 from .synthetic import PID, TID, Trace
@@ -423,7 +424,7 @@ def test_launch_delay_fires_on_work_that_waits_on_an_idle_stream(tmp_path):
     p = t.load(tmp_path)
     f = p.findings.set_index("kind").loc["launch_delay"]
     assert f["evidence"]["launches"] == 4
-    assert f["evidence"]["waited_us"] == pytest.approx(4 * 400.0)
+    assert f["evidence"]["idle_us"] == pytest.approx(4 * 400.0)
     assert f["evidence"]["share"] == pytest.approx(1600.0 / (3995 - 10))
     # the same kernels queued behind each other (the CPU ahead) are no finding
     t2 = Trace()
@@ -435,3 +436,72 @@ def test_launch_delay_fires_on_work_that_waits_on_an_idle_stream(tmp_path):
     q = t2.load(tmp_path, "queued.json")
     assert q.launches()["launch_delay_us"].max() > 3900
     assert "launch_delay" not in kinds(q)
+    # nor are waits on a free stream while another stream keeps the GPU busy (a dependency)
+    t3 = Trace()
+    for i in range(4):
+        s0 = i * 1000.0
+        ext = t3.op("aten::mm", s0 + 10, 30)
+        t3.launch("gemm_kernel", ext, s0 + 12, 5, s0 + 20, 900.0)
+        ext = t3.op("nccl:all_reduce", s0 + 50, 10, cat="user_annotation")
+        t3.launch("ncclDevKernel_AllReduce_Sum_f32_RING_LL", ext, s0 + 52, 4, s0 + 800, 100.0, stream=20)
+    d = t3.load(tmp_path, "dependency.json")
+    begin, start = waits(d.launches())
+    assert ((start - begin) >= 700_000).sum() == 4  # the all-reduces waited 744 µs each, the GPU busy
+    assert "launch_delay" not in kinds(d)
+
+
+# ---------------------------------------------------------------- the Cluster section
+
+
+def test_ranks_tab_draws_each_ranks_breakdown_and_the_collectives(tmp_path):
+    import re
+
+    from nbprof.views.tabs.ranks import BAR_PARTS
+
+    p = nbprof.load_trace(write_folder(tmp_path, [cluster_rank(0, comm_us=700.0), cluster_rank(1, slow=1.5)]))
+    html = p.report().html(include_library=False)
+    svg = re.search(r'<svg[^>]*aria-label="GPU time per rank".*?</svg>', html, re.S).group(0)
+    table = p.ranks().table.set_index("rank")
+    longest = table["breakdown_window_us"].max()
+    for r in (0, 1):
+        row = table.loc[r]
+        assert f"rank {r} · overlap {row['overlap_pct']:.0f}%" in svg
+        # each part's bar is its time on the common scale, in document order, adding up to the window
+        widths = [float(w) for w in re.findall(rf'<rect x="[\d.]+" y="\d+" width="([\d.]+)" height="\d+" fill="#\w+">'
+                                               rf"<title>rank {r}:", svg)]
+        parts = [row[c] for c, _, _ in BAR_PARTS if row[c] > 0]
+        assert widths == pytest.approx([540 * v / longest for v in parts], abs=0.01)
+        assert sum(parts) == pytest.approx(row["breakdown_window_us"], abs=1e-6)
+    assert "collectives per rank" in html and "all_reduce" in html
+
+
+class Summaries:
+    """What a profile kept as per-rank summaries would hold: ranks() and collectives() only (the
+    contract the Ranks tab renders from: helper L's cluster profile provides these)."""
+
+    def __init__(self, profile) -> None:
+        self._ranks, self._collectives = profile.ranks(), profile.collectives()
+
+    def ranks(self):
+        return self._ranks
+
+    def collectives(self):
+        return self._collectives
+
+
+class Bare:
+    def __init__(self, profile) -> None:
+        self.profile, self.limit = profile, None
+
+
+def test_ranks_tab_renders_from_the_rank_and_collective_tables_alone(cluster):
+    from nbprof.views.tabs.ranks import RANKS
+
+    import re
+
+    p, _ = cluster
+
+    def html(profile) -> str:  # each table gets a random element id
+        return re.sub(r"itables_[0-9a-f_]+", "itables_ID", RANKS.render(Bare(profile)))
+
+    assert html(Summaries(p)) == html(p)
