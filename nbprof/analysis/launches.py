@@ -34,7 +34,7 @@ import pandas as pd
 from ..events import DEVICE_WORK_CODES, KIND_CODE, kind_mask, time_ns, values_at
 from .device_stats import process_codes
 
-__all__ = ["LAUNCH_COLUMNS", "QUEUE_COLUMNS", "launch_table", "queue_table"]
+__all__ = ["LAUNCH_COLUMNS", "QUEUE_COLUMNS", "launch_table", "queue_table", "stream_groups"]
 
 LAUNCH_COLUMNS = ("rank", "device", "stream", "correlation", "name", "kind", "launch", "launch_start_us",
                   "cpu_dur_us", "gpu_dur_us", "launch_delay_us")
@@ -55,6 +55,22 @@ def _matched(events: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     at = np.minimum(np.searchsorted(keys, corr[work]), len(keys) - 1)
     hit = keys[at] == corr[work]
     return work[hit], runtime[order][at[hit]]
+
+
+def stream_groups(rank: np.ndarray, device: np.ndarray, stream: np.ndarray
+                  ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """A code per (rank code, device code, stream), sorted by the three, and the three for each
+    code. One int64 key and ``np.unique``: a pandas MultiIndex took 0.8 s for 500k launches."""
+    rank, device, stream = (np.asarray(a, dtype=np.int64) for a in (rank, device, stream))
+    if len(stream) == 0:
+        z = np.zeros(0, dtype=np.int64)
+        return z, (z, z, z)
+    s_min = int(stream.min())
+    n_streams = int(stream.max()) - s_min + 1
+    n_devices = int(device.max()) + 1
+    key = (rank * n_devices + device) * n_streams + (stream - s_min)
+    uniq, group = np.unique(key, return_inverse=True)
+    return group.reshape(-1), (uniq // n_streams // n_devices, uniq // n_streams % n_devices, uniq % n_streams + s_min)
 
 
 def launch_table(events: pd.DataFrame) -> pd.DataFrame:
@@ -88,16 +104,17 @@ def queue_table(events: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame({c: pd.Series(dtype=object if c in ("rank", "device") else np.float64)
                              for c in QUEUE_COLUMNS})
     device = events["device"].cat.codes.to_numpy()[work].astype(np.int64)
-    stream = events["stream"].to_numpy()[work]
-    key = pd.MultiIndex.from_arrays([rank[work], device, stream])
-    group, streams = pd.factorize(key, sort=True)
+    group, (stream_rank, stream_device, stream_id) = stream_groups(rank[work], device, events["stream"].to_numpy()[work])
     launch = time_ns(events["start_us"].to_numpy()[call])
     finish = time_ns(events["start_us"].to_numpy()[work]) + time_ns(events["dur_us"].to_numpy()[work])
     n = len(launch)
     g = np.r_[group, group].astype(np.int64)
     t = np.r_[launch, finish]
     step = np.r_[np.ones(n, dtype=np.int64), -np.ones(n, dtype=np.int64)]
-    order = np.lexsort((step, t, g))  # per stream, by time; at one instant finishes (-1) first
+    # per stream, by time; at one instant finishes (-1) first: one int64 key, one sort
+    base = int(t.min())
+    stride = int(t.max()) - base + 1
+    order = np.argsort((g * stride + (t - base)) * 2 + (step > 0), kind="stable")
     g, t, step = g[order], t[order], step[order]
     # a stream's launches and finishes cancel out, so the running sum is 0 again where the next
     # stream begins: one cumsum serves every stream
@@ -105,7 +122,7 @@ def queue_table(events: pd.DataFrame) -> pd.DataFrame:
     # the value after each change holds until the next change of the same stream
     held = np.r_[t[1:] - t[:-1], 0]
     held[np.r_[g[1:] != g[:-1], True]] = 0
-    n_streams = len(streams)
+    n_streams = len(stream_id)
     area = np.bincount(g, weights=(length * held).astype(np.float64), minlength=n_streams)
     t_first = np.full(n_streams, np.iinfo(np.int64).max)
     t_last = np.full(n_streams, np.iinfo(np.int64).min)
@@ -119,9 +136,9 @@ def queue_table(events: pd.DataFrame) -> pd.DataFrame:
     device_labels = np.asarray(events["device"].cat.categories, dtype=object)
     return pd.DataFrame(
         {
-            "rank": labels[streams.get_level_values(0).to_numpy()],
-            "device": device_labels[streams.get_level_values(1).to_numpy()],
-            "stream": streams.get_level_values(2).to_numpy(),
+            "rank": labels[stream_rank],
+            "device": device_labels[stream_device],
+            "stream": stream_id,
             "launches": np.bincount(group, minlength=n_streams).astype(np.int64),
             "window_us": window / 1000.0,
             "mean_queue_length": mean,

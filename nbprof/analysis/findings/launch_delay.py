@@ -17,6 +17,7 @@ import pandas as pd
 from ...events import DEVICE_WORK_CODES, kind_mask, time_ns
 from ...format import fmt_us, short_kernel_name
 from .._intervals import measure_within, union_segments
+from ..launches import stream_groups
 from ._common import Finding, TorchContext, pct
 
 LAUNCH_STALL_MIN_US = 100.0
@@ -33,7 +34,7 @@ def waits(launches: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     call_end = time_ns(launches["launch_start_us"].to_numpy()) + time_ns(launches["cpu_dur_us"].to_numpy())
     rank, _ = pd.factorize(launches["rank"].to_numpy(dtype=object), use_na_sentinel=False)  # None: a rank too
     device, _ = pd.factorize(launches["device"].to_numpy(dtype=object))
-    stream, _ = pd.factorize(pd.MultiIndex.from_arrays([rank, device, launches["stream"].to_numpy()]))
+    stream, _ = stream_groups(rank, device, launches["stream"].to_numpy())
     prev_end = np.full(len(start), np.iinfo(np.int64).min)
     if len(start):
         order = np.lexsort((start, stream))
