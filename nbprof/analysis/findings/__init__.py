@@ -53,7 +53,8 @@ __all__ = ["torch_findings", "python_findings", "kinds_markdown", "thresholds", 
 
 # The registry, in the order the checks run.
 TORCH_CHECKS: tuple[ModuleType, ...] = (top_op, sync, copy, gpu_idle, launch_bound, small_grid, dataloader,
-                                        memory_peak, straggler, comm_exposed, collective_wait, launch_delay)
+                                        comm_exposed, collective_wait, launch_delay,
+                                        memory_peak, straggler)
 PYTHON_CHECKS: tuple[ModuleType, ...] = (top_function, hot_function)
 
 
