@@ -124,8 +124,8 @@ def check_row(row, expected: dict[str, float]) -> None:
 
 def cluster_rank(rank: int, slow: float = 1.0, comm_us: float = 150.25) -> Trace:
     """Three profiler steps: a compute kernel, an NCCL all-reduce on its own stream that starts
-    under the compute kernel and outlasts it, a sub-µs kernel 0.9 µs after both, a stream-wait event on the NCCL stream
-    covering a gap, and the last step's kernels (HTA drops that step)."""
+    under the compute kernel and outlasts it, a sub-µs kernel 0.9 µs after both, a stream-wait
+    event on the NCCL stream covering a gap, and the last step's kernels (HTA drops that step)."""
     t = Trace(rank=rank)
     for i in range(3):
         s0 = i * 1000.0

@@ -29,9 +29,9 @@ device (device-wide: a gap is a time no stream runs anything, so the three add u
 - ``idle_other_us``: the rest (work queued but waiting: on another stream, an event, a sync).
 
 Where HTA is wrong, this is not: HTA rounds timestamps to whole µs by default (a 0.7 µs kernel
-becomes 0 or 1 µs; 41 of the 463 kernels and fills in the H100 traces here last under 1 µs), drops the last profiler step
-when it reads a trace, and counts stream-wait events as kernels (they make a waiting stream look
-busy). Several devices of one rank add up (each device's window and unions).
+becomes 0 or 1 µs; 41 of the 463 kernels and fills in the H100 traces here last under 1 µs),
+drops the last profiler step when it reads a trace, and counts stream-wait events as kernels
+(they make a waiting stream look busy). Several devices of one rank add up (each device's window and unions).
 
 ``KERNEL_WAIT_MAX_NS``: HTA's ``consecutive_kernel_delay`` is 30 ns, on timestamps it has rounded
 to whole µs, where a gap is 0 or at least 1000 ns: in effect it counts the gaps that round to 0,
@@ -48,8 +48,9 @@ import re
 import numpy as np
 import pandas as pd
 
-from ..events import DEVICE_WORK_CODES, KIND_CODE, kind_mask, time_ns
+from ..events import DEVICE_WORK_CODES, KIND_CODE, category_mask, kind_mask, time_ns
 from ._intervals import measure_within, union_segments
+from .launches import matched_launches
 
 __all__ = ["COMM_PATTERN", "BREAKDOWN_COLUMNS", "KERNEL_WAIT_MAX_NS", "is_comm", "breakdown_table",
            "work_categories", "COMPUTE", "COMM", "MEMORY"]
@@ -88,29 +89,16 @@ def is_comm(names: np.ndarray) -> np.ndarray:
 def work_categories(events: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
     """COMPUTE, COMM or MEMORY for device work ``rows`` (memcpy / memset kinds are MEMORY)."""
     kind = events["kind"].cat.codes.to_numpy()[rows]
-    names = events["name"].cat.categories.to_numpy()
-    codes = events["name"].cat.codes.to_numpy()[rows]
-    comm_by_code = is_comm(names)
-    comm = np.where(codes >= 0, comm_by_code[np.maximum(codes, 0)] if len(names) else False, False)
+    comm = category_mask(events["name"], COMM_PATTERN.search, rows=rows)
     return np.where(kind == KIND_CODE["kernel"], np.where(comm, COMM, COMPUTE), MEMORY).astype(np.int64)
 
 
 def _launch_ns(events: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
-    """For device work ``rows``: the start (ns) of the runtime call with the same correlation id, or
-    the smallest int64 where none was recorded (never "after" anything: no host wait)."""
-    corr = events["correlation"].to_numpy()
-    kind = events["kind"].cat.codes.to_numpy()
-    runtime = np.flatnonzero((kind == KIND_CODE["runtime"]) & (corr > 0))
+    """For device work ``rows`` (in row order): the start (ns) of its runtime call, or the smallest
+    int64 where none was recorded (never "after" anything: no host wait)."""
     out = np.full(len(rows), np.iinfo(np.int64).min, dtype=np.int64)
-    if len(runtime) == 0 or len(rows) == 0:
-        return out
-    order = np.argsort(corr[runtime], kind="stable")
-    keys = corr[runtime][order]
-    want = corr[rows]
-    at = np.minimum(np.searchsorted(keys, want), len(keys) - 1)
-    hit = (keys[at] == want) & (want > 0)
-    start = time_ns(events["start_us"].to_numpy()[runtime[order][at[hit]]])
-    out[hit] = start
+    work, call = matched_launches(events)
+    out[np.searchsorted(rows, work)] = time_ns(events["start_us"].to_numpy()[call])
     return out
 
 

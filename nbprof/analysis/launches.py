@@ -34,15 +34,17 @@ import pandas as pd
 from ..events import DEVICE_WORK_CODES, KIND_CODE, kind_mask, time_ns, values_at
 from .device_stats import process_codes
 
-__all__ = ["LAUNCH_COLUMNS", "QUEUE_COLUMNS", "launch_table", "queue_table", "stream_groups"]
+__all__ = ["LAUNCH_COLUMNS", "QUEUE_COLUMNS", "launch_table", "queue_table", "stream_groups",
+           "matched_launches"]
 
 LAUNCH_COLUMNS = ("rank", "device", "stream", "correlation", "name", "kind", "launch", "launch_start_us",
                   "cpu_dur_us", "gpu_dur_us", "launch_delay_us")
 QUEUE_COLUMNS = ("rank", "device", "stream", "launches", "window_us", "mean_queue_length", "max_queue_length")
 
 
-def _matched(events: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """(device work rows, their runtime call rows), for the work whose runtime call is recorded."""
+def matched_launches(events: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(device work rows, their runtime call rows), for the work whose runtime call is recorded;
+    in row order."""
     kind = events["kind"].cat.codes.to_numpy()
     corr = events["correlation"].to_numpy()
     work = np.flatnonzero(kind_mask(kind, DEVICE_WORK_CODES) & (corr > 0))
@@ -75,7 +77,7 @@ def stream_groups(rank: np.ndarray, device: np.ndarray, stream: np.ndarray
 
 def launch_table(events: pd.DataFrame) -> pd.DataFrame:
     rank, labels = process_codes(events)
-    work, call = _matched(events)
+    work, call = matched_launches(events)
     start = events["start_us"].to_numpy()
     dur = events["dur_us"].to_numpy()
     delay_ns = time_ns(start[work]) - time_ns(start[call])
@@ -99,12 +101,13 @@ def launch_table(events: pd.DataFrame) -> pd.DataFrame:
 
 def queue_table(events: pd.DataFrame) -> pd.DataFrame:
     rank, labels = process_codes(events)
-    work, call = _matched(events)
+    work, call = matched_launches(events)
     if len(work) == 0:
         return pd.DataFrame({c: pd.Series(dtype=object if c in ("rank", "device") else np.float64)
                              for c in QUEUE_COLUMNS})
     device = events["device"].cat.codes.to_numpy()[work].astype(np.int64)
-    group, (stream_rank, stream_device, stream_id) = stream_groups(rank[work], device, events["stream"].to_numpy()[work])
+    stream = events["stream"].to_numpy()[work]
+    group, (stream_rank, stream_device, stream_id) = stream_groups(rank[work], device, stream)
     launch = time_ns(events["start_us"].to_numpy()[call])
     finish = time_ns(events["start_us"].to_numpy()[work]) + time_ns(events["dur_us"].to_numpy()[work])
     n = len(launch)

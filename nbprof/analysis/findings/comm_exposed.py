@@ -29,11 +29,11 @@ def find(ctx: TorchContext) -> Iterator[Finding]:
         return
     i = int(np.argmax(share))
     row = table.iloc[i]
-    who = "" if row["rank"] is None else f"On rank {row['rank']}, "
+    who = "C" if row["rank"] is None else f"On rank {row['rank']}, c"
     others = int(over.sum()) - 1
-    msg = (f"{who}communication ran with no compute beside it for {fmt_us(exposed[i])}, {pct(share[i])} of the GPU's "
-           f"time (only {row['overlap_pct']:.0f}% of its {fmt_us(row['breakdown_comm_us'])} of communication overlapped "
-           "compute)")
+    msg = (f"{who}ommunication ran with no compute beside it for {fmt_us(exposed[i])}, {pct(share[i])} of the "
+           f"GPU's time (only {row['overlap_pct']:.0f}% of its {fmt_us(row['breakdown_comm_us'])} of communication "
+           "overlapped compute)")
     msg += f"; {others} other rank{'s' if others != 1 else ''} over {pct(COMM_EXPOSED_MIN_SHARE)}. " if others else ". "
     msg += ("Overlap it: DDP's gradient buckets (bucket_cap_mb) start all-reduces during the backward pass; FSDP "
             "prefetches (forward_prefetch, backward_prefetch); larger batches add compute to hide it behind.")

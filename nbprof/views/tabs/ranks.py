@@ -106,7 +106,8 @@ def breakdown_svg(table: pd.DataFrame, width: int = 760) -> str:
                         f"<title>{esc(name)}: {esc(what)} {esc(fmt_us(us))} ({share:.1%} of "
                         f"{esc(fmt_us(window))})</title></rect>")
             x += w
-        rows.append(f'<text x="{x + 4:.2f}" y="{y + row_h - 5}" font-size="10" fill="#555">{esc(fmt_us(window))}</text>')
+        rows.append(f'<text x="{x + 4:.2f}" y="{y + row_h - 5}" font-size="10" fill="#555">'
+                    f"{esc(fmt_us(window))}</text>")
     legend_y = 4 + len(table) * (row_h + gap) + 6
     items, x = [], float(label_w)
     for _, what, colour in BAR_PARTS:
