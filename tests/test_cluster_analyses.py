@@ -209,6 +209,29 @@ def test_breakdown_is_exact_keeps_the_last_step_and_skips_stream_waits(cluster):
     assert row["idle_other_us"] == 0
 
 
+def test_schedule_cycles_each_have_their_window(tmp_path):
+    """Two cycles of ``--schedule`` merged, 1 s apart: the second between them was not recorded, so
+    it is no idle time; each cycle is a window of its own, and the sums are each file's."""
+    from nbprof.collect.chrome_trace import read_trace_file
+    from nbprof.events import concat_traces
+    from nbprof.model import TorchProfile
+
+    paths = []
+    for i in range(2):
+        t = cluster_rank(0)
+        for e in t.events:
+            e["ts"] += 1_000_000 * i
+        t.events.append({"ph": "X", "cat": "Trace", "name": "PyTorch Profiler", "pid": "Spans", "tid": "x",
+                         "ts": 1_000_000 * i, "dur": 3000})
+        paths.append(t.write(tmp_path / f"cycle{i}.json"))
+    p = TorchProfile.from_trace(concat_traces([read_trace_file(path) for path in paths]))
+    row = p.ranks().table.iloc[0]
+    one = breakdown_oracle(load_doc(paths[0]))
+    expected = {k: 2 * v for k, v in one.items() if k != "overlap_pct"}
+    expected["overlap_pct"] = one["overlap_pct"]
+    check_row(row, expected)
+
+
 def test_overlap_on_htas_nccl_sample_matches_the_raw_json():
     p = nbprof.load_trace(NCCL)
     row = p.ranks().table.iloc[0]

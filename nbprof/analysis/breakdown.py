@@ -106,17 +106,24 @@ def _lengths(seg_group: np.ndarray, seg_start: np.ndarray, seg_end: np.ndarray, 
     return np.bincount(seg_group, weights=(seg_end - seg_start).astype(np.float64), minlength=n)[:n]
 
 
-def breakdown_table(events: pd.DataFrame, rank: np.ndarray, n_ranks: int) -> pd.DataFrame:
+def breakdown_table(events: pd.DataFrame, rank: np.ndarray, n_ranks: int, windows: pd.DataFrame) -> pd.DataFrame:
     """One row per rank code (``rank``: each event's, from ``device_stats.process_codes``), the
-    columns ``BREAKDOWN_COLUMNS``; zeros (and NaN overlap) for a rank without device work."""
+    columns ``BREAKDOWN_COLUMNS``; zeros (and NaN overlap) for a rank without device work.
+
+    ``windows``: the recorded stretches of time (``device_stats.profiled_windows``): a profile
+    merged from ``--schedule`` cycles has one per cycle, and each gets HTA's window of its own
+    (the time between cycles was not recorded: no idle time)."""
     kind = events["kind"].cat.codes.to_numpy()
     rows = np.flatnonzero(kind_mask(kind, DEVICE_WORK_CODES))
     start = time_ns(events["start_us"].to_numpy()[rows])
     end = start + time_ns(events["dur_us"].to_numpy()[rows])
     dev_codes = events["device"].cat.codes.to_numpy()[rows].astype(np.int64)
     n_dev = int(dev_codes.max()) + 1 if len(rows) else 1
-    group = rank[rows] * n_dev + dev_codes  # one group per (rank, device)
-    n_groups = n_ranks * n_dev
+    window_of = _window_of(rank[rows], start, windows)
+    n_windows = max(len(windows), 1)
+    group = window_of * n_dev + dev_codes  # one group per (recorded window, device)
+    n_groups = n_windows * n_dev
+    group_rank = np.repeat(windows["rank_code"].to_numpy(), n_dev) if len(windows) else np.zeros(n_dev, np.int64)
     cat = work_categories(events, rows)
 
     # the union of each category, and of all work, per device
@@ -139,7 +146,7 @@ def breakdown_table(events: pd.DataFrame, rank: np.ndarray, n_ranks: int) -> pd.
     host, kwait, other = _idle_split(events, rows, group, start, busy_g, busy_s, busy_e, n_groups)
 
     def per_rank(v: np.ndarray) -> np.ndarray:
-        return np.asarray(v, dtype=np.float64).reshape(n_ranks, n_dev).sum(axis=1) / 1000.0
+        return np.bincount(group_rank, weights=np.asarray(v, dtype=np.float64), minlength=n_ranks) / 1000.0
 
     comm_us = per_rank(cat_len[:, COMM])
     overlap_us = per_rank(overlap)
@@ -160,6 +167,21 @@ def breakdown_table(events: pd.DataFrame, rank: np.ndarray, n_ranks: int) -> pd.
             "idle_other_us": per_rank(other),
         }
     )
+
+
+def _window_of(rank: np.ndarray, t: np.ndarray, windows: pd.DataFrame) -> np.ndarray:
+    """The index (in ``windows``) of the recorded window of each time ``t`` of rank code ``rank``:
+    the last of its rank's windows that starts at or before it (they cover every event)."""
+    if len(windows) == 0 or len(t) == 0:
+        return np.zeros(len(t), dtype=np.int64)
+    w_rank = windows["rank_code"].to_numpy().astype(np.int64)
+    w_start = windows["start_ns"].to_numpy().astype(np.int64)
+    base = int(min(w_start.min(), t.min()))
+    stride = int(max(windows["end_ns"].max(), t.max()) - base) + 1
+    keys = w_rank * stride + (w_start - base)
+    order = np.argsort(keys, kind="stable")
+    at = np.searchsorted(keys[order], rank * stride + (t - base), side="right") - 1
+    return order[np.maximum(at, 0)]
 
 
 def _idle_split(

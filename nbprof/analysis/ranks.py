@@ -111,7 +111,7 @@ def rank_table(events: pd.DataFrame, meta: TraceMeta | None = None) -> pd.DataFr
             "compute_us": compute,
         }
     )
-    breakdown = breakdown_table(events, rank, n)
+    breakdown = breakdown_table(events, rank, n, windows)
     for column in BREAKDOWN_COLUMNS:
         table[column] = breakdown[column].to_numpy()
     return table
