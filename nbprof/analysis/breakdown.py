@@ -7,11 +7,13 @@ communication (a kernel whose name matches ``COMM_PATTERN``: NCCL / RCCL / gloo 
 memory (memcpy and memset) and compute (every other kernel). Per device, the union of each
 category's intervals (work overlapping on two streams counts once):
 
+- ``breakdown_window_us``: the device's window (the next item says which);
 - ``breakdown_compute_us``, ``breakdown_comm_us``, ``breakdown_memcpy_us``: those unions. They
   overlap each other (communication hidden behind compute counts in both), so they do not add up;
 - ``breakdown_idle_us``: the device's window minus the union of all its work. The window is HTA's:
   from the device's first work start to its last work end (not the profile's span, whose ends are
-  CPU time before the first launch and after the last kernel);
+  CPU time before the first launch and after the last kernel); in a profile merged from
+  ``--schedule`` cycles, each cycle's (the time between cycles was not recorded);
 - ``breakdown_exposed_comm_us``: communication while no compute kernel runs; and
   ``breakdown_exposed_memcpy_us``: copies while neither compute nor communication runs. So
   ``compute + exposed_comm + exposed_memcpy + idle`` is the window exactly (the Cluster bar);
