@@ -156,6 +156,8 @@ class EventColumn:
 _NOT_MEMORY = tuple(k for k in KINDS if k not in MEMORY_KINDS)
 _KERNEL = ("kernel",)
 _PYTHON = ("python",)
+# where torch writes a collective's args: its record_param_comms op and its NCCL kernel
+_COLLECTIVE = ("op", "kernel")
 
 COLUMNS = (
     EventColumn("name", "category", "", "event name", trace="name"),
@@ -205,6 +207,16 @@ COLUMNS = (
                 arg="warps per SM", kinds=_KERNEL),
     EventColumn("occupancy_pct", "float64", float("nan"), "CUPTI's estimated achieved occupancy, %",
                 arg="est. achieved occupancy %", kinds=_KERNEL),
+    EventColumn("collective", "category", "", 'collectives: their name ("allreduce", "broadcast", "wait")',
+                arg="Collective name", kinds=_COLLECTIVE),
+    EventColumn("msg_in_nelems", "int64", -1, "collectives: elements in the input message",
+                arg="In msg nelems", kinds=_COLLECTIVE),
+    EventColumn("msg_dtype", "category", "", 'collectives: the elements\' type ("Float", "BFloat16")',
+                arg="dtype", kinds=_COLLECTIVE),
+    EventColumn("process_group", "category", "", "collectives: the process group's name",
+                arg="Process Group Name", kinds=_COLLECTIVE),
+    EventColumn("process_group_ranks", "category", "", 'collectives: the process group\'s ranks, "[0, 1]"',
+                arg="Process Group Ranks", kinds=_COLLECTIVE),
 )
 COLUMN = {c.name: c for c in COLUMNS}
 EVENT_COLUMNS = tuple(COLUMN)

@@ -191,6 +191,10 @@ def _written(c: EventColumn, column: Any, applies: Any) -> tuple[Any, list]:
         text = values_at(column)
         rows = (applies & (text != c.default)).nonzero()[0]
         return rows, [msgspec.Raw(t.encode()) for t in text[rows].tolist()]
+    if c.categorical:  # a string arg, as read
+        text = values_at(column)
+        rows = (applies & (text != c.default)).nonzero()[0]
+        return rows, text[rows].tolist()
     values = column.to_numpy()
     if c.null_default:
         rows = applies.nonzero()[0]

@@ -9,8 +9,8 @@ key), and the public accessor hands out a shallow copy, so a user editing a tabl
 what the report shows. Properties vs methods, one rule: a property is what every profile has and
 takes no options (``events``, ``summary``, ``findings``, ``device_stats``, ``stats``); a method
 takes options or answers a question of some profiles only (``key_averages(group_by)``,
-``kernels()``, ``ranges()``, ``steps()``, ``overview()``, ``modules()``, ``ranks()``, ``allocations()``,
-``timeline()``).
+``kernels()``, ``ranges()``, ``steps()``, ``overview()``, ``modules()``, ``ranks()``, ``collectives()``,
+``launches()``, ``queue_length()``, ``allocations()``, ``timeline()``).
 Times are µs (``_us``), or seconds where cProfile counts in seconds (``_s``).
 """
 
@@ -294,6 +294,39 @@ class TorchProfile:
         from .analysis.ranks import rank_report
 
         return rank_report(self._events, self.meta)
+
+    def collectives(self) -> pd.DataFrame:
+        """One row per rank, collective and process group: count, total_us, mean_us, max_us, bytes
+        (``nbprof.analysis.collectives``). What the Ranks tab's Cluster section shows."""
+        return self._collectives.copy(deep=False)
+
+    @functools.cached_property
+    def _collectives(self) -> pd.DataFrame:
+        from .analysis.collectives import collective_table
+
+        return collective_table(self._events)
+
+    def launches(self) -> pd.DataFrame:
+        """One row per kernel (memcpy, memset) launch: its runtime call, cpu_dur_us, gpu_dur_us,
+        launch_delay_us (``nbprof.analysis.launches``)."""
+        return self._launches.copy(deep=False)
+
+    @functools.cached_property
+    def _launches(self) -> pd.DataFrame:
+        from .analysis.launches import launch_table
+
+        return launch_table(self._events)
+
+    def queue_length(self) -> pd.DataFrame:
+        """Per (rank,) device and stream: the launched work not finished yet, its time-weighted
+        mean and its max (``nbprof.analysis.launches``)."""
+        return self._queue_length.copy(deep=False)
+
+    @functools.cached_property
+    def _queue_length(self) -> pd.DataFrame:
+        from .analysis.launches import queue_table
+
+        return queue_table(self._events)
 
     @property
     def device_stats(self) -> Any:

@@ -91,10 +91,10 @@ def test_import_is_light():
 # The result objects' public members (instance attributes: meta, profiler). Adding one is fine and
 # deliberate: add it here and to the README's "Results are data".
 RESULT_MEMBERS = {
-    "TorchProfile": ["alive_at", "allocations", "collected", "device_stats", "events", "findings", "from_trace",
-                     "kernels", "key_averages", "kind", "memory_curve", "ranges", "ranks", "report", "save",
-                     "step_breakdown", "steps", "summary", "timeline", "timeline_view", "to_chrome_trace",
-                     "to_html"],
+    "TorchProfile": ["alive_at", "allocations", "collected", "collectives", "device_stats", "events", "findings",
+                     "from_trace", "kernels", "key_averages", "kind", "launches", "memory_curve", "queue_length",
+                     "ranges", "ranks", "report", "save", "step_breakdown", "steps", "summary", "timeline",
+                     "timeline_view", "to_chrome_trace", "to_html"],
     "PythonProfile": ["call_tree", "callees", "callers", "dump", "edges", "findings", "flame", "kind", "pstats",
                       "report", "stats", "to_html", "total_s"],
     "Comparison": ["html", "kind", "metric", "table", "text"],

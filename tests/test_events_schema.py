@@ -85,6 +85,8 @@ def _value(c: E.EventColumn, i: int):
     """A value for column ``c`` in the trace (as JSON) and in the table."""
     if c.json_list:
         return [i, 2, 1], f"[{i}, 2, 1]"
+    if c.categorical:  # a string arg ("Collective name")
+        return f"text {i}", f"text {i}"
     if np.dtype(c.dtype).kind == "f":
         return i + 0.25, i + 0.25
     return 1000 + i, 1000 + i

@@ -3,7 +3,9 @@
 :func:`rank_table`: one row per rank::
 
     rank, span_us, self_cpu_us, ops, device_us, kernels, device_busy_us, device_busy_fraction,
-    comm_us, compute_us
+    comm_us, compute_us, breakdown_window_us, breakdown_compute_us, breakdown_comm_us,
+    breakdown_memcpy_us, breakdown_idle_us, breakdown_exposed_comm_us, breakdown_exposed_memcpy_us,
+    overlap_pct, idle_host_wait_us, idle_kernel_wait_us, idle_other_us
 
 - ``device_us``, ``kernels``: device work (kernels, copies, memsets), its time and how many, as in
   ``steps()`` (``device_stats``' ``kernel_us`` is kernels only);
@@ -14,7 +16,9 @@
   the next column;
 - ``compute_us``: device time minus communication (self CPU time minus communication without
   device work): what each rank itself had to do. The **slowest rank** is the one with the most;
-  ``imbalance = (max - median) / median`` of ``compute_us``.
+  ``imbalance = (max - median) / median`` of ``compute_us``;
+- ``breakdown_*``, ``overlap_pct``, ``idle_*``: HTA's temporal breakdown, comm-compute overlap and
+  idle split, exact (``nbprof.analysis.breakdown``: the definitions and where HTA differs).
 
 :func:`rank_differences`: the kernels (without device work: the ops and ``record_function``
 labels, by self CPU time, not the ProfilerStep markers) whose count or time differs across
@@ -23,7 +27,6 @@ ranks, with each rank's numbers side by side.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,15 +35,11 @@ import pandas as pd
 
 from ..meta import TraceMeta
 from ..events import DEVICE_WORK_CODES, KIND_CODE, TREE_CODES, category_mask, kind_mask
+from .breakdown import BREAKDOWN_COLUMNS, breakdown_table, is_comm
 from .device_stats import device_stats, process_codes, profiled_windows, span_ns
 
-__all__ = ["RankReport", "rank_report", "rank_table", "rank_differences", "COMM_PATTERN", "RANK_TIME_SPREAD"]
+__all__ = ["RankReport", "rank_report", "rank_table", "rank_differences", "RANK_TIME_SPREAD"]
 
-COMM_PATTERN = re.compile(
-    r"nccl|rccl|gloo|c10d::|record_param_comms|ProcessGroup|all_?reduce|all_?gather|reduce_?scatter"
-    r"|all_?to_?all|barrier|SendRecv",
-    re.IGNORECASE,
-)
 # A kernel "differs" across ranks when its count differs, or its total time's spread
 # (max - min) / mean is at least this.
 RANK_TIME_SPREAD = 0.10
@@ -63,13 +62,6 @@ class RankReport:
                 f"{len(self.differences)} differing rows>")
 
 
-def _is_comm(names: np.ndarray) -> np.ndarray:
-    """COMM_PATTERN on each name (evaluated once per distinct name)."""
-    codes, uniq = pd.factorize(np.asarray(names, dtype=object))
-    hits = np.array([bool(COMM_PATTERN.search(str(u))) for u in uniq], dtype=bool)
-    return hits[codes] if len(codes) else np.zeros(0, dtype=bool)
-
-
 def rank_table(events: pd.DataFrame, meta: TraceMeta | None = None) -> pd.DataFrame:
     rank, labels = process_codes(events)
     n = len(labels)
@@ -79,7 +71,7 @@ def rank_table(events: pd.DataFrame, meta: TraceMeta | None = None) -> pd.DataFr
     work = kind_mask(kind, DEVICE_WORK_CODES)
     self_cpu = events["self_cpu_us"].to_numpy()
     dur = events["dur_us"].to_numpy()
-    comm = _is_comm(names)
+    comm = is_comm(names)
     windows = profiled_windows(events, meta)
     spans = span_ns(windows, n) / 1000.0
 
@@ -105,7 +97,7 @@ def rank_table(events: pd.DataFrame, meta: TraceMeta | None = None) -> pd.DataFr
         n_devices = np.maximum(np.bincount(idx, minlength=n), 1)
     with np.errstate(divide="ignore", invalid="ignore"):
         frac = np.where(spans > 0, busy / (spans * n_devices), np.nan)
-    return pd.DataFrame(
+    table = pd.DataFrame(
         {
             "rank": labels,
             "span_us": spans,
@@ -119,6 +111,10 @@ def rank_table(events: pd.DataFrame, meta: TraceMeta | None = None) -> pd.DataFr
             "compute_us": compute,
         }
     )
+    breakdown = breakdown_table(events, rank, n, windows)
+    for column in BREAKDOWN_COLUMNS:
+        table[column] = breakdown[column].to_numpy()
+    return table
 
 
 def rank_differences(
@@ -166,7 +162,7 @@ def rank_differences(
         {
             "name": idx.get_level_values("name"),
             "kind": idx.get_level_values("kind"),
-            "comm": _is_comm(idx.get_level_values("name").to_numpy()),
+            "comm": is_comm(idx.get_level_values("name").to_numpy()),
             "count_min": c.min(axis=1),
             "count_max": c.max(axis=1),
             "time_min_us": t.min(axis=1),

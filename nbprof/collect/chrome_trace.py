@@ -117,7 +117,7 @@ def _column_field(c: EventColumn) -> _ArgField:
     """How an events column with an ``arg`` is read (see ``events.EventColumn``)."""
     if c.arg is None:
         raise ValueError(f"{c.name}: not read from one trace arg")
-    if c.json_list:
+    if c.json_list or c.categorical:  # kept as raw JSON text: one conversion per distinct text
         return _ArgField(c.name, c.arg, msgspec.Raw, msgspec.Raw(b""), c.kinds, np.int32)
     kind = np.dtype(c.dtype).kind
     typ: Any = float if kind == "f" else (int | None) if c.null_default else int
@@ -876,7 +876,8 @@ class _Reader:
             legacy_id = field.pop("legacy_external_id")
             field["external_id"] = np.where(field["external_id"] == 0, legacy_id, field["external_id"])
             del legacy_id
-        columns = {c.name: (self._json_list(c.name, field[c.name]) if c.json_list else field[c.name])
+        columns = {c.name: (self._raw_texts(c.name, field[c.name], _dims_text if c.json_list else _arg_text)
+                            if c.json_list or c.categorical else field[c.name])
                    for c in ARG_COLUMNS}
         del field
 
@@ -968,10 +969,11 @@ class _Reader:
             notes.append(f"none of the file's {self.seen:,} entries is an event nbprof reads")
         return notes
 
-    def _json_list(self, attr: str, codes: np.ndarray) -> pd.Categorical:
-        """A JSON-list column (kernels' grid and block) from its raw-text codes: the texts as torch's
-        writer prints them, worked out once per distinct text; "" for rows without one."""
-        texts = [_dims_text(raw) for raw in self.raw_codes[attr].values()]
+    def _raw_texts(self, attr: str, codes: np.ndarray, text: Callable[[bytes], str]) -> pd.Categorical:
+        """A categorical column from its raw-JSON codes: ``text`` of each distinct raw value (a
+        JSON list, kernels' grid and block: as torch's writer prints it; a string: the string),
+        worked out once per distinct text; "" for rows without one."""
+        texts = [text(raw) for raw in self.raw_codes[attr].values()]
         # raw texts that read the same share a category (-1, no text, reads the leading "")
         categories, text_code = np.unique(np.array([""] + texts, dtype=object), return_inverse=True)
         return pd.Categorical.from_codes(text_code.reshape(-1)[codes + 1].astype(np.int32),
@@ -1008,6 +1010,17 @@ def _shape_text(raw: bytes) -> str:
     elif ", " not in text and "," in text:
         text = str(json.loads(text))  # compact writers: normalise to Python's spacing
     return text
+
+
+def _arg_text(raw: bytes) -> str:
+    """A string arg's text ("Collective name": "allreduce"); another JSON value as it reads."""
+    if not raw:
+        return ""
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return raw.decode(errors="replace")
+    return value if isinstance(value, str) else json.dumps(value)
 
 
 def _dims_text(raw: bytes) -> str:

@@ -31,11 +31,14 @@ from typing import Any
 import pandas as pd
 
 from . import (
+    collective_wait,
+    comm_exposed,
     copy,
     dataloader,
     gpu_idle,
     hot_function,
     launch_bound,
+    launch_delay,
     memory_peak,
     small_grid,
     straggler,
@@ -51,7 +54,8 @@ __all__ = ["torch_findings", "python_findings", "kinds_markdown", "thresholds", 
 
 # The registry, in the order the checks run.
 TORCH_CHECKS: tuple[ModuleType, ...] = (top_op, sync, copy, gpu_idle, launch_bound, small_grid, tensor_cores,
-                                        dataloader, memory_peak, straggler)
+                                        dataloader, comm_exposed, collective_wait, launch_delay,
+                                        memory_peak, straggler)
 PYTHON_CHECKS: tuple[ModuleType, ...] = (top_function, hot_function)
 
 
