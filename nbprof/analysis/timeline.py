@@ -87,6 +87,7 @@ class TimelineData:
     max_rects: int
     hidden: dict = field(default_factory=dict)  # kind -> events not drawn (python, memory, ...)
     events: pd.DataFrame | None = None  # the events table, for hover details of unmerged rects
+    event_row: np.ndarray | None = None  # the row of each event of ``events`` (-1: not drawn)
 
     @property
     def span_us(self) -> float:
@@ -281,12 +282,15 @@ def timeline_rects(
     max_rects: int = 20_000,
     window: tuple[float, float] | None = None,
     merge: bool | None = None,
+    all_lanes: bool = False,
 ) -> TimelineData:
     """The rectangles of the timeline of ``events`` (an events table with the tree columns).
 
     ``window``: (start, end) in µs: only that part of the profile, at full resolution for it.
     ``merge``: None merges only if there are more than ``max_rects`` events; True always merges
     at ``width_px`` resolution (static renderings); False never does.
+    ``all_lanes``: with a window, keep the lanes and rows of the whole profile (a zoomed live view
+    keeps its layout while the rectangles change; the rows are numbered as without a window).
     """
     meta = meta or TraceMeta()
     n = len(events)
@@ -314,7 +318,8 @@ def timeline_rects(
     end = start + events["dur_us"].to_numpy(dtype=np.float64)
     if window is not None:
         w0, w1 = float(window[0]), float(window[1])
-        drawn = drawn & (end >= w0) & (start <= w1)
+        if not all_lanes:
+            drawn = drawn & (end >= w0) & (start <= w1)
     idx = np.flatnonzero(drawn)
     m = len(idx)
 
@@ -396,6 +401,12 @@ def timeline_rects(
     compact = np.arange(len(row_lane)) - first_pos
     rows_table = pd.DataFrame({"row": np.arange(len(row_lane)), "lane": row_lane, "level": compact})
     level = compact[row] if m else level
+    event_row = np.full(n, -1, dtype=np.int32)
+    event_row[idx] = row
+    if window is not None and all_lanes:  # the layout is the whole profile's; the rects the window's
+        keep = (end[idx] >= w0) & (start[idx] <= w1)
+        idx, row, level, lane_of, lane_kind = idx[keep], row[keep], level[keep], lane_of[keep], lane_kind[keep]
+        m = len(idx)
 
     # --- span, window clipping
     s, e = start[idx], end[idx]
@@ -468,6 +479,7 @@ def timeline_rects(
         max_rects=int(max_rects),
         hidden=hidden_kinds,
         events=events,
+        event_row=event_row,
     )
 
 
@@ -530,6 +542,7 @@ def remerge(data: TimelineData, width_px: int, max_rects: int | None = None) -> 
         max_rects=int(max_rects),
         hidden=data.hidden,
         events=data.events,
+        event_row=data.event_row,
     )
 
 

@@ -32,9 +32,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..analysis.memory import memory_curve
 from ..analysis.timeline import TimelineData, remerge, timeline_rects
+from ..analysis.timeline_tracks import gpu_busy_track, memory_track
 from ..meta import TraceMeta
-from ..events import DEVICE_WORK_KINDS, values_at
+from ..events import DEVICE_WORK_KINDS, KIND_CODE, values_at
 from .figure import drawing_html, rendering_figure
 from ..format import esc, fmt_bytes, fmt_us
 
@@ -363,24 +365,75 @@ def timeline_figure(
     ``profile``: a TorchProfile, an events table, or the result of :func:`prepare_timeline`."""
 
     data = prepare_timeline(profile, python=python, max_rects=max_rects, window_us=window_us)
-    layout = _layout(data, python, height)
+    return _rendering(figure_spec(data, python, height), data, python)
+
+
+def figure_spec(data: TimelineData, python: bool = False, height: int | None = None) -> dict:
+    """The figure's ``{"data": [...], "layout": {...}}`` for prepared rectangles: what
+    :func:`timeline_figure` draws, and what the live timeline sends its browser on each zoom."""
+    tracks = counter_tracks(data)
+    layout = _layout(data, python, height, tracks)
     if data.empty:
-        layout["annotations"] = [dict(text="no events", x=0.5, y=0.5, xref="paper", yref="paper",
+        layout["annotations"] = layout["annotations"] + [dict(text="no events", x=0.5, y=0.5, xref="paper", yref="paper",
                                       showarrow=False, font=dict(size=16, color="#888"))]
         layout["xaxis"].update(visible=False)
         layout["yaxis"].update(visible=False)
-        return _rendering(dict(data=[], layout=layout), data, python)
+        return dict(data=[], layout=layout)
     traces, colors = _heatmap_traces(data)
-    row_px = (layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]) / (float(_row_y(data).max()) + 1.5)
+    lanes_h = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"] - len(tracks) * TRACK_PX
+    row_px = lanes_h / (float(_row_y(data).max()) + 1.5)
     if row_px >= 13:  # names inside rectangles only where a level is tall enough for the text
         traces += _label_trace(data)
     traces += _legend_traces(data)
+    traces += [t for track in tracks for t in track["traces"]]
     k = len(colors)
     layout["coloraxis"] = dict(
         colorscale=[[v, c] for i, c in enumerate(colors) for v in (i / k, (i + 1) / k)],
         cmin=0, cmax=k, showscale=False,
     )
-    return _rendering(dict(data=traces, layout=layout), data, python)
+    return dict(data=traces, layout=layout)
+
+
+# ---------------------------------------------------------------------------------- counter tracks
+
+TRACK_PX = 58  # the height of one counter track above the lanes
+TRACK_BINS = 400  # GPU busy: bins over the drawn span (a bin is a few pixels of a full-width figure)
+_TRACK_COLORS = ("#2e6f9e", "#a0522d", "#3a8f57", "#6a5aa8")
+
+
+def counter_tracks(data: TimelineData, bins: int = TRACK_BINS) -> list[dict]:
+    """The counter tracks over the drawn span: GPU busy (% of each bin, per device) when the
+    profile has device work, allocated memory (per device) when it has memory events. Each:
+    ``{"name", "axis" ("y2", "y3"), "title", "traces"}`` (line traces on that axis)."""
+    ev = data.events
+    if ev is None or data.empty:
+        return []
+    t0, t1 = data.t0_us, data.t1_us
+    out: list[dict] = []
+    busy = gpu_busy_track(ev, t0, t1, bins)
+    if len(busy):
+        traces = []
+        for i, (device, g) in enumerate(busy.groupby("device", sort=True)):
+            mid = (g["t0_us"].to_numpy() + g["t1_us"].to_numpy()) / 2000.0
+            traces.append(dict(type="scatter", mode="lines", x=mid, y=g["busy_pct"].to_numpy(), yaxis="y2",
+                               fill="tozeroy", line=dict(width=1, shape="hvh", color=_TRACK_COLORS[i % 4]),
+                               name=f"{device} busy", showlegend=False,
+                               hovertemplate=f"{esc(device)} busy %{{y:.1f}}%<extra></extra>"))
+        out.append(dict(name="gpu_busy", axis="y2", title="GPU busy %", traces=traces))
+    codes = ev["kind"].cat.codes.to_numpy()
+    if (codes == KIND_CODE["memory"]).any():
+        mem = memory_track(memory_curve(ev), t0, t1, bins)
+        traces = []
+        for i, (device, g) in enumerate(mem.groupby("device", sort=True)):
+            b = g["allocated_bytes"].to_numpy()
+            traces.append(dict(type="scatter", mode="lines", x=g["time_us"].to_numpy() / 1000.0, y=b / 2**20,
+                               yaxis="y3" if out else "y2", line=dict(width=1.2, shape="hv", color=_TRACK_COLORS[(i + 1) % 4]),
+                               name=f"{device} allocated", showlegend=False,
+                               text=np.asarray([fmt_bytes(v) for v in b.tolist()], dtype=object),
+                               hovertemplate=f"{esc(device)} allocated %{{text}}<extra></extra>"))
+        if traces:
+            out.append(dict(name="memory", axis="y3" if out else "y2", title="allocated MiB", traces=traces))
+    return out
 
 
 def _rendering(spec: dict, data: TimelineData, python: bool) -> Any:
@@ -506,15 +559,17 @@ def _legend_traces(data: TimelineData) -> list:
     return out
 
 
-def _layout(data: TimelineData, python: bool, height: int | None) -> dict:
+def _layout(data: TimelineData, python: bool, height: int | None, tracks: list | None = None) -> dict:
+    tracks = tracks or []
     rows = len(data.rows)
     lanes = data.lanes
     y = _row_y(data)
     row_px = 20
     top, bottom = 96, 48
+    tracks_px = len(tracks) * TRACK_PX
     natural = top + bottom + int((rows + 0.6 * max(len(lanes) - 1, 0)) * row_px) + 10
     capped = natural > 900
-    h = int(height or min(max(natural, 240), 900))
+    h = int(height or min(max(natural, 240), 900)) + tracks_px
 
     ticks, texts, shapes = [], [], []
     rows_lane = data.rows["lane"].to_numpy()
@@ -529,12 +584,29 @@ def _layout(data: TimelineData, python: bool, height: int | None) -> dict:
                            fillcolor="#f4f6f9" if lane.lane % 2 == 0 else "#ffffff", line=dict(width=0),
                            layer="below"))
     if capped and ticks:
-        texts = _thin_labels(ticks, texts, (h - top - bottom) / (float(y.max()) + 1.5))
+        texts = _thin_labels(ticks, texts, (h - tracks_px - top - bottom) / (float(y.max()) + 1.5))
     longest = max((len(t) for t in texts), default=10)
     x_range = [data.t0_us / 1000.0, data.t1_us / 1000.0] if data.span_us > 0 else [0, 1]
     pad = (x_range[1] - x_range[0]) * 0.005
     subtitle = " · ".join(x for x in (merge_note(data), _hidden_note(data, python), _zoom_hint(data)) if x)
-    return dict(
+    # counter tracks stack above the lanes, each on an axis of its own sharing the time axis
+    plot_h = max(h - top - bottom, 1)
+    lanes_top = 1.0 - tracks_px / plot_h
+    track_axes: dict = {}
+    track_labels: list = []
+    for i, track in enumerate(tracks):
+        hi = 1.0 - i * TRACK_PX / plot_h
+        lo = hi - (TRACK_PX - 14) / plot_h
+        name = "yaxis" + track["axis"][1:]
+        track_axes[name] = dict(domain=[max(lo, 0.0), hi], anchor="x", rangemode="tozero", fixedrange=True,
+                                showgrid=True, gridcolor="#eef0f3", zeroline=False, nticks=3, tickfont=dict(size=10),
+                                **({"range": [0, 100]} if track["name"] == "gpu_busy" else {}))
+        # its name left of its tick labels, level with the lane labels (an axis title would stand
+        # upright and collide with the ticks of a 44 px track)
+        track_labels.append(dict(text=track["title"], xref="paper", x=0, xanchor="right", xshift=-34,
+                                 yref="paper", y=(max(lo, 0.0) + hi) / 2, yanchor="middle", showarrow=False,
+                                 font=dict(size=12, color="#1f2328")))
+    return dict(**track_axes,
         template=dict(layout=dict()),
         title=dict(text=f"<b>Timeline</b> · {len(lanes)} lane{'s' if len(lanes) != 1 else ''} · {data.events_drawn:,} events · "
                         f"span {fmt_us(data.span_us)}",
@@ -566,9 +638,10 @@ def _layout(data: TimelineData, python: bool, height: int | None) -> dict:
             tickvals=ticks, ticktext=texts, autorange=False,
             range=[float(y.max()) + 0.75 if len(y) else 1, -0.75],
             showgrid=False, zeroline=False, ticks="", fixedrange=not capped,
-            tickfont=dict(size=12),
+            tickfont=dict(size=12), domain=[0.0, max(lanes_top - 0.02, 0.05) if tracks else 1.0],
         ),
         shapes=shapes,
+        annotations=track_labels,
         meta=dict(description=describe(data)),
     )
 
@@ -822,9 +895,24 @@ class TimelineView:
     def svg(self, width: int = 1000, height: int | None = None) -> str:
         return timeline_svg(self.data, width=width, height=height, python=self.python)
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        """As a cell's value: the zoomable figure (not a line of text)."""
-        return self.figure._repr_mimebundle_(include, exclude)
+    def live(self) -> Any:
+        """The live timeline widget (``views.live_timeline``): zoom re-renders the window from the
+        kernel, a selected span lists its ops and kernels, hover shows launch -> kernel arrows,
+        find highlights names. Needs ``anywidget`` and a running kernel."""
+        from .live_timeline import live_timeline
+
+        return live_timeline(self.profile, self.data, python=self.python, max_rects=self.max_rects, height=self.height)
+
+    def display_object(self) -> Any:
+        """What a notebook shows: the live widget in a kernel that can run it, else the figure."""
+        from .live_timeline import live_available
+
+        return self.live() if live_available() else self.figure
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> Any:
+        """As a cell's value: the live timeline in a kernel (its static drawing where no kernel
+        answers), else the zoomable figure (not a line of text)."""
+        return self.display_object()._repr_mimebundle_(include=include, exclude=exclude)
 
     def __repr__(self) -> str:
         return f"<{describe(self.data)}>"

@@ -1,0 +1,126 @@
+"""The live timeline in real JupyterLab, in headless Chromium: zoom asks the kernel for the
+window's rectangles, a selected span lists its ops and kernels, hover draws the launch -> kernel
+arrow, find fades what does not match.
+
+Screenshots go to tests/artifacts/ (look at them when the timeline changes).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from .conftest import DATA, HAS_TORCH
+
+lab = pytest.importorskip("tests.lab")
+pytest.importorskip("anywidget")
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not HAS_TORCH, reason="needs torch"),
+    pytest.mark.skipif(not lab.chromium_available(), reason="Debian's chromium is not installed"),
+]
+
+ARTIFACTS = Path(__file__).parent / "artifacts"
+BIG_EVENTS = 200_000
+
+CELLS = [
+    "%load_ext nbprof\nimport nbprof",
+    # 1: a big profile: merged to pixels in the full view
+    "big = nbprof.load_trace('big.trace.json.gz')\nbig_live = big.timeline_view().live()\nbig_live",
+    # 2: a recorded H100 profile: launches, kernels, memory
+    "cnn = nbprof.load_trace('cnn_train_cuda.trace.json.gz')\ncnn_live = cnn.timeline_view().live()\ncnn_live",
+]
+
+# the heatmap cells drawn (rectangles) whose extent overlaps [a, b] ms, read from plotly's own data
+COUNT_RECTS = """([a, b]) => {
+  const gd = document.querySelectorAll('.nbprof-live-plot')[%d];
+  let n = 0;
+  for (const t of gd._fullData) {
+    if (t.type !== 'heatmap') continue;
+    const x = Array.from(t.x), z = Array.from(t.z[0]);
+    for (let i = 0; i < z.length; i++) {
+      if (z[i] === null || Number.isNaN(z[i])) continue;
+      if (x[i + 1] >= a && x[i] <= b) n++;
+    }
+  }
+  return n;
+}"""
+
+
+def _notebook(path: Path) -> None:
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in CELLS]
+    nbformat.write(nb, path)
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory):
+    from nbprof.model import TorchProfile
+
+    from .test_timeline import synthetic_events
+
+    root = tmp_path_factory.mktemp("live")
+    shutil.copy(DATA / "cnn_train_cuda.trace.json.gz", root)
+    TorchProfile(synthetic_events(BIG_EVENTS)).save(root / "big.trace.json.gz")
+    _notebook(root / "live.ipynb")
+    ARTIFACTS.mkdir(exist_ok=True)
+    with lab.jupyterlab(root) as server, lab.browser(1500, 1200) as context:
+        page = lab.open_notebook(context, server, "live.ipynb")
+        lab.run_all(page, timeout_s=300)
+        page.wait_for_function("() => document.querySelectorAll('.nbprof-live[data-rendered]').length === 2",
+                               timeout=120_000)
+        yield page
+        lab.shutdown_kernel(page)
+
+
+def _kernel_json(page, code: str):
+    out = lab.kernel_eval(page, "import json as _j\nprint(_j.dumps(" + code + "))")
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def test_live_timeline_draws_without_errors(session):
+    outputs = lab.cell_outputs(session)
+    errors = [o for cell in outputs for o in cell if o.get("output_type") == "error"]
+    assert not errors, errors
+    assert "Error displaying widget" not in session.content()
+    assert session.locator(".nbprof-live-plot .main-svg").count() >= 2
+    # the output keeps the static drawing for front ends without a kernel
+    html = [o for o in outputs[1] if o.get("output_type") == "execute_result"][0]["data"]
+    assert "application/vnd.jupyter.widget-view+json" in html and "<svg" in html["text/html"]
+
+
+def test_zoom_redraws_the_window_in_full_detail(session):
+    full = _kernel_json(session, "[big_live.state.full.t0_us, big_live.state.full.t1_us, "
+                                 "int(big_live.state.full.merged_rects)]")
+    t0, t1, merged = full
+    assert merged > 0  # the full view is merged to pixels
+    a, b = (t0 + (t1 - t0) * 0.5) / 1000, (t0 + (t1 - t0) * 0.502) / 1000
+    before = session.evaluate(COUNT_RECTS % 0, [a, b])
+    session.evaluate("([a, b]) => window.Plotly.relayout(document.querySelectorAll('.nbprof-live-plot')[0], "
+                     "{'xaxis.range': [a, b]})", [a, b])
+    session.wait_for_function("() => document.querySelectorAll('.nbprof-live')[0].dataset.rendered !== '0'",
+                              timeout=60_000)
+    after = session.evaluate(COUNT_RECTS % 0, [a, b])
+    # the kernel's answer: every event overlapping the window, one rectangle each
+    events = _kernel_json(session, f"""int(((big.events['start_us'] + big.events['dur_us'] >= {a * 1000})
+        & (big.events['start_us'] <= {b * 1000})
+        & big.events['kind'].isin(['op','annotation','runtime','overhead','other','kernel','memcpy','memset','gpu_annotation'])).sum())""")
+    assert after > before
+    assert after == events > 100
+    status = session.locator(".nbprof-live-status").first.inner_text()
+    assert "merged" not in status, status
+    cell = session.locator(".jp-Cell").nth(1)
+    cell.screenshot(path=str(ARTIFACTS / "live-timeline-zoomed.png"))
+    # double-click's autorange: the full view again
+    session.evaluate("() => window.Plotly.relayout(document.querySelectorAll('.nbprof-live-plot')[0], "
+                     "{'xaxis.autorange': true})")
+    session.wait_for_function("() => document.querySelector('.nbprof-live-status').textContent.includes('merged')",
+                              timeout=60_000)
