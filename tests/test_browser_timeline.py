@@ -124,3 +124,90 @@ def test_zoom_redraws_the_window_in_full_detail(session):
                      "{'xaxis.autorange': true})")
     session.wait_for_function("() => document.querySelector('.nbprof-live-status').textContent.includes('merged')",
                               timeout=60_000)
+
+
+def _plot_point(page, index: int, x_ms: float, y: float) -> tuple[float, float]:
+    """Page pixels of a point in the figure's data coordinates (plotly's own axis mapping)."""
+    return tuple(page.evaluate(
+        """([i, x, y]) => { const gd = document.querySelectorAll('.nbprof-live-plot')[i];
+            const fl = gd._fullLayout, box = gd.getBoundingClientRect();
+            return [box.left + fl.xaxis._offset + fl.xaxis.l2p(x), box.top + fl.yaxis._offset + fl.yaxis.l2p(y)]; }""",
+        [index, x_ms, y]))
+
+
+def test_selecting_a_span_lists_its_ops_and_kernels(session):
+    cell = session.locator(".jp-Cell").nth(2)
+    cell.locator(".nbprof-live-select").click()
+    a, b = 9.0, 13.0  # ms: the second step's forward and backward
+    x0, y0 = _plot_point(session, 1, a, 0)
+    x1, _ = _plot_point(session, 1, b, 0)
+    session.mouse.move(x0, y0 + 40)
+    session.mouse.down()
+    session.mouse.move((x0 + x1) / 2, y0 + 40, steps=5)
+    session.mouse.move(x1, y0 + 40, steps=5)
+    session.mouse.up()
+    session.wait_for_function("() => document.querySelectorAll('.nbprof-live')[1].querySelector('.nbprof-live-sel table')",
+                              timeout=30_000)
+    sel = [float(v) for v in session.evaluate("() => document.querySelectorAll('.nbprof-live')[1].dataset.selection").split(",")]
+    assert sel[0] == pytest.approx(a, abs=0.1) and sel[1] == pytest.approx(b, abs=0.1)
+    # the kernel's answer, from the events table itself: device work overlapping the span, by the
+    # time inside it
+    want = _kernel_json(session, f"""(lambda ev: (lambda w: w.assign(t=w['start_us'].clip({sel[0] * 1000}, {sel[1] * 1000}).rsub(
+        (w['start_us'] + w['dur_us']).clip({sel[0] * 1000}, {sel[1] * 1000}))).groupby('name', observed=True)['t'].sum()
+        .sort_values(ascending=False, kind='stable').index.astype(str).tolist()[:12])(
+        ev[ev['kind'].isin(['kernel', 'memcpy', 'memset']) & (ev['start_us'] + ev['dur_us'] >= {sel[0] * 1000})
+           & (ev['start_us'] <= {sel[1] * 1000})]))(cnn.events)""")
+    kernels = cell.locator(".nbprof-live-sel-table[data-table='Kernels'] td.n")
+    got = [kernels.nth(i).get_attribute("title") for i in range(kernels.count())]
+    assert len(got) == len(want) >= 5
+    assert set(got) == set(want)
+    ops = cell.locator(".nbprof-live-sel-table[data-table='Operators and ranges'] td.n").all_inner_texts()
+    assert "backward" in ops or "forward" in ops
+    cell.locator(".nbprof-live-select").click()  # back to zoom
+    cell.screenshot(path=str(ARTIFACTS / "live-timeline-selection.png"))
+
+
+def test_hovering_a_kernel_draws_the_arrow_from_its_launch(session):
+    # the longest kernel with a launch, and that launch, from the events table and its correlation ids
+    k = _kernel_json(session, """(lambda ev: (lambda k, r: (lambda m: [float(m['start_us_k']), float(m['dur_us_k']),
+        float(m['start_us_r']), str(m['name_r'])])(k.merge(r, on='correlation', suffixes=('_k', '_r'))
+        .sort_values('dur_us_k', ascending=False).iloc[0]))(
+        ev[(ev['kind'] == 'kernel') & (ev['correlation'] > 0)], ev[(ev['kind'] == 'runtime') & (ev['correlation'] > 0)]))(cnn.events)""")
+    start, dur, launch_start, launch_name = k
+    a, b = (launch_start - 20) / 1000, (start + dur + 20) / 1000
+    session.evaluate("([a, b]) => window.Plotly.relayout(document.querySelectorAll('.nbprof-live-plot')[1], "
+                     "{'xaxis.range': [a, b]})", [a, b])
+    session.wait_for_function("() => document.querySelectorAll('.nbprof-live')[1].dataset.rendered !== '0'",
+                              timeout=30_000)
+    stream_y = session.evaluate("""() => { const gd = document.querySelectorAll('.nbprof-live-plot')[1];
+        const i = gd.layout.yaxis.ticktext.findIndex(t => t.startsWith('CUDA'));
+        return gd.layout.yaxis.tickvals[i]; }""")
+    x, y = _plot_point(session, 1, (start + dur / 2) / 1000, stream_y)
+    session.mouse.move(x, y)
+    session.wait_for_function("() => document.querySelectorAll('.nbprof-live')[1].dataset.flow", timeout=30_000)
+    arrow = session.evaluate("""() => { const gd = document.querySelectorAll('.nbprof-live-plot')[1];
+        return gd.layout.annotations.filter(a => a.name === 'nbprof-flow')[0]; }""")
+    assert arrow["ax"] == pytest.approx(launch_start / 1000, abs=1e-6)
+    assert arrow["x"] == pytest.approx(start / 1000, abs=1e-6)
+    assert arrow["y"] == pytest.approx(stream_y, abs=1e-6)
+    assert session.locator(".nbprof-live-plot").nth(1).locator(".annotation-arrow-g path, g.annotation path").count() >= 1
+    assert launch_name.startswith("cuda")
+    session.locator(".jp-Cell").nth(2).screenshot(path=str(ARTIFACTS / "live-timeline-flow.png"))
+
+
+def test_find_by_name_keeps_matches_and_fades_the_rest(session):
+    cell = session.locator(".jp-Cell").nth(2)
+    session.evaluate("() => window.Plotly.relayout(document.querySelectorAll('.nbprof-live-plot')[1], "
+                     "{'xaxis.autorange': true})")
+    time.sleep(1.0)
+    cell.locator(".nbprof-live-search").fill("conv")
+    session.wait_for_function("() => document.querySelectorAll('.nbprof-live-find')[1].textContent.includes('match')",
+                              timeout=30_000)
+    text = cell.locator(".nbprof-live-find").inner_text()
+    want = _kernel_json(session, """int((cnn.events['name'].astype(str).str.lower().str.contains('conv')
+        & ~cnn.events['kind'].isin(['memory', 'oom'])).sum())""")
+    assert text.startswith(f"{want:,} events match"), text
+    colors = session.evaluate("""() => document.querySelectorAll('.nbprof-live-plot')[1]._fullLayout.coloraxis.colorscale
+        .map(c => c[1])""")
+    assert "#eceef1" in colors and len(set(colors)) > 2  # faded, and matches in color
+    cell.screenshot(path=str(ARTIFACTS / "live-timeline-find.png"))

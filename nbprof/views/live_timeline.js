@@ -157,6 +157,7 @@ function render({ model, el }) {
   function onSelected(ev) {
     if (!ev || !ev.range || !ev.range.x) return;
     const [a, b] = ev.range.x;
+    root.dataset.selection = Math.min(a, b) + "," + Math.max(a, b);
     model.send({ type: "select", x0: Math.min(a, b), x1: Math.max(a, b) });
   }
 
