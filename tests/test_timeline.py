@@ -749,3 +749,64 @@ def test_find_events_matches_names_case_insensitively(profiles):
     assert len(hits) == len(raw) > 0
     assert len(find_events(p.events, "  ")) == 0
     assert len(find_events(p.events, "no such name anywhere")) == 0
+
+
+# ------------------------------------------------------------- live timeline: the kernel's answers
+
+live_timeline_mod = pytest.importorskip("nbprof.views.live_timeline")
+
+
+def test_live_window_keeps_the_whole_profiles_lanes_and_rows(profiles):
+    p = profiles["cnn_train_cuda"]
+    full = prepare_timeline(p)
+    state = live_timeline_mod.LiveTimelineState(p, full, python=False, max_rects=20_000, height=None)
+    w = state.window(full.t0_us + 8000, full.t0_us + 9000, 1000)
+    pd.testing.assert_frame_equal(w.lanes.drop(columns="events"), full.lanes.drop(columns="events"))
+    pd.testing.assert_frame_equal(w.rows, full.rows)
+    # each window rect sits on the row its event has in the full view
+    single = w.rects[w.rects["event"] >= 0]
+    full_row = full.rects.set_index("event")["row"]
+    assert len(single) > 10
+    assert (single["row"].to_numpy() == full_row.loc[single["event"]].to_numpy()).all()
+    spec = state.spec()
+    assert spec["layout"]["xaxis"]["range"] == [(full.t0_us + 8000) / 1000, (full.t0_us + 9000) / 1000]
+    assert list(spec["layout"]["yaxis"]["ticktext"]) == list(timeline_figure(full).layout.yaxis.ticktext)
+    # the whole profile again: the full view itself
+    assert state.window(None, None, 1000) is full
+
+
+def test_live_flow_joins_a_kernel_and_its_launch_from_the_raw_trace(profiles):
+    p = profiles["cnn_train_cuda"]
+    full = prepare_timeline(p)
+    state = live_timeline_mod.LiveTimelineState(p, full, python=False, max_rects=20_000, height=None)
+    launches = {a["correlation"]: s for n, s, _, a in raw_x("cnn_train_cuda", p, ("cuda_runtime",)) if "correlation" in a}
+    r = full.rects
+    rows = sorted(set(r["row"]))
+    checked = 0
+    for rect in r[r["family"] == "kernel"].head(20).itertuples():
+        k = p.events.iloc[rect.event]
+        f = state.flow(rows.index(rect.row), (rect.x0_us + rect.x1_us) / 2000)
+        assert f["x1"] == pytest.approx(k["start_us"] / 1000)
+        assert f["x0"] == pytest.approx(launches[k["correlation"]] / 1000, abs=1e-6)
+        # and from the launch back to the kernel
+        launch = r[(r["x0_us"] - launches[k["correlation"]]).abs() < 1e-3]
+        back = state.flow(rows.index(int(launch["row"].iloc[0])), (launch["x0_us"].iloc[0] + launch["x1_us"].iloc[0]) / 2000)
+        assert back == f
+        checked += 1
+    assert checked == 20
+    assert state.flow(0, -5.0) is None  # nothing under the cursor
+
+
+def test_live_find_fades_what_does_not_match(profiles):
+    p = profiles["cnn_train_cuda"]
+    full = prepare_timeline(p)
+    state = live_timeline_mod.LiveTimelineState(p, full, python=False, max_rects=20_000, height=None)
+    status = state.find("relu")
+    raw = [(n, e - s) for n, s, e, _ in raw_x("cnn_train_cuda", p) if "relu" in n.lower()]
+    assert status.startswith(f"{len(raw):,} events match")
+    spec = state.spec()
+    scale = [c for _, c in spec["layout"]["coloraxis"]["colorscale"]]
+    assert live_timeline_mod.FADED in scale
+    matching = state._matching(full)
+    assert int(matching.sum()) == sum(1 for n in full.rects["name"] if "relu" in n.lower())
+    assert state.find("") == "" and live_timeline_mod.FADED not in [c for _, c in state.spec()["layout"]["coloraxis"]["colorscale"]]

@@ -84,6 +84,8 @@ function render({ model, el }) {
   let timer = null;
   let selecting = false;
   let flowKey = null;
+  let resizer = null;
+  let resizeTimer = null;
   let baseAnnotations = 0; // the figure's own annotations (track labels); the arrow goes after them
 
   const plotWidth = () => {
@@ -93,6 +95,7 @@ function render({ model, el }) {
 
   async function draw(spec) {
     const layout = spec.layout;
+    if (root.clientWidth) layout.width = root.clientWidth;
     layout.dragmode = selecting ? "select" : "zoom";
     layout.selectdirection = "h";
     reacting = true;
@@ -196,6 +199,16 @@ function render({ model, el }) {
     plot.on("plotly_selected", onSelected);
     plot.on("plotly_hover", onHover);
     plot.on("plotly_unhover", onUnhover);
+    // the figure follows the output's width (not its height: a notebook output has none of its
+    // own, views/figure.py), as the front ends' plotly renderers do for a plain figure
+    let lastWidth = root.clientWidth;
+    resizer = new ResizeObserver(() => {
+      if (root.clientWidth === lastWidth || !root.clientWidth) return;
+      lastWidth = root.clientWidth;
+      clearTimeout(resizeTimer);
+      resizeTimer = setTimeout(() => Plotly.relayout(plot, { width: root.clientWidth }), 100);
+    });
+    resizer.observe(root);
     root.dataset.rendered = "0";
   }).catch((e) => {
     status.textContent = "plotly.js did not load: " + e;
@@ -203,6 +216,8 @@ function render({ model, el }) {
 
   return () => {
     clearTimeout(timer);
+    clearTimeout(resizeTimer);
+    if (resizer) resizer.disconnect();
     if (Plotly) Plotly.purge(plot);
   };
 }
