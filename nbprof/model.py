@@ -172,7 +172,7 @@ class TorchProfile:
 
     @functools.cached_property
     def _timeline_view(self) -> Any:
-        from .views.timeline import TimelineView
+        from .views.timeline_view import TimelineView
 
         return TimelineView(self)
 

@@ -24,11 +24,12 @@ from nbprof.model import TorchProfile
 from nbprof.views.figure import PLOTLY_MIME, figure_bundle, figure_json
 from nbprof.views.timeline import (
     PALETTES,
-    TimelineView,
     prepare_timeline,
     timeline_figure,
     timeline_svg,
 )
+
+from nbprof.views.timeline_view import TimelineView
 
 from .conftest import TRACES, trace_path, union_length
 

@@ -33,13 +33,12 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis.timeline import TimelineData
+from ..analysis.timeline import TimelineData, timeline_rects
 from ..analysis.timeline_tracks import flows
 from ..analysis.timeline_window import find_events, window_summary
 from ..format import esc, fmt_us
-from .figure import DEFAULT_CONFIG
-from .timeline import figure_spec, prepare_timeline, timeline_svg, describe, _row_y
-from .figure import drawing_html
+from .figure import DEFAULT_CONFIG, drawing_html
+from .timeline import _events_and_meta, _row_y, describe, figure_spec, prepare_timeline, timeline_svg
 
 __all__ = ["live_available", "live_timeline", "FADED"]
 
@@ -103,9 +102,6 @@ class LiveTimelineState:
         if x0_us is None or x1_us is None or (x0_us <= full.t0_us and x1_us >= full.t1_us):
             self.current = full
         else:
-            from .timeline import _events_and_meta
-            from ..analysis.timeline import timeline_rects
-
             events, meta = _events_and_meta(self.profile)
             data = timeline_rects(events, meta, python=self.python, width_px=max(int(width_px), 100),
                                   max_rects=self.max_rects, window=(float(x0_us), float(x1_us)), all_lanes=True)
@@ -220,7 +216,7 @@ def _widget_class() -> type:
         _esm = Path(__file__).with_name("live_timeline.js")
         spec = traitlets.Dict().tag(sync=True)
         config = traitlets.Dict().tag(sync=True)
-        full_range_ms = traitlets.List().tag(sync=True)
+        full_range_ms: Any = traitlets.List().tag(sync=True)
 
         def __init__(self, state: LiveTimelineState, static_html: Any, text: str):
             super().__init__(spec=state.spec(), config=dict(DEFAULT_CONFIG, modeBarButtonsToRemove=["lasso2d", "select2d", "autoScale2d"]),
@@ -257,10 +253,11 @@ def _widget_class() -> type:
                 self.send({"type": "error", "text": f"{type(e).__name__}: {e}"})
 
         def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> Any:
-            bundle = super()._repr_mimebundle_(include=include, exclude=exclude, **kwargs)
+            bundle: Any = super()._repr_mimebundle_(include=include, exclude=exclude, **kwargs)
             data = bundle[0] if isinstance(bundle, tuple) else bundle
-            data["text/plain"] = self._text
-            data["text/html"] = self._static_html()
+            if data is not None:
+                data["text/plain"] = self._text
+                data["text/html"] = self._static_html()
             return bundle
 
     LiveTimeline.__module__ = __name__
