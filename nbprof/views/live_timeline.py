@@ -99,6 +99,8 @@ class LiveTimelineState:
     def window(self, x0_us: float | None, x1_us: float | None, width_px: int) -> TimelineData:
         """The rectangles of [x0_us, x1_us] (None: the whole profile) at ``width_px``."""
         full = self.full
+        if x0_us is not None and x1_us is not None and x1_us < x0_us:
+            x0_us, x1_us = x1_us, x0_us
         if x0_us is None or x1_us is None or (x0_us <= full.t0_us and x1_us >= full.t1_us):
             self.current = full
         else:
