@@ -242,7 +242,10 @@ def _widget_class() -> type:
                     x0, x1 = content.get("x0"), content.get("x1")
                     s.window(None if x0 is None else float(x0) * 1000.0, None if x1 is None else float(x1) * 1000.0,
                              int(content.get("width_px") or 1000))
-                    self.send({"type": "spec", "seq": content.get("seq"), "spec": s.spec(), "status": describe(s.current)})
+                    reply = {"type": "spec", "seq": content.get("seq"), "spec": s.spec(), "status": describe(s.current)}
+                    if s.query:  # the search's line counts the rects on screen: they changed
+                        reply["find"] = s.find(s.query)
+                    self.send(reply)
                 elif kind == "find":
                     status = s.find(str(content.get("text", "")))
                     self.send({"type": "spec", "seq": content.get("seq"), "spec": s.spec(), "find": status})
