@@ -811,3 +811,18 @@ def test_live_find_fades_what_does_not_match(profiles):
     matching = state._matching(full)
     assert int(matching.sum()) == sum(1 for n in full.rects["name"] if "relu" in n.lower())
     assert state.find("") == "" and live_timeline_mod.FADED not in [c for _, c in state.spec()["layout"]["coloraxis"]["colorscale"]]
+
+
+def test_flows_pair_within_a_rank(tmp_path):
+    # two ranks recorded with the same correlation ids: each kernel pairs with its own rank's launch
+    for rank in (0, 1):
+        shutil.copy(trace_path("two_streams"), tmp_path / f"rank{rank}.pt.trace.json.gz")
+    p = nbprof.load_trace(str(tmp_path))
+    ev = p.events
+    assert "rank" in ev.columns and ev["rank"].nunique() == 2
+    f = flows(ev)
+    single = flows(nbprof.load_trace(trace_path("two_streams")).events)
+    assert len(f) == 2 * len(single) > 0
+    rank = ev["rank"].to_numpy()
+    assert (rank[f["launch"]] == rank[f["work"]]).all()
+    assert (ev["correlation"].to_numpy()[f["launch"]] == ev["correlation"].to_numpy()[f["work"]]).all()
