@@ -12,6 +12,8 @@ import shutil
 import time
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from .conftest import DATA, HAS_TORCH
@@ -211,3 +213,48 @@ def test_find_by_name_keeps_matches_and_fades_the_rest(session):
         .map(c => c[1])""")
     assert "#eceef1" in colors and len(set(colors)) > 2  # faded, and matches in color
     cell.screenshot(path=str(ARTIFACTS / "live-timeline-find.png"))
+
+
+def test_standalone_page_summarizes_a_selected_span_without_a_kernel(tmp_path):
+    """The exported report (no kernel): plotly's box select over the timeline lists the span's
+    duration and the names drawn in it, by time clipped to the span, from the figure's rects."""
+    import nbprof
+    from nbprof.views.timeline import prepare_timeline
+
+    p = nbprof.load_trace(DATA / "cnn_train_cuda.trace.json.gz")
+    path = tmp_path / "report.html"
+    p.to_html(path)
+    with lab.browser(1400, 1100) as context:
+        page = context.new_page()
+        page.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file://") else r.abort())
+        page.goto(path.as_uri())
+        page.locator(".nbprof-tabs > label", has_text="Timeline").click()
+        page.wait_for_function("() => document.querySelector('#nbprof-timeline .main-svg')", timeout=30_000)
+        page.locator("#nbprof-timeline .modebar-btn[data-val='select']").first.click()
+
+        def point(x_ms: float) -> list:
+            return page.evaluate("""(x) => { const gd = document.getElementById('nbprof-timeline');
+                const fl = gd._fullLayout, box = gd.getBoundingClientRect();
+                return [box.left + fl.xaxis._offset + fl.xaxis.l2p(x), box.top + fl.yaxis._offset + 40]; }""", x_ms)
+
+        (x0, y), (x1, _) = point(9.0), point(13.0)
+        page.mouse.move(x0, y)
+        page.mouse.down()
+        page.mouse.move((x0 + x1) / 2, y, steps=5)
+        page.mouse.move(x1, y, steps=5)
+        page.mouse.up()
+        page.wait_for_function("() => document.querySelector('#nbprof-timeline-selection table')", timeout=10_000)
+        head = page.locator("#nbprof-timeline-selection div").first.inner_text()
+        a, b = (float(v) for v in head.split(" ms")[0].replace("Selection ", "").split(" – "))
+        names = page.locator("#nbprof-timeline-selection td[title]").evaluate_all("els => els.map(e => e.title)")
+        page.locator("#nbprof-timeline-selection").locator("..").screenshot(path=str(ARTIFACTS / "static-timeline-selection.png"))
+    assert a == pytest.approx(9.0, abs=0.1) and b == pytest.approx(13.0, abs=0.1)
+    # the same rects in Python: each rect's clipped extent under its name
+    r = prepare_timeline(p).rects
+    x0s, x1s = r["x0_us"].to_numpy() / 1000, r["x1_us"].to_numpy() / 1000
+    inside = (x1s >= a) & (x0s <= b)
+    clipped = (np.minimum(x1s, b) - np.maximum(x0s, a))[inside]
+    sums = pd.Series(clipped, index=r["name"].to_numpy()[inside]).groupby(level=0).sum()
+    want = sorted(sums.items(), key=lambda kv: (-kv[1], kv[0]))
+    assert f"{int(inside.sum())} rects" in head
+    assert names == [n for n, _ in want[:15]]

@@ -45,6 +45,8 @@ __all__ = [
     "timeline_figure",
     "timeline_svg",
     "DEFAULT_MAX_RECTS",
+    "STATIC_SELECTION_JS",
+    "SELECT_CONFIG",
 ]
 
 DEFAULT_MAX_RECTS = 20_000
@@ -391,6 +393,54 @@ def figure_spec(data: TimelineData, python: bool = False, height: int | None = N
         cmin=0, cmax=k, showscale=False,
     )
     return dict(data=traces, layout=layout)
+
+
+# ---------------------------------------------------------------------- selection without a kernel
+
+# The figure's config where a span can be selected: plotly's box select stays in the mode bar.
+SELECT_CONFIG = {"modeBarButtonsToRemove": ["lasso2d", "autoScale2d"]}
+
+# A selected span in a page without a kernel (the standalone report, ``views.page``): its duration
+# and the names drawn in it, from the figure's own rectangles (each row's heatmap cells and their
+# hover texts: the name in bold, a merged rectangle's main name first on its second line), time
+# clipped to the span. A merged rectangle's time counts under its main name, so these are the
+# names drawn there, not exact per-event sums: the live timeline asks the kernel for those.
+STATIC_SELECTION_JS = r"""
+window.nbprofTimelineSelection = function (gd, out) {
+  var decode = document.createElement('textarea');
+  function plain(html) { decode.innerHTML = html.replace(/<br>/g, ''); return decode.value; }
+  function nameOf(text) {
+    var m = /^<b>([\s\S]*?)<\/b>(?:<br>([^<]*))?/.exec(text || '');
+    if (!m) return null;
+    if (/^[\d,]+ merged events$/.test(m[1]) && m[2]) return plain(m[2].split(' \u00d7')[0]);
+    return plain(m[1]);
+  }
+  function fmt(ms) { return ms >= 1 ? ms.toFixed(2) + ' ms' : (ms * 1000).toFixed(1) + ' \u00b5s'; }
+  gd.on('plotly_selected', function (ev) {
+    if (!ev || !ev.range || !ev.range.x) return;
+    var a = Math.min(ev.range.x[0], ev.range.x[1]), b = Math.max(ev.range.x[0], ev.range.x[1]);
+    var time = {}, rects = 0;
+    gd._fullData.forEach(function (t) {
+      if (t.type !== 'heatmap') return;
+      var x = t.x, z = t.z[0], h = t.hovertext[0];
+      for (var i = 0; i < z.length; i++) {
+        if (z[i] === null || z[i] !== z[i] || x[i + 1] < a || x[i] > b) continue;
+        var name = nameOf(h[i]);
+        if (name === null) continue;
+        rects++;
+        time[name] = (time[name] || 0) + Math.min(x[i + 1], b) - Math.max(x[i], a);
+      }
+    });
+    var names = Object.keys(time).sort(function (p, q) { return time[q] - time[p] || (p < q ? -1 : 1); });
+    var esc = function (s) { var d = document.createElement('div'); d.textContent = s; return d.innerHTML; };
+    out.innerHTML = '<div><b>Selection</b> ' + a.toFixed(3) + ' \u2013 ' + b.toFixed(3) + ' ms \u00b7 ' + fmt(b - a) +
+      ' \u00b7 ' + rects + ' rects</div><table class="nbprof-selection"><thead><tr><th>name drawn</th><th>time drawn in the span</th></tr></thead><tbody>' +
+      names.slice(0, 15).map(function (n) { return '<tr><td title="' + esc(n) + '">' + esc(n.length > 90 ? n.slice(0, 89) + '\u2026' : n) +
+        '</td><td style="text-align:right">' + fmt(time[n]) + '</td></tr>'; }).join('') + '</tbody></table>' +
+      (names.length > 15 ? '<div style="color:#888">+' + (names.length - 15) + ' more names</div>' : '');
+  });
+};
+"""
 
 
 # ---------------------------------------------------------------------------------- counter tracks
