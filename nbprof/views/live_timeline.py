@@ -106,7 +106,7 @@ class LiveTimelineState:
         else:
             events, meta = _events_and_meta(self.profile)
             data = timeline_rects(events, meta, python=self.python, width_px=max(int(width_px), 100),
-                                  max_rects=self.max_rects, window=(float(x0_us), float(x1_us)), all_lanes=True)
+                                  max_rects=self.max_rects, window=(float(x0_us), float(x1_us)), layout=full)
             self.current = prepare_timeline(data)
         return self.current
 
