@@ -215,7 +215,7 @@ def test_find_by_name_keeps_matches_and_fades_the_rest(session):
     cell.screenshot(path=str(ARTIFACTS / "live-timeline-find.png"))
 
 
-def test_standalone_page_summarizes_a_selected_span_without_a_kernel(tmp_path):
+def test_standalone_page_summarizes_a_selected_span_without_a_kernel(session, tmp_path):
     """The exported report (no kernel): plotly's box select over the timeline lists the span's
     duration and the names drawn in it, by time clipped to the span, from the figure's rects."""
     import nbprof
@@ -224,8 +224,9 @@ def test_standalone_page_summarizes_a_selected_span_without_a_kernel(tmp_path):
     p = nbprof.load_trace(DATA / "cnn_train_cuda.trace.json.gz")
     path = tmp_path / "report.html"
     p.to_html(path)
-    with lab.browser(1400, 1100) as context:
-        page = context.new_page()
+    # a page of the session's browser (one playwright per process: a second would nest)
+    page = session.context.new_page()
+    try:
         page.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file://") else r.abort())
         page.goto(path.as_uri())
         page.locator(".nbprof-tabs > label", has_text="Timeline").click()
@@ -248,6 +249,8 @@ def test_standalone_page_summarizes_a_selected_span_without_a_kernel(tmp_path):
         a, b = (float(v) for v in head.split(" ms")[0].replace("Selection ", "").split(" – "))
         names = page.locator("#nbprof-timeline-selection td[title]").evaluate_all("els => els.map(e => e.title)")
         page.locator("#nbprof-timeline-selection").locator("..").screenshot(path=str(ARTIFACTS / "static-timeline-selection.png"))
+    finally:
+        page.close()
     assert a == pytest.approx(9.0, abs=0.1) and b == pytest.approx(13.0, abs=0.1)
     # the same rects in Python: each rect's clipped extent under its name
     r = prepare_timeline(p).rects
