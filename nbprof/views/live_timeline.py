@@ -37,8 +37,8 @@ from ..analysis.timeline import TimelineData, timeline_rects
 from ..analysis.timeline_tracks import flows
 from ..analysis.timeline_window import find_events, window_summary
 from ..format import esc, fmt_us
-from .figure import DEFAULT_CONFIG, drawing_html
-from .timeline import _events_and_meta, _row_y, describe, figure_spec, prepare_timeline, timeline_svg
+from .figure import DEFAULT_CONFIG
+from .timeline import _events_and_meta, _row_y, describe, figure_spec, prepare_timeline, static_html
 
 __all__ = ["live_available", "live_timeline", "FADED"]
 
@@ -218,11 +218,9 @@ def _widget_class() -> type:
         _esm = Path(__file__).with_name("live_timeline.js")
         spec = traitlets.Dict().tag(sync=True)
         config = traitlets.Dict().tag(sync=True)
-        full_range_ms: Any = traitlets.List().tag(sync=True)
 
         def __init__(self, state: LiveTimelineState, static_html: Any, text: str):
-            super().__init__(spec=state.spec(), config=dict(DEFAULT_CONFIG, modeBarButtonsToRemove=["lasso2d", "select2d", "autoScale2d"]),
-                             full_range_ms=[state.full.t0_us / 1000.0, state.full.t1_us / 1000.0])
+            super().__init__(spec=state.spec(), config=dict(DEFAULT_CONFIG, modeBarButtonsToRemove=["lasso2d", "select2d", "autoScale2d"]))
             self._state = state
             self._static_html = static_html
             self._text = text
@@ -272,10 +270,4 @@ def _widget_class() -> type:
 def live_timeline(profile: Any, data: TimelineData, *, python: bool = False, max_rects: int, height: int | None = None) -> Any:
     """The live timeline widget of ``profile`` whose full view is ``data`` (prepared)."""
     state = LiveTimelineState(profile, data, python=python, max_rects=max_rects, height=height)
-
-    def static() -> str:
-        svg = timeline_svg(data, python=python)
-        return drawing_html(f'<div class="nbprof-timeline" style="max-width:100%;overflow-x:auto">{svg}</div>',
-                            "the timeline")
-
-    return _widget_class()(state, static, describe(data))
+    return _widget_class()(state, lambda: static_html(data, python), describe(data))

@@ -485,13 +485,16 @@ def counter_tracks(data: TimelineData, bins: int = TRACK_BINS) -> list[dict]:
     return out
 
 
-def _rendering(spec: dict, data: TimelineData, python: bool) -> Any:
-    def static() -> str:
-        svg = timeline_svg(data, python=python)
-        return drawing_html(f'<div class="nbprof-timeline" style="max-width:100%;overflow-x:auto">{svg}</div>',
-                            "the timeline")
+def static_html(data: TimelineData, python: bool = False) -> str:
+    """The timeline's static drawing as an output's ``text/html`` (the figure's and the live
+    timeline's, for front ends that draw neither)."""
+    svg = timeline_svg(data, python=python)
+    return drawing_html(f'<div class="nbprof-timeline" style="max-width:100%;overflow-x:auto">{svg}</div>',
+                        "the timeline")
 
-    return rendering_figure(spec, html=static, text=describe(data))
+
+def _rendering(spec: dict, data: TimelineData, python: bool) -> Any:
+    return rendering_figure(spec, html=lambda: static_html(data, python), text=describe(data))
 
 
 def _heatmap_traces(data: TimelineData) -> tuple[list, list]:
