@@ -826,3 +826,24 @@ def test_flows_pair_within_a_rank(tmp_path):
     rank = ev["rank"].to_numpy()
     assert (rank[f["launch"]] == rank[f["work"]]).all()
     assert (ev["correlation"].to_numpy()[f["launch"]] == ev["correlation"].to_numpy()[f["work"]]).all()
+
+
+def test_figure_draws_counter_tracks_above_the_lanes(profiles):
+    p = profiles["cnn_train_cuda"]  # CUDA and --memory: both tracks
+    fig = timeline_figure(p)
+    busy = [t for t in fig.data if t.type == "scatter" and t.yaxis == "y2"]
+    mem = [t for t in fig.data if t.type == "scatter" and t.yaxis == "y3"]
+    assert [t.name for t in busy] == ["cuda:0 busy"]
+    assert sorted(t.name for t in mem) == ["cpu allocated", "cuda:0 allocated"]
+    data = prepare_timeline(p)
+    track = gpu_busy_track(p.events, data.t0_us, data.t1_us, 400)
+    np.testing.assert_allclose(np.asarray(busy[0].y, dtype=float), track["busy_pct"].to_numpy())
+    cuda = [t for t in mem if t.name == "cuda:0 allocated"][0]
+    assert max(np.asarray(cuda.y, dtype=float)) * 2**20 == pytest.approx(p._memory_curve.query("device == 'cuda:0'")["allocated_bytes"].max())
+    # the tracks sit above the lanes, each on an axis of its own sharing the time axis
+    lay = fig.layout
+    assert lay.yaxis2.domain[0] > lay.yaxis3.domain[1] > lay.yaxis3.domain[0] > lay.yaxis.domain[1]
+    assert [a.text for a in lay.annotations] == ["GPU busy %", "allocated MiB"]
+    # no device work, no memory: no tracks
+    plain = timeline_figure(profiles["two_streams"].events[profiles["two_streams"].events["device"].astype(str) == "cpu"])
+    assert not [t for t in plain.data if t.type == "scatter" and t.yaxis in ("y2", "y3")]
