@@ -117,7 +117,7 @@ class LiveTimelineState:
         if self.query:
             data = dataclasses.replace(data, rects=data.rects.copy())
             data.rects["color"] = np.where(self._matching(data), data.rects["color"].to_numpy(), FADED)
-        spec = figure_spec(data, self.python, self.height)
+        spec = figure_spec(data, self.python, self.height, live=True)
         spec["layout"]["xaxis"]["range"] = [data.t0_us / 1000.0, data.t1_us / 1000.0]
         return _spec_json(spec)
 

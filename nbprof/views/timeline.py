@@ -322,9 +322,11 @@ def merge_note(data: TimelineData) -> str:
             f"{data.merged_rects:,} rects")
 
 
-def _zoom_hint(data: TimelineData) -> str:
+def _zoom_hint(data: TimelineData, live: bool = False) -> str:
     if not data.merged_rects:
         return ""
+    if live:
+        return "zoom in: the kernel draws the window in full detail"
     return "window_us=(start_us, end_us) draws a part in full detail"
 
 
@@ -369,11 +371,12 @@ def timeline_figure(
     return _rendering(figure_spec(data, python, height), data, python)
 
 
-def figure_spec(data: TimelineData, python: bool = False, height: int | None = None) -> dict:
+def figure_spec(data: TimelineData, python: bool = False, height: int | None = None, live: bool = False) -> dict:
     """The figure's ``{"data": [...], "layout": {...}}`` for prepared rectangles: what
-    :func:`timeline_figure` draws, and what the live timeline sends its browser on each zoom."""
+    :func:`timeline_figure` draws, and what the live timeline sends its browser on each zoom
+    (``live``: its subtitle says that zooming redraws)."""
     tracks = counter_tracks(data)
-    layout = _layout(data, python, height, tracks)
+    layout = _layout(data, python, height, tracks, live)
     if data.empty:
         layout["annotations"] = layout["annotations"] + [dict(text="no events", x=0.5, y=0.5, xref="paper", yref="paper",
                                       showarrow=False, font=dict(size=16, color="#888"))]
@@ -611,7 +614,8 @@ def _legend_traces(data: TimelineData) -> list:
     return out
 
 
-def _layout(data: TimelineData, python: bool, height: int | None, tracks: list | None = None) -> dict:
+def _layout(data: TimelineData, python: bool, height: int | None, tracks: list | None = None,
+            live: bool = False) -> dict:
     tracks = tracks or []
     rows = len(data.rows)
     lanes = data.lanes
@@ -640,7 +644,7 @@ def _layout(data: TimelineData, python: bool, height: int | None, tracks: list |
     longest = max((len(t) for t in texts), default=10)
     x_range = [data.t0_us / 1000.0, data.t1_us / 1000.0] if data.span_us > 0 else [0, 1]
     pad = (x_range[1] - x_range[0]) * 0.005
-    subtitle = " · ".join(x for x in (merge_note(data), _hidden_note(data, python), _zoom_hint(data)) if x)
+    subtitle = " · ".join(x for x in (merge_note(data), _hidden_note(data, python), _zoom_hint(data, live)) if x)
     # counter tracks stack above the lanes, each on an axis of its own sharing the time axis
     plot_h = max(h - top - bottom, 1)
     lanes_top = 1.0 - tracks_px / plot_h
