@@ -106,6 +106,7 @@ def test_zoom_redraws_the_window_in_full_detail(session):
     assert merged > 0  # the full view is merged to pixels
     a, b = (t0 + (t1 - t0) * 0.5) / 1000, (t0 + (t1 - t0) * 0.502) / 1000
     before = session.evaluate(COUNT_RECTS % 0, [a, b])
+    session.locator(".jp-Cell").nth(1).screenshot(path=str(ARTIFACTS / "live-timeline-full.png"))
     session.evaluate("([a, b]) => window.Plotly.relayout(document.querySelectorAll('.nbprof-live-plot')[0], "
                      "{'xaxis.range': [a, b]})", [a, b])
     session.wait_for_function("() => document.querySelectorAll('.nbprof-live')[0].dataset.rendered !== '0'",
