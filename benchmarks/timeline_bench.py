@@ -6,6 +6,8 @@ Targets (issue 4): at 1 M events the figure builds in under 2 s and its JSON sta
 the static SVG stays under about 300 KB. "build" is ``timeline_figure`` from a loaded profile
 (prepare + figure); "json" is what the plotly mimetype carries (``figure_json``), serialized.
 The profile itself (``TorchProfile(events)``, which builds the event tree) is timed apart.
+"zoom" is the live timeline's answer to a zoom into 1 % of the span: the window's rectangles on
+the profile's rows and its figure as JSON (``views.live_timeline.LiveTimelineState``).
 Timings are the best of ``--repeat`` runs; the machine's other load shows in them.
 """
 
@@ -22,7 +24,8 @@ sys.path.insert(0, ROOT)
 
 from nbprof.model import TorchProfile  # noqa: E402
 from nbprof.views.figure import figure_json  # noqa: E402
-from nbprof.views.timeline import prepare_timeline, timeline_figure, timeline_svg  # noqa: E402
+from nbprof.views.live_timeline import LiveTimelineState  # noqa: E402
+from nbprof.views.timeline import DEFAULT_MAX_RECTS, prepare_timeline, timeline_figure, timeline_svg  # noqa: E402
 from tests.test_timeline import synthetic_events  # noqa: E402
 
 
@@ -43,7 +46,7 @@ def main() -> None:
     args = ap.parse_args()
 
     print(f"{'events':>10} {'profile s':>10} {'prepare s':>10} {'build s':>8} {'json s':>7} {'JSON MB':>8} "
-          f"{'rects':>7} {'merged':>10} {'SVG s':>6} {'SVG KB':>7}")
+          f"{'rects':>7} {'merged':>10} {'SVG s':>6} {'SVG KB':>7} {'zoom s':>7}")
     for n in args.sizes:
         events = synthetic_events(n)
         t_profile, profile = best(lambda: TorchProfile(events), 1)
@@ -51,9 +54,12 @@ def main() -> None:
         t_build, fig = best(lambda: timeline_figure(profile), args.repeat)
         t_json, text = best(lambda: json.dumps(figure_json(fig)), args.repeat)
         t_svg, svg = best(lambda: timeline_svg(profile), args.repeat)
+        live = LiveTimelineState(profile, data, python=False, max_rects=DEFAULT_MAX_RECTS, height=None)
+        z0 = data.t0_us + data.span_us * 0.4
+        t_zoom, _ = best(lambda: live.spec(live.window(z0, z0 + data.span_us / 100, 1200)), args.repeat)
         print(f"{len(events):>10,} {t_profile:>10.2f} {t_prepare:>10.2f} {t_build:>8.2f} {t_json:>7.2f} "
               f"{len(text) / 1e6:>8.2f} {len(data.rects):>7,} {data.merged_events:>10,} {t_svg:>6.2f} "
-              f"{len(svg) / 1e3:>7.0f}")
+              f"{len(svg) / 1e3:>7.0f} {t_zoom:>7.2f}")
         if args.html:
             os.makedirs(args.html, exist_ok=True)
             fig.write_html(os.path.join(args.html, f"timeline_{n}.html"), include_plotlyjs=True)

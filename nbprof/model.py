@@ -174,18 +174,18 @@ class TorchProfile:
 
     @functools.cached_property
     def _timeline_view(self) -> Any:
-        from .views.timeline import TimelineView
+        from .views.timeline_view import TimelineView
 
         return TimelineView(self)
 
     def _ipython_display_(self) -> None:
-        """In IPython: the report, then the zoomable timeline as an output of its own (a plotly
+        """In IPython: the report, then the timeline as an output of its own (live in a kernel; a plotly
         figure cannot live inside the persistent HTML report without megabytes of plotly.js)."""
         from IPython.display import display
 
         display(self.report())
         if self.summary.events:
-            display(self.timeline_view().figure)
+            display(self.timeline_view().display_object())
 
     # -- analyses (issue 7) ------------------------------------------------------------------------
 

@@ -50,9 +50,9 @@ def _notebook(path: Path, cells: list[str]) -> None:
     nbformat.write(nb, path)
 
 
-# the height of each plotly figure drawn in each code cell's outputs
+# the height of each plotly figure drawn in each code cell's outputs (the live timeline's too)
 PLOT_HEIGHTS = """() => [...document.querySelectorAll('.jp-CodeCell')].map(cell =>
-    [...cell.querySelectorAll('.jp-OutputArea-output.js-plotly-plot')]
+    [...cell.querySelectorAll('.jp-OutputArea-output.js-plotly-plot, .nbprof-live-plot.js-plotly-plot')]
         .map(p => Math.round(p.getBoundingClientRect().height)))"""
 
 

@@ -24,11 +24,12 @@ from nbprof.model import TorchProfile
 from nbprof.views.figure import PLOTLY_MIME, figure_bundle, figure_json
 from nbprof.views.timeline import (
     PALETTES,
-    TimelineView,
     prepare_timeline,
     timeline_figure,
     timeline_svg,
 )
+
+from nbprof.views.timeline_view import TimelineView
 
 from .conftest import TRACES, trace_path, union_length
 
@@ -591,3 +592,258 @@ def test_colab_gets_the_interactive_figure_as_html(profiles, monkeypatch):
     assert "Plotly.newPlot" in page and "<svg" not in page and "\"responsive\": false" in page
     first, second = TorchReport(p).html(), TorchReport(p).html()
     assert "DecompressionStream" in first and "DecompressionStream" in second
+
+
+# ------------------------------------------------------------------ live timeline: the data side
+# Oracles from the raw chrome trace of an H100 run: its X events, its correlation ids, its
+# "Total Allocated" instants (times as start_us: ts minus the profile's origin).
+
+from nbprof.analysis.timeline import timeline_rects  # noqa: E402
+from nbprof.analysis.timeline_tracks import flows, gpu_busy_track, memory_track  # noqa: E402
+from nbprof.analysis.timeline_window import find_events, window_summary  # noqa: E402
+
+DRAWN_CATS = ("cpu_op", "user_annotation", "cuda_runtime", "cuda_driver", "overhead", "kernel", "gpu_memcpy",
+              "gpu_memset", "gpu_user_annotation")
+WORK_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
+
+
+def raw_x(name: str, profile, cats=DRAWN_CATS) -> list[tuple[str, float, float, dict]]:
+    """(name, start_us, end_us, args) of the raw trace's complete events of ``cats``."""
+    origin = profile.meta.origin_ns / 1000.0
+    return [(e["name"], e["ts"] - origin, e["ts"] - origin + e.get("dur", 0), e.get("args", {}))
+            for e in raw_events(name) if e.get("ph") == "X" and e.get("cat") in cats]
+
+
+@pytest.mark.parametrize("name, lo, hi", [("cnn_train_cuda", 0.4, 0.55), ("two_streams", 0.0, 0.7)])
+def test_window_rects_are_the_raw_events_in_the_window(profiles, name, lo, hi):
+    p = profiles[name]
+    span = p.meta.span_us
+    w0, w1 = span * lo, span * hi
+    data = timeline_rects(p.events, p.meta, window=(w0, w1))
+    assert data.merged_rects == 0  # a window this size is drawn event by event
+    raw = raw_x(name, p)
+    want = sorted((n, max(s, w0), min(e, w1)) for n, s, e, _ in raw if e >= w0 and s <= w1)
+    r = data.rects
+    got = sorted(zip(r["name"], r["x0_us"], r["x1_us"]))
+    assert len(want) > 10
+    assert [g[0] for g in got] == [w[0] for w in want]
+    np.testing.assert_allclose([g[1:] for g in got], [w[1:] for w in want], atol=1e-3)
+
+
+def test_window_rects_of_a_merged_profile_have_full_detail():
+    # a profile big enough to be merged in full is drawn event by event in a window
+    events = synthetic_events(60_000)
+    p = TorchProfile(events)
+    full = timeline_rects(p.events, p.meta)
+    assert full.merged_rects > 0
+    span = full.t1_us - full.t0_us
+    w0, w1 = full.t0_us + span * 0.5, full.t0_us + span * 0.5 + span / 200
+    win = timeline_rects(p.events, p.meta, window=(w0, w1))
+    assert win.merged_rects == 0
+    ev = p.events
+    e0 = ev["start_us"].to_numpy()
+    e1 = e0 + ev["dur_us"].to_numpy()
+    in_win = (e1 >= w0) & (e0 <= w1) & ev["kind"].isin(CPU_KINDS + DEVICE_KINDS).to_numpy()
+    assert len(win.rects) == int(in_win.sum()) > 100
+    # the full view had fewer rects there than the window shows
+    fr = full.rects
+    assert int(((fr["x1_us"] >= w0) & (fr["x0_us"] <= w1)).sum()) < len(win.rects)
+
+
+def _union_in(intervals: list[tuple[float, float]], a: float, b: float) -> float:
+    """Covered time of [a, b] by the intervals: a plain sweep, written apart from nbprof's."""
+    clipped = sorted((max(s, a), min(e, b)) for s, e in intervals if e > a and s < b)
+    total, cur_s, cur_e = 0.0, None, None
+    for s, e in clipped:
+        if cur_e is None or s > cur_e:
+            if cur_e is not None:
+                total += cur_e - cur_s
+            cur_s, cur_e = s, e
+        else:
+            cur_e = max(cur_e, e)
+    if cur_e is not None:
+        total += cur_e - cur_s
+    return total
+
+
+@pytest.mark.parametrize("name", ["cnn_train_cuda", "two_streams"])
+def test_gpu_busy_track_is_the_union_of_raw_kernels_per_bin(profiles, name):
+    p = profiles[name]
+    work = [(s, e) for _, s, e, _ in raw_x(name, p, WORK_CATS)]
+    span = p.meta.span_us
+    track = gpu_busy_track(p.events, 0.0, span, bins=50)
+    assert set(track["device"]) == {"cuda:0"}
+    assert len(track) == 50
+    for row in track.itertuples():
+        want = _union_in(work, row.t0_us, row.t1_us)
+        assert row.busy_us == pytest.approx(want, abs=0.01)  # start_us is at ns resolution
+        assert row.busy_pct == pytest.approx(100 * want / (row.t1_us - row.t0_us), abs=0.01)
+    assert track["busy_pct"].max() <= 100 + 1e-9
+    assert track["busy_us"].sum() == pytest.approx(_union_in(work, 0.0, span), abs=0.05)
+    assert track["busy_pct"].max() > 10
+
+
+def test_memory_track_keeps_each_bins_peak_from_the_raw_allocator_totals(profiles):
+    p = profiles["cnn_train_cuda"]
+    origin = p.meta.origin_ns / 1000.0
+    raw = [(e["ts"] - origin, e["args"]["Total Allocated"]) for e in raw_events("cnn_train_cuda")
+           if e.get("cat") == "cpu_instant_event" and e["args"].get("Device Type") == 1]
+    span = p.meta.span_us
+    bins = 40
+    track = memory_track(p._memory_curve, 0.0, span, bins=bins)
+    dev = track[track["device"] == "cuda:0"]
+    assert 0 < len(dev) <= 2 * bins + 1
+    edges = np.linspace(0.0, span, bins + 1)
+    got_t = dev["time_us"].to_numpy()
+    got_a = dev["allocated_bytes"].to_numpy()
+    for a, b in zip(edges[:-1], edges[1:]):
+        vals = [v for t, v in raw if a <= t < b]
+        here = got_a[(got_t >= a) & (got_t < b)]
+        if vals:
+            assert here.max() == max(vals)
+        else:
+            assert len(here) == 0
+    assert got_a.max() == max(v for _, v in raw)
+
+
+@pytest.mark.parametrize("name", ["cnn_train_cuda", "two_streams"])
+def test_flows_pair_runtime_calls_and_kernels_by_raw_correlation(profiles, name):
+    p = profiles[name]
+    launches = {a["correlation"]: (n, s) for n, s, _, a in raw_x(name, p, ("cuda_runtime", "cuda_driver"))
+                if "correlation" in a}
+    work = [(n, s, a["correlation"]) for n, s, _, a in raw_x(name, p, WORK_CATS)]
+    want = sorted((round(s, 1), n, round(launches[c][1], 1), launches[c][0]) for n, s, c in work if c in launches)
+    f = flows(p.events)
+    ev = p.events
+    names = ev["name"].astype(str).to_numpy()
+    start = ev["start_us"].to_numpy()
+    got = sorted(zip(np.round(start[f["work"]], 1), names[f["work"]], np.round(start[f["launch"]], 1), names[f["launch"]]))
+    assert len(want) == len(work) > 5
+    assert [g[1::2] for g in got] == [w[1::2] for w in want]
+    np.testing.assert_allclose([g[0::2] for g in got], [w[0::2] for w in want], atol=0.11)
+
+
+def test_window_summary_sums_clipped_times_of_the_raw_events(profiles):
+    p = profiles["cnn_train_cuda"]
+    span = p.meta.span_us
+    w0, w1 = span * 0.3, span * 0.6
+    s = window_summary(p.events, w0, w1)
+    for table, cats in ((s.kernels, WORK_CATS), (s.ops, ("cpu_op", "user_annotation", "cuda_runtime", "overhead"))):
+        want: dict = {}
+        for n, a, b, _ in raw_x("cnn_train_cuda", p, cats):
+            if b >= w0 and a <= w1:
+                c, t = want.get(n, (0, 0.0))
+                want[n] = (c + 1, t + min(b, w1) - max(a, w0))
+        assert len(table) == len(want) > 3
+        for row in table.itertuples():
+            assert row.calls == want[row.name][0]
+            assert row.in_window_us == pytest.approx(want[row.name][1], abs=1e-3)
+        assert list(table["in_window_us"]) == sorted(table["in_window_us"], reverse=True)
+    work = [(a, b) for _, a, b, _ in raw_x("cnn_train_cuda", p, WORK_CATS)]
+    assert s.device_busy_us == pytest.approx(_union_in(work, w0, w1), abs=0.05)
+
+
+def test_find_events_matches_names_case_insensitively(profiles):
+    p = profiles["cnn_train_cuda"]
+    hits = find_events(p.events, "CONV")
+    raw = [n for n, *_ in raw_x("cnn_train_cuda", p) if "conv" in n.lower()]
+    assert len(hits) == len(raw) > 0
+    assert len(find_events(p.events, "  ")) == 0
+    assert len(find_events(p.events, "no such name anywhere")) == 0
+
+
+# ------------------------------------------------------------- live timeline: the kernel's answers
+
+live_timeline_mod = pytest.importorskip("nbprof.views.live_timeline")
+
+
+def test_live_window_keeps_the_whole_profiles_lanes_and_rows(profiles):
+    p = profiles["cnn_train_cuda"]
+    full = prepare_timeline(p)
+    state = live_timeline_mod.LiveTimelineState(p, full, python=False, max_rects=20_000, height=None)
+    w = state.window(full.t0_us + 8000, full.t0_us + 9000, 1000)
+    pd.testing.assert_frame_equal(w.lanes.drop(columns="events"), full.lanes.drop(columns="events"))
+    pd.testing.assert_frame_equal(w.rows, full.rows)
+    # each window rect sits on the row its event has in the full view
+    single = w.rects[w.rects["event"] >= 0]
+    full_row = full.rects.set_index("event")["row"]
+    assert len(single) > 10
+    assert (single["row"].to_numpy() == full_row.loc[single["event"]].to_numpy()).all()
+    spec = state.spec()
+    assert spec["layout"]["xaxis"]["range"] == [(full.t0_us + 8000) / 1000, (full.t0_us + 9000) / 1000]
+    assert list(spec["layout"]["yaxis"]["ticktext"]) == list(timeline_figure(full).layout.yaxis.ticktext)
+    # the whole profile again: the full view itself
+    assert state.window(None, None, 1000) is full
+
+
+def test_live_flow_joins_a_kernel_and_its_launch_from_the_raw_trace(profiles):
+    p = profiles["cnn_train_cuda"]
+    full = prepare_timeline(p)
+    state = live_timeline_mod.LiveTimelineState(p, full, python=False, max_rects=20_000, height=None)
+    launches = {a["correlation"]: s for n, s, _, a in raw_x("cnn_train_cuda", p, ("cuda_runtime",)) if "correlation" in a}
+    r = full.rects
+    rows = sorted(set(r["row"]))
+    checked = 0
+    for rect in r[r["family"] == "kernel"].head(20).itertuples():
+        k = p.events.iloc[rect.event]
+        f = state.flow(rows.index(rect.row), (rect.x0_us + rect.x1_us) / 2000)
+        assert f["x1"] == pytest.approx(k["start_us"] / 1000)
+        assert f["x0"] == pytest.approx(launches[k["correlation"]] / 1000, abs=1e-6)
+        # and from the launch back to the kernel
+        launch = r[(r["x0_us"] - launches[k["correlation"]]).abs() < 1e-3]
+        back = state.flow(rows.index(int(launch["row"].iloc[0])), (launch["x0_us"].iloc[0] + launch["x1_us"].iloc[0]) / 2000)
+        assert back == f
+        checked += 1
+    assert checked == 20
+    assert state.flow(0, -5.0) is None  # nothing under the cursor
+
+
+def test_live_find_fades_what_does_not_match(profiles):
+    p = profiles["cnn_train_cuda"]
+    full = prepare_timeline(p)
+    state = live_timeline_mod.LiveTimelineState(p, full, python=False, max_rects=20_000, height=None)
+    status = state.find("relu")
+    raw = [(n, e - s) for n, s, e, _ in raw_x("cnn_train_cuda", p) if "relu" in n.lower()]
+    assert status.startswith(f"{len(raw):,} events match")
+    spec = state.spec()
+    scale = [c for _, c in spec["layout"]["coloraxis"]["colorscale"]]
+    assert live_timeline_mod.FADED in scale
+    matching = state._matching(full)
+    assert int(matching.sum()) == sum(1 for n in full.rects["name"] if "relu" in n.lower())
+    assert state.find("") == "" and live_timeline_mod.FADED not in [c for _, c in state.spec()["layout"]["coloraxis"]["colorscale"]]
+
+
+def test_flows_pair_within_a_rank(tmp_path):
+    # two ranks recorded with the same correlation ids: each kernel pairs with its own rank's launch
+    for rank in (0, 1):
+        shutil.copy(trace_path("two_streams"), tmp_path / f"rank{rank}.pt.trace.json.gz")
+    p = nbprof.load_trace(str(tmp_path))
+    ev = p.events
+    assert "rank" in ev.columns and ev["rank"].nunique() == 2
+    f = flows(ev)
+    single = flows(nbprof.load_trace(trace_path("two_streams")).events)
+    assert len(f) == 2 * len(single) > 0
+    rank = ev["rank"].to_numpy()
+    assert (rank[f["launch"]] == rank[f["work"]]).all()
+    assert (ev["correlation"].to_numpy()[f["launch"]] == ev["correlation"].to_numpy()[f["work"]]).all()
+
+
+def test_figure_draws_counter_tracks_above_the_lanes(profiles):
+    p = profiles["cnn_train_cuda"]  # CUDA and --memory: both tracks
+    fig = timeline_figure(p)
+    busy = [t for t in fig.data if t.type == "scatter" and t.yaxis == "y2"]
+    mem = [t for t in fig.data if t.type == "scatter" and t.yaxis == "y3"]
+    assert [t.name for t in busy] == ["cuda:0 busy"]
+    assert sorted(t.name for t in mem) == ["cpu allocated", "cuda:0 allocated"]
+    data = prepare_timeline(p)
+    track = gpu_busy_track(p.events, data.t0_us, data.t1_us, 400)
+    np.testing.assert_allclose(np.asarray(busy[0].y, dtype=float), track["busy_pct"].to_numpy())
+    cuda = [t for t in mem if t.name == "cuda:0 allocated"][0]
+    assert max(np.asarray(cuda.y, dtype=float)) * 2**20 == pytest.approx(p._memory_curve.query("device == 'cuda:0'")["allocated_bytes"].max())
+    # the tracks sit above the lanes, each on an axis of its own sharing the time axis
+    lay = fig.layout
+    assert lay.yaxis2.domain[0] > lay.yaxis3.domain[1] > lay.yaxis3.domain[0] > lay.yaxis.domain[1]
+    assert [a.text for a in lay.annotations] == ["GPU busy %", "allocated MiB"]
+    # no device work, no memory: no tracks
+    plain = timeline_figure(profiles["two_streams"].events[profiles["two_streams"].events["device"].astype(str) == "cpu"])
+    assert not [t for t in plain.data if t.type == "scatter" and t.yaxis in ("y2", "y3")]

@@ -24,13 +24,14 @@ _FIGURE_JS = """
 <script>
 (function () {
   var pending = [], drawn = [];
-  window.nbprofFigure = function (id, fig) { pending.push([id, fig]); draw(); };
+  window.nbprofFigure = function (id, fig, onDrawn) { pending.push([id, fig, onDrawn]); draw(); };
   function draw() {
     if (!window.Plotly) return;
     pending = pending.filter(function (item) {
       var el = document.getElementById(item[0]);
       if (!el || el.offsetParent === null) return true;   // hidden: wait for its tab
       Plotly.newPlot(el, item[1].data, item[1].layout, item[1].config);
+      if (item[2]) item[2](el);
       drawn.push(el);
       return false;
     });
@@ -55,17 +56,19 @@ def _plotly_js() -> str:
             " document.head.appendChild(s); });</script>")
 
 
-def _figure_div(fig_json: dict[str, Any], div_id: str, height: int = 500) -> str:
+def _figure_div(fig_json: dict[str, Any], div_id: str, height: int = 500, on_drawn: str = "") -> str:
+    """A figure's div and the script that draws it; ``on_drawn``: a JS function of the drawn div."""
     payload = json.dumps(fig_json, separators=(",", ":")).replace("</", "<\\/")
     return (
         f'<div id="{div_id}" style="width:100%;min-height:{height}px"></div>'
-        f"<script>window.nbprofFigure({json.dumps(div_id)}, {payload});</script>"
+        f"<script>window.nbprofFigure({json.dumps(div_id)}, {payload}{', ' + on_drawn if on_drawn else ''});</script>"
     )
 
 
 def standalone_html(result: Any, title: str | None = None) -> str:
     from .figure import figure_json
     from .report import PythonReport, TorchReport
+    from .timeline import SELECT_CONFIG, STATIC_SELECTION_JS
 
     report: TorchReport | PythonReport
     title = title or ("nbprof report" if result.kind == "torch" else "nbprof cProfile report")
@@ -74,7 +77,13 @@ def standalone_html(result: Any, title: str | None = None) -> str:
         body_timeline = None
         if result.summary.events:
             fig = result.timeline()
-            body_timeline = _figure_div(figure_json(fig), "nbprof-timeline", int(fig.layout.height or 500))
+            # a span selected with plotly's box select: its duration and names, from the rects
+            on_drawn = ("function (gd) { window.nbprofTimelineSelection(gd, "
+                        "document.getElementById('nbprof-timeline-selection')); }")
+            body_timeline = (f"<script>{STATIC_SELECTION_JS}</script>"
+                             + _figure_div(figure_json(fig, SELECT_CONFIG), "nbprof-timeline", int(fig.layout.height or 500),
+                                           on_drawn)
+                             + '<div id="nbprof-timeline-selection" style="font-size:12px;margin:6px 0"></div>')
         body = report.html(include_library=True, panels={"Timeline": body_timeline} if body_timeline else None)
     else:
         report = PythonReport(result)

@@ -32,9 +32,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..analysis.memory import memory_curve
 from ..analysis.timeline import TimelineData, remerge, timeline_rects
+from ..analysis.timeline_tracks import gpu_busy_track, memory_track
 from ..meta import TraceMeta
-from ..events import DEVICE_WORK_KINDS, values_at
+from ..events import DEVICE_WORK_KINDS, KIND_CODE, values_at
 from .figure import drawing_html, rendering_figure
 from ..format import esc, fmt_bytes, fmt_us
 
@@ -42,8 +44,9 @@ __all__ = [
     "prepare_timeline",
     "timeline_figure",
     "timeline_svg",
-    "TimelineView",
     "DEFAULT_MAX_RECTS",
+    "STATIC_SELECTION_JS",
+    "SELECT_CONFIG",
 ]
 
 DEFAULT_MAX_RECTS = 20_000
@@ -319,9 +322,11 @@ def merge_note(data: TimelineData) -> str:
             f"{data.merged_rects:,} rects")
 
 
-def _zoom_hint(data: TimelineData) -> str:
+def _zoom_hint(data: TimelineData, live: bool = False) -> str:
     if not data.merged_rects:
         return ""
+    if live:
+        return "zoom in: the kernel draws the window in full detail"
     return "window_us=(start_us, end_us) draws a part in full detail"
 
 
@@ -363,33 +368,136 @@ def timeline_figure(
     ``profile``: a TorchProfile, an events table, or the result of :func:`prepare_timeline`."""
 
     data = prepare_timeline(profile, python=python, max_rects=max_rects, window_us=window_us)
-    layout = _layout(data, python, height)
+    return _rendering(figure_spec(data, python, height), data, python)
+
+
+def figure_spec(data: TimelineData, python: bool = False, height: int | None = None, live: bool = False) -> dict:
+    """The figure's ``{"data": [...], "layout": {...}}`` for prepared rectangles: what
+    :func:`timeline_figure` draws, and what the live timeline sends its browser on each zoom
+    (``live``: its subtitle says that zooming redraws)."""
+    tracks = counter_tracks(data)
+    layout = _layout(data, python, height, tracks, live)
     if data.empty:
-        layout["annotations"] = [dict(text="no events", x=0.5, y=0.5, xref="paper", yref="paper",
+        layout["annotations"] = layout["annotations"] + [dict(text="no events", x=0.5, y=0.5, xref="paper", yref="paper",
                                       showarrow=False, font=dict(size=16, color="#888"))]
         layout["xaxis"].update(visible=False)
         layout["yaxis"].update(visible=False)
-        return _rendering(dict(data=[], layout=layout), data, python)
+        return dict(data=[], layout=layout)
     traces, colors = _heatmap_traces(data)
-    row_px = (layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]) / (float(_row_y(data).max()) + 1.5)
+    lanes_h = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"] - len(tracks) * TRACK_PX
+    row_px = lanes_h / (float(_row_y(data).max()) + 1.5)
     if row_px >= 13:  # names inside rectangles only where a level is tall enough for the text
         traces += _label_trace(data)
     traces += _legend_traces(data)
+    traces += [t for track in tracks for t in track["traces"]]
     k = len(colors)
     layout["coloraxis"] = dict(
         colorscale=[[v, c] for i, c in enumerate(colors) for v in (i / k, (i + 1) / k)],
         cmin=0, cmax=k, showscale=False,
     )
-    return _rendering(dict(data=traces, layout=layout), data, python)
+    return dict(data=traces, layout=layout)
+
+
+# ---------------------------------------------------------------------- selection without a kernel
+
+# The figure's config where a span can be selected: plotly's box select stays in the mode bar.
+SELECT_CONFIG = {"modeBarButtonsToRemove": ["lasso2d", "autoScale2d"]}
+
+# A selected span in a page without a kernel (the standalone report, ``views.page``): its duration
+# and the names drawn in it, from the figure's own rectangles (each row's heatmap cells and their
+# hover texts: the name in bold, a merged rectangle's main name first on its second line), time
+# clipped to the span. A merged rectangle's time counts under its main name, so these are the
+# names drawn there, not exact per-event sums: the live timeline asks the kernel for those.
+STATIC_SELECTION_JS = r"""
+window.nbprofTimelineSelection = function (gd, out) {
+  var decode = document.createElement('textarea');
+  function plain(html) { decode.innerHTML = html.replace(/<br>/g, ''); return decode.value; }
+  function nameOf(text) {
+    var m = /^<b>([\s\S]*?)<\/b>(?:<br>([^<]*))?/.exec(text || '');
+    if (!m) return null;
+    if (/^[\d,]+ merged events$/.test(m[1]) && m[2]) return plain(m[2].split(' \u00d7')[0]);
+    return plain(m[1]);
+  }
+  function fmt(ms) { return ms >= 1 ? ms.toFixed(2) + ' ms' : (ms * 1000).toFixed(1) + ' \u00b5s'; }
+  gd.on('plotly_selected', function (ev) {
+    if (!ev || !ev.range || !ev.range.x) return;
+    var a = Math.min(ev.range.x[0], ev.range.x[1]), b = Math.max(ev.range.x[0], ev.range.x[1]);
+    var time = {}, rects = 0;
+    gd._fullData.forEach(function (t) {
+      if (t.type !== 'heatmap') return;
+      var x = t.x, z = t.z[0], h = t.hovertext[0];
+      for (var i = 0; i < z.length; i++) {
+        if (z[i] === null || z[i] !== z[i] || x[i + 1] < a || x[i] > b) continue;
+        var name = nameOf(h[i]);
+        if (name === null) continue;
+        rects++;
+        time[name] = (time[name] || 0) + Math.min(x[i + 1], b) - Math.max(x[i], a);
+      }
+    });
+    var names = Object.keys(time).sort(function (p, q) { return time[q] - time[p] || (p < q ? -1 : 1); });
+    var esc = function (s) { var d = document.createElement('div'); d.textContent = s; return d.innerHTML; };
+    out.innerHTML = '<div><b>Selection</b> ' + a.toFixed(3) + ' \u2013 ' + b.toFixed(3) + ' ms \u00b7 ' + fmt(b - a) +
+      ' \u00b7 ' + rects + ' rects</div><table class="nbprof-selection"><thead><tr><th>name drawn</th><th>time drawn in the span</th></tr></thead><tbody>' +
+      names.slice(0, 15).map(function (n) { return '<tr><td title="' + esc(n) + '">' + esc(n.length > 90 ? n.slice(0, 89) + '\u2026' : n) +
+        '</td><td style="text-align:right">' + fmt(time[n]) + '</td></tr>'; }).join('') + '</tbody></table>' +
+      (names.length > 15 ? '<div style="color:#888">+' + (names.length - 15) + ' more names</div>' : '');
+  });
+};
+"""
+
+
+# ---------------------------------------------------------------------------------- counter tracks
+
+TRACK_PX = 58  # the height of one counter track above the lanes
+TRACK_BINS = 400  # GPU busy: bins over the drawn span (a bin is a few pixels of a full-width figure)
+_TRACK_COLORS = ("#2e6f9e", "#a0522d", "#3a8f57", "#6a5aa8")
+
+
+def counter_tracks(data: TimelineData, bins: int = TRACK_BINS) -> list[dict]:
+    """The counter tracks over the drawn span: GPU busy (% of each bin, per device) when the
+    profile has device work, allocated memory (per device) when it has memory events. Each:
+    ``{"name", "axis" ("y2", "y3"), "title", "traces"}`` (line traces on that axis)."""
+    ev = data.events
+    if ev is None or data.empty:
+        return []
+    t0, t1 = data.t0_us, data.t1_us
+    out: list[dict] = []
+    busy = gpu_busy_track(ev, t0, t1, bins)
+    if len(busy):
+        traces = []
+        for i, (device, g) in enumerate(busy.groupby("device", sort=True)):
+            mid = (g["t0_us"].to_numpy() + g["t1_us"].to_numpy()) / 2000.0
+            traces.append(dict(type="scatter", mode="lines", x=mid, y=g["busy_pct"].to_numpy(), yaxis="y2",
+                               fill="tozeroy", line=dict(width=1, shape="hvh", color=_TRACK_COLORS[i % 4]),
+                               name=f"{device} busy", showlegend=False,
+                               hovertemplate=f"{esc(device)} busy %{{y:.1f}}%<extra></extra>"))
+        out.append(dict(name="gpu_busy", axis="y2", title="GPU busy %", traces=traces))
+    codes = ev["kind"].cat.codes.to_numpy()
+    if (codes == KIND_CODE["memory"]).any():
+        mem = memory_track(memory_curve(ev), t0, t1, bins)
+        traces = []
+        for i, (device, g) in enumerate(mem.groupby("device", sort=True)):
+            b = g["allocated_bytes"].to_numpy()
+            traces.append(dict(type="scatter", mode="lines", x=g["time_us"].to_numpy() / 1000.0, y=b / 2**20,
+                               yaxis="y3" if out else "y2", line=dict(width=1.2, shape="hv", color=_TRACK_COLORS[(i + 1) % 4]),
+                               name=f"{device} allocated", showlegend=False,
+                               text=np.asarray([fmt_bytes(v) for v in b.tolist()], dtype=object),
+                               hovertemplate=f"{esc(device)} allocated %{{text}}<extra></extra>"))
+        if traces:
+            out.append(dict(name="memory", axis="y3" if out else "y2", title="allocated MiB", traces=traces))
+    return out
+
+
+def static_html(data: TimelineData, python: bool = False) -> str:
+    """The timeline's static drawing as an output's ``text/html`` (the figure's and the live
+    timeline's, for front ends that draw neither)."""
+    svg = timeline_svg(data, python=python)
+    return drawing_html(f'<div class="nbprof-timeline" style="max-width:100%;overflow-x:auto">{svg}</div>',
+                        "the timeline")
 
 
 def _rendering(spec: dict, data: TimelineData, python: bool) -> Any:
-    def static() -> str:
-        svg = timeline_svg(data, python=python)
-        return drawing_html(f'<div class="nbprof-timeline" style="max-width:100%;overflow-x:auto">{svg}</div>',
-                            "the timeline")
-
-    return rendering_figure(spec, html=static, text=describe(data))
+    return rendering_figure(spec, html=lambda: static_html(data, python), text=describe(data))
 
 
 def _heatmap_traces(data: TimelineData) -> tuple[list, list]:
@@ -506,15 +614,18 @@ def _legend_traces(data: TimelineData) -> list:
     return out
 
 
-def _layout(data: TimelineData, python: bool, height: int | None) -> dict:
+def _layout(data: TimelineData, python: bool, height: int | None, tracks: list | None = None,
+            live: bool = False) -> dict:
+    tracks = tracks or []
     rows = len(data.rows)
     lanes = data.lanes
     y = _row_y(data)
     row_px = 20
     top, bottom = 96, 48
+    tracks_px = len(tracks) * TRACK_PX
     natural = top + bottom + int((rows + 0.6 * max(len(lanes) - 1, 0)) * row_px) + 10
     capped = natural > 900
-    h = int(height or min(max(natural, 240), 900))
+    h = int(height or min(max(natural, 240), 900)) + tracks_px
 
     ticks, texts, shapes = [], [], []
     rows_lane = data.rows["lane"].to_numpy()
@@ -529,12 +640,29 @@ def _layout(data: TimelineData, python: bool, height: int | None) -> dict:
                            fillcolor="#f4f6f9" if lane.lane % 2 == 0 else "#ffffff", line=dict(width=0),
                            layer="below"))
     if capped and ticks:
-        texts = _thin_labels(ticks, texts, (h - top - bottom) / (float(y.max()) + 1.5))
+        texts = _thin_labels(ticks, texts, (h - tracks_px - top - bottom) / (float(y.max()) + 1.5))
     longest = max((len(t) for t in texts), default=10)
     x_range = [data.t0_us / 1000.0, data.t1_us / 1000.0] if data.span_us > 0 else [0, 1]
     pad = (x_range[1] - x_range[0]) * 0.005
-    subtitle = " · ".join(x for x in (merge_note(data), _hidden_note(data, python), _zoom_hint(data)) if x)
-    return dict(
+    subtitle = " · ".join(x for x in (merge_note(data), _hidden_note(data, python), _zoom_hint(data, live)) if x)
+    # counter tracks stack above the lanes, each on an axis of its own sharing the time axis
+    plot_h = max(h - top - bottom, 1)
+    lanes_top = 1.0 - tracks_px / plot_h
+    track_axes: dict = {}
+    track_labels: list = []
+    for i, track in enumerate(tracks):
+        hi = 1.0 - i * TRACK_PX / plot_h
+        lo = hi - (TRACK_PX - 14) / plot_h
+        name = "yaxis" + track["axis"][1:]
+        track_axes[name] = dict(domain=[max(lo, 0.0), hi], anchor="x", rangemode="tozero", fixedrange=True,
+                                showgrid=True, gridcolor="#eef0f3", zeroline=False, nticks=3, tickfont=dict(size=10),
+                                **({"range": [0, 100]} if track["name"] == "gpu_busy" else {}))
+        # its name left of its tick labels, level with the lane labels (an axis title would stand
+        # upright and collide with the ticks of a 44 px track)
+        track_labels.append(dict(text=track["title"], xref="paper", x=0, xanchor="right", xshift=-34,
+                                 yref="paper", y=(max(lo, 0.0) + hi) / 2, yanchor="middle", showarrow=False,
+                                 font=dict(size=12, color="#1f2328")))
+    return dict(**track_axes,
         template=dict(layout=dict()),
         title=dict(text=f"<b>Timeline</b> · {len(lanes)} lane{'s' if len(lanes) != 1 else ''} · {data.events_drawn:,} events · "
                         f"span {fmt_us(data.span_us)}",
@@ -566,9 +694,10 @@ def _layout(data: TimelineData, python: bool, height: int | None) -> dict:
             tickvals=ticks, ticktext=texts, autorange=False,
             range=[float(y.max()) + 0.75 if len(y) else 1, -0.75],
             showgrid=False, zeroline=False, ticks="", fixedrange=not capped,
-            tickfont=dict(size=12),
+            tickfont=dict(size=12), domain=[0.0, max(lanes_top - 0.02, 0.05) if tracks else 1.0],
         ),
         shapes=shapes,
+        annotations=track_labels,
         meta=dict(description=describe(data)),
     )
 
@@ -789,42 +918,3 @@ def _svg_tooltip(hover: str) -> str:
     """Plotly's hover markup as plain text for an SVG <title>."""
     text = hover.replace("<br>", "\n").replace("<b>", "").replace("</b>", "")
     return _html.unescape(text)
-
-
-# ------------------------------------------------------------------------------------ prepared view
-
-
-class TimelineView:
-    """A profile's timeline, prepared once (``TorchProfile.timeline_view()``): the report's
-    overview (``svg()``) and the zoomable figure under it (``figure``) share its rectangles."""
-
-    def __init__(self, profile: Any, *, python: bool = False, max_rects: int = DEFAULT_MAX_RECTS,
-                 window_us: tuple[float, float] | None = None, height: int | None = None):
-        self.profile = profile
-        self.python = python
-        self.max_rects = max_rects
-        self.window_us = window_us
-        self.height = height
-        self._data: TimelineData | None = None
-
-    @property
-    def data(self) -> TimelineData:
-        if self._data is None:
-            self._data = prepare_timeline(self.profile, python=self.python, max_rects=self.max_rects,
-                                          window_us=self.window_us)
-        return self._data
-
-    @property
-    def figure(self) -> Any:
-        """The plotly figure; it renders itself (plotly mimetype, the SVG, a line of text)."""
-        return timeline_figure(self.data, python=self.python, height=self.height)
-
-    def svg(self, width: int = 1000, height: int | None = None) -> str:
-        return timeline_svg(self.data, width=width, height=height, python=self.python)
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        """As a cell's value: the zoomable figure (not a line of text)."""
-        return self.figure._repr_mimebundle_(include, exclude)
-
-    def __repr__(self) -> str:
-        return f"<{describe(self.data)}>"

@@ -222,6 +222,39 @@ t.assign(name=t["name"].str.slice(0, 40))[["name", "status", "count_before", "co
 train.timeline(window_us=(9_800, 13_600))
 
 # %% [markdown]
+# ## The live timeline
+#
+# While the kernel runs, the timeline under a report is *live*: it asks the kernel again whenever
+# you zoom or pan. A big profile is first drawn merged to pixel resolution (a strip of thin events
+# becomes pixel-wide boxes named after their main op); zoom in and the window is drawn again, box
+# by box, from the events themselves. On top of that:
+#
+# - **counter tracks** above the lanes: *GPU busy* (the share of each time bin when any stream ran
+#   a kernel, memcpy or memset; overlapping streams count once) and *allocated MiB* (with
+#   `--memory`, each bin's peak);
+# - **Select span**, then drag across the timeline: a table under it lists the operators and
+#   kernels in that span, with the time each spent inside it;
+# - **hover** a `cudaLaunchKernel` or a kernel: an arrow joins the launch and the kernel it queued
+#   (they share a CUPTI correlation id), so the launch delay shows as the arrow's slope;
+# - **find by name**: type part of a name; matching boxes keep their color, the rest fade, and the
+#   line next to the box says how many events match and their total time.
+#
+# `result.timeline_view().live()` makes the widget directly. Saved and reopened without a kernel
+# (nbviewer, GitHub, an HTML export), the output is the static drawing.
+
+# %%
+live = train.timeline_view().live()
+live
+
+# %% [markdown]
+# The widget's answers come from the kernel, and `live.state` gives them in code too. The find
+# box's line for "conv":
+
+# %%
+# NBVAL_CHECK_OUTPUT
+print(live.state.find("conv"))
+
+# %% [markdown]
 # ## Streams
 #
 # Kernels on one stream run one after another; kernels on different streams may run at the same
