@@ -81,6 +81,18 @@ def test_top_op_is_torchs_top_operator_by_self_cuda_time(name):
     assert ev["count"] == top["count"]
 
 
+def test_top_op_calls_a_collective_communication_not_compute():
+    """HTA's NCCL sample: the top op by self CUDA time is record_param_comms (the NCCL kernels it
+    launched); "comms" contains "mm", which once made the advice say "It is compute"."""
+    path = pathlib.Path(__file__).parent / "data" / "wild" / "nccl_data.json.gz"
+    raw = json.load(gzip.open(path))["traceEvents"]
+    kernel_names = {e["args"].get("correlation"): e["name"] for e in raw if e.get("cat") == "kernel"}
+    assert any("nccl" in n for n in kernel_names.values())
+    row = one(nbprof.load_trace(path).findings, "top_op")
+    assert row["evidence"]["op"] == "record_param_comms"
+    assert "It is communication" in row["message"] and "compute:" not in row["message"]
+
+
 def test_top_op_does_not_fire_without_operators(tmp_path):
     t = Trace()
     t.annotation("label only", 0, 50)

@@ -8,6 +8,7 @@ import re
 from typing import Iterator
 
 from ...format import fmt_share, fmt_us
+from ..breakdown import COMM_PATTERN
 from ..summary import top_row
 from ._common import SCALAR_READ_OPS, Finding, TorchContext, to_python
 
@@ -52,6 +53,11 @@ def _advice(ctx: TorchContext, name: str) -> str:
               else "record its input shapes (--shapes --group-by shape)")
     stacks = ("see where it is called from in the By stack tab" if collected["stack"]
               else "see where it is called from (--stack --group-by stack)")
+    # before the compute hint: "record_param_comms" contains "mm"
+    if COMM_PATTERN.search(name):
+        return ("It is communication: its time includes waiting for the other ranks. See how much of it "
+                "compute hides (ranks().table's overlap_pct, the Ranks tab) and which rank the others wait "
+                "for; overlap it with compute (DDP buckets, FSDP prefetching) or send less.")
     if _COMPUTE_HINT.search(name):
         lower = ("torch.autocast with bfloat16, TF32 matmuls" if ctx.has_device
                  else "torch.autocast('cpu', dtype=torch.bfloat16)")
