@@ -2,7 +2,9 @@
 blocks than the GPU has SMs (CUPTI's "blocks per SM" below 1): part of the GPU idles while they
 run. Names the ``SMALL_GRID_SHOWN`` biggest such kernels with their launching ops. "medium" when
 the device is busy at least ``SMALL_GRID_BUSY_SHARE`` of the span (then filling it is what would
-pay off), else "low". Needs the estimates in the trace (torch's CUPTI traces have them)."""
+pay off), else "low". Needs the estimates in the trace (torch's CUPTI traces have them).
+Communication kernels (NCCL / RCCL) are left out: they run one block per channel by design,
+and more blocks would not make them faster."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import pandas as pd
 
 from ...events import KIND_CODE, values_at
 from ...format import fmt_us, short_kernel_name
+from ..breakdown import is_comm
 from ._common import Finding, TorchContext, pct
 
 SMALL_GRID_MIN_SHARE = 0.30
@@ -25,6 +28,7 @@ def find(ctx: TorchContext) -> Iterator[Finding]:
         return
     ev = ctx.events
     kern = np.flatnonzero((ctx.kind == KIND_CODE["kernel"]) & ~np.isnan(ev["blocks_per_sm"].to_numpy()))
+    kern = kern[~is_comm(values_at(ev["name"], kern))]
     if len(kern) == 0:
         return
     bps = ev["blocks_per_sm"].to_numpy()[kern]
