@@ -34,7 +34,8 @@ from ..meta import TraceMeta
 from ..events import DEVICE_WORK_CODES, KIND_CODE, TREE_CODES, category_mask, kind_mask
 from .device_stats import device_stats, process_codes, profiled_windows, span_ns
 
-__all__ = ["RankReport", "rank_report", "rank_table", "rank_differences", "COMM_PATTERN", "RANK_TIME_SPREAD"]
+__all__ = ["RankReport", "rank_report", "rank_table", "rank_differences", "name_times", "differences_from_times",
+           "COMM_PATTERN", "RANK_TIME_SPREAD"]
 
 COMM_PATTERN = re.compile(
     r"nccl|rccl|gloo|c10d::|record_param_comms|ProcessGroup|all_?reduce|all_?gather|reduce_?scatter"
@@ -129,12 +130,20 @@ def rank_differences(
     Columns: ``name, kind, comm, count_min, count_max, time_min_us, time_max_us, time_mean_us,
     spread, slowest_rank``, then ``count_rank<R>`` and ``time_us_rank<R>`` for every rank; sorted
     by ``time_max_us - time_min_us``."""
-    rank, labels = process_codes(events)
-    n = len(labels)
+    _, labels = process_codes(events)
+    has_work = bool(kind_mask(events["kind"].cat.codes.to_numpy(), DEVICE_WORK_CODES).any())
+    return differences_from_times(name_times(events, device_work=has_work), labels, spread, min_share)
+
+
+def name_times(events: pd.DataFrame, *, device_work: bool) -> pd.DataFrame:
+    """What :func:`rank_differences` compares: ``name, kind, rank`` (the rank's code, as
+    ``process_codes``), ``count, time_us``. ``device_work``: the kernels (copies, memsets) and
+    their device time; else the ops and ``record_function`` labels and their self CPU time.
+    Summed per name, so the times of ranks summarized apart concatenate into the same input."""
+    rank, _ = process_codes(events)
     kind = events["kind"].cat.codes.to_numpy()
-    work = kind_mask(kind, DEVICE_WORK_CODES)
-    if work.any():
-        rows = np.flatnonzero(work)
+    if device_work:
+        rows = np.flatnonzero(kind_mask(kind, DEVICE_WORK_CODES))
         value = events["dur_us"].to_numpy()[rows]
     else:
         # ops and record_function labels (a slow data loader shows as its label's own time); not
@@ -147,8 +156,17 @@ def rank_differences(
     frame = pd.DataFrame({"name": names, "kind": events["kind"].to_numpy()[rows].astype(object),
                           "rank": rank[rows], "v": value})
     g = frame.groupby(["name", "kind", "rank"], sort=True)["v"]
-    count = g.size().unstack("rank", fill_value=0).reindex(columns=range(n), fill_value=0)
-    time = g.sum().unstack("rank", fill_value=0.0).reindex(columns=range(n), fill_value=0.0)
+    return g.agg(count="size", time_us="sum").reset_index()
+
+
+def differences_from_times(times: pd.DataFrame, labels: np.ndarray, spread: float = RANK_TIME_SPREAD,
+                           min_share: float = RANK_MIN_SHARE) -> pd.DataFrame:
+    """:func:`rank_differences` from :func:`name_times` (of one profile, or concatenated over
+    ranks summarized apart, with each rank's code); ``labels``: the rank labels by code."""
+    n = len(labels)
+    g = times.groupby(["name", "kind", "rank"], sort=True)
+    count = g["count"].sum().unstack("rank", fill_value=0).reindex(columns=range(n), fill_value=0)
+    time = g["time_us"].sum().unstack("rank", fill_value=0.0).reindex(columns=range(n), fill_value=0.0)
     if len(count) == 0 or n < 2:
         return _empty_differences(labels)
     c = count.to_numpy()
