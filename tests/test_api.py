@@ -14,6 +14,7 @@ import nbprof
 from nbprof import errors
 
 PUBLIC = [
+    "ClusterProfile",
     "Comparison",
     "MissingDependencyError",
     "NbprofError",
@@ -75,7 +76,7 @@ def test_error_tree():
 
 def test_signatures():
     """The call forms the README and the tutorials use."""
-    assert list(inspect.signature(nbprof.load_trace).parameters) == ["path"]
+    assert list(inspect.signature(nbprof.load_trace).parameters) == ["path", "workers", "client", "progress"]
     assert list(inspect.signature(nbprof.compare).parameters)[:2] == ["before", "after"]
     assert list(inspect.signature(nbprof.cuda_collection).parameters) == ["on"]
     assert not inspect.signature(nbprof.step).parameters
@@ -95,6 +96,11 @@ RESULT_MEMBERS = {
                      "kernels", "key_averages", "kind", "memory_curve", "ranges", "ranks", "report", "save",
                      "step_breakdown", "steps", "summary", "timeline", "timeline_view", "to_chrome_trace",
                      "to_html"],
+    # a folder of ranks (nbprof.cluster): a TorchProfile, and one rank's profile on demand
+    "ClusterProfile": ["alive_at", "allocations", "collected", "device_stats", "events", "findings", "from_trace",
+                       "kernels", "key_averages", "kind", "memory_curve", "ranges", "rank", "rank_labels",
+                       "rank_summaries", "ranks", "report", "save", "step_breakdown", "steps", "summary", "timeline",
+                       "timeline_view", "to_chrome_trace", "to_html"],
     "PythonProfile": ["call_tree", "callees", "callers", "dump", "edges", "findings", "flame", "kind", "pstats",
                       "report", "stats", "to_html", "total_s"],
     "Comparison": ["html", "kind", "metric", "table", "text"],

@@ -34,7 +34,7 @@ from ..meta import TraceMeta
 from ..events import DEVICE_WORK_CODES, KIND_CODE, TREE_CODES, category_mask, kind_mask
 from .device_stats import device_stats, process_codes, profiled_windows, span_ns
 
-__all__ = ["RankReport", "rank_report", "rank_table", "rank_differences", "name_times", "differences_from_times",
+__all__ = ["RankReport", "rank_report", "report_of", "rank_table", "rank_differences", "name_times", "differences_from_times",
            "COMM_PATTERN", "RANK_TIME_SPREAD"]
 
 COMM_PATTERN = re.compile(
@@ -212,11 +212,16 @@ def _empty_differences(labels: np.ndarray) -> pd.DataFrame:
 
 def rank_report(events: pd.DataFrame, meta: TraceMeta | None = None) -> RankReport:
     table = rank_table(events, meta)
-    compute = table["compute_us"].to_numpy()
     if len(table) == 0:
         return RankReport(table, None, 0.0, _empty_differences(np.zeros(0, dtype=object)))
+    return report_of(table, rank_differences(events))
+
+
+def report_of(table: pd.DataFrame, differences: pd.DataFrame) -> RankReport:
+    """The report of a rank table (one row per rank, as :func:`rank_table`) and its differences:
+    the slowest rank (most ``compute_us``) and the imbalance."""
+    compute = table["compute_us"].to_numpy()
     i = int(np.argmax(compute))
     med = float(np.median(compute))
     imbalance = (float(compute[i]) - med) / med if med > 0 else 0.0
-    return RankReport(table=table, slowest=table["rank"].iloc[i], imbalance=imbalance,
-                      differences=rank_differences(events))
+    return RankReport(table=table, slowest=table["rank"].iloc[i], imbalance=imbalance, differences=differences)

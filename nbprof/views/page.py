@@ -70,9 +70,10 @@ def standalone_html(result: Any, title: str | None = None) -> str:
     report: TorchReport | PythonReport
     title = title or ("nbprof report" if result.kind == "torch" else "nbprof cProfile report")
     if result.kind == "torch":
-        report = TorchReport(result)
+        torch_report: TorchReport = result.report()  # a folder of ranks: its ClusterReport
+        report = torch_report
         body_timeline = None
-        if result.summary.events:
+        if result.summary.events and any(t.title == "Timeline" for t in torch_report.tabs):
             fig = result.timeline()
             body_timeline = _figure_div(figure_json(fig), "nbprof-timeline", int(fig.layout.height or 500))
         body = report.html(include_library=True, panels={"Timeline": body_timeline} if body_timeline else None)

@@ -10,7 +10,7 @@ from ..datatable import datatable_html
 from ..table import Column
 from .base import Tab
 
-__all__ = ["RANKS"]
+__all__ = ["RANKS", "CLUSTER_RANKS"]
 
 
 def render(report: Any) -> str:
@@ -37,3 +37,5 @@ def render(report: Any) -> str:
 
 
 RANKS = Tab("Ranks", render, applies=lambda p: "rank" in p._events.columns)
+# a folder of ranks summarized apart (nbprof.cluster) always has ranks, and no events table to look in
+CLUSTER_RANKS = Tab("Ranks", render)
