@@ -101,7 +101,7 @@ def rank_summary(path: str) -> RankSummary:
     trace_meta = TraceMeta(**p.meta.trace_fields())
     return RankSummary(
         file=path, meta=trace_meta, events=len(ev), start_us=start, end_us=end,
-        rank_row=rank_table(ev, p.meta), key_averages=p.key_averages("op"), kernel_parts=kernel_parts(ev),
+        rank_row=rank_table(ev, p.meta, p.device_stats), key_averages=p.key_averages("op"), kernel_parts=kernel_parts(ev),
         device_times=name_times(ev, device_work=True), cpu_times=name_times(ev, device_work=False),
         steps=p.steps(), device_stats=p.device_stats, summary=p.summary, findings=p.findings,
         seconds=time.perf_counter() - t0,

@@ -31,8 +31,8 @@ import numpy as np
 import pandas as pd
 
 from ..meta import TraceMeta
-from ..events import DEVICE_WORK_CODES, KIND_CODE, TREE_CODES, category_mask, kind_mask
-from .device_stats import device_stats, process_codes, profiled_windows, span_ns
+from ..events import DEVICE_WORK_CODES, KIND_CODE, KINDS, TREE_CODES, category_mask, kind_mask
+from .device_stats import DeviceStats, device_stats, process_codes, profiled_windows, span_ns
 
 __all__ = ["RankReport", "rank_report", "report_of", "rank_table", "rank_differences", "name_times", "differences_from_times",
            "COMM_PATTERN", "RANK_TIME_SPREAD"]
@@ -71,7 +71,9 @@ def _is_comm(names: np.ndarray) -> np.ndarray:
     return hits[codes] if len(codes) else np.zeros(0, dtype=bool)
 
 
-def rank_table(events: pd.DataFrame, meta: TraceMeta | None = None) -> pd.DataFrame:
+def rank_table(events: pd.DataFrame, meta: TraceMeta | None = None, stats: DeviceStats | None = None) -> pd.DataFrame:
+    """One row per rank (see the module doc); ``stats``: the events' ``device_stats`` when already
+    computed (a profile caches them)."""
     rank, labels = process_codes(events)
     n = len(labels)
     kind = events["kind"].cat.codes.to_numpy()
@@ -98,11 +100,11 @@ def rank_table(events: pd.DataFrame, meta: TraceMeta | None = None) -> pd.DataFr
 
     busy = np.zeros(n)
     n_devices = np.ones(n)
-    stats = device_stats(events, meta).devices
-    if len(stats):
-        key = stats["rank"].to_numpy() if "rank" in stats.columns else np.full(len(stats), labels[0], dtype=object)
+    devices = (stats if stats is not None else device_stats(events, meta)).devices
+    if len(devices):
+        key = devices["rank"].to_numpy() if "rank" in devices.columns else np.full(len(devices), labels[0], dtype=object)
         idx = pd.Index(labels).get_indexer(key)
-        np.add.at(busy, idx, stats["busy_us"].to_numpy())
+        np.add.at(busy, idx, devices["busy_us"].to_numpy())
         n_devices = np.maximum(np.bincount(idx, minlength=n), 1)
     with np.errstate(divide="ignore", invalid="ignore"):
         frac = np.where(spans > 0, busy / (spans * n_devices), np.nan)
@@ -152,11 +154,22 @@ def name_times(events: pd.DataFrame, *, device_work: bool) -> pd.DataFrame:
         rows = np.flatnonzero(np.isin(kind, [KIND_CODE["op"], KIND_CODE["annotation"]])
                               & (events["thread"].to_numpy() >= 0) & ~events["merged"].to_numpy() & ~step)
         value = events["self_cpu_us"].to_numpy()[rows]
-    names = events["name"].to_numpy()[rows].astype(object)
-    frame = pd.DataFrame({"name": names, "kind": events["kind"].to_numpy()[rows].astype(object),
-                          "rank": rank[rows], "v": value})
-    g = frame.groupby(["name", "kind", "rank"], sort=True)["v"]
-    return g.agg(count="size", time_us="sum").reset_index()
+    # grouped on integer codes (a groupby on the names as objects took 1.4 s at 1 M events)
+    name_codes = events["name"].cat.codes.to_numpy()[rows].astype(np.int64)
+    named = name_codes >= 0  # an event without a name is no row (as a groupby drops NaN keys)
+    name_codes, value, r = name_codes[named], value[named], rank[rows][named]
+    kinds = kind[rows][named].astype(np.int64)
+    n_ranks = int(r.max()) + 1 if len(r) else 1
+    key = (name_codes * len(KINDS) + kinds) * n_ranks + r
+    uniq, group = np.unique(key, return_inverse=True)
+    names = np.asarray(events["name"].cat.categories, dtype=object)
+    return pd.DataFrame({
+        "name": names[uniq // n_ranks // len(KINDS)] if len(uniq) else np.zeros(0, dtype=object),
+        "kind": np.asarray(KINDS, dtype=object)[(uniq // n_ranks) % len(KINDS)],
+        "rank": uniq % n_ranks,
+        "count": np.bincount(group, minlength=len(uniq)).astype(np.int64),
+        "time_us": np.bincount(group, weights=value, minlength=len(uniq)),
+    })
 
 
 def differences_from_times(times: pd.DataFrame, labels: np.ndarray, spread: float = RANK_TIME_SPREAD,
