@@ -84,6 +84,8 @@ class RankSummary:
     cpu_times: pd.DataFrame
     """``name_times`` of its ops and labels (self CPU time), for ranks without device work."""
     steps: pd.DataFrame
+    step_breakdown: pd.DataFrame
+    """``step_breakdown()`` (self CPU time per op and step): the Steps tab's side-by-side table."""
     device_stats: DeviceStats
     summary: TorchSummary
     findings: pd.DataFrame
@@ -103,7 +105,7 @@ def rank_summary(path: str) -> RankSummary:
         file=path, meta=trace_meta, events=len(ev), start_us=start, end_us=end,
         rank_row=rank_table(ev, p.meta, p.device_stats), key_averages=p.key_averages("op"), kernel_parts=kernel_parts(ev),
         device_times=name_times(ev, device_work=True), cpu_times=name_times(ev, device_work=False),
-        steps=p.steps(), device_stats=p.device_stats, summary=p.summary, findings=p.findings,
+        steps=p.steps(), step_breakdown=p.step_breakdown(), device_stats=p.device_stats, summary=p.summary, findings=p.findings,
         seconds=time.perf_counter() - t0,
     )
 
@@ -377,6 +379,23 @@ class ClusterProfile(TorchProfile):
         out = pd.concat(frames, ignore_index=True)
         out["rank"] = out["rank"].astype(object)
         return out.sort_values(["step", "rank"], kind="stable").reset_index(drop=True)
+
+    def step_breakdown(self, by: str = "op", metric: str | None = None) -> pd.DataFrame:
+        """The steps side by side, one column per (rank, step); by op and self CPU time (what the
+        Steps tab shows) from the summaries, other choices from every event (merged on first use)."""
+        if by != "op" or metric not in (None, "self_cpu_us"):
+            return super().step_breakdown(by, metric)
+        parts = {r: s.step_breakdown for r, s, _ in self._ranked() if len(s.step_breakdown.columns)}
+        if not parts:  # no steps: the empty table, with the (rank, step) columns of several ranks
+            table = self._summaries[0].step_breakdown.copy()
+            none = np.zeros(0, dtype=np.int64)
+            table.columns = pd.MultiIndex.from_arrays([none, none], names=["rank", "step"])
+            return table
+        table = pd.concat(parts, axis=1, names=["rank", "step"]).fillna(0.0).sort_index(axis=1)
+        total = table.sum(axis=1)
+        table = table.iloc[np.lexsort((table.index.to_numpy().astype(str), -total.to_numpy()))]
+        table.index.name = "name"
+        return table
 
     @functools.cached_property
     def _device_stats(self) -> DeviceStats:

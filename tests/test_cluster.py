@@ -113,6 +113,7 @@ def test_tables_equal_the_merged_events_path(tmp_path, name):
     assert_frames(p.key_averages(), m.key_averages())  # same rows, same order
     assert_frames(p.kernels(), m.kernels(), sort=["name", "kind"])
     assert_frames(p.steps(), m.steps())
+    pd.testing.assert_frame_equal(p.step_breakdown(), m.step_breakdown(), check_dtype=False, rtol=1e-9)
     assert_frames(p.device_stats.devices, m.device_stats.devices, sort=["rank", "device"])
     assert_frames(p.device_stats.streams, m.device_stats.streams,
                   sort=[c for c in ("rank", "device", "stream") if c in m.device_stats.streams.columns])
@@ -244,15 +245,24 @@ def test_findings_of_ranks_are_one_line_per_kind_and_subject(tmp_path):
             == single["message"].tolist())
 
 
-def test_report_opens_with_ranks_and_leaves_out_what_needs_events(tmp_path):
-    p = nbprof.load_trace(collectives_folder(tmp_path / "coll"), workers=0, progress=False)
+@pytest.mark.parametrize("name", ["collectives", "steps"])
+def test_report_opens_with_ranks_and_leaves_out_what_needs_events(tmp_path, name):
+    p = nbprof.load_trace(FOLDERS[name](tmp_path), workers=0, progress=False)
     html = p.report().html(include_library=False)
     titles = [t.title for t in p.report().tabs if t.shown(p)]
     assert titles[0] == "Ranks" and "Timeline" not in titles and "Memory" not in titles
-    assert "slowest rank: 1" in html
+    assert f"slowest rank: {p.ranks().slowest}" in html
     assert "p.rank(r)" in p.report().text()
-    assert "_merged" not in p.__dict__  # the report did not merge the events
+    page = (tmp_path / "report.html")
+    p.to_html(page)
+    assert f"slowest rank: {p.ranks().slowest}" in page.read_text()
+    assert "_merged" not in p.__dict__  # neither the report nor its page merged the events
     assert repr(p).startswith("<ClusterProfile 2 ranks")
+    # IPython's display of the profile: the report only (its formatters call _ipython_display_)
+    from IPython.core.interactiveshell import InteractiveShell
+
+    InteractiveShell.instance().display_formatter.format(p.report())
+    assert "_merged" not in p.__dict__
 
 
 def test_events_merge_on_demand_with_a_note(tmp_path, capsys):
