@@ -18,8 +18,9 @@ by the ranks' files, so 64 ranks take ~64 copies of bytes, not 64 serializations
 **Measured**, each in a fresh process (so its peak memory is its own): the seconds to the report's
 tables (``load_trace`` + ``ranks().table``, ``key_averages()``, ``findings``), the notebook
 process's peak memory (VmHWM from /proc/self/status, reset through /proc/self/clear_refs after
-the imports, so it is the imports' resident memory plus what loading added) and the largest worker's
-(its ru_maxrss). Baselines: one rank through the same path (``load_trace(folder of one, workers=1)``
+the imports, so it is the imports' resident memory plus what loading added), the largest worker's
+(its ru_maxrss), and the CPU seconds of the process and its workers (user + system): on a shared
+machine the wall-time ratios depend on the cores left to us, the CPU ratios do not. Baselines: one rank through the same path (``load_trace(folder of one, workers=1)``
 is a plain profile, so ``summarize_ranks([file], workers=1)``: one spawned worker, every table),
 and plain ``load_trace(file)`` (read + event tree, tables computed lazily later). HTA:
 ``TraceAnalysis(trace_dir=folder)`` (its parse; its own process pool) under an address-space
@@ -122,11 +123,16 @@ sys.path.insert(0, {root!r})
 with open("/proc/self/clear_refs", "w") as f:
     f.write("5")  # reset the peak (VmHWM) to the current resident size
 t0 = time.perf_counter()
+cpu0 = sum(getattr(resource.getrusage(w), f) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+           for f in ("ru_utime", "ru_stime"))
 {work}
 seconds = time.perf_counter() - t0
 hwm = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM"))
-kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-print("RESULT " + json.dumps({{"seconds": seconds, "peak_mb": hwm / 1024, "worker_peak_mb": kids / 1024}}))
+kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+me = resource.getrusage(resource.RUSAGE_SELF)
+cpu = kids.ru_utime + kids.ru_stime + me.ru_utime + me.ru_stime - cpu0
+print("RESULT " + json.dumps({{"seconds": seconds, "cpu_s": cpu, "peak_mb": hwm / 1024,
+                              "worker_peak_mb": kids.ru_maxrss / 1024}}))
 """
 
 NBPROF_IMPORTS = "import nbprof, nbprof.cluster, pandas, numpy"
@@ -166,6 +172,8 @@ def main() -> None:
     ap.add_argument("--dir", default=os.path.expanduser("~/.cache/nbprof-bench-cluster"))
     ap.add_argument("--events", type=int, default=1_000_000, help="events per rank")
     ap.add_argument("--ranks", default="8,64")
+    ap.add_argument("--repeat", type=int, default=1, help="measure one rank and the first --ranks this many times, "
+                    "alternating (the machine is shared: the ratio of neighbours is the one to trust)")
     ap.add_argument("--hta", help="a Python with HolisticTraceAnalysis installed (its own venv)")
     ap.add_argument("--hta-ranks", default="2,8")
     ap.add_argument("--hta-limit-gb", type=float, default=10.0)
@@ -192,7 +200,16 @@ def main() -> None:
 
     record("one rank: plain load_trace(file)", probe(py, NBPROF_IMPORTS, PLAIN_WORK.format(file=one)))
     record("one rank: summarize_ranks([file], workers=1)", probe(py, NBPROF_IMPORTS, SUMMARY_WORK.format(file=one)))
-    for n in sorted(int(x) for x in args.ranks.split(",")):
+    ranks = sorted(int(x) for x in args.ranks.split(","))
+    pairs = []
+    for k in range(1, args.repeat):  # more neighbours: one rank, then the first folder, alternating
+        a = probe(py, NBPROF_IMPORTS, SUMMARY_WORK.format(file=one))
+        record(f"one rank: summarize_ranks([file], workers=1), again ({k})", a)
+        b = probe(py, NBPROF_IMPORTS, CLUSTER_WORK.format(folder=str(folders[ranks[0]]), ranks=ranks[0]))
+        record(f"{ranks[0]} ranks: load_trace(folder), again ({k})", b)
+        if "seconds" in a and "seconds" in b:
+            pairs.append((b["seconds"] / a["seconds"], b["cpu_s"] / a["cpu_s"]))
+    for n in ranks:
         record(f"{n} ranks: load_trace(folder)",
                probe(py, NBPROF_IMPORTS, CLUSTER_WORK.format(folder=str(folders[n]), ranks=n)))
     if args.hta:
@@ -203,15 +220,23 @@ def main() -> None:
     notes.append(f"end {datetime.datetime.utcnow():%H:%M} UTC, load average {loadavg()}")
     base = dict(rows)["one rank: summarize_ranks([file], workers=1)"]["seconds"]
     plain = dict(rows)["one rank: plain load_trace(file)"]["seconds"]
+    base_cpu = dict(rows)["one rank: summarize_ranks([file], workers=1)"]["cpu_s"]
     lines = [f"events per rank: {events:,}; " + "; ".join(notes), "",
-             "| run | seconds | x one rank (same path) | x plain load_trace(file) | notebook process peak MB "
-             "| largest worker peak MB | load average |", "|---|---|---|---|---|---|---|"]
+             "| run | seconds | x one rank (same path) | x plain load_trace(file) | CPU seconds (all processes) "
+             "| CPU x one rank | notebook process peak MB | largest worker peak MB | load average |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for label, r in rows:
         if "error" in r:
-            lines.append(f"| {label} | failed: {r['error']} (after {r['wall']:.0f} s) | | | | | {r['load']} |")
+            lines.append(f"| {label} | failed: {r['error']} (after {r['wall']:.0f} s) | | | | | | | {r['load']} |")
             continue
         lines.append(f"| {label} | {r['seconds']:.1f} | {r['seconds'] / base:.2f} | {r['seconds'] / plain:.2f} | "
-                     f"{r['peak_mb']:.0f} | {r['worker_peak_mb']:.0f} | {r['load']} |")
+                     f"{r['cpu_s']:.1f} | {r['cpu_s'] / base_cpu:.2f} | {r['peak_mb']:.0f} | "
+                     f"{r['worker_peak_mb']:.0f} | {r['load']} |")
+    if pairs:
+        wall = sorted(p[0] for p in pairs)[len(pairs) // 2]
+        cpu = sorted(p[1] for p in pairs)[len(pairs) // 2]
+        lines += ["", f"{ranks[0]} ranks / one rank, measured as neighbours ({len(pairs)} pairs): median wall "
+                      f"{wall:.2f}x, median CPU {cpu:.2f}x"]
     text = "\n".join(lines)
     print(text)
     if args.markdown:
