@@ -194,6 +194,7 @@ def test_ddp_ranks_table_from_the_raw_json(tmp_path):
     assert f["kind"].iloc[0] == "straggler" and "Rank 1 is the slowest" in f["message"].iloc[0]
 
 
+@pytest.mark.slow  # spawns worker processes and a Dask LocalCluster: ~10-25 s
 def test_workers_and_dask_give_the_same_tables(tmp_path):
     folder = write(tmp_path / "h100", perturbed_docs())
     local = nbprof.load_trace(folder, workers=0, progress=False)
@@ -284,19 +285,20 @@ def test_progress_counts_ranks(tmp_path, capsys):
     assert capsys.readouterr().err == ""
 
 
-def test_a_bad_rank_file_names_it_and_stops_the_workers(tmp_path):
+@pytest.mark.parametrize("workers", [0, pytest.param(2, marks=pytest.mark.slow)])  # 2: spawns workers, ~5 s
+def test_a_bad_rank_file_names_it_and_stops_the_workers(tmp_path, workers):
     folder = cpu_only_folder(tmp_path / "cpu")
     with gzip.open(folder / "r3.json.gz", "wb") as f:
         f.write(b'{"traceEvents": [{"ph": "X", "name": "x", "ts": 1, "dur": 2, "pid": 1, "tid": 1}]}')
     bad = folder / "r3.json.gz"
     bad.write_bytes(bad.read_bytes()[:30])  # truncated
-    for workers in (0, 2):
-        with pytest.raises(TraceError) as e:
-            nbprof.load_trace(folder, workers=workers, progress=False)
-        assert str(e.value).startswith(str(bad)) and "\n" not in str(e.value)
-        assert spawned_workers() == []
+    with pytest.raises(TraceError) as e:
+        nbprof.load_trace(folder, workers=workers, progress=False)
+    assert str(e.value).startswith(str(bad)) and "\n" not in str(e.value)
+    assert spawned_workers() == []
 
 
+@pytest.mark.slow  # spawns worker processes: ~5-15 s
 def test_an_interrupt_stops_every_worker(tmp_path, monkeypatch):
     from nbprof.views import progress
 
