@@ -17,15 +17,16 @@ by the ranks' files, so 64 ranks take ~64 copies of bytes, not 64 serializations
 
 **Measured**, each in a fresh process (so its peak memory is its own): the seconds to the report's
 tables (``load_trace`` + ``ranks().table``, ``key_averages()``, ``findings``), the notebook
-process's peak memory (VmHWM from /proc/self/status, reset through /proc/self/clear_refs after
-the imports, so it is the imports' resident memory plus what loading added), the largest worker's
-(its ru_maxrss), and the CPU seconds of the process and its workers (user + system): on a shared
-machine the wall-time ratios depend on the cores left to us, the CPU ratios do not. Baselines: one rank through the same path (``load_trace(folder of one, workers=1)``
-is a plain profile, so ``summarize_ranks([file], workers=1)``: one spawned worker, every table),
-and plain ``load_trace(file)`` (read + event tree, tables computed lazily later). HTA:
-``TraceAnalysis(trace_dir=folder)`` (its parse; its own process pool) under an address-space
-limit of ``--hta-limit-gb`` per process, so that a run that needs more fails in one line rather
-than taking the machine down (it is shared).
+process's peak memory (VmHWM from /proc/self/status, reset through /proc/self/clear_refs after the
+imports, so it is the imports' resident memory plus what loading added), the largest worker's (its
+ru_maxrss), and the CPU seconds of the process and its workers (user + system): on a shared machine
+the wall-time ratios depend on the cores left to us, the CPU ratios do not. Baselines: one rank
+through the same path (``load_trace(folder of one, workers=1)`` is a plain profile, so
+``summarize_ranks([file], workers=1)``: one spawned worker, every table), and plain
+``load_trace(file)`` (read + event tree, tables computed lazily later). HTA:
+``TraceAnalysis(trace_dir=folder)`` (its parse; its own process pool) under an address-space limit
+of ``--hta-limit-gb`` per process, so that a run that needs more fails in one line rather than
+taking the machine down (it is shared).
 """
 
 from __future__ import annotations

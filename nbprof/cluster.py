@@ -103,10 +103,10 @@ def rank_summary(path: str) -> RankSummary:
     trace_meta = TraceMeta(**p.meta.trace_fields())
     return RankSummary(
         file=path, meta=trace_meta, events=len(ev), start_us=start, end_us=end,
-        rank_row=rank_table(ev, p.meta, p.device_stats), key_averages=p.key_averages("op"), kernel_parts=kernel_parts(ev),
-        device_times=name_times(ev, device_work=True), cpu_times=name_times(ev, device_work=False),
-        steps=p.steps(), step_breakdown=p.step_breakdown(), device_stats=p.device_stats, summary=p.summary, findings=p.findings,
-        seconds=time.perf_counter() - t0,
+        rank_row=rank_table(ev, p.meta, p.device_stats), key_averages=p.key_averages("op"),
+        kernel_parts=kernel_parts(ev), device_times=name_times(ev, device_work=True),
+        cpu_times=name_times(ev, device_work=False), steps=p.steps(), step_breakdown=p.step_breakdown(),
+        device_stats=p.device_stats, summary=p.summary, findings=p.findings, seconds=time.perf_counter() - t0,
     )
 
 
@@ -259,7 +259,8 @@ class ClusterProfile(TorchProfile):
             first, origin_ns=origin, source=folder, files=[s.file for s in summaries],
             record_shapes=any(m.record_shapes for m in metas), profile_memory=any(m.profile_memory for m in metas),
             with_stack=any(m.with_stack for m in metas), with_flops=any(m.with_flops for m in metas),
-            parts=metas, reader_notes=[f"{os.path.basename(m.source)}: {note}" for m in metas for note in m.reader_notes],
+            parts=metas,
+            reader_notes=[f"{os.path.basename(m.source)}: {note}" for m in metas for note in m.reader_notes],
         )
         note = (f"{len(summaries)} ranks summarized apart: p.rank(r) is one rank's full profile (timeline, memory, "
                 "ranges); p.events merges every rank's events into this process")

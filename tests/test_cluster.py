@@ -259,10 +259,11 @@ def test_report_opens_with_ranks_and_leaves_out_what_needs_events(tmp_path, name
     assert f"slowest rank: {p.ranks().slowest}" in page.read_text()
     assert "_merged" not in p.__dict__  # neither the report nor its page merged the events
     assert repr(p).startswith("<ClusterProfile 2 ranks")
-    # IPython's display of the profile: the report only (its formatters call _ipython_display_)
-    from IPython.core.interactiveshell import InteractiveShell
+    # IPython's display of the report (its formatters call _repr_mimebundle_); not through a
+    # shell: an InteractiveShell singleton would stay for the tests after this one
+    from IPython.core.formatters import DisplayFormatter
 
-    InteractiveShell.instance().display_formatter.format(p.report())
+    DisplayFormatter().format(p.report())
     assert "_merged" not in p.__dict__
 
 

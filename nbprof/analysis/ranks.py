@@ -34,8 +34,8 @@ from ..meta import TraceMeta
 from ..events import DEVICE_WORK_CODES, KIND_CODE, KINDS, TREE_CODES, category_mask, kind_mask
 from .device_stats import DeviceStats, device_stats, process_codes, profiled_windows, span_ns
 
-__all__ = ["RankReport", "rank_report", "report_of", "rank_table", "rank_differences", "name_times", "differences_from_times",
-           "COMM_PATTERN", "RANK_TIME_SPREAD"]
+__all__ = ["RankReport", "rank_report", "report_of", "rank_table", "rank_differences", "name_times",
+           "differences_from_times", "COMM_PATTERN", "RANK_TIME_SPREAD"]
 
 COMM_PATTERN = re.compile(
     r"nccl|rccl|gloo|c10d::|record_param_comms|ProcessGroup|all_?reduce|all_?gather|reduce_?scatter"
@@ -102,7 +102,8 @@ def rank_table(events: pd.DataFrame, meta: TraceMeta | None = None, stats: Devic
     n_devices = np.ones(n)
     devices = (stats if stats is not None else device_stats(events, meta)).devices
     if len(devices):
-        key = devices["rank"].to_numpy() if "rank" in devices.columns else np.full(len(devices), labels[0], dtype=object)
+        key = (devices["rank"].to_numpy() if "rank" in devices.columns
+               else np.full(len(devices), labels[0], dtype=object))
         idx = pd.Index(labels).get_indexer(key)
         np.add.at(busy, idx, devices["busy_us"].to_numpy())
         n_devices = np.maximum(np.bincount(idx, minlength=n), 1)
