@@ -262,9 +262,7 @@ class ClusterProfile(TorchProfile):
             parts=metas,
             reader_notes=[f"{os.path.basename(m.source)}: {note}" for m in metas for note in m.reader_notes],
         )
-        note = (f"{len(summaries)} ranks summarized apart: p.rank(r) is one rank's full profile (timeline, memory, "
-                "ranges); p.events merges every rank's events into this process")
-        self.meta = TorchMeta.of(trace, notes=[note])
+        self.meta = TorchMeta.of(trace)
         self.profiler = None
         self._averages: dict[str, pd.DataFrame] = {}
         self._one: tuple[Any, TorchProfile] | None = None

@@ -276,6 +276,11 @@ class ClusterReport(TorchReport):
 
     tabs = CLUSTER_TABS
 
+    def __init__(self, profile: Any, sort: str | None = None, limit: int | None = None, group_by: str | None = None):
+        super().__init__(profile, sort, limit, group_by)
+        self.notes.append(f"{len(profile.rank_labels)} ranks summarized apart: p.rank(r) is one rank's full profile "
+                          "(timeline, memory, ranges); p.events merges every rank's events into this process")
+
 
 class PythonReport:
     """The report of a :class:`~nbprof.model.PythonProfile`."""
