@@ -279,7 +279,7 @@ class ClusterProfile(TorchProfile):
 
     @property
     def rank_summaries(self) -> list[RankSummary]:
-        """Each rank's summary, in rank order (what its worker sent back)."""
+        """Each rank's summary (what its worker sent back), in the order of ``rank_labels``."""
         return list(self._summaries)
 
     def rank(self, r: Any) -> TorchProfile:
