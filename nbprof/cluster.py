@@ -177,9 +177,10 @@ def _in_workers(files: list[str], workers: int) -> Generator[tuple[int, RankSumm
             i = futures[fut]
             try:
                 yield i, fut.result()
-            except cf.process.BrokenProcessPool:
-                raise TraceError(f"{files[i]}: the worker process reading it died (out of memory?); "
-                                 "try fewer workers=") from None
+            except cf.process.BrokenProcessPool:  # which rank it was reading, the pool does not say
+                left = sum(not f.done() or f.cancelled() or f.exception() is not None for f in futures)
+                raise TraceError(f"{os.path.dirname(files[i])}: a worker process died (out of memory?) with "
+                                 f"{left} of {len(files)} ranks not read; try fewer workers=") from None
     except BaseException:
         _stop(pool)
         raise

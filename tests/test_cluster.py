@@ -314,6 +314,35 @@ def test_an_interrupt_stops_every_worker(tmp_path, monkeypatch):
     assert spawned_workers() == []
 
 
+@pytest.mark.slow  # spawns worker processes: ~5-15 s
+def test_a_worker_that_dies_is_one_line_and_the_others_stop(tmp_path):
+    """A worker killed (as the kernel's OOM killer would) while the ranks load: a one-line
+    TraceError naming the folder, and no worker left."""
+    import signal
+    import threading
+
+    folder = write(tmp_path / "h100", perturbed_docs() * 3)
+    killed: list[str] = []
+
+    def kill_the_first_worker() -> None:
+        for _ in range(600):
+            workers = spawned_workers()
+            if workers:
+                os.kill(int(workers[0]), signal.SIGKILL)
+                killed.append(workers[0])
+                return
+            threading.Event().wait(0.02)
+
+    killer = threading.Thread(target=kill_the_first_worker)
+    killer.start()
+    with pytest.raises(TraceError) as e:
+        nbprof.load_trace(folder, workers=2, progress=False)
+    killer.join()
+    assert killed
+    assert str(e.value).startswith(f"{folder}: a worker process died") and "\n" not in str(e.value)
+    assert spawned_workers() == []
+
+
 def spawned_workers() -> list[str]:
     """This process's children running multiprocessing's spawn_main (workers; not its resource
     tracker, which lives as long as this process), from /proc, not from multiprocessing's list."""
