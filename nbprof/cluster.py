@@ -20,6 +20,10 @@ holds one summary per rank (tens of kB), whatever the number of ranks.
   session (``distributed.get_client()``) if dask is imported and one exists. Dask is imported only
   then (``pip install nbprof[dask]``).
 
+Errors: a rank file that cannot be read is a one-line TraceError naming it; a worker that dies
+(the OOM killer) a one-line TraceError naming the folder; either, or an interrupt, ends every
+worker before the error goes on (nothing is left running).
+
 Every per-rank table comes from the one function :func:`rank_summary`; a new per-rank analysis is
 a field there and its merge here. ``p.rank(r)`` loads one rank's full profile (every view works on
 it; the last one is kept). What needs every event (``p.events``, the timeline, ranges, memory,
