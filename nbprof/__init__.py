@@ -12,6 +12,7 @@ Public API (everything else is internal):
     nbprof.step()                      mark a step of a profiled loop (for --schedule)
     nbprof.cuda_collection(on)         pause / resume CUDA collection inside a profiled cell
     TorchProfile, PythonProfile, Comparison   the result types
+    ClusterProfile                            a folder of ranks (a TorchProfile)
     NbprofError and subclasses         the errors nbprof raises (nbprof.errors)
 
 Importing nbprof (and ``%load_ext nbprof``) imports neither torch, plotly nor pandas; they load
@@ -35,6 +36,7 @@ __all__ = [
     "step",
     "cuda_collection",
     "TorchProfile",
+    "ClusterProfile",
     "PythonProfile",
     "Comparison",
     "NbprofError",
@@ -47,6 +49,7 @@ __all__ = [
 
 if TYPE_CHECKING:  # pragma: no cover
     from .comparison import Comparison
+    from .cluster import ClusterProfile
     from .model import PythonProfile, TorchProfile
 
 
@@ -64,13 +67,17 @@ def unload_ipython_extension(ipython: Any) -> None:
     unload(ipython)
 
 
-def load_trace(path: Any) -> "TorchProfile":
+def load_trace(path: Any, *, workers: int | None = None, client: Any = None,
+               progress: bool = True) -> "TorchProfile":
     """Read a chrome trace (``.json`` / ``.json.gz``, as ``export_chrome_trace`` and
-    ``tensorboard_trace_handler`` write them), or a folder of them (one per rank), into a
-    :class:`TorchProfile`. Needs no torch."""
+    ``tensorboard_trace_handler`` write them) into a :class:`TorchProfile`; or a folder of them
+    (one per rank) into a ``ClusterProfile`` (a TorchProfile), each rank read and summarized in a
+    worker: ``workers`` processes (default: the cores; 0: in this process), or the Dask cluster of
+    ``client`` (default: the session's client, if any); ``progress=False``: no progress bar.
+    Needs no torch."""
     from .loading import load_trace as _load
 
-    return _load(path)
+    return _load(path, workers=workers, client=client, progress=progress)
 
 
 def compare(before: Any, after: Any, **kwargs: Any) -> "Comparison":
@@ -113,6 +120,10 @@ def __getattr__(name: str) -> Any:
         from . import model
 
         return getattr(model, name)
+    if name == "ClusterProfile":
+        from .cluster import ClusterProfile
+
+        return ClusterProfile
     if name == "Comparison":
         from .comparison import Comparison
 

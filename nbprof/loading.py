@@ -1,4 +1,5 @@
-"""nbprof.load_trace: one chrome trace file, or a folder of them (one per rank), as a TorchProfile."""
+"""nbprof.load_trace: one chrome trace file as a TorchProfile, or a folder of them (one per rank) as a
+ClusterProfile (``nbprof.cluster``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ from typing import Any
 
 from .collect.chrome_trace import read_trace_file
 from .errors import TraceError
-from .events import concat_traces
 
 __all__ = ["load_trace", "trace_files"]
 
@@ -25,7 +25,9 @@ def trace_files(folder: str) -> list[str]:
     return files
 
 
-def load_trace(path: Any) -> Any:
+def load_trace(path: Any, *, workers: int | None = None, client: Any = None, progress: bool = True) -> Any:
+    """One trace file: a TorchProfile; a folder of two or more: a ClusterProfile, each rank
+    summarized in a worker (``nbprof.cluster``: ``workers``, ``client``; ``progress``: the bar)."""
     from .model import TorchProfile
 
     path = os.fspath(path)
@@ -35,12 +37,7 @@ def load_trace(path: Any) -> Any:
         files = trace_files(path)
         if len(files) == 1:
             return TorchProfile.from_trace(read_trace_file(files[0]))
-        traces = [read_trace_file(f) for f in files]
-        ranks = [t.meta.rank for t in traces]
-        if any(r is None for r in ranks) or len(set(ranks)) != len(ranks):
-            ranks = list(range(len(traces)))  # no (distinct) ranks in the files: number them
-        merged = concat_traces(traces, labels=ranks, label_column="rank")
-        merged.meta.source = path
-        merged.meta.files = files
-        return TorchProfile.from_trace(merged)
+        from .cluster import ClusterProfile, summarize_ranks
+
+        return ClusterProfile(path, summarize_ranks(files, workers=workers, client=client, progress=progress))
     return TorchProfile.from_trace(read_trace_file(path))

@@ -14,6 +14,7 @@ import nbprof
 from nbprof import errors
 
 PUBLIC = [
+    "ClusterProfile",
     "Comparison",
     "MissingDependencyError",
     "NbprofError",
@@ -75,7 +76,7 @@ def test_error_tree():
 
 def test_signatures():
     """The call forms the README and the tutorials use."""
-    assert list(inspect.signature(nbprof.load_trace).parameters) == ["path"]
+    assert list(inspect.signature(nbprof.load_trace).parameters) == ["path", "workers", "client", "progress"]
     assert list(inspect.signature(nbprof.compare).parameters)[:2] == ["before", "after"]
     assert list(inspect.signature(nbprof.cuda_collection).parameters) == ["on"]
     assert not inspect.signature(nbprof.step).parameters
@@ -92,15 +93,15 @@ def test_import_is_light():
 # deliberate: add it here and to the README's "Results are data".
 RESULT_MEMBERS = {
     "TorchProfile": ["alive_at", "allocations", "collected", "collectives", "device_stats", "events", "findings",
-                     "from_trace", "kernels", "key_averages", "kind", "launches", "memory_curve", "queue_length",
-                     "ranges", "ranks", "report", "save", "step_breakdown", "steps", "summary", "timeline",
-                     "timeline_view", "to_chrome_trace", "to_html"],
+                     "from_trace", "kernels", "key_averages", "kind", "launches", "memory_curve", "modules",
+                     "overview", "queue_length", "ranges", "ranks", "report", "save", "step_breakdown", "steps",
+                     "summary", "timeline", "timeline_view", "to_chrome_trace", "to_html"],
     "PythonProfile": ["call_tree", "callees", "callers", "dump", "edges", "findings", "flame", "kind", "pstats",
                       "report", "stats", "to_html", "total_s"],
     "Comparison": ["html", "kind", "metric", "table", "text"],
 }
-# issue 16: the step-time breakdown and the module tree
-RESULT_MEMBERS["TorchProfile"] = sorted(RESULT_MEMBERS["TorchProfile"] + ["modules", "overview"])
+# a folder of ranks (nbprof.cluster): a TorchProfile, and one rank's profile on demand
+RESULT_MEMBERS["ClusterProfile"] = sorted(RESULT_MEMBERS["TorchProfile"] + ["rank", "rank_labels", "rank_summaries"])
 
 
 def test_result_objects_members():

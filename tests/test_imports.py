@@ -27,7 +27,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("collect", ("nbprof.collect",)),
     ("analysis", ("nbprof.analysis",)),
     ("views", ("nbprof.views",)),
-    ("results", ("nbprof.export", "nbprof.model", "nbprof.loading", "nbprof.comparison")),
+    ("results", ("nbprof.export", "nbprof.model", "nbprof.cluster", "nbprof.loading", "nbprof.comparison")),
     ("runner", ("nbprof.flags", "nbprof.runner")),
     ("front ends", ("nbprof._cell", "nbprof.magics", "nbprof.extension", "nbprof.cli", "nbprof.widgets",
                     "nbprof.__main__", "nbprof")),

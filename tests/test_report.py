@@ -267,7 +267,14 @@ def nine_tab_profile(folder):
     for rank, doc in enumerate((cnn, transformer)):
         doc["distributedInfo"] = {"rank": rank, "world_size": 2}
         (folder / f"worker{rank}.pt.trace.json").write_text(json.dumps(doc))
-    return nbprof.load_trace(folder)
+    # both ranks' events in one profile (load_trace(folder) summarizes the ranks apart, and its
+    # report leaves out the tabs that need every event)
+    from nbprof.collect.chrome_trace import read_trace_file
+    from nbprof.events import concat_traces
+    from nbprof.model import TorchProfile
+
+    traces = [read_trace_file(folder / f"worker{rank}.pt.trace.json") for rank in (0, 1)]
+    return TorchProfile.from_trace(concat_traces(traces, labels=[0, 1], label_column="rank"))
 
 
 ALL_TORCH_TABS = ["Operators", "By input shape", "By stack", "Memory", "Kernels", "Modules", "Ranges", "Steps",

@@ -38,8 +38,8 @@ import pandas as pd
 
 from ..events import DEVICE_WORK_CODES, kind_mask, values_at
 
-__all__ = ["kernel_table", "KERNEL_COLUMNS", "uses_tensor_cores", "TENSOR_CORE_KERNEL_PATTERNS",
-           "TENSOR_CORE_OPS", "TENSOR_CORE_MATH", "CUDA_CORE_MATH"]
+__all__ = ["kernel_table", "kernel_parts", "kernels_from_parts", "KERNEL_COLUMNS", "uses_tensor_cores",
+           "TENSOR_CORE_KERNEL_PATTERNS", "TENSOR_CORE_OPS", "TENSOR_CORE_MATH", "CUDA_CORE_MATH"]
 
 # The TensorBoard plugin's rule (TC_Allowlist): a kernel name containing one of these runs on the
 # Tensor Cores. The plugin took the list from NVIDIA PyProf (pyprof/prof/tc.py).
@@ -104,42 +104,104 @@ def kernel_table(events: pd.DataFrame) -> pd.DataFrame:
     """One row per (kernel name, kind): counts and device time; ``share`` of all device time;
     ``launched_by``: the CPU op that launched it most often (its External id, else the op around
     its runtime call: ``analysis.tree``)."""
+    return kernels_from_parts(kernel_parts(events))
+
+
+# A part: the launches of one kernel (name, kind) on one device stream, by one launcher, with one
+# (grid, block): what :func:`kernels_from_parts` needs to build the table, summed so that parts of
+# several traces (a folder of ranks, each summarized where it is read) add up to the table of all
+# their events. Parts come in the order their first launch appears.
+_PART_KEY = ["name", "kind", "device", "stream", "launcher", "grid", "block"]
+
+
+def kernel_parts(events: pd.DataFrame) -> pd.DataFrame:
+    """The kernel table's parts (see ``_PART_KEY``): ``count, dur_sum, dur_min, dur_max, bytes``,
+    the largest ``registers_per_thread`` and ``shared_memory_bytes`` of a launch, and the
+    duration-weighted sums (``*_w``) and their durations (``*_d``) of the launch estimates."""
     kind = events["kind"].cat.codes.to_numpy()
     rows = np.flatnonzero(kind_mask(kind, DEVICE_WORK_CODES))
-    if len(rows) == 0:
-        return pd.DataFrame({c: [] for c in KERNEL_COLUMNS})
     sub = events.iloc[rows]
     parent = sub["parent"].to_numpy()
     launcher = np.where(parent >= 0, values_at(events["name"], np.maximum(parent, 0)), "")
+    dur = sub["dur_us"].to_numpy()
+    grid = sub["grid"].astype(str).to_numpy()
+    launched = grid != ""
     frame = pd.DataFrame(
         {
             "name": sub["name"].astype(str).to_numpy(),
             "kind": sub["kind"].astype(str).to_numpy(),
-            "dur": sub["dur_us"].to_numpy(),
-            "bytes": sub["bytes"].to_numpy(),
-            "stream": sub["stream"].to_numpy(),
             "device": sub["device"].astype(str).to_numpy(),
-            "launcher": launcher,
+            "stream": sub["stream"].to_numpy(),
+            "launcher": launcher.astype(str) if len(rows) else np.zeros(0, dtype=object),
+            "grid": grid,
+            "block": sub["block"].astype(str).to_numpy(),
+            "dur": dur,
+            "bytes": sub["bytes"].to_numpy(),
         }
     )
-    g = frame.groupby(["name", "kind"], sort=False)
-    out = g["dur"].agg(count="size", device_total_us="sum", device_avg_us="mean", device_min_us="min",
-                       device_max_us="max").reset_index()
-    out["bytes"] = g["bytes"].sum().to_numpy().astype(np.int64)
-    total = float(frame["dur"].sum())
+    for column in ("registers_per_thread", "shared_memory_bytes"):
+        # not a launch, or the field not written (the events' -1): unknown, never a number
+        v = sub[column].to_numpy().astype(np.float64)
+        frame[column] = np.where(~launched | (v < 0), np.nan, v)
+    # duration-weighted sums; a launch without an estimate (NaN) weighs nothing
+    for column in ("blocks_per_sm", "occupancy_pct"):
+        v = sub[column].to_numpy().astype(np.float64)
+        known = ~np.isnan(v)
+        frame[column + "_w"] = np.where(known, v * dur, 0.0)
+        frame[column + "_d"] = np.where(known, dur, 0.0)
+    g = frame.groupby(_PART_KEY, sort=False, dropna=False)
+    return g.agg(count=("dur", "size"), dur_sum=("dur", "sum"), dur_min=("dur", "min"), dur_max=("dur", "max"),
+                 bytes=("bytes", "sum"), registers_per_thread=("registers_per_thread", "max"),
+                 shared_memory_bytes=("shared_memory_bytes", "max"),
+                 blocks_per_sm_w=("blocks_per_sm_w", "sum"), blocks_per_sm_d=("blocks_per_sm_d", "sum"),
+                 occupancy_pct_w=("occupancy_pct_w", "sum"), occupancy_pct_d=("occupancy_pct_d", "sum")
+                 ).reset_index()
+
+
+def kernels_from_parts(parts: pd.DataFrame) -> pd.DataFrame:
+    """The kernel table from :func:`kernel_parts` (of one trace, or concatenated over several)."""
+    if len(parts) == 0:
+        return pd.DataFrame({c: [] for c in KERNEL_COLUMNS})
+    g = parts.groupby(["name", "kind"], sort=False)
+    out = g.agg(count=("count", "sum"), device_total_us=("dur_sum", "sum"), device_min_us=("dur_min", "min"),
+                device_max_us=("dur_max", "max"), bytes=("bytes", "sum"),
+                registers_per_thread=("registers_per_thread", "max"),
+                shared_memory_bytes=("shared_memory_bytes", "max"),
+                blocks_per_sm_w=("blocks_per_sm_w", "sum"), blocks_per_sm_d=("blocks_per_sm_d", "sum"),
+                occupancy_pct_w=("occupancy_pct_w", "sum"), occupancy_pct_d=("occupancy_pct_d", "sum")
+                ).reset_index()
+    out["count"] = out["count"].astype(np.int64)
+    out["bytes"] = out["bytes"].astype(np.int64)
+    out["device_avg_us"] = out["device_total_us"] / out["count"]
+    total = float(parts["dur_sum"].sum())
     out["share"] = out["device_total_us"] / total if total > 0 else 0.0
-    streams = frame.groupby(["name", "kind"], sort=False)[["device", "stream"]].apply(
+    streams = g[["device", "stream"]].apply(
         lambda d: ", ".join(f"{dev} s{s}" for dev, s in sorted(set(zip(d["device"], d["stream"]))))
     )
     out["streams"] = streams.to_numpy()
-    named = frame[frame["launcher"] != ""]
+    for column in ("blocks_per_sm", "occupancy_pct"):
+        d = out.pop(column + "_d").to_numpy()
+        w = out.pop(column + "_w").to_numpy()
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[column] = np.where(d > 0, w / np.where(d > 0, d, 1.0), np.nan)
+    # the launcher that launched it most often (the first seen among equals)
+    named = parts[parts["launcher"] != ""]
     top = (
-        named.groupby(["name", "kind", "launcher"], sort=False).size().reset_index(name="n")
+        named.groupby(["name", "kind", "launcher"], sort=False)["count"].sum().reset_index(name="n")
         .sort_values("n", ascending=False, kind="stable").drop_duplicates(["name", "kind"])
     )
     out = out.merge(top[["name", "kind", "launcher"]], on=["name", "kind"], how="left")
     out["launched_by"] = out.pop("launcher").fillna("")
-    out = out.merge(_launch_summary(sub), on=["name", "kind"], how="left")
+    # the most used (grid, block) pair, and how many there were
+    # a launch whose grid or block was not written ran with no known configuration
+    known = parts[(parts["grid"] != "") & (parts["block"] != "")]
+    pairs = known.groupby(["name", "kind", "grid", "block"], sort=False)["count"].sum().reset_index(name="n")
+    configs = pairs.groupby(["name", "kind"], sort=False).size().rename("launch_configs")
+    best = pairs.sort_values("n", ascending=False, kind="stable").drop_duplicates(["name", "kind"])
+    out = out.merge(best[["name", "kind", "grid", "block"]], on=["name", "kind"], how="left")
+    out = out.merge(configs.reset_index(), on=["name", "kind"], how="left")
+    out[["grid", "block"]] = out[["grid", "block"]].fillna("")
+    out["launch_configs"] = out["launch_configs"].fillna(0).astype(np.int64)
     is_kernel = out["kind"].to_numpy() == "kernel"
     out["tensor_cores"] = is_kernel & np.array([uses_tensor_cores(n) for n in out["name"]], dtype=bool)
     is_copy = out["kind"].to_numpy() == "memcpy"
@@ -150,46 +212,3 @@ def kernel_table(events: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values("device_total_us", ascending=False, kind="stable").reset_index(drop=True)[
         list(KERNEL_COLUMNS)
     ]
-
-
-def _launch_summary(sub: pd.DataFrame) -> pd.DataFrame:
-    """Per (name, kind): the launch columns described in the module doc."""
-    frame = pd.DataFrame({
-        "name": sub["name"].astype(str).to_numpy(),
-        "kind": sub["kind"].astype(str).to_numpy(),
-        "grid": sub["grid"].astype(str).to_numpy(),
-        "block": sub["block"].astype(str).to_numpy(),
-        "registers_per_thread": sub["registers_per_thread"].to_numpy().astype(np.float64),
-        "shared_memory_bytes": sub["shared_memory_bytes"].to_numpy().astype(np.float64),
-        "dur": sub["dur_us"].to_numpy(),
-    })
-    launched = frame["grid"].to_numpy() != ""
-    for column in ("registers_per_thread", "shared_memory_bytes"):
-        # not a launch, or the field not written (the events' -1): unknown, never a number
-        frame.loc[~launched | (frame[column].to_numpy() < 0), column] = np.nan
-    # duration-weighted sums; a launch without an estimate (NaN) weighs nothing
-    for column in ("blocks_per_sm", "occupancy_pct"):
-        v = sub[column].to_numpy().astype(np.float64)
-        known = ~np.isnan(v)
-        frame[column + "_w"] = np.where(known, v * frame["dur"].to_numpy(), 0.0)
-        frame[column + "_d"] = np.where(known, frame["dur"].to_numpy(), 0.0)
-    g = frame.groupby(["name", "kind"], sort=False)
-    out = g.agg(registers_per_thread=("registers_per_thread", "max"),
-                shared_memory_bytes=("shared_memory_bytes", "max"),
-                blocks_per_sm_w=("blocks_per_sm_w", "sum"), blocks_per_sm_d=("blocks_per_sm_d", "sum"),
-                occupancy_pct_w=("occupancy_pct_w", "sum"), occupancy_pct_d=("occupancy_pct_d", "sum"))
-    for column in ("blocks_per_sm", "occupancy_pct"):
-        d = out.pop(column + "_d").to_numpy()
-        w = out.pop(column + "_w").to_numpy()
-        with np.errstate(invalid="ignore", divide="ignore"):
-            out[column] = np.where(d > 0, w / np.where(d > 0, d, 1.0), np.nan)
-    # the most used (grid, block) pair, and how many there were
-    # a launch whose grid or block was not written ran with no known configuration
-    pairs = frame[launched & (frame["block"].to_numpy() != "")].groupby(["name", "kind", "grid", "block"], sort=False).size().reset_index(name="n")
-    configs = pairs.groupby(["name", "kind"], sort=False).size().rename("launch_configs")
-    top = pairs.sort_values("n", ascending=False, kind="stable").drop_duplicates(["name", "kind"])
-    out = out.reset_index().merge(top[["name", "kind", "grid", "block"]], on=["name", "kind"], how="left")
-    out = out.merge(configs.reset_index(), on=["name", "kind"], how="left")
-    out[["grid", "block"]] = out[["grid", "block"]].fillna("")
-    out["launch_configs"] = out["launch_configs"].fillna(0).astype(np.int64)
-    return out

@@ -73,9 +73,10 @@ def standalone_html(result: Any, title: str | None = None) -> str:
     report: TorchReport | PythonReport
     title = title or ("nbprof report" if result.kind == "torch" else "nbprof cProfile report")
     if result.kind == "torch":
-        report = TorchReport(result)
+        torch_report: TorchReport = result.report()  # a folder of ranks: its ClusterReport
+        report = torch_report
         body_timeline = None
-        if result.summary.events:
+        if result.summary.events and any(t.title == "Timeline" for t in torch_report.tabs):
             fig = result.timeline()
             # a span selected with plotly's box select: its duration and names, from the rects
             on_drawn = ("function (gd) { window.nbprofTimelineSelection(gd, "

@@ -30,12 +30,12 @@ from .datatable import library_html
 from .figure import DRAWING_CSS, in_colab
 from .overview import overview_html, overview_text
 from .table import pstats_ncalls, render_text, sorted_rows
-from .tabs import PYTHON_TABS, TORCH_TABS, Tab
+from .tabs import CLUSTER_TABS, PYTHON_TABS, TORCH_TABS, Tab
 from .tabs.base import empty
 from .tabs.functions import function_columns
 from .tabs.operators import operator_columns, with_shares
 
-__all__ = ["TorchReport", "PythonReport", "report_css", "tabs_html"]
+__all__ = ["TorchReport", "ClusterReport", "PythonReport", "report_css", "tabs_html"]
 
 _ids = itertools.count(1)
 _library_sent = False
@@ -153,6 +153,8 @@ def _limit(asked: int | None, profile_default: int | None) -> int:
 class TorchReport:
     """The report of a :class:`~nbprof.model.TorchProfile` with given view settings."""
 
+    tabs: list[Tab] = TORCH_TABS
+
     def __init__(self, profile: Any, sort: str | None = None, limit: int | None = None, group_by: str | None = None):
         self.profile = profile
         meta = profile.meta
@@ -265,13 +267,25 @@ class TorchReport:
         lines += [f'<div class="nbprof-finding">• {esc(f)}</div>' for f in self._findings()]
         if not self.empty_message:
             lines.append(overview_html(self.profile))  # the step-time breakdown, above the tabs
-        return _report_html(self, TORCH_TABS, lines, include_library, panels, self.group_by)
+        return _report_html(self, self.tabs, lines, include_library, panels, self.group_by)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         return {"text/plain": self.text(), "text/html": self.html()}
 
     def __repr__(self) -> str:
         return self.text()
+
+
+class ClusterReport(TorchReport):
+    """The report of a folder of ranks summarized apart (:class:`~nbprof.cluster.ClusterProfile`):
+    the Ranks tab first, then the tabs its summaries have (no events: no timeline, no memory)."""
+
+    tabs = CLUSTER_TABS
+
+    def __init__(self, profile: Any, sort: str | None = None, limit: int | None = None, group_by: str | None = None):
+        super().__init__(profile, sort, limit, group_by)
+        self.notes.append(f"{len(profile.rank_labels)} ranks summarized apart: p.rank(r) is one rank's full profile "
+                          "(timeline, memory, ranges); p.events merges every rank's events into this process")
 
 
 class PythonReport:

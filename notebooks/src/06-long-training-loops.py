@@ -148,8 +148,12 @@ import sys
 # ### Several processes: one trace per rank
 #
 # Distributed training (`torchrun`, DDP) runs one process per GPU, and each can write its own
-# trace with torch's `tensorboard_trace_handler`. `nbprof.load_trace(folder)` reads them all into
-# one profile with a `rank` column, and the report gets a **Ranks** tab.
+# trace with torch's `tensorboard_trace_handler`. `nbprof.load_trace(folder)` reads each rank in a
+# worker and brings back that rank's tables, not its events, so hundreds of ranks fit in the
+# notebook's memory: the result (a `ClusterProfile`) opens on the **Ranks** tab, with a progress
+# bar (ranks loaded / total) while the ranks load. Worker processes of this machine by default
+# (`workers=` sets how many; a folder this small is read in the notebook's own process), or a Dask
+# cluster (`client=`, with `pip install nbprof[dask]`).
 #
 # Below, two CPU processes train the same model with DDP (gloo backend, no GPU needed); rank 1
 # takes 20 ms longer to load each batch (`time.sleep` inside a `record_function("load_batch")`).
@@ -194,20 +198,29 @@ ddp
 
 # %% [markdown]
 # The report's findings open with it: rank 1 is the slowest, the other rank waits for it in its
-# collectives, and `load_batch` differs most. The *Ranks* tab compares the ranks; the same numbers
-# are data. `comm_us` is time in collectives (the all-reduce): the rank that waits there longest
-# is waiting for the other one. The events show why: rank 1's `load_batch` takes about 20 ms per
-# step more.
+# collectives, and `load_batch` differs most. Findings that hold on several ranks are one line
+# naming the ranks. The *Ranks* tab compares the ranks; the same numbers are data. `comm_us` is
+# time in collectives (the all-reduce): the rank that waits there longest is waiting for the other
+# one. `differences` shows why: rank 1's `load_batch` takes about 20 ms per step more.
 
 # %%
 table = ddp.ranks().table
-ev = ddp.events
-loads = ev[ev["name"] == "load_batch"].groupby("rank")["dur_us"].agg(["count", "sum"])
+diff = ddp.ranks().differences.set_index("name")
 print(table[["rank", "comm_us"]].round(0).to_string(index=False))
-print(loads.round(0))
+print(diff.loc[["load_batch"], ["count_rank0", "count_rank1", "time_us_rank0", "time_us_rank1"]].round(0))
 waiter = int(table.sort_values("comm_us").iloc[-1]["rank"])
-slow_loader = int(loads["sum"].idxmax())
+slow_loader = int(diff.loc["load_batch", "slowest_rank"])
 print(f"rank {waiter} waits longest in the all-reduce; rank {slow_loader} loads its batches slowest")
+
+# %% [markdown]
+# `ddp.rank(r)` is one rank's full profile, read from its file when asked: its events, timeline,
+# ranges, every view. (`ddp.events` would merge every rank's events into the notebook: fine for
+# two small ranks, not for a cluster.)
+
+# %%
+slow = ddp.rank(slow_loader)
+ranges = slow.ranges()
+print(ranges[ranges["label"] == "load_batch"][["label", "count", "total_us", "mean_us"]].round(0).to_string(index=False))
 
 # %% [markdown]
 # ## Exercises

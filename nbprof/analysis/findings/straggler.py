@@ -12,6 +12,7 @@ from typing import Iterator
 import numpy as np
 
 from ...format import fmt_us
+from ..ranks import RankReport
 from ._common import Finding, TorchContext, pct, to_python
 
 STRAGGLER_MIN_IMBALANCE = 0.10
@@ -21,8 +22,16 @@ STRAGGLER_MIN_WAIT_SHARE = 0.10
 def find(ctx: TorchContext) -> Iterator[Finding]:
     if "rank" not in ctx.events.columns or len(ctx.rank_labels) < 2:
         return
-    report = ctx.profile.ranks()  # cached on the profile, shared with the Ranks tab
+    # the report is cached on the profile, shared with the Ranks tab
+    yield from from_ranks(ctx.profile.ranks(), has_device=ctx.has_device)
+
+
+def from_ranks(report: RankReport, *, has_device: bool) -> Iterator[Finding]:
+    """The finding from a per-rank report (also of a folder of ranks summarized apart, which has
+    no events table: ``nbprof.cluster``)."""
     table = report.table
+    if len(table) < 2:
+        return
     comm = table["comm_us"].to_numpy(dtype=np.float64)
     span = float(np.median(table["span_us"]))
     wait_share = float(comm.max() - comm.min()) / span if span > 0 else 0.0
@@ -30,7 +39,7 @@ def find(ctx: TorchContext) -> Iterator[Finding]:
     by_wait = wait_share >= STRAGGLER_MIN_WAIT_SHARE
     if not (by_compute or by_wait):
         return
-    what = "device time" if ctx.has_device else "CPU time"
+    what = "device time" if has_device else "CPU time"
     diffs = report.differences
     diffs = diffs[~diffs["comm"].astype(bool)] if len(diffs) else diffs
     top = diffs["name"].head(3).astype(str).tolist() if len(diffs) else []

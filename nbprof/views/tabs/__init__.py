@@ -15,11 +15,13 @@ from .memory import MEMORY
 from .modules import MODULES
 from .operators import BY_SHAPE, BY_STACK, OPERATORS
 from .ranges import RANGES
-from .ranks import RANKS
+from .ranks import CLUSTER_RANKS, RANKS
 from .steps import STEPS
 from .timeline import TIMELINE
 
-__all__ = ["Tab", "TORCH_TABS", "PYTHON_TABS"]
+__all__ = ["Tab", "TORCH_TABS", "CLUSTER_TABS", "PYTHON_TABS"]
 
 TORCH_TABS: list[Tab] = [OPERATORS, BY_SHAPE, BY_STACK, MEMORY, KERNELS, MODULES, RANGES, STEPS, RANKS, TIMELINE]
+# a folder of ranks summarized apart (nbprof.cluster): what the summaries hold, the ranks first
+CLUSTER_TABS: list[Tab] = [CLUSTER_RANKS, OPERATORS, KERNELS, STEPS]
 PYTHON_TABS: list[Tab] = [FUNCTIONS, CALLGRAPH, FLAME]

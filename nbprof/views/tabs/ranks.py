@@ -20,7 +20,7 @@ from ..figure import drawing_html
 from ..table import Column
 from .base import Tab
 
-__all__ = ["RANKS", "breakdown_svg"]
+__all__ = ["RANKS", "CLUSTER_RANKS", "breakdown_svg"]
 
 # the parts of a rank's bar, which add up to its window: (column, label, colour)
 BAR_PARTS = (
@@ -124,3 +124,5 @@ def breakdown_svg(table: pd.DataFrame, width: int = 760) -> str:
 
 
 RANKS = Tab("Ranks", render, applies=lambda p: "rank" in p._events.columns)
+# a folder of ranks summarized apart (nbprof.cluster) always has ranks, and no events table to look in
+CLUSTER_RANKS = Tab("Ranks", render)

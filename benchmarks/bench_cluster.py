@@ -1,0 +1,250 @@
+"""A folder of ranks (issue 14): ``nbprof.load_trace(folder)`` on 8 and 64 ranks of ~1 M events
+each, against one rank's load, and HolisticTraceAnalysis (HTA) side by side.
+
+    python benchmarks/bench_cluster.py                       # 8 and 64 ranks x 1 M events, ~15 min
+    python benchmarks/bench_cluster.py --hta ~/.cache/hta-venv/bin/python   # + HTA on 2 and 8 ranks
+    python benchmarks/bench_cluster.py --events 20000 --ranks 2,4            # a quick smoke run
+    python benchmarks/bench_cluster.py --markdown benchmarks/RESULTS.md      # also write the results
+
+**Folders** (generated once into ``--dir``, default ``~/.cache/nbprof-bench-cluster``; never the
+repository): the recorded H100 trace ``tests/data/cnn_train_cuda.trace.json.gz`` (2,748 events,
+3 training steps) tiled to ``--events`` per rank: each copy's timestamps move past the previous
+copy, its ids (External id, correlation, Ev Idx, Record function id, Sequence number, flow ids)
+to their own range; one profiler span over all of it. Rank 1's gemm kernels are 1.5x slower.
+Each rank file is gzip'd JSON as ``tensorboard_trace_handler(use_gzip=True)`` writes it: a small
+gzip member with the rank's header (``distributedInfo``) then the tiled events (one member shared
+by the ranks' files, so 64 ranks take ~64 copies of bytes, not 64 serializations).
+
+**Measured**, each in a fresh process (so its peak memory is its own): the seconds to the report's
+tables (``load_trace`` + ``ranks().table``, ``key_averages()``, ``findings``), the notebook
+process's peak memory (VmHWM from /proc/self/status, reset through /proc/self/clear_refs after the
+imports, so it is the imports' resident memory plus what loading added), the largest worker's (its
+ru_maxrss), and the CPU seconds of the process and its workers (user + system): on a shared machine
+the wall-time ratios depend on the cores left to us, the CPU ratios do not. Baselines: one rank
+through the same path (``load_trace(folder of one, workers=1)`` is a plain profile, so
+``summarize_ranks([file], workers=1)``: one spawned worker, every table), and plain
+``load_trace(file)`` (read + event tree, tables computed lazily later). HTA:
+``TraceAnalysis(trace_dir=folder)`` (its parse; its own process pool) under an address-space limit
+of ``--hta-limit-gb`` per process, so that a run that needs more fails in one line rather than
+taking the machine down (it is shared).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import datetime
+import gzip
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BASE = ROOT / "tests" / "data" / "cnn_train_cuda.trace.json.gz"
+ID_ARGS = ("External id", "correlation", "Ev Idx", "Record function id", "Sequence number")
+GAP_US = 100.0  # between two copies of the recorded trace
+SLOW_RANK = 1
+SLOW_GEMM = 1.5
+
+
+def _body(events_per_rank: int, slow: bool) -> tuple[bytes, bytes, int]:
+    """(header without distributedInfo, gzip member of the tiled events + the document's end,
+    number of events)."""
+    with gzip.open(BASE) as f:
+        doc = json.load(f)
+    events = doc.pop("traceEvents")
+    meta = [e for e in events if e.get("ph") == "M"]
+    span = [e for e in events if e.get("cat") == "Trace"]
+    body = [e for e in events if e.get("ph") != "M" and e.get("cat") != "Trace"]
+    t0 = min(e["ts"] for e in body)
+    t1 = max(e["ts"] + e.get("dur", 0) for e in body)
+    width = t1 - t0 + GAP_US
+    stride = 1 + max(max((int(e.get("args", {}).get(k, 0) or 0) for k in ID_ARGS), default=0) for e in body)
+    stride = max(stride, 1 + max(int(e.get("id", 0) or 0) for e in body if e.get("ph") in ("s", "f")))
+    copies = max(1, -(-(events_per_rank - len(meta) - 1) // len(body)))
+    if slow:
+        body = copy.deepcopy(body)
+        for e in body:
+            if e.get("cat") == "kernel" and "gemm" in e["name"]:
+                e["dur"] = round(e["dur"] * SLOW_GEMM, 3)
+    chunks = []
+    for k in range(copies):
+        out = []
+        for e in body:
+            e = dict(e, ts=round(e["ts"] + k * width, 3))
+            if k:
+                if "args" in e:
+                    args = dict(e["args"])
+                    for key in ID_ARGS:
+                        if key in args and isinstance(args[key], int) and args[key] > 0:
+                            args[key] += k * stride
+                    e["args"] = args
+                if e.get("ph") in ("s", "f") and isinstance(e.get("id"), int):
+                    e["id"] += k * stride
+            out.append(json.dumps(e))
+        chunks.append(",\n".join(out))
+    trace = dict(span[0], ts=t0, dur=round(copies * width, 3)) if span else None
+    tail = [json.dumps(e) for e in meta] + ([json.dumps(trace)] if trace else [])
+    text = ",\n".join(chunks + tail) + "\n]}\n"
+    header = json.dumps(doc)[:-1]  # without the closing brace
+    return header.encode(), gzip.compress(text.encode(), compresslevel=1), copies * len(body) + len(tail)
+
+
+def make_folder(root: Path, ranks: int, events_per_rank: int) -> tuple[Path, int]:
+    """``root/r<ranks>_e<events>/rank<i>.pt.trace.json.gz`` (made once, reused)."""
+    folder = root / f"r{ranks}_e{events_per_rank}"
+    done = folder / ".complete"
+    if done.exists():
+        return folder, int(done.read_text())
+    folder.mkdir(parents=True, exist_ok=True)
+    bodies: dict[bool, tuple[bytes, bytes, int]] = {}
+    for r in range(ranks):
+        slow = r == SLOW_RANK
+        if slow not in bodies:
+            bodies[slow] = _body(events_per_rank, slow)
+        header, member, n = bodies[slow]
+        head = header + f', "distributedInfo": {{"rank": {r}, "world_size": {ranks}, "backend": "nccl"}}, ' \
+                        f'"traceEvents": [\n'.encode()
+        with open(folder / f"rank{r}.pt.trace.json.gz", "wb") as f:
+            f.write(gzip.compress(head, compresslevel=1))
+            f.write(member)
+    done.write_text(str(bodies[False][2]))
+    return folder, bodies[False][2]
+
+
+# -- measurements, each in a fresh process --------------------------------------------------------
+
+_PROBE = r"""
+import json, os, resource, sys, time
+sys.path.insert(0, {root!r})
+{imports}
+with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")  # reset the peak (VmHWM) to the current resident size
+t0 = time.perf_counter()
+cpu0 = sum(getattr(resource.getrusage(w), f) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+           for f in ("ru_utime", "ru_stime"))
+{work}
+seconds = time.perf_counter() - t0
+hwm = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM"))
+kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+me = resource.getrusage(resource.RUSAGE_SELF)
+cpu = kids.ru_utime + kids.ru_stime + me.ru_utime + me.ru_stime - cpu0
+print("RESULT " + json.dumps({{"seconds": seconds, "cpu_s": cpu, "peak_mb": hwm / 1024,
+                              "worker_peak_mb": kids.ru_maxrss / 1024}}))
+"""
+
+NBPROF_IMPORTS = "import nbprof, nbprof.cluster, pandas, numpy"
+CLUSTER_WORK = """p = nbprof.load_trace({folder!r}, progress=False)
+p.ranks().table; p.key_averages(); p.findings; p.kernels(); p.steps()
+assert len(p.rank_labels) == {ranks}"""
+SUMMARY_WORK = "nbprof.cluster.summarize_ranks([{file!r}], workers=1, progress=False)"
+PLAIN_WORK = "nbprof.load_trace({file!r})"
+HTA_IMPORTS = "from hta.trace_analysis import TraceAnalysis"
+HTA_WORK = "TraceAnalysis(trace_dir={folder!r})"
+
+
+def probe(python: str, imports: str, work: str, limit_gb: float | None = None, timeout: float = 3600) -> dict:
+    code = _PROBE.format(root=str(ROOT), imports=imports, work=work)
+    cmd = [python, "-c", code]
+    if limit_gb:
+        cmd = ["prlimit", f"--as={int(limit_gb * (1 << 30))}", "--"] + cmd
+    t0 = time.perf_counter()
+    try:
+        run = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"did not finish in {timeout:.0f} s", "wall": time.perf_counter() - t0}
+    for line in run.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[7:])
+    tail = (run.stderr.strip().splitlines() or ["(no output)"])[-1]
+    return {"error": f"exit {run.returncode}: {tail[:200]}", "wall": time.perf_counter() - t0}
+
+
+def loadavg() -> str:
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dir", default=os.path.expanduser("~/.cache/nbprof-bench-cluster"))
+    ap.add_argument("--events", type=int, default=1_000_000, help="events per rank")
+    ap.add_argument("--ranks", default="8,64")
+    ap.add_argument("--repeat", type=int, default=1, help="measure one rank and the first --ranks this many times, "
+                    "alternating (the machine is shared: the ratio of neighbours is the one to trust)")
+    ap.add_argument("--hta", help="a Python with HolisticTraceAnalysis installed (its own venv)")
+    ap.add_argument("--hta-ranks", default="2,8")
+    ap.add_argument("--hta-limit-gb", type=float, default=10.0)
+    ap.add_argument("--markdown", help="append the results as a section to this file")
+    args = ap.parse_args()
+    root = Path(args.dir)
+    counts = sorted({int(x) for x in args.ranks.split(",")} | ({int(x) for x in args.hta_ranks.split(",")}
+                                                                 if args.hta else set()))
+    rows: list[tuple[str, dict]] = []
+    notes = [f"start {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC, load average {loadavg()}, "
+             f"{os.cpu_count()} cores"]
+    folders = {}
+    for n in counts:
+        t0 = time.perf_counter()
+        folders[n], events = make_folder(root, n, args.events)
+        print(f"folder {n} ranks x {events:,} events: {time.perf_counter() - t0:.0f} s", flush=True)
+    one = str(folders[counts[0]] / "rank0.pt.trace.json.gz")
+    py = sys.executable
+
+    def record(label: str, result: dict) -> None:
+        result["load"] = loadavg()
+        rows.append((label, result))
+        print(label, json.dumps(result), flush=True)
+
+    record("one rank: plain load_trace(file)", probe(py, NBPROF_IMPORTS, PLAIN_WORK.format(file=one)))
+    record("one rank: summarize_ranks([file], workers=1)", probe(py, NBPROF_IMPORTS, SUMMARY_WORK.format(file=one)))
+    ranks = sorted(int(x) for x in args.ranks.split(","))
+    pairs = []
+    for k in range(1, args.repeat):  # more neighbours: one rank, then the first folder, alternating
+        a = probe(py, NBPROF_IMPORTS, SUMMARY_WORK.format(file=one))
+        record(f"one rank: summarize_ranks([file], workers=1), again ({k})", a)
+        b = probe(py, NBPROF_IMPORTS, CLUSTER_WORK.format(folder=str(folders[ranks[0]]), ranks=ranks[0]))
+        record(f"{ranks[0]} ranks: load_trace(folder), again ({k})", b)
+        if "seconds" in a and "seconds" in b:
+            pairs.append((b["seconds"] / a["seconds"], b["cpu_s"] / a["cpu_s"]))
+    for n in ranks:
+        record(f"{n} ranks: load_trace(folder)",
+               probe(py, NBPROF_IMPORTS, CLUSTER_WORK.format(folder=str(folders[n]), ranks=n)))
+    if args.hta:
+        for n in sorted(int(x) for x in args.hta_ranks.split(",")):
+            record(f"{n} ranks: HTA TraceAnalysis(trace_dir)",
+                   probe(os.path.expanduser(args.hta), HTA_IMPORTS, HTA_WORK.format(folder=str(folders[n])),
+                         limit_gb=args.hta_limit_gb))
+    notes.append(f"end {datetime.datetime.utcnow():%H:%M} UTC, load average {loadavg()}")
+    base = dict(rows)["one rank: summarize_ranks([file], workers=1)"]["seconds"]
+    plain = dict(rows)["one rank: plain load_trace(file)"]["seconds"]
+    base_cpu = dict(rows)["one rank: summarize_ranks([file], workers=1)"]["cpu_s"]
+    lines = [f"events per rank: {events:,}; " + "; ".join(notes), "",
+             "| run | seconds | x one rank (same path) | x plain load_trace(file) | CPU seconds (all processes) "
+             "| CPU x one rank | notebook process peak MB | largest worker peak MB | load average |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for label, r in rows:
+        if "error" in r:
+            lines.append(f"| {label} | failed: {r['error']} (after {r['wall']:.0f} s) | | | | | | | {r['load']} |")
+            continue
+        lines.append(f"| {label} | {r['seconds']:.1f} | {r['seconds'] / base:.2f} | {r['seconds'] / plain:.2f} | "
+                     f"{r['cpu_s']:.1f} | {r['cpu_s'] / base_cpu:.2f} | {r['peak_mb']:.0f} | "
+                     f"{r['worker_peak_mb']:.0f} | {r['load']} |")
+    if pairs:
+        wall = sorted(p[0] for p in pairs)[len(pairs) // 2]
+        cpu = sorted(p[1] for p in pairs)[len(pairs) // 2]
+        lines += ["", f"{ranks[0]} ranks / one rank, measured as neighbours ({len(pairs)} pairs): median wall "
+                      f"{wall:.2f}x, median CPU {cpu:.2f}x"]
+    text = "\n".join(lines)
+    print(text)
+    if args.markdown:
+        with open(args.markdown, "a") as f:
+            f.write("\n## A folder of ranks: load_trace(folder) and HTA (issue 14)\n\n"
+                    "`python benchmarks/bench_cluster.py` (see its docstring)\n\n" + text + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,517 @@
+"""A folder of ranks (one trace per rank, as torchrun + ``tensorboard_trace_handler`` write it),
+summarized where each rank is read: :class:`ClusterProfile`, what ``nbprof.load_trace(folder)``
+returns for two or more trace files.
+
+Why not merge every event into one table, as before: 8 ranks x 1.07 M events took 76 s (13.7x
+one rank's 5.6 s) and peaked at 5.3 GB in the notebook process, and 64 ranks did not fit a 24 GB
+machine. Each rank is now read by :func:`rank_summary` in a worker (a process of this machine, or
+a Dask worker), which sends back a :class:`RankSummary`: the numbers the merged report shows,
+summed so that they add up across ranks (key averages per operator, the kernel table's parts,
+per-name counts and times, steps, device stats, findings), never the events. The notebook process
+holds one summary per rank (tens of kB), whatever the number of ranks.
+
+- ``workers``: ``None`` (default): one process per core, except a folder under
+  :data:`IN_PROCESS_BYTES`, read in this process (a spawned worker takes ~1.5 s to start:
+  importing pandas and nbprof, measured, more than such a folder takes to read); ``0``: in this
+  process, one rank at a time (its events freed before the next), e.g. to debug; ``n``: ``n``
+  processes. Workers are spawned, never forked: the notebook may hold torch / CUDA threads, which a
+  forked child inherits in whatever state they were.
+- ``client``: a ``dask.distributed.Client``; without one, the client already active in the
+  session (``distributed.get_client()``) if dask is imported and one exists. Dask is imported only
+  then (``pip install nbprof[dask]``).
+
+Errors: a rank file that cannot be read is a one-line TraceError naming it; a worker that dies
+(the OOM killer) a one-line TraceError naming the folder; either, or an interrupt, ends every
+worker before the error goes on (nothing is left running).
+
+Every per-rank table comes from the one function :func:`rank_summary`; a new per-rank analysis is
+a field there and its merge here. ``p.rank(r)`` loads one rank's full profile (every view works on
+it; the last one is kept). What needs every event (``p.events``, the timeline, ranges, memory,
+exports) merges all ranks on first use, as ``load_trace`` did before, and says so.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import dataclasses
+import functools
+import multiprocessing
+import os
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Generator, Iterator
+
+import numpy as np
+import pandas as pd
+
+from .analysis.device_stats import DeviceStats
+from .analysis.findings import FINDING_COLUMNS, SEVERITIES, straggler
+from .analysis.key_averages import KEY_AVERAGE_COLUMNS
+from .analysis.kernels import kernel_parts, kernels_from_parts
+from .analysis.ranks import RankReport, differences_from_times, name_times, rank_table, report_of
+from .analysis.summary import TorchSummary, default_sort, top_row
+from .errors import OptionError, TraceError
+from .meta import TorchMeta, TraceMeta
+from .model import TorchProfile
+
+__all__ = ["ClusterProfile", "RankSummary", "rank_summary", "summarize_ranks", "IN_PROCESS_BYTES"]
+
+# Below this many bytes of trace files in all, a folder is read in this process by default: a
+# spawned worker's start (~1.5 s) costs more than reading such a folder (~10 MB/s of gzip'd trace).
+IN_PROCESS_BYTES = 16 << 20
+
+# The evidence key that names what a finding is about, in the order looked for: the findings of
+# several ranks about the same subject (kind and subject) are one line.
+_SUBJECT_KEYS = ("op", "kernel", "name", "device", "direction", "label")
+
+
+@dataclass
+class RankSummary:
+    """What one rank's worker sends back: the rank's tables, not its events (see the module doc).
+
+    Times are the rank's own clock (µs since its first event); ``meta.origin_ns`` puts them on a
+    common clock."""
+
+    file: str
+    meta: TraceMeta
+    events: int
+    start_us: float
+    end_us: float
+    rank_row: pd.DataFrame
+    """Its row of ``ranks().table`` (the rank label is set when all ranks are back)."""
+    key_averages: pd.DataFrame
+    """``key_averages("op")``: sums and counts, which add up across ranks."""
+    kernel_parts: pd.DataFrame
+    device_times: pd.DataFrame
+    """``name_times`` of its kernels (device time), for ``ranks().differences``."""
+    cpu_times: pd.DataFrame
+    """``name_times`` of its ops and labels (self CPU time), for ranks without device work."""
+    steps: pd.DataFrame
+    step_breakdown: pd.DataFrame
+    """``step_breakdown()`` (self CPU time per op and step): the Steps tab's side-by-side table."""
+    device_stats: DeviceStats
+    summary: TorchSummary
+    findings: pd.DataFrame
+    seconds: float
+    """Time to read and summarize it."""
+
+
+def rank_summary(path: str) -> RankSummary:
+    """Read one rank's trace and summarize it (runs in a worker; a bad file: TraceError naming it)."""
+    t0 = time.perf_counter()
+    p = TorchProfile.from_trace(_read(path))
+    ev = p._events
+    start = float(ev["start_us"].min()) if len(ev) else 0.0
+    end = float((ev["start_us"] + ev["dur_us"]).max()) if len(ev) else 0.0
+    trace_meta = TraceMeta(**p.meta.trace_fields())
+    return RankSummary(
+        file=path, meta=trace_meta, events=len(ev), start_us=start, end_us=end,
+        rank_row=rank_table(ev, p.meta, p.device_stats), key_averages=p.key_averages("op"),
+        kernel_parts=kernel_parts(ev), device_times=name_times(ev, device_work=True),
+        cpu_times=name_times(ev, device_work=False), steps=p.steps(), step_breakdown=p.step_breakdown(),
+        device_stats=p.device_stats, summary=p.summary, findings=p.findings, seconds=time.perf_counter() - t0,
+    )
+
+
+def _read(path: str) -> Any:
+    from .collect.chrome_trace import read_trace_file
+
+    try:
+        return read_trace_file(path)
+    except TraceError:
+        raise
+    except Exception as e:  # a reader bug on an odd file: still one line naming the file
+        raise TraceError(f"{path}: could not be read ({type(e).__name__}: {e})") from None
+
+
+# -- running the summaries -------------------------------------------------------------------------
+
+
+def summarize_ranks(files: list[str], *, workers: int | None = None, client: Any = None,
+                    progress: bool = True) -> list[RankSummary]:
+    """:func:`rank_summary` of each file (in ``files``' order), where the module doc says."""
+    if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool) or workers < 0):
+        raise OptionError(f"workers must be a number of processes (0: in this process); got {workers!r}")
+    if client is None and workers is None:
+        client = _active_dask_client()
+    if client is not None:
+        return _run(files, _dask_runner(client), progress, "Dask")
+    if workers is None:
+        small = sum(os.path.getsize(f) for f in files) < IN_PROCESS_BYTES
+        workers = 0 if small else min(os.cpu_count() or 1, len(files))
+    if workers == 0:
+        return _run(files, _in_process, progress, "")
+    n = min(workers, len(files))
+    return _run(files, functools.partial(_in_workers, workers=n), progress,
+                f"{n} worker process{'es' if n > 1 else ''}")
+
+
+Runner = Callable[[list[str]], Generator[tuple[int, RankSummary], None, None]]
+
+
+def _run(files: list[str], runner: Runner, progress: bool, how: str) -> list[RankSummary]:
+    from .views.progress import RankProgress
+
+    bar = RankProgress(len(files), enabled=progress, how=how)
+    out: list[RankSummary | None] = [None] * len(files)
+    results = runner(files)
+    try:
+        for i, summary in results:
+            out[i] = summary
+            bar.advance()
+    finally:
+        results.close()  # an error or an interrupt here stops the workers now, not when collected
+        bar.close()
+    return [s for s in out if s is not None]
+
+
+def _in_process(files: list[str]) -> Generator[tuple[int, RankSummary], None, None]:
+    for i, f in enumerate(files):
+        yield i, rank_summary(f)
+
+
+def _in_workers(files: list[str], workers: int) -> Generator[tuple[int, RankSummary], None, None]:
+    """Spawned worker processes; on an error or an interrupt (KeyboardInterrupt) every worker is
+    stopped before the error goes on: nothing is left running."""
+    pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        futures = {pool.submit(rank_summary, f): i for i, f in enumerate(files)}
+        for fut in cf.as_completed(futures):
+            i = futures[fut]
+            try:
+                yield i, fut.result()
+            except cf.process.BrokenProcessPool:  # which rank it was reading, the pool does not say
+                left = sum(not f.done() or f.cancelled() or f.exception() is not None for f in futures)
+                raise TraceError(f"{os.path.dirname(files[i])}: a worker process died (out of memory?) with "
+                                 f"{left} of {len(files)} ranks not read; try fewer workers=") from None
+    except BaseException:
+        _stop(pool)
+        raise
+    pool.shutdown(wait=True)
+
+
+def _stop(pool: cf.ProcessPoolExecutor) -> None:
+    """Cancel what has not started and end the workers now (a rank takes seconds: waiting for the
+    running ones would keep an interrupted notebook busy). Python 3.14 has terminate_workers();
+    before it, the pool's processes are only reachable as ``_processes``."""
+    terminate = getattr(pool, "terminate_workers", None)
+    if terminate is not None:
+        terminate()
+        return
+    procs = list((getattr(pool, "_processes", None) or {}).values())  # shutdown() drops it
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        p.terminate()
+    for p in procs:
+        p.join()
+
+
+def _active_dask_client() -> Any:
+    """The Dask client of this session, if dask.distributed is imported and one exists."""
+    if "distributed" not in sys.modules:
+        return None
+    from distributed import get_client
+
+    try:
+        return get_client()
+    except ValueError:  # no client in this session
+        return None
+
+
+def _dask_runner(client: Any) -> Runner:
+    def run(files: list[str]) -> Generator[tuple[int, RankSummary], None, None]:
+        from distributed import as_completed
+
+        futures = client.map(rank_summary, files, pure=False)
+        index = {f.key: i for i, f in enumerate(futures)}
+        try:
+            for fut in as_completed(futures):
+                yield index[fut.key], fut.result()
+        except BaseException:
+            client.cancel(futures)
+            raise
+
+    return run
+
+
+# -- the profile ----------------------------------------------------------------------------------
+
+
+def labels_of(metas: list[TraceMeta]) -> list[Any]:
+    """Each file's rank as its trace says; 0, 1, ... when some trace has none or two say the same."""
+    ranks = [m.rank for m in metas]
+    if any(r is None for r in ranks) or len(set(ranks)) != len(ranks):
+        return list(range(len(metas)))
+    return ranks
+
+
+class ClusterProfile(TorchProfile):
+    """A folder of ranks, summarized apart (see the module doc): the merged report's tables
+    (``ranks()``, ``key_averages()``, ``kernels()``, ``steps()``, ``device_stats``, ``findings``,
+    ``summary``) from the ranks' summaries; ``rank(r)``: one rank's full profile; what needs every
+    event (``events``, ``timeline()``, ``ranges()``, exports) merges all ranks on first use."""
+
+    def __init__(self, folder: str, summaries: list[RankSummary]) -> None:
+        self._summaries = summaries
+        self._labels = labels_of([s.meta for s in summaries])
+        metas = [s.meta for s in summaries]
+        origin = min(m.origin_ns for m in metas)
+        # each rank's times onto the common clock (as concat_traces shifts its events)
+        self._shift_us = [(m.origin_ns - origin) / 1000.0 for m in metas]
+        first = metas[0]
+        trace = dataclasses.replace(
+            first, origin_ns=origin, source=folder, files=[s.file for s in summaries],
+            record_shapes=any(m.record_shapes for m in metas), profile_memory=any(m.profile_memory for m in metas),
+            with_stack=any(m.with_stack for m in metas), with_flops=any(m.with_flops for m in metas),
+            parts=metas,
+            reader_notes=[f"{os.path.basename(m.source)}: {note}" for m in metas for note in m.reader_notes],
+        )
+        self.meta = TorchMeta.of(trace)
+        self.profiler = None
+        self._averages: dict[str, pd.DataFrame] = {}
+        self._one: tuple[Any, TorchProfile] | None = None
+
+    @classmethod
+    def from_trace(cls, trace: Any, *, profiler: Any = None, **run: Any) -> TorchProfile:
+        """One trace is one rank's profile: a plain :class:`TorchProfile`."""
+        return TorchProfile.from_trace(trace, profiler=profiler, **run)
+
+    @property
+    def rank_labels(self) -> list[Any]:
+        """The ranks, in the folder's file order (what ``rank(r)`` takes)."""
+        return list(self._labels)
+
+    @property
+    def rank_summaries(self) -> list[RankSummary]:
+        """Each rank's summary (what its worker sent back), in the order of ``rank_labels``."""
+        return list(self._summaries)
+
+    def rank(self, r: Any) -> TorchProfile:
+        """Rank ``r``'s full profile, read from its file (the last one asked for is kept)."""
+        if r not in self._labels:
+            raise OptionError(f"no rank {r!r} in this profile; its ranks: {_ranges(self._labels)}")
+        if self._one is None or self._one[0] != r:
+            from .collect.chrome_trace import read_trace_file
+
+            self._one = None  # the previous rank's events go before the next one's are read
+            self._one = (r, TorchProfile.from_trace(read_trace_file(self._summaries[self._labels.index(r)].file)))
+        return self._one[1]
+
+    # -- every event, merged on demand ------------------------------------------------------------
+
+    @functools.cached_property
+    def _merged(self) -> TorchProfile:
+        from .collect.chrome_trace import read_trace_file
+        from .events import concat_traces
+
+        n = sum(s.events for s in self._summaries)
+        print(f"nbprof: merging all {len(self._summaries)} ranks' events ({n:,}) into this process, as asked "
+              "(p.rank(r) reads one rank)", file=sys.stderr)
+        traces = [read_trace_file(s.file) for s in self._summaries]
+        merged = concat_traces(traces, labels=self._labels, label_column="rank")
+        merged.meta.source = self.meta.source
+        merged.meta.files = list(self.meta.files)
+        return TorchProfile.from_trace(merged)
+
+    @functools.cached_property
+    def _events(self) -> pd.DataFrame:  # read on first use, not given
+        return self._merged._events
+
+    def to_chrome_trace(self, path: str | os.PathLike) -> str:
+        return self._merged.to_chrome_trace(path)
+
+    # -- tables from the summaries ----------------------------------------------------------------
+
+    def key_averages(self, group_by: str = "op", *, per_rank: bool = False) -> pd.DataFrame:
+        """Totals over the ranks (counts and times summed, averages recomputed), one row per
+        operator; ``per_rank=True``: one row per rank and operator (a ``rank`` column first).
+        Grouped by shape or stack: from every event (merged on first use)."""
+        if group_by != "op":
+            if per_rank:
+                raise OptionError("key_averages(per_rank=True) groups by operator only; "
+                                  "p.rank(r).key_averages(group_by) for one rank")
+            return super().key_averages(group_by)
+        if per_rank:
+            return pd.concat([s.key_averages.assign(rank=r)[["rank", *KEY_AVERAGE_COLUMNS]]
+                              for r, s, _ in self._ranked()], ignore_index=True)
+        if "op" not in self._averages:
+            self._averages["op"] = _sum_averages([s.key_averages for s in self._summaries])
+        return self._averages["op"].copy(deep=False)
+
+    @functools.cached_property
+    def _summary(self) -> TorchSummary:
+        ss = [s.summary for s in self._summaries]
+        averages = self.key_averages("op")
+        has_device = any(s.has_device for s in ss)
+        self_cpu = float(averages["self_cpu_us"].sum()) if len(averages) else 0.0
+        self_device = float(sum(s.self_device_us for s in ss))
+        sort = self.meta.sort or default_sort(has_device)
+        top = top_row(averages, sort, self_cpu, self_device)
+        starts = [s.start_us + d for s, d in zip(self._summaries, self._shift_us) if s.events]
+        ends = [s.end_us + d for s, d in zip(self._summaries, self._shift_us) if s.events]
+        alloc: dict[str, int] = {}
+        reserved: dict[str, int] = {}
+        for s in ss:
+            for dev, v in s.peak_allocated_bytes.items():
+                alloc[dev] = max(alloc.get(dev, v), v)
+            for dev, v in s.peak_reserved_bytes.items():
+                reserved[dev] = max(reserved.get(dev, v), v)
+        return TorchSummary(
+            events=sum(s.events for s in ss), span_us=(max(ends) - min(starts)) if starts else 0.0,
+            self_cpu_us=self_cpu, self_device_us=self_device, has_device=has_device,
+            has_memory=any(s.has_memory for s in ss), sort=sort, top_name=top[0], top_value=top[1],
+            top_share=top[2], peak_allocated_bytes=alloc, peak_reserved_bytes=reserved)
+
+    @functools.cached_property
+    def _kernels(self) -> pd.DataFrame:
+        return kernels_from_parts(pd.concat([s.kernel_parts for s in self._summaries], ignore_index=True))
+
+    @functools.cached_property
+    def _steps(self) -> pd.DataFrame:
+        frames = []
+        for r, s, shift in self._ranked():
+            if len(s.steps):
+                f = s.steps.assign(start_us=s.steps["start_us"] + shift)
+                f.insert(1, "rank", r)
+                frames.append(f)
+        if not frames:
+            columns = list(self._summaries[0].steps.columns)
+            columns.insert(1, "rank")
+            return pd.DataFrame({c: pd.Series(dtype=object if c in ("top_op", "rank") else np.float64)
+                                 for c in columns})
+        out = pd.concat(frames, ignore_index=True)
+        out["rank"] = out["rank"].astype(object)
+        return out.sort_values(["step", "rank"], kind="stable").reset_index(drop=True)
+
+    def step_breakdown(self, by: str = "op", metric: str | None = None) -> pd.DataFrame:
+        """The steps side by side, one column per (rank, step); by op and self CPU time (what the
+        Steps tab shows) from the summaries, other choices from every event (merged on first use)."""
+        if by != "op" or metric not in (None, "self_cpu_us"):
+            return super().step_breakdown(by, metric)
+        parts = {r: s.step_breakdown for r, s, _ in self._ranked() if len(s.step_breakdown.columns)}
+        if not parts:  # no steps: the empty table, with the (rank, step) columns of several ranks
+            table = self._summaries[0].step_breakdown.copy()
+            none = np.zeros(0, dtype=np.int64)
+            table.columns = pd.MultiIndex.from_arrays([none, none], names=["rank", "step"])
+            return table
+        table = pd.concat(parts, axis=1, names=["rank", "step"]).fillna(0.0).sort_index(axis=1)
+        total = table.sum(axis=1)
+        table = table.iloc[np.lexsort((table.index.to_numpy().astype(str), -total.to_numpy()))]
+        table.index.name = "name"
+        return table
+
+    @functools.cached_property
+    def _device_stats(self) -> DeviceStats:
+        def joined(part: Callable[[RankSummary], pd.DataFrame]) -> pd.DataFrame:
+            frames = [part(s).assign(rank=r) for r, s, _ in self._ranked()]
+            out = pd.concat(frames, ignore_index=True)
+            out["rank"] = out["rank"].astype(object)
+            return out[["rank", *[c for c in out.columns if c != "rank"]]]
+
+        return DeviceStats(devices=joined(lambda s: s.device_stats.devices),
+                           streams=joined(lambda s: s.device_stats.streams))
+
+    @functools.cached_property
+    def _ranks(self) -> RankReport:
+        table = pd.concat([s.rank_row.assign(rank=[r]) for r, s, _ in self._ranked()], ignore_index=True)
+        table["rank"] = table["rank"].astype(object)
+        codes = {r: i for i, r in enumerate(self._order())}
+        # the kernels when some rank ran device work (as the merged events would say), else the ops
+        device = any(s.summary.has_device for s in self._summaries)
+        times = pd.concat([(s.device_times if device else s.cpu_times).assign(rank=codes[r])
+                           for r, s, _ in self._ranked()], ignore_index=True)
+        return report_of(table, differences_from_times(times, np.asarray(self._order(), dtype=object)))
+
+    @functools.cached_property
+    def _findings(self) -> pd.DataFrame:
+        rows: list[tuple[str, str, str, dict[str, Any]]] = [
+            ("straggler", f.severity, f.message.strip(), f.evidence)
+            for f in straggler.from_ranks(self.ranks(), has_device=self.summary.has_device)]
+        rows += _aggregate_findings([(r, s.findings) for r, s, _ in self._ranked()])
+        order = {s: i for i, s in enumerate(SEVERITIES)}
+        rows.sort(key=lambda row: order[row[1]])  # stable: the straggler first among equals
+        return pd.DataFrame(rows, columns=list(FINDING_COLUMNS)) if rows else \
+            pd.DataFrame({c: pd.Series(dtype=object) for c in FINDING_COLUMNS})
+
+    def _order(self) -> list[Any]:
+        """The rank labels sorted (the order of the merged tables' rank rows)."""
+        return sorted(self._labels)
+
+    def _ranked(self) -> list[tuple[Any, RankSummary, float]]:
+        """(label, summary, shift of its clock in µs) in rank order."""
+        return sorted(zip(self._labels, self._summaries, self._shift_us), key=lambda x: x[0])
+
+    # -- display ----------------------------------------------------------------------------------
+
+    def report(self, **view: Any) -> Any:
+        from .views.report import ClusterReport
+
+        return ClusterReport(self, **view)
+
+    def _ipython_display_(self) -> None:
+        """The report only: its timeline would merge every rank (``p.rank(r).timeline()``)."""
+        from IPython.display import display
+
+        display(self.report())
+
+    def __repr__(self) -> str:
+        s = self.summary
+        parts = [f"{len(self._summaries)} ranks", f"{s.events:,} events", f"self CPU {s.self_cpu_us / 1e3:.3f} ms"]
+        if s.has_device:
+            parts.append(f"self CUDA {s.self_device_us / 1e3:.3f} ms")
+        return f"<ClusterProfile {', '.join(parts)}>"
+
+
+def _sum_averages(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """Key averages of several ranks as one: counts and sums added per (name, kind), in the order
+    the rows first appear (rank by rank, as in the merged events), averages recomputed."""
+    frame = pd.concat(frames, ignore_index=True)
+    summed = [c for c in KEY_AVERAGE_COLUMNS if c not in ("name", "kind", "cpu_avg_us", "device_avg_us")]
+    out = frame.groupby(["name", "kind"], sort=False)[summed].sum().reset_index()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out["cpu_avg_us"] = out["cpu_total_us"] / out["count"]
+        out["device_avg_us"] = out["device_total_us"] / out["count"]
+    out["name"] = out["name"].astype(object)
+    return out[list(KEY_AVERAGE_COLUMNS)]
+
+
+def _aggregate_findings(per_rank: list[tuple[Any, pd.DataFrame]]) -> list[tuple[str, str, str, dict[str, Any]]]:
+    """The ranks' findings, one line per kind and subject (the op, the device, ...) naming the
+    ranks it holds for: the message and evidence of the first rank of the most severe, with
+    ``ranks`` and ``by_rank`` (each rank's evidence) in the evidence."""
+    groups: dict[tuple[str, str], list[tuple[Any, pd.Series]]] = {}
+    for r, frame in per_rank:
+        for _, row in frame.iterrows():
+            ev = row["evidence"] if isinstance(row["evidence"], dict) else {}
+            subject = next((str(ev[k]) for k in _SUBJECT_KEYS if k in ev), "")
+            groups.setdefault((str(row["kind"]), subject), []).append((r, row))
+    order = {s: i for i, s in enumerate(SEVERITIES)}
+    out = []
+    for (kind, _), rows in groups.items():
+        r0, worst = min(rows, key=lambda x: order[str(x[1]["severity"])])
+        ranks = [r for r, _ in rows]
+        who = f"rank {r0}" if len(ranks) == 1 else f"ranks {_ranges(ranks)} (the numbers of rank {r0})"
+        evidence = dict(worst["evidence"]) if isinstance(worst["evidence"], dict) else {}
+        evidence.update(rank=r0, ranks=ranks, by_rank={str(r): row["evidence"] for r, row in rows})
+        out.append((kind, str(worst["severity"]), f"{who[0].upper()}{who[1:]}: {worst['message']}", evidence))
+    # most ranks first among equal severities; then the order found (rank, then its own order)
+    out.sort(key=lambda x: (order[x[1]], -len(x[3]["ranks"])))
+    return out
+
+
+def _ranges(labels: list[Any]) -> str:
+    """0, 1, 2, 3, 5 -> "0-3, 5" (other labels listed as they are)."""
+    if not all(isinstance(x, (int, np.integer)) for x in labels):
+        return ", ".join(str(x) for x in labels)
+    xs = sorted(int(x) for x in labels)
+    parts: list[str] = []
+    start = prev = xs[0]
+    for x in [*xs[1:], None]:
+        if x is not None and x == prev + 1:
+            prev = x
+            continue
+        parts.append(str(start) if start == prev else f"{start}-{prev}")
+        if x is not None:
+            start = prev = x
+    return ", ".join(parts)

@@ -1,0 +1,384 @@
+"""A folder of ranks summarized where each rank is read (``nbprof.cluster``): the tables equal the
+old path's (every rank's events merged into one table, still what ``p.events`` does), counts and
+times equal sums over the raw JSON of the files, the same in this process, in worker processes
+and on Dask; one rank's profile on demand; errors and interrupts leave nothing running.
+
+Folders: the recorded H100 trace twice, one copy perturbed (as tests/test_ranks.py); constructed
+ranks with collectives, CPU-only ranks, steps; and tutorial 6's real two-process DDP run (gloo,
+``tests/data/ddp_gloo``: its script run once with torch.distributed.run)."""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import json
+import os
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import nbprof
+from nbprof.cluster import ClusterProfile, RankSummary, _ranges, rank_summary
+from nbprof.errors import OptionError, TraceError
+
+from .conftest import DATA, trace_path
+from .synthetic import Trace, training_loop
+
+WORK = ("kernel", "gpu_memcpy", "gpu_memset")
+
+
+def recorded(name: str = "cnn_train_cuda") -> dict:
+    with gzip.open(trace_path(name)) as f:
+        return json.load(f)
+
+
+def write(folder: Path, docs: list[dict]) -> Path:
+    folder.mkdir(exist_ok=True)
+    for r, doc in enumerate(docs):
+        doc["distributedInfo"] = {"rank": r, "world_size": len(docs)}
+        with open(folder / f"host_{r}.pt.trace.json", "w") as f:
+            json.dump(doc, f)
+    return folder
+
+
+def perturbed_docs() -> list[dict]:
+    base = recorded()
+    slow = copy.deepcopy(base)
+    for e in slow["traceEvents"]:
+        if e.get("cat") == "kernel" and "gemm" in e["name"]:
+            e["dur"] = round(e["dur"] * 3, 3)
+    slow["traceEvents"] = [e for e in slow["traceEvents"] if e.get("cat") != "gpu_memset"]
+    return [base, slow]
+
+
+def collectives_folder(folder: Path) -> Path:
+    folder.mkdir(exist_ok=True)
+    fast, slow = Trace(rank=0), Trace(rank=1)
+    for t, compute, wait in ((fast, 100.0, 500.0), (slow, 550.0, 50.0)):
+        ext = t.op("aten::mm", 0, 20)
+        t.launch("gemm", ext, 1, 5, 10, compute)
+        ext = t.op("c10d::allreduce_", 30, 10)
+        t.launch("ncclDevKernel_AllReduce_Sum_f32_RING_LL", ext, 31, 5, 10 + compute, wait, stream=20)
+    fast.write(folder / "a.json")
+    slow.write(folder / "b.json")
+    return folder
+
+
+def cpu_only_folder(folder: Path) -> Path:
+    folder.mkdir(exist_ok=True)
+    for r, dur in ((0, 100.0), (1, 130.0), (2, 100.0)):
+        t = Trace(rank=r)
+        t.op("aten::mm", 0, dur)
+        t.op("aten::relu", 200, 10)
+        t.write(folder / f"r{r}.json")
+    return folder
+
+
+def ddp_folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "ddp"
+    shutil.copytree(DATA / "ddp_gloo", folder)
+    return folder
+
+
+FOLDERS = {
+    "perturbed_h100": lambda tmp: write(tmp / "h100", perturbed_docs()),
+    "steps": lambda tmp: write(tmp / "steps", [training_loop(3, kernel_us=500).doc(),
+                                               training_loop(3, kernel_us=250).doc()]),
+    "collectives": lambda tmp: collectives_folder(tmp / "coll"),
+    "cpu_only": lambda tmp: cpu_only_folder(tmp / "cpu"),
+    "ddp_gloo": ddp_folder,
+}
+
+
+def assert_frames(a: pd.DataFrame, b: pd.DataFrame, sort: list[str] | None = None) -> None:
+    if sort:
+        a = a.sort_values(sort, kind="stable").reset_index(drop=True)
+        b = b.sort_values(sort, kind="stable").reset_index(drop=True)
+    assert list(a.columns) == list(b.columns)
+    pd.testing.assert_frame_equal(a.reset_index(drop=True), b.reset_index(drop=True), check_dtype=False,
+                                  check_categorical=False, rtol=1e-9, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", sorted(FOLDERS))
+def test_tables_equal_the_merged_events_path(tmp_path, name):
+    """Every table the cluster builds from summaries equals the one today's path builds from the
+    merged events of every rank (``_merged``: concat_traces + TorchProfile, as load_trace did)."""
+    p = nbprof.load_trace(FOLDERS[name](tmp_path), workers=0, progress=False)
+    assert isinstance(p, ClusterProfile)
+    m = p._merged
+    assert_frames(p.key_averages(), m.key_averages())  # same rows, same order
+    assert_frames(p.kernels(), m.kernels(), sort=["name", "kind"])
+    assert_frames(p.steps(), m.steps())
+    pd.testing.assert_frame_equal(p.step_breakdown(), m.step_breakdown(), check_dtype=False, rtol=1e-9)
+    assert_frames(p.device_stats.devices, m.device_stats.devices, sort=["rank", "device"])
+    assert_frames(p.device_stats.streams, m.device_stats.streams,
+                  sort=[c for c in ("rank", "device", "stream") if c in m.device_stats.streams.columns])
+    r, mr = p.ranks(), m.ranks()
+    assert_frames(r.table, mr.table)
+    assert r.slowest == mr.slowest and r.imbalance == pytest.approx(mr.imbalance)
+    assert_frames(r.differences, mr.differences)
+    s, ms = p.summary, m.summary
+    for field in ("events", "has_device", "has_memory", "sort", "top_name", "peak_allocated_bytes",
+                  "peak_reserved_bytes"):
+        assert getattr(s, field) == getattr(ms, field), field
+    for field in ("span_us", "self_cpu_us", "self_device_us", "top_value", "top_share"):
+        assert getattr(s, field) == pytest.approx(getattr(ms, field), rel=1e-9, abs=1e-6), field
+    # the straggler finding is the merged one's, word for word
+    fs = p.findings
+    straggler_m = m.findings[m.findings["kind"] == "straggler"]["message"].tolist()
+    assert fs[fs["kind"] == "straggler"]["message"].tolist() == straggler_m
+
+
+def test_totals_are_sums_over_the_raw_json(tmp_path):
+    """Independent oracle: kernel counts and times, op counts, summed over the files' JSON."""
+    docs = perturbed_docs()
+    p = nbprof.load_trace(write(tmp_path / "h100", copy.deepcopy(docs)), workers=0, progress=False)
+    count: Counter = Counter()
+    time: Counter = Counter()
+    for doc in docs:
+        for e in doc["traceEvents"]:
+            if e.get("cat") in WORK:
+                count[e["name"]] += 1
+                time[e["name"]] += e["dur"]
+    k = p.kernels().set_index("name")
+    assert k["count"].to_dict() == dict(count)
+    for name, t in time.items():
+        assert k.loc[name, "device_total_us"] == pytest.approx(t, abs=1e-6)
+        assert k.loc[name, "device_min_us"] == min(e["dur"] for d in docs for e in d["traceEvents"]
+                                                   if e.get("name") == name and e.get("cat") in WORK)
+    # the operators: torch's own key_averages of the recorded run (its oracle), twice
+    with open(DATA / "cnn_train_cuda.oracle.json") as f:
+        torch_rows = json.load(f)["rows"]
+    ka = p.key_averages()
+    ka = ka[ka["kind"] == "op"].set_index("name")
+    checked = 0
+    for row in torch_rows:
+        if row["key"] in ka.index and row["device_type"] == "DeviceType.CPU":
+            assert ka.loc[row["key"], "count"] == 2 * row["count"], row["key"]
+            assert ka.loc[row["key"], "self_cpu_us"] == pytest.approx(2 * row["self_cpu_time_total"], rel=1e-6)
+            checked += 1
+    assert checked >= 20
+    assert p.summary.self_device_us == pytest.approx(sum(time.values()), abs=1e-3)
+    per = p.key_averages(per_rank=True)
+    assert per.columns[0] == "rank" and sorted(per["rank"].unique()) == [0, 1]
+    assert per.groupby("name")["count"].sum().to_dict() == p.key_averages().set_index("name")["count"].to_dict()
+
+
+def test_ddp_ranks_table_from_the_raw_json(tmp_path):
+    """Tutorial 6's DDP run: rank 1 sleeps 20 ms per step in load_batch, so it is the slowest
+    (the straggler finding), and its load_batch time (from the JSON) differs."""
+    folder = ddp_folder(tmp_path)
+    p = nbprof.load_trace(folder, workers=0, progress=False)
+    docs = {}
+    for f in sorted(os.listdir(folder)):
+        with gzip.open(folder / f) as fh:
+            doc = json.load(fh)
+        docs[doc["distributedInfo"]["rank"]] = doc
+    t = p.ranks().table.set_index("rank")
+    assert list(t.index) == [0, 1]
+    for r, doc in docs.items():
+        ops = [e for e in doc["traceEvents"] if e.get("cat") == "cpu_op" and e.get("ph") == "X"]
+        assert t.loc[r, "ops"] == len(ops)
+    load = {r: sum(e["dur"] for e in doc["traceEvents"] if e.get("name") == "load_batch" and e.get("ph") == "X")
+            for r, doc in docs.items()}
+    assert load[1] > load[0] + 3 * 15_000  # three recorded steps, ~20 ms more each
+    # gloo: the waiting shows on the CPU, in the all-reduce of the rank that waits (rank 0)
+    assert t.loc[0, "comm_us"] > t.loc[1, "comm_us"] + 3 * 10_000
+    d = p.ranks().differences.set_index("name")
+    assert d.loc["load_batch", "slowest_rank"] == 1
+    f = p.findings
+    assert f["kind"].iloc[0] == "straggler" and "Rank 1 is the slowest" in f["message"].iloc[0]
+
+
+@pytest.mark.slow  # spawns worker processes and a Dask LocalCluster: ~10-25 s
+def test_workers_and_dask_give_the_same_tables(tmp_path):
+    folder = write(tmp_path / "h100", perturbed_docs())
+    local = nbprof.load_trace(folder, workers=0, progress=False)
+    pooled = nbprof.load_trace(folder, workers=2, progress=False)
+    assert spawned_workers() == []  # the pool is shut down once the ranks are back
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        on_dask = nbprof.load_trace(folder, client=client, progress=False)
+        # the session's active client is used when none is given
+        active = nbprof.load_trace(folder, progress=False)
+    for other in (pooled, on_dask, active):
+        assert_frames(other.key_averages(), local.key_averages())
+        assert_frames(other.kernels(), local.kernels())
+        assert_frames(other.ranks().table, local.ranks().table)
+        assert_frames(other.ranks().differences, local.ranks().differences)
+        assert_frames(other.steps(), local.steps())
+        assert_frames(other.findings[["kind", "severity", "message"]], local.findings[["kind", "severity", "message"]])
+
+
+def test_rank_r_is_that_file_loaded_alone(tmp_path):
+    folder = write(tmp_path / "h100", perturbed_docs())
+    p = nbprof.load_trace(folder, workers=0, progress=False)
+    one = p.rank(1)
+    alone = nbprof.load_trace(folder / "host_1.pt.trace.json")
+    assert_frames(one.key_averages(), alone.key_averages())
+    assert_frames(one.kernels(), alone.kernels())
+    assert len(one.events) == len(alone.events) == p.rank_summaries[1].events
+    assert p.rank(1) is one  # kept
+    p.rank(0)
+    assert p._one is not None and p._one[0] == 0  # at most one kept
+    with pytest.raises(OptionError, match=r"no rank 5 in this profile; its ranks: 0-1"):
+        p.rank(5)
+
+
+def test_findings_of_ranks_are_one_line_per_kind_and_subject(tmp_path):
+    doc = recorded("two_streams")
+    p = nbprof.load_trace(write(tmp_path / "same", [copy.deepcopy(doc), copy.deepcopy(doc), copy.deepcopy(doc)]),
+                          workers=0, progress=False)
+    single = nbprof.load_trace(trace_path("two_streams")).findings
+    f = p.findings
+    assert len(f) == len(single) > 0
+    assert sorted(f["kind"]) == sorted(single["kind"])
+    for _, row in f.iterrows():
+        assert row["message"].startswith("Ranks 0-2 (the numbers of rank 0): ")
+        assert row["evidence"]["ranks"] == [0, 1, 2]
+        assert set(row["evidence"]["by_rank"]) == {"0", "1", "2"}
+    assert (f["message"].str.replace("Ranks 0-2 (the numbers of rank 0): ", "", regex=False).tolist()
+            == single["message"].tolist())
+
+
+@pytest.mark.parametrize("name", ["collectives", "steps"])
+def test_report_opens_with_ranks_and_leaves_out_what_needs_events(tmp_path, name):
+    p = nbprof.load_trace(FOLDERS[name](tmp_path), workers=0, progress=False)
+    html = p.report().html(include_library=False)
+    titles = [t.title for t in p.report().tabs if t.shown(p)]
+    assert titles[0] == "Ranks" and "Timeline" not in titles and "Memory" not in titles
+    assert f"slowest rank: {p.ranks().slowest}" in html
+    assert "p.rank(r)" in p.report().text()
+    page = (tmp_path / "report.html")
+    p.to_html(page)
+    assert f"slowest rank: {p.ranks().slowest}" in page.read_text()
+    assert "_merged" not in p.__dict__  # neither the report nor its page merged the events
+    assert repr(p).startswith("<ClusterProfile 2 ranks")
+    # IPython's display of the report (its formatters call _repr_mimebundle_); not through a
+    # shell: an InteractiveShell singleton would stay for the tests after this one
+    from IPython.core.formatters import DisplayFormatter
+
+    DisplayFormatter().format(p.report())
+    assert "_merged" not in p.__dict__
+
+
+def test_events_merge_on_demand_with_a_note(tmp_path, capsys):
+    p = nbprof.load_trace(collectives_folder(tmp_path / "coll"), workers=0, progress=False)
+    ev = p.events
+    assert sorted(ev["rank"].unique()) == [0, 1]
+    assert len(ev) == p.summary.events
+    assert "merging all 2 ranks' events" in capsys.readouterr().err
+    out = p.save(tmp_path / "merged.json.gz")
+    assert len(nbprof.load_trace(out).events) == len(ev)
+
+
+def test_progress_counts_ranks(tmp_path, capsys):
+    folder = cpu_only_folder(tmp_path / "cpu")
+    nbprof.load_trace(folder, workers=0)
+    err = capsys.readouterr().err
+    assert "nbprof: 3 of 3 ranks loaded in" in err and err.endswith("\n")
+    nbprof.load_trace(folder, workers=0, progress=False)
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("workers", [0, pytest.param(2, marks=pytest.mark.slow)])  # 2: spawns workers, ~5 s
+def test_a_bad_rank_file_names_it_and_stops_the_workers(tmp_path, workers):
+    folder = cpu_only_folder(tmp_path / "cpu")
+    with gzip.open(folder / "r3.json.gz", "wb") as f:
+        f.write(b'{"traceEvents": [{"ph": "X", "name": "x", "ts": 1, "dur": 2, "pid": 1, "tid": 1}]}')
+    bad = folder / "r3.json.gz"
+    bad.write_bytes(bad.read_bytes()[:30])  # truncated
+    with pytest.raises(TraceError) as e:
+        nbprof.load_trace(folder, workers=workers, progress=False)
+    assert str(e.value).startswith(str(bad)) and "\n" not in str(e.value)
+    assert spawned_workers() == []
+
+
+@pytest.mark.slow  # spawns worker processes: ~5-15 s
+def test_an_interrupt_stops_every_worker(tmp_path, monkeypatch):
+    from nbprof.views import progress
+
+    folder = write(tmp_path / "h100", perturbed_docs() + perturbed_docs())
+
+    def interrupted(self):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(progress.RankProgress, "advance", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        nbprof.load_trace(folder, workers=2, progress=False)
+    assert spawned_workers() == []
+
+
+@pytest.mark.slow  # spawns worker processes: ~5-15 s
+def test_a_worker_that_dies_is_one_line_and_the_others_stop(tmp_path):
+    """A worker killed (as the kernel's OOM killer would) while the ranks load: a one-line
+    TraceError naming the folder, and no worker left."""
+    import signal
+    import threading
+
+    folder = write(tmp_path / "h100", perturbed_docs() * 3)
+    killed: list[str] = []
+
+    def kill_the_first_worker() -> None:
+        for _ in range(600):
+            workers = spawned_workers()
+            if workers:
+                os.kill(int(workers[0]), signal.SIGKILL)
+                killed.append(workers[0])
+                return
+            threading.Event().wait(0.02)
+
+    killer = threading.Thread(target=kill_the_first_worker)
+    killer.start()
+    with pytest.raises(TraceError) as e:
+        nbprof.load_trace(folder, workers=2, progress=False)
+    killer.join()
+    assert killed
+    assert str(e.value).startswith(f"{folder}: a worker process died") and "\n" not in str(e.value)
+    assert spawned_workers() == []
+
+
+def spawned_workers() -> list[str]:
+    """This process's children running multiprocessing's spawn_main (workers; not its resource
+    tracker, which lives as long as this process), from /proc, not from multiprocessing's list."""
+    out = []
+    for pid in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                parent = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read()
+        except (OSError, ValueError, IndexError):
+            continue
+        if parent == os.getpid() and b"spawn_main" in cmd:
+            out.append(pid)
+    return out
+
+
+def test_bad_arguments_are_one_line(tmp_path):
+    folder = cpu_only_folder(tmp_path / "cpu")
+    for bad in (-1, 1.5, "2", True):
+        with pytest.raises(OptionError, match="workers must be a number of processes"):
+            nbprof.load_trace(folder, workers=bad)
+
+
+def test_summary_is_small_and_picklable(tmp_path):
+    import pickle
+
+    folder = write(tmp_path / "h100", perturbed_docs())
+    s = rank_summary(str(folder / "host_0.pt.trace.json"))
+    assert isinstance(s, RankSummary)
+    blob = pickle.dumps(s)
+    assert len(blob) < os.path.getsize(folder / "host_0.pt.trace.json") / 4
+    assert pickle.loads(blob).events == s.events
+
+
+def test_rank_ranges_text():
+    assert _ranges([0, 1, 2, 3, 5]) == "0-3, 5"
+    assert _ranges([7]) == "7"
+    assert _ranges(["a", "b"]) == "a, b"
