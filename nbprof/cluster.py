@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 
 from .analysis.device_stats import DeviceStats
-from .analysis.findings import FINDING_COLUMNS, SEVERITIES, straggler
+from .analysis.findings import FINDING_COLUMNS, SEVERITIES, collective_wait, straggler
 from .analysis.key_averages import KEY_AVERAGE_COLUMNS
 from .analysis.kernels import kernel_parts, kernels_from_parts
 from .analysis.ranks import RankReport, differences_from_times, name_times, rank_table, report_of
@@ -93,6 +93,12 @@ class RankSummary:
     device_stats: DeviceStats
     summary: TorchSummary
     findings: pd.DataFrame
+    overview: pd.DataFrame
+    """``overview()``: its steps' time by category, and their sum (``step == "all"``)."""
+    collectives: pd.DataFrame
+    """``collectives()``: per collective and process group (the Ranks tab's Cluster section)."""
+    queue_length: pd.DataFrame
+    """``queue_length()``: per device and stream."""
     seconds: float
     """Time to read and summarize it."""
 
@@ -110,7 +116,8 @@ def rank_summary(path: str) -> RankSummary:
         rank_row=rank_table(ev, p.meta, p.device_stats), key_averages=p.key_averages("op"),
         kernel_parts=kernel_parts(ev), device_times=name_times(ev, device_work=True),
         cpu_times=name_times(ev, device_work=False), steps=p.steps(), step_breakdown=p.step_breakdown(),
-        device_stats=p.device_stats, summary=p.summary, findings=p.findings, seconds=time.perf_counter() - t0,
+        device_stats=p.device_stats, summary=p.summary, findings=p.findings, overview=p.overview(),
+        collectives=p.collectives(), queue_length=p.queue_length(), seconds=time.perf_counter() - t0,
     )
 
 
@@ -248,9 +255,10 @@ def labels_of(metas: list[TraceMeta]) -> list[Any]:
 
 class ClusterProfile(TorchProfile):
     """A folder of ranks, summarized apart (see the module doc): the merged report's tables
-    (``ranks()``, ``key_averages()``, ``kernels()``, ``steps()``, ``device_stats``, ``findings``,
-    ``summary``) from the ranks' summaries; ``rank(r)``: one rank's full profile; what needs every
-    event (``events``, ``timeline()``, ``ranges()``, exports) merges all ranks on first use."""
+    (``ranks()``, ``key_averages()``, ``kernels()``, ``steps()``, ``overview()``, ``collectives()``,
+    ``queue_length()``, ``device_stats``, ``findings``, ``summary``) from the ranks' summaries; ``rank(r)``: one rank's full profile; what needs every
+    event (``events``, ``timeline()``, ``ranges()``, ``launches()`` (a row per launch), ``modules()``,
+    exports) merges all ranks on first use."""
 
     def __init__(self, folder: str, summaries: list[RankSummary]) -> None:
         self._summaries = summaries
@@ -424,10 +432,41 @@ class ClusterProfile(TorchProfile):
         return report_of(table, differences_from_times(times, np.asarray(self._order(), dtype=object)))
 
     @functools.cached_property
+    def _overview(self) -> pd.DataFrame:
+        """The ranks' step rows (rank by rank, on the common clock), then their "all" rows, as the
+        merged events' overview orders them."""
+        frames = []
+        for r, s, shift in self._ranked():
+            f = s.overview.assign(start_us=s.overview["start_us"] + shift)
+            f.insert(1, "rank", r)
+            frames.append(f)
+        out = pd.concat(frames, ignore_index=True)
+        out["rank"] = out["rank"].astype(object)
+        is_all = (out["step"] == "all").to_numpy()
+        return pd.concat([out[~is_all], out[is_all]], ignore_index=True)
+
+    @functools.cached_property
+    def _collectives(self) -> pd.DataFrame:
+        return self._per_rank(lambda s: s.collectives)
+
+    @functools.cached_property
+    def _queue_length(self) -> pd.DataFrame:
+        return self._per_rank(lambda s: s.queue_length)
+
+    def _per_rank(self, part: Callable[[RankSummary], pd.DataFrame]) -> pd.DataFrame:
+        """A per-rank table whose ``rank`` column (None in one rank's profile) is set to its label."""
+        out = pd.concat([part(s).assign(rank=r) for r, s, _ in self._ranked()], ignore_index=True)
+        out["rank"] = out["rank"].astype(object)
+        return out
+
+    @functools.cached_property
     def _findings(self) -> pd.DataFrame:
         rows: list[tuple[str, str, str, dict[str, Any]]] = [
             ("straggler", f.severity, f.message.strip(), f.evidence)
             for f in straggler.from_ranks(self.ranks(), has_device=self.summary.has_device)]
+        # the kinds that compare ranks: from the merged tables (a rank alone never has them)
+        rows += [("collective_wait", f.severity, f.message.strip(), f.evidence)
+                 for f in collective_wait.from_tables(self.collectives(), self.ranks().table, self._order())]
         rows += _aggregate_findings([(r, s.findings) for r, s, _ in self._ranked()])
         order = {s: i for i, s in enumerate(SEVERITIES)}
         rows.sort(key=lambda row: order[row[1]])  # stable: the straggler first among equals

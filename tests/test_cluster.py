@@ -121,16 +121,20 @@ def test_tables_equal_the_merged_events_path(tmp_path, name):
     assert_frames(r.table, mr.table)
     assert r.slowest == mr.slowest and r.imbalance == pytest.approx(mr.imbalance)
     assert_frames(r.differences, mr.differences)
+    assert_frames(p.overview(), m.overview())
+    assert_frames(p.collectives(), m.collectives(), sort=["rank", "name", "process_group"])
+    assert_frames(p.queue_length(), m.queue_length(), sort=["rank", "device", "stream"])
     s, ms = p.summary, m.summary
     for field in ("events", "has_device", "has_memory", "sort", "top_name", "peak_allocated_bytes",
                   "peak_reserved_bytes"):
         assert getattr(s, field) == getattr(ms, field), field
     for field in ("span_us", "self_cpu_us", "self_device_us", "top_value", "top_share"):
         assert getattr(s, field) == pytest.approx(getattr(ms, field), rel=1e-9, abs=1e-6), field
-    # the straggler finding is the merged one's, word for word
+    # the findings that compare ranks are the merged ones', word for word
     fs = p.findings
-    straggler_m = m.findings[m.findings["kind"] == "straggler"]["message"].tolist()
-    assert fs[fs["kind"] == "straggler"]["message"].tolist() == straggler_m
+    for kind in ("straggler", "collective_wait"):
+        assert (fs[fs["kind"] == kind]["message"].tolist()
+                == m.findings[m.findings["kind"] == kind]["message"].tolist()), kind
 
 
 def test_totals_are_sums_over_the_raw_json(tmp_path):

@@ -6,9 +6,10 @@ arrive: the ranks that spend least in it are the late ones. One finding per coll
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Any, Iterator
 
 import numpy as np
+import pandas as pd
 
 from ...format import fmt_us
 from ._common import Finding, TorchContext, pct, to_python
@@ -20,11 +21,15 @@ COLLECTIVE_WAIT_MIN_SHARE = 0.05
 def find(ctx: TorchContext) -> Iterator[Finding]:
     if "rank" not in ctx.events.columns or len(ctx.rank_labels) < 2:
         return
-    coll = ctx.profile.collectives()
-    if len(coll) == 0:
+    yield from from_tables(ctx.profile.collectives(), ctx.profile.ranks().table, list(ctx.rank_labels))
+
+
+def from_tables(coll: pd.DataFrame, rank_table: pd.DataFrame, ranks: list[Any]) -> Iterator[Finding]:
+    """The finding from ``collectives()`` and ``ranks().table`` (also of a folder of ranks
+    summarized apart, which has no events table: ``nbprof.cluster``)."""
+    if len(coll) == 0 or len(ranks) < 2:
         return
-    spans = dict(zip(ctx.profile.ranks().table["rank"], ctx.profile.ranks().table["span_us"]))
-    ranks = list(ctx.rank_labels)
+    spans = dict(zip(rank_table["rank"], rank_table["span_us"]))
     per = coll.groupby(["name", "rank"], sort=True)["total_us"].sum().unstack("rank", fill_value=0.0)
     per = per.reindex(columns=ranks, fill_value=0.0)
     for name, row in per.iterrows():
