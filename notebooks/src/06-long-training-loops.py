@@ -223,6 +223,20 @@ ranges = slow.ranges()
 print(ranges[ranges["label"] == "load_batch"][["label", "count", "total_us", "mean_us"]].round(0).to_string(index=False))
 
 # %% [markdown]
+# The collectives, per rank (the TensorBoard plugin's distributed view): a collective ends on every
+# rank together, so the rank that spends longest in it arrived first and waited; the
+# `collective_wait` finding says so. `overview()` splits each rank's steps the TensorBoard way.
+# On GPU ranks, `ranks().table` also holds HTA's temporal breakdown (`breakdown_compute_us`,
+# `breakdown_exposed_comm_us`, ...), `overlap_pct` (communication hidden behind compute) and the
+# GPU's idle time by cause (`idle_host_wait_us`, ...), drawn as one bar per rank in the *Ranks*
+# tab; `p.launches()` and `p.queue_length()` say whether the CPU runs ahead of the GPU.
+
+# %%
+print(ddp.collectives()[["rank", "name", "count", "total_us", "mean_us"]].round(0).to_string(index=False))
+steps = ddp.overview()
+print(steps[steps["step"] == "all"][["rank", "duration_us", "cpu_exec_us", "other_us"]].round(0).to_string(index=False))
+
+# %% [markdown]
 # ## Exercises
 #
 # ### Exercise 1: skip the start-up
