@@ -13,6 +13,7 @@ import copy
 import gzip
 import json
 import os
+import re
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -257,6 +258,8 @@ def test_report_opens_with_ranks_and_leaves_out_what_needs_events(tmp_path, name
     titles = [t.title for t in p.report().tabs if t.shown(p)]
     assert titles[0] == "Ranks" and "Timeline" not in titles and "Memory" not in titles
     assert f"slowest rank: {p.ranks().slowest}" in html
+    checked = re.search(r'<input type="radio"[^>]* id="nbprof-\d+-(\d+)" checked', html)
+    assert checked and checked.group(1) == "0"  # it opens on the Ranks tab
     assert "p.rank(r)" in p.report().text()
     page = (tmp_path / "report.html")
     p.to_html(page)

@@ -172,6 +172,8 @@ class TorchReport:
             self.notes.append("Python stacks were not recorded: run with --stack to group by stack")
             group_by = "op"
         self.group_by = group_by
+        # the tab it opens on: the operators table of the grouping asked for
+        self.opens_on: str | None = group_by
         self.uid = 0  # set by html(): the id of its tabs (the call graph's script finds its panel by it)
         if self.sort not in profile.key_averages(group_by).columns:
             raise ValueError(f"cannot sort by {self.sort!r}")
@@ -267,7 +269,7 @@ class TorchReport:
         lines += [f'<div class="nbprof-finding">• {esc(f)}</div>' for f in self._findings()]
         if not self.empty_message:
             lines.append(overview_html(self.profile))  # the step-time breakdown, above the tabs
-        return _report_html(self, self.tabs, lines, include_library, panels, self.group_by)
+        return _report_html(self, self.tabs, lines, include_library, panels, self.opens_on)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         return {"text/plain": self.text(), "text/html": self.html()}
@@ -284,6 +286,7 @@ class ClusterReport(TorchReport):
 
     def __init__(self, profile: Any, sort: str | None = None, limit: int | None = None, group_by: str | None = None):
         super().__init__(profile, sort, limit, group_by)
+        self.opens_on = None  # the Ranks tab, first
         self.notes.append(f"{len(profile.rank_labels)} ranks summarized apart: p.rank(r) is one rank's full profile "
                           "(timeline, memory, ranges); p.events merges every rank's events into this process")
 
