@@ -652,18 +652,7 @@ def test_window_rects_of_a_merged_profile_have_full_detail():
 
 def _union_in(intervals: list[tuple[float, float]], a: float, b: float) -> float:
     """Covered time of [a, b] by the intervals: a plain sweep, written apart from nbprof's."""
-    clipped = sorted((max(s, a), min(e, b)) for s, e in intervals if e > a and s < b)
-    total, cur_s, cur_e = 0.0, None, None
-    for s, e in clipped:
-        if cur_e is None or s > cur_e:
-            if cur_e is not None:
-                total += cur_e - cur_s
-            cur_s, cur_e = s, e
-        else:
-            cur_e = max(cur_e, e)
-    if cur_e is not None:
-        total += cur_e - cur_s
-    return total
+    return union_length([(max(s, a), min(e, b)) for s, e in intervals if e > a and s < b])
 
 
 @pytest.mark.parametrize("name", ["cnn_train_cuda", "two_streams"])
