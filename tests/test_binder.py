@@ -158,7 +158,8 @@ MAGIC_CELLS = [
 @pytest.mark.slow
 def test_binder_kernel_runs_the_magics(binder_venv, tmp_path):
     """A Jupyter kernel from the Binder environment starts, loads nbprof and profiles a cell: the
-    report and its plotly timeline come back as a notebook shows them."""
+    report and its live timeline (a widget, its static drawing beside it) come back as a notebook
+    shows them."""
     import nbformat
     from jupyter_client.kernelspec import KernelSpecManager
     from jupyter_client.manager import KernelManager
@@ -178,7 +179,12 @@ def test_binder_kernel_runs_the_magics(binder_venv, tmp_path):
     assert report.data["text/plain"].startswith("torch profile")
     assert 'class="nbprof-report"' in report.data["text/html"]
     assert timeline.data["text/plain"].startswith("Timeline:")
-    assert "application/vnd.plotly.v1+json" in timeline.data
+    # in a kernel the timeline is the live widget (anywidget is in the Binder environment), with the
+    # static drawing for where no kernel answers
+    assert "application/vnd.jupyter.widget-view+json" in timeline.data
+    assert "<svg" in timeline.data["text/html"]
+    models = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"].values()
+    assert any(m["model_name"] == "AnyModel" and "spec" in m["state"] for m in models)
     executable, where, counts = nb.cells[3].outputs[0].text.splitlines()
     assert executable == str(binder_venv)  # the kernel is the Binder environment's Python
     assert "site-packages" in where  # with nbprof installed there, not the working tree

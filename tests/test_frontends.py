@@ -157,7 +157,10 @@ def test_a_saved_notebook_reopened_untrusted_reads(tmp_path):
 
 def test_a_notebook_with_ten_reports_stays_small(tmp_path):
     """Ten small profiles in one notebook: the tables' library once (gzipped, ~256 KB), then
-    ~40 KB a report with its timeline: 650 KB (measured; 1.35 MB before the library was gzipped)."""
+    ~50 KB a report with its timeline: 782 KB (measured; 1.35 MB before the library was gzipped).
+    Of the 50 KB: the report 23 KB, the live timeline's output 4 KB (its static drawing) and its
+    widget state, which nbconvert saves in the notebook's metadata, 16 KB (the widget's code, 9 KB,
+    and its first drawing)."""
     import nbformat
 
     cells = ["%load_ext nbprof\nimport torch"]
@@ -171,7 +174,7 @@ def test_a_notebook_with_ten_reports_stays_small(tmp_path):
     assert len(reports) == 10
     with_library = [o for o in reports if "DecompressionStream" in o["data"]["text/html"]]
     assert len(with_library) == 1  # once per session
-    assert saved.stat().st_size < 700_000, saved.stat().st_size
+    assert saved.stat().st_size < 850_000, saved.stat().st_size
 
 
 def test_colab_html_draws_the_interactive_figure(monkeypatch, tmp_path):
