@@ -117,6 +117,21 @@ def test_kernels_classified_by_name_as_the_raw_trace_says(path):
     assert len(d) == 1 and d.loc[0, "tensor_core_pct"] == pytest.approx(100 * on_tc / total, abs=1e-6)
 
 
+@pytest.mark.parametrize("name", ["amd_mi250_rocm6.json.gz", "mtia_inference_rank_0.json.gz"])
+def test_no_tensor_core_share_on_devices_that_are_not_nvidia_gpus(name):
+    """The rule reads NVIDIA's kernel names: ROCm's MI250 (written as "cuda:N", AMD in its
+    deviceProperties) and MTIA have kernels, but no Tensor Core share (NaN, not 0 %)."""
+    with gzip.open(WILD / name) as f:
+        doc = json.load(f)
+    assert any(e.get("cat") == "kernel" or "mtia" in str(e.get("cat", "")) for e in doc["traceEvents"])
+    d = nbprof.load_trace(WILD / name).device_stats.devices
+    assert len(d) == 1 and d.loc[0, "kernel_us"] > 0
+    assert d.loc[0, "tensor_core_pct"] != d.loc[0, "tensor_core_pct"]  # NaN
+    if name.startswith("amd"):
+        assert d.loc[0, "device"].startswith("cuda:")
+        assert any("AMD" in p.get("name", "") for p in doc["deviceProperties"])
+
+
 def test_the_corrections_are_where_the_names_state_their_math():
     """On the H100 CNN the plugin's list finds one Tensor Core kernel, an FP32 ``ffma`` GEMM, and
     misses the TF32 ``tensor16x8x8`` weight-gradient convolution (42 % of the GPU time)."""

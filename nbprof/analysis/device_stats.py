@@ -25,7 +25,9 @@ What people read from Lightning's ``DeviceStatsMonitor``, computed from the prof
   all three, is ``device_us`` wherever a table sums it: ``steps()``, ``ranks()``).
 - ``tensor_core_pct``: the share of ``kernel_us`` in kernels that run on the Tensor Cores
   (``tensor_cores`` in ``kernels()``: the TensorBoard plugin's rule, with nbprof's corrections),
-  in %; the plugin's "Tensor Cores Utilization" over all kernel time. NaN without kernels.
+  in %; the plugin's "Tensor Cores Utilization" over all kernel time. NaN without kernels, and on
+  devices that are not NVIDIA GPUs (the rule reads NVIDIA's kernel names: an AMD GPU, which ROCm
+  names ``cuda:N`` too, MTIA, XPU).
 - ``peak_allocated_bytes`` / ``peak_reserved_bytes``: the largest "Total Allocated" and "Total
   Reserved" the allocator reported in the memory events (``--memory``); -1 when none were
   recorded. These are the allocator's totals, so memory allocated before the cell counts too.
@@ -281,7 +283,8 @@ def device_stats(events: pd.DataFrame, meta: TraceMeta | None = None) -> DeviceS
             "streams": n_streams.astype(np.int64),
             "sm_efficiency": np.minimum(sm_eff / np.where(span_k > 0, span_k, np.nan), 1.0),
             "achieved_occupancy_pct": occupancy,
-            "tensor_core_pct": np.where(k_us > 0, 100.0 * tc_us / np.where(k_us > 0, k_us, 1.0), np.nan),
+            "tensor_core_pct": np.where((k_us > 0) & _nvidia(dev_names if n_dev else np.zeros(n_keys, dtype=object), meta),
+                                        100.0 * tc_us / np.where(k_us > 0, k_us, 1.0), np.nan),
             "steps_span_us": np.where(st_span > 0, st_span / 1000.0, np.nan),
             "steps_busy_fraction": np.where(st_span > 0, st_busy / np.where(st_span > 0, st_span, 1), np.nan),
             "steps_sm_efficiency": np.minimum(st_sm / np.where(st_span > 0, st_span, np.nan), 1.0),
@@ -390,6 +393,14 @@ def _windows_of(windows: pd.DataFrame, group_rank: np.ndarray) -> tuple[np.ndarr
     groups = pd.DataFrame({"group": np.arange(len(group_rank)), "rank_code": group_rank})
     m = groups.merge(windows, on="rank_code", how="inner")
     return (m["group"].to_numpy(np.int64), m["start_ns"].to_numpy(np.int64), m["end_ns"].to_numpy(np.int64))
+
+
+def _nvidia(devices: np.ndarray, meta: TraceMeta) -> np.ndarray:
+    """Which ``devices`` are NVIDIA GPUs: ``cuda:N``, unless the trace's ``deviceProperties`` say
+    it is an AMD GPU (ROCm writes them under "cuda:N" too, with 64-thread wavefronts)."""
+    amd = {f"cuda:{p.get('id', 0)}" for p in meta.device_properties
+           if "AMD" in str(p.get("name", "")) or p.get("warpSize") == 64}
+    return np.array([str(d).startswith("cuda:") and str(d) not in amd for d in devices], dtype=bool)
 
 
 def _device_memory(meta: TraceMeta) -> dict[str, int]:
