@@ -215,6 +215,7 @@ def test_says_so_when_dtypes_were_not_recorded(tmp_path):
 def test_volta_gets_float16_autocast_not_tf32(tmp_path):
     msg = findings_of(gemm_trace(FFMA, cc=(7, 0), dtypes=["float", "float"]), tmp_path).iloc[0]["message"]
     assert "float16" in msg and "GradScaler" in msg and "TF32" not in msg
+    assert "float32 inputs. Mixed precision (with torch.autocast" in msg  # a sentence of its own
 
 
 @pytest.mark.parametrize("case", ["no tensor cores", "unknown device", "amd", "half inputs", "on tensor cores",

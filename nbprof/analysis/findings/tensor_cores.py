@@ -83,8 +83,9 @@ def find(ctx: TorchContext) -> Iterator[Finding]:
                     "convolutions: torch.backends.cudnn.allow_tf32, on by default); mixed precision "
                     "(with torch.autocast('cuda', dtype=torch.bfloat16)) also halves the bytes moved.")
         else:
-            msg += ("mixed precision (with torch.autocast('cuda', dtype=torch.float16), and "
-                    "torch.amp.GradScaler when training) runs them on the Tensor Cores.")
+            advice = ("mixed precision (with torch.autocast('cuda', dtype=torch.float16), and "
+                      "torch.amp.GradScaler when training) runs them on the Tensor Cores.")
+            msg += advice[0].upper() + advice[1:] if msg.endswith(". ") else advice  # a sentence, or after "float32: "
         severity = "medium" if share >= TENSOR_CORE_MEDIUM_SHARE else "low"
         yield Finding(severity, msg,
                       {"device": str(dev), "compute_capability": cc, "kernel_us": total / 1000,
