@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import warnings
 from decimal import Decimal
 
 import pytest
@@ -86,8 +87,12 @@ def torch_module_totals(prof) -> dict[str, dict]:
 
 def test_modules_flag_in_a_real_shell_equals_torchs_module_events(shell, tmp_path):
     run(shell, MODEL)
-    result, captured = run(shell, "%%torchprof --modules -o mods\nfor _ in range(3):\n    y = net(x)")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result, captured = run(shell, "%%torchprof --modules -o mods\nfor _ in range(3):\n    y = net(x)")
     assert result.error_in_exec is None and result.error_before_exec is None
+    # torch 2.15 deprecates with_modules (eager models' modules come from the Python tracer)
+    assert not [w for w in caught if "with_modules" in str(w.message)]
     p = shell.user_ns["mods"]
     assert p.meta.with_modules and p.collected["modules"] and not p.collected["stack"]
     m = p.modules()

@@ -47,6 +47,9 @@ TORCH_INSTALL_HINT = (
 # times would be off by 1 µs, zero-length events tie (counts change), --export would not
 # round-trip and steps are numbered differently. Refused rather than shown wrong.
 MIN_TORCH = (2, 4)
+# torch 2.15 deprecates with_modules (a FutureWarning at every profile: "does nothing in eager
+# mode", TorchScript only); --modules's nn.Module events come from the Python tracer anyway
+WITH_MODULES_DEPRECATED = (2, 15)
 
 
 def import_torch() -> Any:
@@ -58,10 +61,16 @@ def import_torch() -> Any:
     return torch
 
 
+def torch_release(version: str) -> tuple[int, int] | None:
+    """(major, minor) of a torch version string."""
+    m = re.match(r"(\d+)\.(\d+)", version)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
 def check_torch_version(version: str) -> None:
     """One line naming the version needed, for a torch nbprof cannot read right."""
-    m = re.match(r"(\d+)\.(\d+)", version)
-    if m and (int(m.group(1)), int(m.group(2))) < MIN_TORCH:
+    release = torch_release(version)
+    if release is not None and release < MIN_TORCH:
         need = ".".join(map(str, MIN_TORCH))
         raise MissingDependencyError(
             f"%%torchprof needs torch {need} or newer; this is torch {version}: pip install -U 'torch>={need}'"
@@ -121,8 +130,10 @@ class TorchSession(Collector):
             # (with_modules alone records none: its hierarchy is TorchScript's), so --modules turns it on
             with_stack=self.options.stack or self.options.modules,
             with_flops=self.options.flops,
-            with_modules=self.options.modules,
         )
+        release = torch_release(torch.__version__)
+        if self.options.modules and (release is None or release < WITH_MODULES_DEPRECATED):
+            kwargs["with_modules"] = True  # TorchScript models' hierarchy, where torch still records it
         if self.options.schedule is not None:
             from torch.profiler import schedule
 
