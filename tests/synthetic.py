@@ -132,3 +132,18 @@ def training_loop(
             t.runtime("cudaStreamSynchronize", s0 + 110, item_sync_us, ext=inner)
         t.op("aten::relu", s0 + 990, 5)
     return t
+
+
+def collectives_folder(folder: Path) -> Path:
+    """Two ranks in DDP on a GPU: rank 1 computes 550 µs, rank 0 100 µs, and rank 0 waits 500 µs
+    in the NCCL all-reduce for it (rank 1: 50 µs); files a.json, b.json in ``folder``."""
+    folder.mkdir(exist_ok=True)
+    fast, slow = Trace(rank=0), Trace(rank=1)
+    for t, compute, wait in ((fast, 100.0, 500.0), (slow, 550.0, 50.0)):
+        ext = t.op("aten::mm", 0, 20)
+        t.launch("gemm", ext, 1, 5, 10, compute)
+        ext = t.op("c10d::allreduce_", 30, 10)
+        t.launch("ncclDevKernel_AllReduce_Sum_f32_RING_LL", ext, 31, 5, 10 + compute, wait, stream=20)
+    fast.write(folder / "a.json")
+    slow.write(folder / "b.json")
+    return folder

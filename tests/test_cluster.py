@@ -27,7 +27,7 @@ from nbprof.cluster import ClusterProfile, RankSummary, _ranges, rank_summary
 from nbprof.errors import OptionError, TraceError
 
 from .conftest import DATA, trace_path
-from .synthetic import Trace, training_loop
+from .synthetic import Trace, collectives_folder, training_loop
 
 WORK = ("kernel", "gpu_memcpy", "gpu_memset")
 
@@ -54,19 +54,6 @@ def perturbed_docs() -> list[dict]:
             e["dur"] = round(e["dur"] * 3, 3)
     slow["traceEvents"] = [e for e in slow["traceEvents"] if e.get("cat") != "gpu_memset"]
     return [base, slow]
-
-
-def collectives_folder(folder: Path) -> Path:
-    folder.mkdir(exist_ok=True)
-    fast, slow = Trace(rank=0), Trace(rank=1)
-    for t, compute, wait in ((fast, 100.0, 500.0), (slow, 550.0, 50.0)):
-        ext = t.op("aten::mm", 0, 20)
-        t.launch("gemm", ext, 1, 5, 10, compute)
-        ext = t.op("c10d::allreduce_", 30, 10)
-        t.launch("ncclDevKernel_AllReduce_Sum_f32_RING_LL", ext, 31, 5, 10 + compute, wait, stream=20)
-    fast.write(folder / "a.json")
-    slow.write(folder / "b.json")
-    return folder
 
 
 def cpu_only_folder(folder: Path) -> Path:

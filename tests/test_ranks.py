@@ -15,7 +15,7 @@ import nbprof
 from nbprof.analysis.ranks import rank_differences
 
 from .conftest import trace_path
-from .synthetic import Trace, training_loop
+from .synthetic import Trace, collectives_folder, training_loop
 
 WORK = ("kernel", "gpu_memcpy", "gpu_memset")
 
@@ -100,15 +100,7 @@ def test_identical_ranks_do_not_differ(tmp_path):
 def test_collectives_do_not_make_a_rank_slow(tmp_path):
     """In DDP the fast rank waits inside NCCL for the slow one: its kernel time is longer, but
     its compute is shorter."""
-    fast, slow = Trace(rank=0), Trace(rank=1)
-    for t, compute, wait in ((fast, 100.0, 500.0), (slow, 550.0, 50.0)):
-        ext = t.op("aten::mm", 0, 20)
-        t.launch("gemm", ext, 1, 5, 10, compute)
-        ext = t.op("c10d::allreduce_", 30, 10)
-        t.launch("ncclDevKernel_AllReduce_Sum_f32_RING_LL", ext, 31, 5, 10 + compute, wait, stream=20)
-    fast.write(tmp_path / "a.json")
-    slow.write(tmp_path / "b.json")
-    r = nbprof.load_trace(tmp_path).ranks()
+    r = nbprof.load_trace(collectives_folder(tmp_path)).ranks()
     t = r.table.set_index("rank")
     assert t["device_us"].tolist() == [600.0, 600.0]
     assert t["comm_us"].tolist() == [500.0, 50.0]

@@ -89,9 +89,9 @@ def collective_table(events: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame({c: pd.Series(dtype=object if c in ("rank", "name", "process_group",
                                                                  "process_group_ranks") else np.float64)
                              for c in COLLECTIVE_COLUMNS})
-    arg = values_at(events["collective"], rows)
-    names = np.where(arg != "", arg, values_at(events["name"], rows))
-    canonical = {n: collective_name(n) for n in dict.fromkeys(names.tolist())}
+    # the args' "Collective name" where written, else the event's name; each name read once
+    from_arg = category_map(events["collective"], collective_name, rows=rows)
+    names = np.where(from_arg != "", from_arg, category_map(events["name"], collective_name, rows=rows))
     nelems = events["msg_in_nelems"].to_numpy()[rows]
     size = category_map(events["msg_dtype"], lambda d: DTYPE_BYTES.get(d, -1), dtype=np.int64, missing=-1,
                         rows=rows)
@@ -99,7 +99,7 @@ def collective_table(events: pd.DataFrame) -> pd.DataFrame:
     frame = pd.DataFrame(
         {
             "rank": rank[rows],
-            "name": [canonical[n] for n in names.tolist()],
+            "name": names,
             "process_group": values_at(events["process_group"], rows),
             "process_group_ranks": values_at(events["process_group_ranks"], rows),
             "dur_us": events["dur_us"].to_numpy()[rows],

@@ -35,7 +35,7 @@ import pandas as pd
 
 from ..meta import TraceMeta
 from ..events import DEVICE_WORK_CODES, KIND_CODE, KINDS, TREE_CODES, category_mask, kind_mask
-from .breakdown import BREAKDOWN_COLUMNS, breakdown_table, is_comm
+from .breakdown import BREAKDOWN_COLUMNS, COMM_PATTERN, breakdown_table, is_comm
 from .device_stats import DeviceStats, device_stats, process_codes, profiled_windows, span_ns
 
 __all__ = ["RankReport", "rank_report", "report_of", "rank_table", "rank_differences", "name_times",
@@ -69,12 +69,11 @@ def rank_table(events: pd.DataFrame, meta: TraceMeta | None = None, stats: Devic
     rank, labels = process_codes(events)
     n = len(labels)
     kind = events["kind"].cat.codes.to_numpy()
-    names = events["name"].to_numpy()
     tree = kind_mask(kind, TREE_CODES) & (events["thread"].to_numpy() >= 0) & ~events["merged"].to_numpy()
     work = kind_mask(kind, DEVICE_WORK_CODES)
     self_cpu = events["self_cpu_us"].to_numpy()
     dur = events["dur_us"].to_numpy()
-    comm = is_comm(names)
+    comm = category_mask(events["name"], COMM_PATTERN.search)  # once per distinct name
     windows = profiled_windows(events, meta)
     spans = span_ns(windows, n) / 1000.0
 

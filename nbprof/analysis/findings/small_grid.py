@@ -13,9 +13,9 @@ from typing import Iterator
 import numpy as np
 import pandas as pd
 
-from ...events import KIND_CODE, values_at
+from ...events import KIND_CODE, category_mask, values_at
 from ...format import fmt_us, short_kernel_name
-from ..breakdown import is_comm
+from ..breakdown import COMM_PATTERN
 from ._common import Finding, TorchContext, pct
 
 SMALL_GRID_MIN_SHARE = 0.30
@@ -28,7 +28,7 @@ def find(ctx: TorchContext) -> Iterator[Finding]:
         return
     ev = ctx.events
     kern = np.flatnonzero((ctx.kind == KIND_CODE["kernel"]) & ~np.isnan(ev["blocks_per_sm"].to_numpy()))
-    kern = kern[~is_comm(values_at(ev["name"], kern))]
+    kern = kern[~category_mask(ev["name"], COMM_PATTERN.search, rows=kern)]
     if len(kern) == 0:
         return
     bps = ev["blocks_per_sm"].to_numpy()[kern]
