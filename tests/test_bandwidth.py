@@ -45,6 +45,9 @@ def test_bandwidth_is_bytes_over_duration_of_the_raw_copies(name):
     for copy_name, events in copies.items():
         nbytes = sum(int(e["args"].get("bytes", 0)) for e in events)
         dur = sum(float(e["dur"]) for e in events)
+        if not any("bytes" in e["args"] for e in events):  # ROCm's copies do not say: unknown, not 0 GB/s
+            assert np.isnan(memcpy.loc[copy_name, "bandwidth_gbps"])
+            continue
         assert memcpy.loc[copy_name, "bandwidth_gbps"] == pytest.approx(nbytes / dur / 1e3, rel=1e-9)
         kineto = [e for e in events if e["args"].get("memory bandwidth (GB/s)", 0) > 0]
         if kineto and len(kineto) == len(events):
@@ -62,6 +65,31 @@ def test_a_trace_without_copies_has_no_bandwidth():
 
     k = nbprof.load_trace(trace_path("cnn_train_cuda")).kernels()
     assert "bandwidth_gbps" in k.columns and k["bandwidth_gbps"].isna().all()
+
+
+def test_mtia_dma_copies_read_their_size():
+    """MTIA's DMA copies ("dma_request", category mtia_ccp_events) write their bytes as "size":
+    read as the copies' bytes (the page showed 0.00 GB/s), bandwidth = bytes / duration of the raw JSON."""
+    with gzip.open(WILD / "mtia_inference_rank_0.json.gz") as f:
+        dma = [e for e in json.load(f)["traceEvents"] if e.get("name") == "dma_request" and e.get("ph") == "X"]
+    nbytes = sum(e["args"]["size"] for e in dma)
+    dur = sum(e["dur"] for e in dma)
+    k = nbprof.load_trace(WILD / "mtia_inference_rank_0.json.gz").kernels().set_index("name")
+    assert k.loc["dma_request", "kind"] == "memcpy" and k.loc["dma_request", "count"] == len(dma)
+    assert k.loc["dma_request", "bytes"] == nbytes > 0
+    assert k.loc["dma_request", "bandwidth_gbps"] == pytest.approx(nbytes / dur / 1e3, rel=1e-6)
+
+
+def test_a_copy_of_unknown_size_has_no_bandwidth(tmp_path):
+    """A copy whose trace does not say its bytes: NaN, not 0 GB/s."""
+    from .synthetic import Trace
+
+    t = Trace()
+    ext = t.op("aten::copy_", 0, 20)
+    t.launch("Memcpy HtoD (Pageable -> Device)", ext, 1, 5, 10, 8.0, cat="gpu_memcpy")
+    k = t.load(tmp_path).kernels()
+    row = k[k["kind"] == "memcpy"].iloc[0]
+    assert row["bytes"] == 0 and np.isnan(row["bandwidth_gbps"])
 
 
 def test_kernels_tab_shows_the_bandwidth():

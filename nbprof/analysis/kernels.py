@@ -208,7 +208,9 @@ def kernels_from_parts(parts: pd.DataFrame) -> pd.DataFrame:
     total_us = out["device_total_us"].to_numpy()
     with np.errstate(divide="ignore", invalid="ignore"):
         # bytes per µs is 1e6 B/s: / 1e3 gives 1e9 B/s; a copy of no measured duration has none
-        out["bandwidth_gbps"] = np.where(is_copy & (total_us > 0), out["bytes"].to_numpy() / total_us / 1e3, np.nan)
+        # (a trace that does not say how many bytes a copy moved has no bandwidth, not 0 GB/s)
+        out["bandwidth_gbps"] = np.where(is_copy & (total_us > 0) & (out["bytes"].to_numpy() > 0),
+                                         out["bytes"].to_numpy() / total_us / 1e3, np.nan)
     return out.sort_values("device_total_us", ascending=False, kind="stable").reset_index(drop=True)[
         list(KERNEL_COLUMNS)
     ]

@@ -131,6 +131,7 @@ _FIELDS = (
     _ArgField("device", "device", int, -1, DEVICE_KINDS),
     _ArgField("stream", "stream", int, -1, DEVICE_KINDS),
     _ArgField("copy_bytes", "bytes", int, 0, COPY_KINDS),  # memcpy / memset size
+    _ArgField("dma_bytes", "size", int, 0, COPY_KINDS),  # MTIA's DMA copies ("dma_request") call it "size"
     _ArgField("alloc_bytes", "Bytes", int, 0, MEMORY_KINDS),  # the signed size of an allocation event
     _ArgField("device_type", "Device Type", int, -1, MEMORY_KINDS),
     _ArgField("device_id", "Device Id", int, -1, MEMORY_KINDS),
@@ -861,9 +862,11 @@ class _Reader:
         # bytes: an allocation's signed size, or the size of a copy or fill
         nbytes = field.pop("alloc_bytes")
         copy_bytes = field.pop("copy_bytes")
+        dma_bytes = field.pop("dma_bytes")
+        copy_bytes = np.where(copy_bytes > 0, copy_bytes, dma_bytes)
         is_copy = np.isin(kind, COPY_CODES)
         nbytes[is_copy] = copy_bytes[is_copy]
-        del copy_bytes, is_copy
+        del copy_bytes, dma_bytes, is_copy
         mem_device_type = field.pop("device_type")
         mem_device_id = field.pop("device_id")
         python_mask = kind == KIND_CODE["python"]
