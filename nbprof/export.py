@@ -162,6 +162,8 @@ def _document(profile: Any) -> dict[str, Any]:
     }
     if meta.rank is not None:
         doc["distributedInfo"] = {"rank": meta.rank, "world_size": meta.world_size}
+    if meta.compile_log:  # torch.compile's log (graph breaks, recompiles, kernels' sources): load_trace reads it back
+        doc["nbprofCompileLog"] = meta.compile_log
     return doc
 
 

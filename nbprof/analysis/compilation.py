@@ -38,8 +38,8 @@ import pandas as pd
 
 from ..events import KIND_CODE, category_map, category_mask, values_at
 
-__all__ = ["Compilation", "compilation", "compile_range_mask", "PHASES", "PHASE_COLUMNS", "PHASE_RULES",
-           "kernel_ops", "is_inductor_kernel", "cell_location"]
+__all__ = ["Compilation", "compilation", "compile_range_mask", "compile_units", "PHASES", "PHASE_COLUMNS",
+           "PHASE_RULES", "kernel_ops", "is_inductor_kernel", "cell_location", "op_times"]
 
 TIMED_SUFFIX = " (dynamo_timed)"
 
@@ -78,6 +78,9 @@ _PHASE_EVENTS = frozenset({"dynamo", "entire_frame_compile", "backend_compile", 
                            "compile_attempt", "aot_collect_metadata", "autotune"})
 # A unit that holds one of these is a frame's compilation (Dynamo ran); others are backward graphs
 # compiled at the first backward() or compilation outside a frame (runtime autotuning).
+# Ranges only compilation makes: counted as compilation in a profile that compiled (they are not
+# operators; their aten ops below them are)
+_COMPILE_ONLY_RANGES = frozenset({"PythonDispatchMode"})
 _FRAME_RANGE = re.compile(r"^(_compile\.(<locals>\.)?compile_inner|entire_frame_compile)( \(dynamo_timed\))?$")
 _COMPILE_ID = re.compile(r"compile_id=\[?(\d+/\d+)")
 _BACKWARD = re.compile(r"bw_compiler|backward", re.I)
@@ -104,14 +107,19 @@ def kernel_ops(name: str) -> list[str]:
     m = re.search(r"fused_(.*?)_\d+$", str(name))
     if not m:
         return []
-    text = m.group(1)
+    tokens: list[str] = []
+    underscore = False
+    for t in m.group(1).split("_"):
+        if not t:  # "__" in the name: the next op's own name starts with "_" (``_to_copy``)
+            underscore = True
+            continue
+        tokens.append("_" + t if underscore else t)
+        underscore = False
     ops: list[str] = []
-    # ops are joined by "_"; an op's own name may start with "_" (``_to_copy``): "__" begins one
-    for part in re.split(r"_(?=_?[a-z])", text):
-        part = part.strip()
-        if part and part not in ops:
-            ops.append(part)
-    return _rejoin(ops)
+    for op in _rejoin(tokens):
+        if op not in ops:
+            ops.append(op)
+    return ops
 
 
 # op names that contain "_" and would be split by the joiner (the common ones)
@@ -175,11 +183,34 @@ def compile_range_mask(events: pd.DataFrame) -> np.ndarray:
         if not hit.any():
             break
         mask[par[hit]] = True
-    data = category_mask(names, lambda s: "_data: " in s)
-    inside = data & (parent >= 0)
-    rows = np.flatnonzero(inside)
-    mask[rows[mask[parent[rows]]]] = True
+    # the "_data:" annotations inside compile ranges
+    inner = category_mask(names, lambda s: "_data: " in s) & cpu
+    if inner.any():
+        mask |= inner & (compile_ancestor(events, mask) >= 0)
+    # the Python dispatcher's ranges: torch turns it on to trace the model (fake tensors), mostly
+    # under ATen ops inside compile ranges, a few in compiled code's runtime wrappers: all of them
+    # go, so that no operator row holds part of them
+    mask |= category_mask(names, lambda s: s in _COMPILE_ONLY_RANGES) & cpu
     return mask
+
+
+def compile_ancestor(events: pd.DataFrame, mask: np.ndarray) -> np.ndarray:
+    """Each row's nearest ancestor among the ``mask`` rows (-1: none), one depth level at a time."""
+    n = len(events)
+    parent = events["parent"].to_numpy()
+    depth = events["depth"].to_numpy()
+    anc = np.full(n, -1, dtype=np.int64)
+    rows = np.flatnonzero(parent >= 0)
+    if not len(rows):
+        return anc
+    order = rows[np.argsort(depth[rows], kind="stable")]
+    d = depth[order]
+    bounds = np.flatnonzero(np.r_[True, d[1:] != d[:-1], True])
+    for i in range(len(bounds) - 1):  # one vectorized step per depth level (a few dozen)
+        at = order[bounds[i]:bounds[i + 1]]
+        p = parent[at]
+        anc[at] = np.where(mask[p], p, anc[p])
+    return anc
 
 
 def _phase_codes(names: pd.Series, rows: np.ndarray) -> np.ndarray:
@@ -207,12 +238,18 @@ def compile_units(events: pd.DataFrame, mask: np.ndarray | None = None) -> pd.Da
     if not len(rows):
         return pd.DataFrame({c: [] for c in cols})
     n = len(events)
-    parent = events["parent"].to_numpy()
     depth = events["depth"].to_numpy()
     dur = events["dur_us"].to_numpy(dtype=np.float64)
-    par = parent[rows]
-    in_compile = (par >= 0) & mask[np.maximum(par, 0)]
-    # each compile range's unit (its outermost compile ancestor) and phase, one depth level at a time
+    anc = compile_ancestor(events, mask)
+    # a Python dispatcher range outside every compile range is not a compilation of its own
+    loose = category_mask(events["name"], lambda s: s in _COMPILE_ONLY_RANGES, rows=rows) & (anc[rows] < 0)
+    rows = rows[~loose]
+    if not len(rows):
+        return pd.DataFrame({c: [] for c in cols})
+    up = anc[rows]
+    in_compile = up >= 0
+    # each compile range's unit (its outermost compile ancestor) and phase (its name's, else its
+    # nearest compile ancestor's), one depth level at a time
     root = np.full(n, -1, dtype=np.int64)
     phase = np.full(n, -1, dtype=np.int64)
     named = _phase_codes(events["name"], rows)
@@ -224,14 +261,14 @@ def compile_units(events: pd.DataFrame, mask: np.ndarray | None = None) -> pd.Da
     inner_depth = depth[inner]
     for d in np.unique(inner_depth):
         at = inner[inner_depth == d]
-        root[at] = root[parent[at]]
+        root[at] = root[anc[at]]
         unset = at[phase[at] < 0]
-        phase[unset] = phase[parent[unset]]
+        phase[unset] = phase[anc[unset]]
     other = PHASES.index("Other")
     phase[rows[phase[rows] < 0]] = other
-    # exclusive time: a range's time minus its compile-range children's
+    # exclusive time: a range's time minus that of the compile ranges nearest below it
     kids = rows[in_compile]
-    children_us = np.bincount(parent[kids], weights=dur[kids], minlength=n)
+    children_us = np.bincount(anc[kids], weights=dur[kids], minlength=n)
     exclusive = np.maximum(dur[rows] - children_us[rows], 0.0)
     unit_of = {int(r): i for i, r in enumerate(top)}
     unit = np.array([unit_of[int(r)] for r in root[rows]], dtype=np.int64)
@@ -309,7 +346,9 @@ def _graph_break(payload: str) -> dict[str, Any]:
         title = lines[1]
     explanation = next((ln.split(":", 1)[1].strip() for ln in lines if ln.startswith("Explanation:")), "")
     filename, line, code = "", None, ""
-    frames = _FILE_LINE.findall(text.split("User code traceback:", 1)[1]) if "User code traceback:" in text else []
+    user = text.split("User code traceback:", 1)[1] if "User code traceback:" in text else ""
+    user = user.split("Traceback (most recent call last)", 1)[0]  # Dynamo's own traceback follows it
+    frames = _FILE_LINE.findall(user)
     m = _GRAPH_BREAK_AT.search(text)
     if m:
         filename, line = m.group(1), int(m.group(2))
@@ -608,7 +647,8 @@ def _restart_breaks(metrics: list[dict[str, Any]], where: Any) -> list[dict[str,
         reasons = [str(x) for x in (mm.get("restart_reasons") or []) if str(x).strip()]
         filename = str(mm.get("co_filename") or "")
         name = str(mm.get("co_name") or "")
-        fn = _RESUME.match(name).group(1) if _RESUME.match(name) else name
+        resume = _RESUME.match(name)
+        fn = resume.group(1) if resume else name
         for reason in reasons:
             lines = resumes.get((filename, fn)) or []
             line = lines.pop(0) if lines else None
@@ -721,3 +761,28 @@ def _kernels(events: pd.DataFrame, records: list[dict[str, Any]], where: Any) ->
     lines = pd.DataFrame([{**v, "kernels": ", ".join(v["kernels"])} for v in per_line.values()], columns=lcols)
     lines = lines.sort_values("kernel_us", ascending=False, kind="stable").reset_index(drop=True)
     return kernels, lines, compiled_calls
+
+
+def op_times(averages: pd.DataFrame, kernels: pd.DataFrame | None, metric: str) -> pd.DataFrame:
+    """Time per ATen op (``aten::gelu``), what ``compare(eager, compiled)`` puts side by side:
+    ``op, time_us, count, sources``.
+
+    Compiled (``kernels``, a ``Compilation.kernels`` table with rows): each generated kernel's time
+    split evenly among the ops it fused, an extern call's time its own; ``sources``: the source
+    lines of those kernels. Eager (``kernels`` None or empty): each ATen op's ``metric`` (self CPU
+    or self device time) from the key averages."""
+    cols = ["op", "time_us", "count", "sources"]
+    if kernels is not None and len(kernels):
+        acc: dict[str, dict[str, Any]] = {}
+        for ops_text, t, c, src in zip(kernels["aten_ops"], kernels["total_us"], kernels["count"], kernels["sources"]):
+            ops = [o.strip() for o in str(ops_text).split(",") if o.strip()] or ["(unknown)"]
+            for o in ops:
+                name = "aten::" + o.split(".", 1)[1] if o.startswith("aten.") else o
+                slot = acc.setdefault(name, {"op": name, "time_us": 0.0, "count": 0, "sources": []})
+                slot["time_us"] += float(t) / len(ops)
+                slot["count"] += int(c)
+                slot["sources"] += [s for s in str(src).split("; ") if s and s not in slot["sources"]]
+        return pd.DataFrame([{**v, "sources": "; ".join(v["sources"])} for v in acc.values()], columns=cols)
+    ops = averages[(averages["kind"].astype(str) == "op") & averages["name"].astype(str).str.startswith("aten::")]
+    return pd.DataFrame({"op": ops["name"].astype(str).to_numpy(), "time_us": ops[metric].to_numpy(dtype=float),
+                         "count": ops["count"].to_numpy(), "sources": ""}, columns=cols)

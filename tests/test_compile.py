@@ -1,0 +1,262 @@
+"""torch.compile: the Compile view against torch's and tlparse's answers for the same run.
+
+The workload (``tests/compile_workload.py``) runs in a real IPython shell under ``%%torchprof``
+with ``TORCH_TRACE`` on: a small MLP's first call (compilation), a model whose ``forward`` prints
+(a graph break), a function called with a changing size (a recompile), the MLP again (its fused
+C++ kernels). The oracles, all from that run: torch's ``key_averages()``, Dynamo's
+``compilation_time_metrics``, the raw chrome trace (plain Python), tlparse's report of the
+``TORCH_TRACE`` and ``torch._dynamo.explain``.
+
+The fast tests read the recording in ``tests/data/compile_cpu/`` (torch 2.13, CPU); the slow
+test records the workload afresh with the torch at hand (``test-torch-versions.sh`` runs it on
+2.4 and 2.15 too) and checks the same things.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from .compile_workload import line_of, record
+from .conftest import DATA, needs_torch
+
+RECORDED = DATA / "compile_cpu"
+TIMED = " (dynamo_timed)"
+# phase-named ranges torch puts around its "(dynamo_timed)" ones (torch/_dynamo/utils.py, 2.6+)
+PHASE_NAMES = {"dynamo", "entire_frame_compile", "backend_compile", "inductor_compile", "code_gen",
+               "PythonDispatchMode"}
+
+
+class Run:
+    """One recording: the raw trace, what nbprof collected, torch's, explain's and tlparse's answers."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        trace = folder / "trace.json.gz"
+        opener = gzip.open if trace.exists() else open
+        path = trace if trace.exists() else folder / "trace.json"
+        with opener(path, "rt") as f:
+            self.raw = json.load(f)
+        self.trace_path = path
+        self.run = json.loads((folder / "run.json").read_text())
+        self.explain = json.loads((folder / "explain.json").read_text())
+        tl = folder / "tlparse.json"
+        self.tlparse = json.loads(tl.read_text()) if tl.exists() else None
+
+    def profile(self):
+        from nbprof.collect.chrome_trace import read_trace_file
+        from nbprof.model import TorchProfile
+
+        return TorchProfile.from_trace(read_trace_file(self.trace_path), compile_log=self.run["compile_log"],
+                                       code_names=self.run["code_names"])
+
+    def events(self, pattern: str) -> list[dict]:
+        return [e for e in self.raw["traceEvents"] if e.get("ph") == "X" and re.search(pattern, e.get("name", ""))]
+
+
+@pytest.fixture(scope="module")
+def recorded():
+    return Run(RECORDED)
+
+
+# ------------------------------------------------------------------------------- the checks
+
+
+def check_operators(run: Run, profile) -> None:
+    """Compile ranges leave the operators table; every other row is torch's."""
+    theirs = {r["key"]: r for r in run.run["key_averages"]}
+    ours = {r["name"]: r for r in profile.key_averages().to_dict("records")}
+    timed = {k for k in theirs if k.endswith(TIMED)}
+    assert timed, "the run compiled: torch lists its (dynamo_timed) ranges"
+    assert not any(k.endswith(TIMED) for k in ours)
+    assert set(ours) <= set(theirs)
+    for name in set(theirs) - set(ours):  # exactly torch.compile's own ranges are gone
+        assert (name.endswith(TIMED) or name + TIMED in timed or name in PHASE_NAMES
+                or re.match(r"[\w.<>]+_data: .*compile_id=", name) or re.match(r"compile_attempt_\d+$", name)), name
+    for name, o in ours.items():
+        t = theirs[name]
+        assert o["count"] == t["count"], name
+        assert abs(o["cpu_total_us"] - t["cpu_time_total"]) <= 0.01, name
+        assert abs(o["self_cpu_us"] - t["self_cpu_time_total"]) <= 0.01, name
+
+
+def check_phases(run: Run, profile) -> None:
+    """Each compilation's phases add up to its time, and the frames' times are torch's own
+    ``compilation_time_metrics`` for the cell (the ``compile_inner`` ranges of the raw trace too)."""
+    c = profile.compilation()
+    frames = c.frames
+    phases = [col for col in frames.columns if col.endswith("_us") and col not in ("start_us", "compile_us")]
+    assert len(phases) >= 6
+    for _, f in frames.iterrows():
+        assert abs(sum(f[p] for p in phases) - f["compile_us"]) <= 1e-3 * max(f["compile_us"], 1)
+    dynamo = frames[frames["kind"].isin(["frame", "recompile"])]
+    torch_us = sorted(t * 1e6 for t in run.run["compile_inner_s"])
+    raw_us = sorted(e["dur"] for e in run.events(r"compile_inner \(dynamo_timed\)$"))
+    assert len(dynamo) == len(torch_us) == len(raw_us) == 5  # MLP, Chatty and its resume function, scale twice
+    for ours, theirs, raw in zip(sorted(dynamo["compile_us"]), torch_us, raw_us):
+        # a frame's compilation: torch's compile_inner range, plus the phase range around it (2.6+: "dynamo")
+        assert theirs - 5e3 <= ours <= theirs * 1.01 + 10e3, (ours, theirs)
+        assert raw <= ours + 1e-3
+    # the phases of the profile as a whole are the frames' sums
+    assert abs(c.phases["compile_us"].sum() - frames["compile_us"].sum()) <= 1e-3 * frames["compile_us"].sum()
+
+
+def check_graph_breaks(run: Run, profile) -> None:
+    """nbprof's graph breaks are tlparse's (count, reason) and explain()'s (count, reason, line)."""
+    breaks = profile.compilation().graph_breaks
+    line = line_of('print("shape"')
+    assert len(breaks) == run.explain["graph_break_count"] == 1
+    b = breaks.iloc[0]
+    assert b["source"] == f"In [1] line {line}"
+    assert b["code"] == 'print("shape", h.shape)'
+    assert b["reason"] and b["reason"] in run.explain["break_reasons"][0]["reason"] or "print" in b["reason"]
+    assert run.explain["break_reasons"][0]["line"] == line
+    if run.tlparse is not None:
+        assert len(run.tlparse["graph_breaks"]) == len(breaks)
+        text = run.tlparse["graph_breaks"][0]["text"]
+        assert b["reason"] in text
+        assert f":{line}" in text.splitlines()[0]
+
+
+def check_recompiles(run: Run, profile) -> None:
+    c = profile.compilation()
+    rec = c.recompiles
+    version = tuple(int(x) for x in re.findall(r"\d+", run.run["torch_version"])[:2])
+    scale = f"In [1] line {line_of('def scale')}"
+    assert (c.frames["source"] == scale).sum() == 2  # compiled, then recompiled
+    if version < (2, 6):  # torch 2.4 logs no recompile reason (neither does its TORCH_TRACE)
+        assert len(rec) == 0
+        return
+    assert len(rec) == 1
+    r = rec.iloc[0]
+    assert r["frame"] == "scale" and r["source"] == scale
+    assert "size mismatch at index 0" in r["reason"] and "mark_dynamic" in r["advice"]
+    if run.tlparse is not None:
+        assert len(run.tlparse["recompiles"]) == len(rec)
+        assert r["reason"] in run.tlparse["recompiles"][0]["text"]
+
+
+def check_kernels(run: Run, profile) -> None:
+    """The fused C++ kernels: calls and time from the raw trace, their ATen ops, and their source
+    lines as Inductor's provenance says (tlparse's artifact)."""
+    k = profile.compilation().kernels
+    cpp = k[k["kind"] == "cpp"]
+    raw: dict[str, list[float]] = {}
+    for e in run.events(r"^graph_\d+_cpp_fused_"):
+        raw.setdefault(e["name"], []).append(e["dur"])
+    assert len(raw) >= 2 and set(cpp["name"]) == set(raw)
+    for _, row in cpp.iterrows():
+        assert row["count"] == len(raw[row["name"]])
+        assert abs(row["total_us"] - sum(raw[row["name"]])) <= 1e-3
+    gelu = cpp[cpp["name"].str.contains("gelu")].iloc[0]
+    assert "aten.gelu" in gelu["aten_ops"] and "aten.mul" in gelu["aten_ops"]
+    version = tuple(int(x) for x in re.findall(r"\d+", run.run["torch_version"])[:2])
+    if run.tlparse is not None and run.tlparse["provenance"]:
+        for _, row in cpp.iterrows():
+            short = re.sub(r"^graph_\d+_", "", row["name"])
+            stacks = [s for key, v in run.tlparse["provenance"].items() if key.rsplit(":", 1)[0] == short for s in v]
+            lines = {int(n) for s in stacks for n in re.findall(r"line (\d+)", s)}
+            assert {int(n) for n in re.findall(r"line (\d+)", row["sources"])} == lines, row["name"]
+        assert str(line_of("h = h * 2 + 1")) in gelu["sources"]
+    elif version >= (2, 8):
+        pytest.fail("torch has provenance tracking: the kernels' source lines are expected")
+    lines = profile.compilation().lines
+    if version >= (2, 8):
+        assert f"In [1] line {line_of('h = h * 2 + 1')}" in set(lines["source"])
+
+
+def check_all(run: Run) -> None:
+    profile = run.profile()
+    check_operators(run, profile)
+    check_phases(run, profile)
+    check_graph_breaks(run, profile)
+    check_recompiles(run, profile)
+    check_kernels(run, profile)
+    # what nbprof reported live in the recorded process is what the recording gives again
+    live = run.run["nbprof"]
+    c = profile.compilation()
+    assert [b["reason"] for b in live["graph_breaks"]] == list(c.graph_breaks["reason"])
+    assert [r["reason"] for r in live["recompiles"]] == list(c.recompiles["reason"])
+    after = run.run["after_cell"]  # kernel profiling was on for the cell only
+    assert after["enable_kernel_profile"] is False and after["env"] is None and after["trace_handlers"] == 1
+
+
+# ------------------------------------------------------------------------ on the recording
+
+
+@pytest.mark.parametrize("check", [check_operators, check_phases, check_graph_breaks, check_recompiles, check_kernels])
+def test_recorded_run(recorded, check):
+    check(recorded, recorded.profile())
+
+
+def test_findings_name_compilation_breaks_and_recompiles(recorded):
+    f = recorded.profile().findings
+    by_kind = {k: m for k, m in zip(f["kind"], f["message"])}
+    assert f["kind"].iloc[0] == "compile_time"
+    assert "C++ / Triton compile" in by_kind["compile_time"] and "profile a later call" in by_kind["compile_time"]
+    assert f"In [1] line {line_of('print(')}" in by_kind["graph_break"]
+    assert "scale" in by_kind["recompile"] and "mark_dynamic" in by_kind["recompile"]
+    assert "top_op" not in set(f["kind"]) or "dynamo_timed" not in by_kind["top_op"]
+
+
+def test_compile_tab(recorded):
+    from nbprof.views.tabs import TORCH_TABS
+
+    p = recorded.profile()
+    html = p.report()._repr_mimebundle_()["text/html"]
+    assert ">Compile<" in html
+    assert "Graph breaks (1)" in html and "Recompiles (1)" in html and "By source line" in html
+    tab = next(t for t in TORCH_TABS if t.title == "Compile")
+    assert tab.applies(p)
+
+
+def test_a_profile_without_compilation_has_no_compile_tab():
+    import nbprof
+
+    p = nbprof.load_trace(DATA / "two_streams.trace.json.gz")
+    assert p.compilation().empty
+    assert ">Compile<" not in p.report()._repr_mimebundle_()["text/html"]
+
+
+def test_save_and_load_keep_the_compile_log(recorded, tmp_path):
+    import nbprof
+
+    p = recorded.profile()
+    loaded = nbprof.load_trace(p.save(tmp_path / "c.json.gz"))
+    a, b = p.compilation(), loaded.compilation()
+    for table in ("frames", "graph_breaks", "recompiles", "kernels"):
+        assert getattr(a, table).drop(columns=["source"], errors="ignore").equals(
+            getattr(b, table).drop(columns=["source"], errors="ignore")), table
+    assert list(b.graph_breaks["source"]) == list(a.graph_breaks["source"])  # "<ipython-input-1-…>" is In [1]
+
+
+def test_a_trace_without_the_log_still_has_phases(recorded):
+    import nbprof
+
+    p = nbprof.load_trace(recorded.trace_path)
+    c = p.compilation()
+    assert len(c.frames) >= 4 and c.frames["compile_us"].sum() > 0 and not len(c.graph_breaks)
+    assert any("structured log" in n for n in c.notes)
+
+
+def test_kernel_ops_from_names():
+    from nbprof.analysis.compilation import kernel_ops
+
+    assert kernel_ops("graph_0_cpp_fused_add_gelu_mul_0") == ["add", "gelu", "mul"]
+    assert kernel_ops("triton_poi_fused__to_copy_relu_1") == ["_to_copy", "relu"]
+    assert kernel_ops("graph_3_cpp_fused_relu_threshold_backward_1") == ["relu", "threshold_backward"]
+    assert kernel_ops("aten::mm") == []
+
+
+# ------------------------------------------------------------------------------- live, slow
+
+
+@needs_torch
+@pytest.mark.slow
+def test_live_run_matches_torch_tlparse_and_explain(tmp_path):
+    record(tmp_path)
+    check_all(Run(tmp_path))
