@@ -241,9 +241,13 @@ def compile_units(events: pd.DataFrame, mask: np.ndarray | None = None) -> pd.Da
     depth = events["depth"].to_numpy()
     dur = events["dur_us"].to_numpy(dtype=np.float64)
     anc = compile_ancestor(events, mask)
-    # a Python dispatcher range outside every compile range is not a compilation of its own
+    # a Python dispatcher range outside every compile range is not a compilation of its own; the
+    # "_data:" annotations are markers (torch opens them inside the Python dispatcher, where they
+    # can outlast their siblings): neither counts time
     loose = category_mask(events["name"], lambda s: s in _COMPILE_ONLY_RANGES, rows=rows) & (anc[rows] < 0)
-    rows = rows[~loose]
+    marker = category_mask(events["name"], lambda s: "_data: " in s, rows=rows)
+    markers = rows[marker]
+    rows = rows[~loose & ~marker]
     if not len(rows):
         return pd.DataFrame({c: [] for c in cols})
     up = anc[rows]
@@ -283,7 +287,11 @@ def compile_units(events: pd.DataFrame, mask: np.ndarray | None = None) -> pd.Da
             frame_unit[u] = True
         elif _BACKWARD.search(name):
             backward[u] = True
-        if not ids[u]:
+    # a unit's compile id: the first one its markers name ("compile_file_data: compile_id=0/0")
+    marker_root = root[np.maximum(anc[markers], 0)]
+    for r, name in zip(marker_root.tolist(), values_at(events["name"], markers).tolist()):
+        u = unit_of.get(int(r), -1) if r >= 0 else -1
+        if u >= 0 and not ids[u]:
             m = _COMPILE_ID.search(name)
             if m:
                 ids[u] = m.group(1)
