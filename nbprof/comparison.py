@@ -19,6 +19,14 @@ time, mean and share; HTA's trace diff and the TensorBoard plugin's diff view; m
 time, mean, share of the span and the device time launched under it; main metric ``total_us``).
 
     nbprof.compare(before, after, by="kernel")         # which kernels got faster, which are new
+
+Eager vs compiled (one profile ran kernels torch.compile generated, the other none; or
+``by="compiled"``): ATen op by ATen op, the eager profile's self time of each op against the
+compiled code's time spent on it (a fused kernel's time split evenly among the ops it fused, an
+extern call's its own; ``analysis.compilation.op_times``), with the source lines the compiled
+kernels came from.
+
+    nbprof.compare(eager, compiled)                    # what compiling won or lost, op by op
 """
 
 from __future__ import annotations
@@ -285,8 +293,8 @@ def compare(before: Any, after: Any, metric: str | None = None, group_by: str = 
     if by not in ("op", "kernel", "range", "compiled"):
         raise OptionError(f"by must be one of op, kernel, range, compiled; got {by!r}")
     if by != "op" and group_by != "op":
-        raise OptionError(f"group_by={group_by!r} groups the key averages (by='op'); by={by!r} compares "
-                          f"{'kernels' if by == 'kernel' else 'ranges'} by name")
+        what = {"kernel": "kernels by name", "range": "ranges by name", "compiled": "ATen ops"}[by]
+        raise OptionError(f"group_by={group_by!r} groups the key averages (by='op'); by={by!r} compares {what}")
     b = _as_profile(before, "before")
     a = _as_profile(after, "after")
     if b.kind != a.kind:

@@ -260,3 +260,69 @@ def test_kernel_ops_from_names():
 def test_live_run_matches_torch_tlparse_and_explain(tmp_path):
     record(tmp_path)
     check_all(Run(tmp_path))
+
+
+@needs_torch
+def test_compare_eager_and_compiled_by_aten_op(recorded, shell):
+    """compare(eager, compiled): each ATen op's eager self time (torch's key_averages) against the
+    compiled code's time on it (the fused kernel's time from the raw trace, split among its ops)."""
+    import nbprof
+
+    from .conftest import run
+
+    result, _ = run(shell, "%%torchprof -q -o eager_mlp\n" + SETUP_MLP)
+    assert result.error_in_exec is None
+    eager = shell.user_ns["eager_mlp"]
+    c = nbprof.compare(eager, recorded.profile())
+    assert c.by == "compiled"
+    t = c.table.set_index("op")
+    theirs = {a.key: a for a in eager.profiler.key_averages()}
+    assert abs(t.loc["aten::gelu", "time_us_before"] - theirs["aten::gelu"].self_cpu_time_total) <= 0.01
+    gelu = recorded.events(r"^graph_\d+_cpp_fused_add_gelu_mul_\d+$")
+    assert abs(t.loc["aten::gelu", "time_us_after"] - sum(e["dur"] for e in gelu) / 3) <= 1e-3
+    assert t.loc["aten::gelu", "count_after"] == len(gelu)
+    assert f"In [1] line {line_of('h = h * 2 + 1')}" in t.loc["aten::gelu", "sources"]
+    assert t.loc["aten::linear", "status"] == "removed"  # the compiled code calls addmm directly
+    assert "eager vs compiled" in c.text()
+
+
+SETUP_MLP = """import torch
+torch.manual_seed(0)
+class MLP(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(32, 64)
+        self.b = torch.nn.Linear(64, 32)
+    def forward(self, x):
+        h = torch.nn.functional.gelu(self.a(x))
+        h = h * 2 + 1
+        return torch.relu(self.b(h))
+y = MLP()(torch.randn(8, 32))
+y = MLP()(torch.randn(8, 32))"""
+
+
+@pytest.mark.browser
+def test_compile_tab_in_a_browser(recorded, tmp_path):
+    """The report as a standalone page in headless Chromium: the Compile tab opens and draws its
+    tables, the graph break's reason and line and the kernels' source lines among them."""
+    lab = pytest.importorskip("tests.lab")
+    if not lab.chromium_available():
+        pytest.skip("Debian's chromium is not installed")
+    path = tmp_path / "compile.html"
+    recorded.profile().to_html(path)
+    artifacts = Path(__file__).parent / "artifacts"
+    artifacts.mkdir(exist_ok=True)
+    with lab.browser(width=1500, height=2400) as context:
+        page = context.new_page()
+        page.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file://") else r.abort())
+        page.goto(path.as_uri())
+        page.locator(".nbprof-tabs > label", has_text="Compile").click()
+        panel = page.locator(".nbprof-panel:visible")
+        page.wait_for_function("() => document.querySelectorAll('.nbprof-panel table.dataTable').length >= 5",
+                               timeout=30_000)
+        assert panel.locator("table.dataTable").count() >= 6  # phases, compilations, breaks, recompiles, kernels, lines
+        text = panel.inner_text()
+        assert "Failed to trace builtin operator" in text and f"In [1] line {line_of('print(')}" in text
+        assert "size mismatch at index 0" in text
+        assert "graph_0_cpp_fused_add_gelu_mul_0" in text and "aten.gelu" in text
+        page.screenshot(path=str(artifacts / "compile-tab.png"), full_page=True)

@@ -86,7 +86,7 @@ def compilation_html(c: Any, limit: int = 0) -> str:
     if len(c.kernels):
         out.append(_sub("Compiled code: the kernels that ran"))
         device = (c.kernels["device"] != "cpu").any()
-        out.append(datatable_html(c.kernels, [Column("name", "Kernel", "kernel", 60), Column("kind", "Kind", "text"),
+        out.append(datatable_html(c.kernels, [Column("name", "Kernel", "name", 60), Column("kind", "Kind", "text"),
                                               Column("count", "Calls", "count"),
                                               Column("total_us", "Device time" if device else "Time", "time_us"),
                                               Column("avg_us", "Avg", "time_us"), Column("share", "Share", "share"),
