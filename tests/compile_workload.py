@@ -21,8 +21,10 @@ kernels, steady state). :func:`record` writes into a folder:
 
 from __future__ import annotations
 
+import html
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -135,7 +137,13 @@ def tlparse_summary(trace_dir: Path, out: Path) -> dict | None:
     subprocess.run([exe, str(logs[0]), "-o", str(out), "--no-browser", "--overwrite"], check=True,
                    capture_output=True, timeout=300)
     directory = json.loads((out / "compile_directory.json").read_text())
-    summary: dict = {"graph_breaks": [], "recompiles": [], "provenance": {}}
+    summary: dict = {"graph_breaks": [], "recompiles": [], "provenance": {}, "restarts": []}
+    # failures_and_restarts.html: one row per failed or restarted compilation ("RestartAnalysis":
+    # a graph break; torch 2.4 logs breaks only this way)
+    page = (out / "failures_and_restarts.html").read_text()
+    for cid, kind, text in re.findall(r"<tr>\s*<td>(.*?)</td>\s*<td>(.*?)</td>\s*<td>(.*?)</td>", page, re.S):
+        summary["restarts"].append({"compile_id": re.sub(r"<[^>]+>", "", cid).strip(), "type": kind.strip(),
+                                    "text": html.unescape(re.sub(r"<[^>]+>", "", text)).strip()})
     for cid, entry in directory.items():
         for a in entry.get("artifacts", []):
             name, path = a["name"], out / a["url"]

@@ -373,7 +373,8 @@ def _graph_break(payload: str) -> dict[str, Any]:
 def _recompile_advice(reason: str) -> str:
     r = reason.lower()
     if "size mismatch" in r or "stride mismatch" in r or "shape" in r:
-        return "input shapes changed: mark the changing dimension dynamic (torch._dynamo.mark_dynamic) or compile with dynamic=True"
+        return ("input shapes changed: mark the changing dimension dynamic (torch._dynamo.mark_dynamic) or "
+                "compile with dynamic=True")
     if "dtype" in r:
         return "an input's dtype changed"
     if "device" in r:
@@ -494,6 +495,7 @@ class Compilation:
     counters: dict[str, dict[str, int]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     has_log: bool = False
+    has_compiled_calls: bool = False  # compiled code ran (its regions are in the trace)
 
     @property
     def compile_us(self) -> float:
@@ -502,9 +504,7 @@ class Compilation:
     @property
     def empty(self) -> bool:
         """Nothing compiled and no compiled code ran."""
-        return not len(self.frames) and not len(self.kernels) and not len(self.graph_breaks) and not self.has_compiled_calls
-
-    has_compiled_calls: bool = False
+        return not (len(self.frames) or len(self.kernels) or len(self.graph_breaks) or self.has_compiled_calls)
 
     def __repr__(self) -> str:
         return (f"<Compilation {len(self.frames)} compilations ({self.compile_us / 1e6:.2f} s), "
@@ -545,7 +545,8 @@ def compilation(events: pd.DataFrame, log: dict[str, Any] | None, code_names: di
         m = matched.get(u, {})
         cid = str(m.get("compile_id") or unit["compile_id"] or "")
         if unit["frame_unit"]:
-            kind = "recompile" if m.get("recompile_reason") or cid.endswith(tuple(f"/{i}" for i in range(1, 100))) else "frame"
+            again = bool(re.search(r"/[1-9]\d*$", cid))  # frame_compile_id > 0: this frame's compilation n+1
+            kind = "recompile" if m.get("recompile_reason") or again else "frame"
         else:
             kind = "backward" if unit["backward"] else "other"
         row = {
@@ -615,7 +616,8 @@ def compilation(events: pd.DataFrame, log: dict[str, Any] | None, code_names: di
         entry["recompiles"] += int(bool(mm.get("recompile_reason")))
         cid = str(mm.get("compile_id") or "")
         entry["graph_breaks"] += int((graph_breaks["compile_id"] == cid).sum()) if len(graph_breaks) else 0
-        entry["compile_us"] += float(frames.loc[frames["compile_id"] == cid, "compile_us"].sum()) if len(frames) else 0.0
+        if len(frames):
+            entry["compile_us"] += float(frames.loc[frames["compile_id"] == cid, "compile_us"].sum())
     per = list(seen.values())
     per_frame = pd.DataFrame(per, columns=["frame", "source", "compiles", "recompiles", "graph_breaks", "compile_us"])
 
@@ -644,11 +646,12 @@ def _restart_breaks(metrics: list[dict[str, Any]], where: Any) -> list[dict[str,
     """Graph breaks where torch logs no ``dynamo_graph_break_reason`` artifact (torch 2.4): each
     restart reason of a frame's compilation (tlparse's "RestartAnalysis"), at the line its resume
     function is named for (``torch_dynamo_resume_in_forward_at_15``)."""
-    resumes: dict[tuple[str, str], list[int]] = {}
+    resumes: dict[tuple[str, str], list[tuple[int, str]]] = {}
     for m in metrics:
         r = _RESUME.match(str(m["metrics"].get("co_name") or ""))
         if r:
-            resumes.setdefault((str(m["metrics"].get("co_filename") or ""), r.group(1)), []).append(int(r.group(2)))
+            resumes.setdefault((str(m["metrics"].get("co_filename") or ""), r.group(1)), []).append(
+                (int(r.group(2)), str(m["metrics"].get("resume_code") or "")))
     out = []
     for m in metrics:
         mm = m["metrics"]
@@ -659,10 +662,10 @@ def _restart_breaks(metrics: list[dict[str, Any]], where: Any) -> list[dict[str,
         fn = resume.group(1) if resume else name
         for reason in reasons:
             lines = resumes.get((filename, fn)) or []
-            line = lines.pop(0) if lines else None
+            line, code = lines.pop(0) if lines else (None, "")
             title = reason.strip().splitlines()[0]
             out.append({"compile_id": str(mm.get("compile_id") or _compile_id(m)), "filename": filename, "line": line,
-                        "source": where(filename, line) if line else "", "code": "", "reason": title,
+                        "source": where(filename, line) if line else "", "code": code, "reason": title,
                         "explanation": "", "detail": reason.strip()})
     return out
 
@@ -681,13 +684,14 @@ def _caches(records: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
     return out
 
 
-def _kernels(events: pd.DataFrame, records: list[dict[str, Any]], where: Any) -> tuple[pd.DataFrame, pd.DataFrame, bool]:
+def _kernels(events: pd.DataFrame, records: list[dict[str, Any]],
+             where: Any) -> tuple[pd.DataFrame, pd.DataFrame, bool]:
     """The generated kernels that ran (C++ kernels recording themselves, Triton kernels on the
     device) and the ATen ops they fused, with their source lines; and the by-line table."""
     kcols = ["name", "kind", "count", "total_us", "avg_us", "share", "aten_ops", "sources", "device"]
     lcols = ["source", "code", "kernels", "kernel_us", "count"]
     names = events["name"]
-    is_call = category_mask(names, lambda s: s.startswith("## Call CompiledFxGraph") or s.startswith("Torch-Compiled Region"))
+    is_call = category_mask(names, lambda s: s.startswith(("## Call CompiledFxGraph", "Torch-Compiled Region")))
     compiled_calls = bool(is_call.any())
     is_kernel = category_mask(names, is_inductor_kernel)
     kind = events["kind"].cat.codes.to_numpy()
@@ -728,13 +732,19 @@ def _kernels(events: pd.DataFrame, records: list[dict[str, Any]], where: Any) ->
     device = values_at(events["device"])
     kname = values_at(names, rows)
     ename = values_at(names, extern)
+    # an extern call on a GPU: the device time of the kernels it launched (its CPU time is the launch)
+    on_device = (events["device_total_us"].to_numpy(dtype=np.float64)[extern] if "device_total_us" in events
+                 else np.zeros(len(extern)))
+    extern_us = np.where(on_device > 0, on_device, dur[extern])
+    extern_device = np.where(on_device > 0, "cuda", device[extern])
     frame = pd.DataFrame({
         "name": np.concatenate([kname, ename]).astype(object),
         "kind": ["triton" if n.startswith("triton_") else "cpp" for n in kname] + ["extern"] * len(ename),
-        "dur": np.concatenate([dur[rows], dur[extern]]),
-        "device": np.concatenate([device[rows], device[extern]]).astype(object),
+        "dur": np.concatenate([dur[rows], extern_us]),
+        "device": np.concatenate([device[rows], extern_device]).astype(object),
     })
-    g = frame.groupby(["name", "kind", "device"], sort=False).agg(count=("dur", "size"), total_us=("dur", "sum")).reset_index()
+    g = frame.groupby(["name", "kind", "device"], sort=False).agg(count=("dur", "size"), total_us=("dur", "sum"))
+    g = g.reset_index()
     g["avg_us"] = g["total_us"] / g["count"]
     total = float(g["total_us"].sum())
     g["share"] = g["total_us"] / total if total > 0 else 0.0
@@ -762,7 +772,8 @@ def _kernels(events: pd.DataFrame, records: list[dict[str, Any]], where: Any) ->
     for name, t, c, places in zip(g["name"], g["total_us"], g["count"], places_col):
         spots = list(dict.fromkeys((where(f, ln), code) for f, ln, code in places)) or [("(no source line known)", "")]
         for spot, code in spots:
-            slot = per_line.setdefault(spot, {"source": spot, "code": code, "kernels": [], "kernel_us": 0.0, "count": 0})
+            slot = per_line.setdefault(spot, {"source": spot, "code": code, "kernels": [], "kernel_us": 0.0,
+                                              "count": 0})
             slot["kernels"].append(name)
             slot["kernel_us"] += float(t) / len(spots)
             slot["count"] += int(c)

@@ -25,6 +25,7 @@ variables (``TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE``, ``INDUCTOR_PROVENANCE``)
 
 from __future__ import annotations
 
+import linecache
 import logging
 import os
 import re
@@ -54,6 +55,7 @@ KEPT_ARTIFACTS = ("dynamo_graph_break_reason", "recompile_reasons",
                   "inductor_provenance_tracking_kernel_stack_traces")
 CACHE_ARTIFACTS = ("fx_graph_cache_hit", "fx_graph_cache_miss", "fx_graph_cache_bypass",
                    "aotautograd_cache_hit", "aotautograd_cache_miss", "aotautograd_cache_bypass")
+_RESUME = re.compile(r"^torch_dynamo_resume_in_(\w+)_at_(\d+)$")
 _CONTEXT = ("frame_id", "frame_compile_id", "attempt", "compiled_autograd_id")
 
 # (environment variable, inductor config attribute path, value while the cell runs)
@@ -93,8 +95,11 @@ def _compact(meta: Any, payload: Any, strings: dict[int, str]) -> dict[str, Any]
         return {"event": "dynamo_start", **context, "stack": list(meta["dynamo_start"].get("stack") or [])}
     if "compilation_metrics" in meta:
         m = meta["compilation_metrics"] or {}
-        return {"event": "compilation_metrics", **context,
-                "metrics": {k: _plain(m.get(k)) for k in KEPT_METRICS if m.get(k) is not None}}
+        kept = {k: _plain(m.get(k)) for k in KEPT_METRICS if m.get(k) is not None}
+        resume = _RESUME.match(str(m.get("co_name") or ""))
+        if resume:  # a graph break's resume function: the line it breaks at, as the source says it
+            kept["resume_code"] = linecache.getline(str(m.get("co_filename") or ""), int(resume.group(2))).strip()
+        return {"event": "compilation_metrics", **context, "metrics": kept}
     if "artifact" in meta:
         name = str((meta["artifact"] or {}).get("name", ""))
         if name in KEPT_ARTIFACTS:

@@ -66,7 +66,8 @@ def compilation_html(c: Any, limit: int = 0) -> str:
         out.append(datatable_html(frames, cols, page_length=limit or 0))
     if len(c.per_frame) and (c.per_frame["compiles"] > 1).any():
         out.append(_sub("Per compiled function"))
-        out.append(datatable_html(c.per_frame, [Column("frame", "Frame", "name", 48), Column("source", "Source", "text"),
+        out.append(datatable_html(c.per_frame, [Column("frame", "Frame", "name", 48),
+                                                Column("source", "Source", "text"),
                                                 Column("compiles", "Compiles", "count"),
                                                 Column("recompiles", "Recompiles", "count"),
                                                 Column("graph_breaks", "Graph breaks", "count"),
