@@ -111,6 +111,8 @@ def check_graph_breaks(run: Run, profile) -> None:
     version = tuple(int(x) for x in re.findall(r"\d+", run.run["torch_version"])[:2])
     line = line_of('print("shape"')
     assert len(breaks) == run.explain["graph_break_count"] == 1
+    # Dynamo's own counter of graph breaks for the cell (torch._dynamo.utils.counters, read before and after)
+    assert sum(run.run["compile_log"]["counters"]["graph_break"].values()) == len(breaks)
     b = breaks.iloc[0]
     assert b["source"] == f"In [1] line {line}"
     assert b["code"] == 'print("shape", h.shape)'

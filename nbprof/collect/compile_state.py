@@ -48,6 +48,7 @@ KEPT_METRICS = (
     "duration_us", "start_time_us", "start_time", "is_forward", "is_runtime", "num_graph_breaks",
     "inductor_fx_local_cache_hit_count", "inductor_fx_local_cache_miss_count",
     "aotautograd_local_cache_hit_count", "aotautograd_local_cache_miss_count", "has_guarded_code",
+    "structured_logging_overhead_s",  # what the structured log cost the compilation (our handler's price)
 )
 # artifacts kept, by name (payload kept for the first group only: the others are cache keys and
 # pickles, tens of kB each, of which only the name matters)

@@ -40,6 +40,10 @@ def compilation_html(c: Any, limit: int = 0) -> str:
     if len(c.kernels):
         parts.append(f"{len(c.kernels)} generated or extern kernel{'s' if len(c.kernels) != 1 else ''} ran "
                      f"({fmt_us(float(c.kernels['total_us'].sum()))})")
+    stats = c.counters.get("stats", {})
+    if stats.get("unique_graphs"):
+        parts.append(f"Dynamo: {stats['unique_graphs']} graph{'s' if stats['unique_graphs'] != 1 else ''} "
+                     f"of {stats.get('calls_captured', 0)} captured calls")
     out.append(f'<div class="nbprof-sub"><b>torch.compile</b>: {esc(" · ".join(parts))}</div>')
     for note in c.notes:
         out.append(_note(note))
