@@ -142,8 +142,10 @@ def tlparse_summary(trace_dir: Path, out: Path) -> dict | None:
     # a graph break; torch 2.4 logs breaks only this way)
     page = (out / "failures_and_restarts.html").read_text()
     for cid, kind, text in re.findall(r"<tr>\s*<td>(.*?)</td>\s*<td>(.*?)</td>\s*<td>(.*?)</td>", page, re.S):
-        summary["restarts"].append({"compile_id": re.sub(r"<[^>]+>", "", cid).strip(), "type": kind.strip(),
-                                    "text": html.unescape(re.sub(r"<[^>]+>", "", text)).strip()})
+        # tlparse writes the reason as it is (a "<class ...>" in it too): only its own tags go
+        tags = r"</?(?:pre|a|br|code|span)\b[^>]*>"
+        summary["restarts"].append({"compile_id": re.sub(tags, "", cid).strip(), "type": kind.strip(),
+                                    "text": html.unescape(re.sub(tags, "", text)).strip()})
     for cid, entry in directory.items():
         for a in entry.get("artifacts", []):
             name, path = a["name"], out / a["url"]
