@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import re
 from pathlib import Path
 
@@ -356,3 +357,47 @@ def test_triton_kernels_of_a_compiled_gpu_step(tmp_path):
     assert k.loc["triton_red_fused__log_softmax_1", "aten_ops"] == "aten._log_softmax"
     assert k.loc["aten::mm", ["kind", "count", "total_us", "device"]].tolist() == ["extern", 1, 50.0, "cuda"]
     assert k.loc["triton_poi_fused_add_gelu_0", "device"] == "cuda:0"
+
+
+@needs_torch
+def test_inductor_settings_are_on_for_the_cell_only():
+    """Kernel profiling and provenance are on while a cell runs and back as they were after it,
+    whether Inductor's config was imported before the cell (attributes) or during it (its
+    environment variables); the structured-log handler leaves with the cell."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent(
+        """
+        import logging, os, sys
+        from nbprof.collect.compile_state import CompileWatch
+        import torch
+        w = CompileWatch()
+        w.begin()
+        import torch._inductor.config as cfg  # imported during the cell: reads the environment
+        level = lambda: getattr(cfg.trace, "provenance_tracking_level", "-")  # torch 2.9+
+        during = (cfg.cpp.enable_kernel_profile, level())
+        w.end()
+        after = (cfg.cpp.enable_kernel_profile, level(),
+                 "TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE" in os.environ, "INDUCTOR_PROVENANCE" in os.environ)
+        cfg.cpp.enable_kernel_profile = True  # the user's own choice survives a cell
+        before = len(logging.getLogger("torch.__trace").handlers)
+        w = CompileWatch()
+        w.begin()
+        handlers = len(logging.getLogger("torch.__trace").handlers) - before
+        during2 = level()
+        w.end()
+        print(during, after, handlers, during2, cfg.cpp.enable_kernel_profile, level(),
+              len(logging.getLogger("torch.__trace").handlers) - before)
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE",
+                                                              "INDUCTOR_PROVENANCE", "TORCH_COMPILE_DEBUG")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    line = out.stdout.strip().splitlines()[-1]
+    if "'-'" in line:  # no provenance tracking in this torch
+        assert line == "(True, '-') (False, '-', False, False) 1 - True - 0", line
+    else:
+        assert line == "(True, 1) (False, 0, False, False) 1 1 True 0 0", line

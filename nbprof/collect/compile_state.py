@@ -62,7 +62,8 @@ _CONTEXT = ("frame_id", "frame_compile_id", "attempt", "compiled_autograd_id")
 # (environment variable, inductor config attribute path, value while the cell runs)
 _INDUCTOR_SETTINGS = (
     ("TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE", ("cpp", "enable_kernel_profile"), True),
-    ("INDUCTOR_PROVENANCE", ("trace", "provenance_tracking_level"), 1),
+    ("INDUCTOR_PROVENANCE", ("trace", "provenance_tracking_level"), 1),  # torch 2.9+
+    ("INDUCTOR_PROVENANCE", ("trace", "provenance_tracking"), True),  # torch 2.7-2.8's name
 )
 _ENV_ON = {"TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE": "1", "INDUCTOR_PROVENANCE": "1"}
 
@@ -230,7 +231,7 @@ class CompileWatch:
                         setattr(holder, path[1], value)
                     except Exception:
                         self._config.pop()
-            else:  # inductor imported during the cell reads these
+            elif env not in self._env:  # inductor imported during the cell reads these
                 self._env[env] = os.environ.get(env)
                 if env not in os.environ:
                     os.environ[env] = _ENV_ON[env]
@@ -243,20 +244,19 @@ class CompileWatch:
             except Exception:
                 pass
         config = sys.modules.get("torch._inductor.config")
-        for env, path, _ in _INDUCTOR_SETTINGS:
-            if env not in self._env:
+        for env, path, on in _INDUCTOR_SETTINGS:
+            if env not in self._env or self._env[env] is not None:
                 continue
-            old = self._env[env]
+            # inductor's config was imported during the cell and read our value: its default back
+            holder = getattr(config, path[0], None) if config is not None else None
+            if holder is not None and hasattr(holder, path[1]):
+                try:
+                    setattr(holder, path[1], type(on)(0))  # False / 0: the default without the variable
+                except Exception:
+                    pass
+        for env, old in self._env.items():
             if old is None:
                 os.environ.pop(env, None)
-                # inductor's config was imported during the cell and read our value: its default back
-                holder = getattr(config, path[0], None) if config is not None else None
-                if holder is not None and hasattr(holder, path[1]):
-                    default = False if path[1] == "enable_kernel_profile" else 0
-                    try:
-                        setattr(holder, path[1], default)
-                    except Exception:
-                        pass
         self._config, self._env = [], {}
 
 
