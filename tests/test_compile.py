@@ -401,3 +401,16 @@ def test_inductor_settings_are_on_for_the_cell_only():
         assert line == "(True, '-') (False, '-', False, False) 1 - True - 0", line
     else:
         assert line == "(True, 1) (False, 0, False, False) 1 1 True 0 0", line
+
+
+def test_a_cell_file_from_another_kernel_process_is_the_same_cell():
+    """A FX graph cache hit brings back the provenance of the process that compiled first, whose
+    cell files live in /tmp/ipykernel_<its pid>/: ipykernel names a cell's file by a hash of its
+    code, so the same file name in another folder is the same cell."""
+    compiler = pytest.importorskip("ipykernel.compiler")
+    from nbprof.analysis.compilation import cell_location
+
+    here = compiler.get_file_name("h = h * 2 + 1\n")
+    stale = "/tmp/ipykernel_1/" + Path(here).name
+    assert cell_location(stale, 1, {here: "In [5]"}) == "In [5] line 1"
+    assert cell_location("/tmp/ipykernel_1/123.py", 1, {here: "In [5]"}) == "…/ipykernel_1/123.py:1"

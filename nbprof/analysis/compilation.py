@@ -315,6 +315,9 @@ _FILE_LINE = re.compile(r'File "(.+?)", line (\d+), in (\S+)\n\s*(.*)')
 _RESUME = re.compile(r"^torch_dynamo_resume_in_(\w+)_at_(\d+)$")
 
 
+_KERNEL_CELL = re.compile(r"[/\\]ipykernel_\d+[/\\]\d+\.py$")
+
+
 def cell_location(filename: str, line: int | None, code_names: dict[str, str]) -> str:
     """Where a line is, as a traceback names it: ``In [4] line 12`` for a notebook cell,
     ``…/models/mlp.py:12`` for a file."""
@@ -326,6 +329,12 @@ def cell_location(filename: str, line: int | None, code_names: dict[str, str]) -
     if where is None:
         m = re.match(r"<ipython-input-(\d+)-", filename)
         where = f"In [{m.group(1)}]" if m else None
+    if where is None and _KERNEL_CELL.search(filename):
+        # a kernel cell's file is /tmp/ipykernel_<pid>/<hash of the cell's code>.py: what the FX graph
+        # cache kept from another process (provenance of a cache hit) names the same cell by its hash
+        base = filename.rsplit("/", 1)[-1]
+        where = next((name for f, name in code_names.items() if f.rsplit("/", 1)[-1] == base
+                      and _KERNEL_CELL.search(f)), None)
     if where is not None:
         return f"{where} line {line}" if line else where
     return f"{short_path(filename)}:{line}" if line else short_path(filename)
