@@ -313,6 +313,7 @@ y = MLP()(torch.randn(8, 32))"""
 def test_compile_tab_in_a_browser(recorded, tmp_path):
     """The report as a standalone page in headless Chromium: the Compile tab opens and draws its
     tables, the graph break's reason and line and the kernels' source lines among them."""
+    pytest.importorskip("playwright")
     lab = pytest.importorskip("tests.lab")
     if not lab.chromium_available():
         pytest.skip("Debian's chromium is not installed")
