@@ -170,6 +170,10 @@ def check_kernels(run: Run, profile) -> None:
             lines = {int(n) for s in stacks for n in re.findall(r"line (\d+)", s)}
             assert {int(n) for n in re.findall(r"line (\d+)", row["sources"])} == lines, row["name"]
         assert str(line_of("h = h * 2 + 1")) in gelu["sources"]
+        # the same kind of kernel in two graphs (MLP's and Chatty's relu): each with its own line
+        relu = cpp[cpp["name"].str.contains("relu")].set_index("name")["sources"]
+        assert sorted(relu) == sorted(f"In [1] line {line_of(code)}" for code in
+                                      ("return torch.relu(self.b(h))", "h = torch.relu(self.a(x))"))
     elif version >= (2, 8):
         pytest.fail("torch has provenance tracking: the kernels' source lines are expected")
     lines = profile.compilation().lines

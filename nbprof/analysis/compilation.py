@@ -407,6 +407,7 @@ def _frame_label(m: dict[str, Any]) -> str:
 
 # ----------------------------------------------------------------------------- generated kernels
 
+_RECORDED_AS = re.compile(r'(?:RECORD_FUNCTION|RecordFunctionHandle \w+)\("(graph_\d+_\w+)"')
 _KERNEL_CALL = re.compile(r"^(?:\w+\s*=\s*)?([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)?)(?:\.run)?\(")
 _HANDLE = re.compile(r"\[Provenance debug handles\]\s*(\S+?):(\d+)")
 _SOURCE_NODES = re.compile(r"Source Nodes: \[(.*?)\], Original ATen: \[(.*?)\]")
@@ -716,24 +717,27 @@ def _kernels(events: pd.DataFrame, records: list[dict[str, Any]],
     if not len(rows) and not len(extern):
         return pd.DataFrame(columns=kcols), pd.DataFrame(columns=lcols), compiled_calls
     # what the log knows of each kernel: ops (comments), sources (provenance, or nodes -> graph lines)
+    # keyed by the name the kernel runs under: graph_<n>_cpp_... where the generated code says so
+    # (the same cpp_fused_add_0 in two graphs is two kernels), else the code's own name
     info: dict[str, dict[str, Any]] = {}
     graph_nodes: dict[str, tuple[str, int, str]] = {}
-    last_code: dict[str, dict[str, Any]] = {}
+    recorded_as: dict[str, str] = {}  # the last generated code's kernels: code name -> recorded name
     for r in records:
         ev = r.get("event")
         if ev == "dynamo_output_graph":
             graph_nodes.update(_graph_sources(r.get("lines") or []))
         elif ev == "inductor_output_code":
-            last_code = _code_kernels(r.get("lines") or [])
-            for name, k in last_code.items():
-                slot = info.setdefault(name, {"aten": [], "sources": []})
+            lines = r.get("lines") or []
+            recorded_as = {m.group(1).split("_", 2)[2]: m.group(1) for m in map(_RECORDED_AS.search, lines) if m}
+            for name, k in _code_kernels(lines).items():
+                slot = info.setdefault(recorded_as.get(name, name), {"aten": [], "sources": []})
                 slot["aten"] = list(dict.fromkeys(slot["aten"] + k["aten"]))
                 for node in k["nodes"]:
                     if node in graph_nodes and graph_nodes[node] not in slot["sources"]:
                         slot["sources"].append(graph_nodes[node])
-        elif ev == "inductor_provenance_tracking_kernel_stack_traces":
+        elif ev == "inductor_provenance_tracking_kernel_stack_traces":  # of the code logged just before
             for name, places in _provenance(r.get("payload")).items():
-                slot = info.setdefault(name, {"aten": [], "sources": []})
+                slot = info.setdefault(recorded_as.get(name, name), {"aten": [], "sources": []})
                 for p in places:
                     if p not in slot["sources"]:
                         slot["sources"].append(p)
@@ -766,7 +770,7 @@ def _kernels(events: pd.DataFrame, records: list[dict[str, Any]],
             ops = [f"aten.{short}"]
         else:
             m = _CPP_KERNEL.match(name) or _TRITON_KERNEL.match(name)
-            key = m.group(1) if m else name
+            key = name if name in info else (m.group(1) if m else name)
             k = info.get(key, {"aten": [], "sources": []})
             ops = k["aten"] or [f"aten.{o}" for o in kernel_ops(name)]
         places = k["sources"]

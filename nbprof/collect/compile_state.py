@@ -137,11 +137,16 @@ def _code_comments(code: str) -> list[str]:
     lines = code.splitlines()
     out = []
     for i, line in enumerate(lines):
-        if "Source Nodes:" in line and "Original ATen:" in line:
+        if _RECORDED_AS.search(line):  # the name a C++ kernel records itself under (graph_<n>_cpp_...)
+            out.append(line.strip())
+        elif "Source Nodes:" in line and "Original ATen:" in line:
             out.append(line.strip())
             for nxt in lines[i + 1:i + 4]:  # the statement it describes (buffers may be allocated first)
                 out.append(nxt.strip())
     return out
+
+
+_RECORDED_AS = re.compile(r'(?:RECORD_FUNCTION|RecordFunctionHandle \w+)\("(graph_\d+_\w+)"')
 
 
 def _graph_lines(graph: str) -> list[str]:
