@@ -176,6 +176,23 @@ class CompileWatch:
         self._result: dict[str, Any] | None = None
 
     def begin(self) -> None:
+        """Start watching; never raises (the profiler is already running: a failure here only
+        leaves the Compile view without the log)."""
+        try:
+            self._begin()
+        except Exception:
+            self.end()
+
+    def end(self) -> None:
+        """Stop watching and restore what ``begin`` changed; never raises (it runs in the
+        profile's cleanup, which must not hide the cell's own exception)."""
+        try:
+            self._end()
+        except Exception:
+            self._handler = None
+            self._result = None
+
+    def _begin(self) -> None:
         logger = logging.getLogger(TRACE_LOGGER)
         self._handler = _Records()
         self._level = logger.level
@@ -184,8 +201,9 @@ class CompileWatch:
         self._counters = _counters()
         self._turn_on_inductor_settings()
 
-    def end(self) -> None:
+    def _end(self) -> None:
         if self._handler is None:
+            self._restore_inductor_settings()
             return
         logger = logging.getLogger(TRACE_LOGGER)
         handler, self._handler = self._handler, None
