@@ -19,6 +19,14 @@ time, mean and share; HTA's trace diff and the TensorBoard plugin's diff view; m
 time, mean, share of the span and the device time launched under it; main metric ``total_us``).
 
     nbprof.compare(before, after, by="kernel")         # which kernels got faster, which are new
+
+Eager vs compiled (one profile ran kernels torch.compile generated, the other none; or
+``by="compiled"``): ATen op by ATen op, the eager profile's self time of each op against the
+compiled code's time spent on it (a fused kernel's time split evenly among the ops it fused, an
+extern call's its own; ``analysis.compilation.op_times``), with the source lines the compiled
+kernels came from.
+
+    nbprof.compare(eager, compiled)                    # what compiling won or lost, op by op
 """
 
 from __future__ import annotations
@@ -52,6 +60,7 @@ _LABELS = {
     "mean_us": "mean",
     "device_us": "device",
     "kernels": "kernels",
+    "time_us": "time",
     "tottime_s": "tottime",
     "cumtime_s": "cumtime",
     "ncalls": "calls",
@@ -150,6 +159,8 @@ class Comparison:
         count = "count" if self.kind == "torch" else "ncalls"
         if self.by == "kernel":
             cols = [Column("name", "Kernel", "kernel", 60), Column("kind", "Kind")]
+        elif self.by == "compiled":
+            cols = [Column("op", "ATen op", "name", 40)]
         elif self.by == "range":
             cols = [Column("path", "Range", "name", 60, text_width=55)]
         elif self.kind == "torch":
@@ -163,6 +174,8 @@ class Comparison:
         if m != count:
             cols += [Column(f"{count}_before", "Calls before", "count"),
                      Column(f"{count}_after", "Calls after", "count")]
+        if self.by == "compiled":
+            cols.append(Column("sources", "Compiled from", "text", 60))
         share = {"kernel": ("share", "GPU time %"), "range": ("share_of_span", "Span %")}.get(self.by)
         if share:
             cols += [Column(f"{share[0]}_before", f"{share[1]} before", "share"),
@@ -172,6 +185,8 @@ class Comparison:
     def _head(self) -> str:
         """What the first line says is compared."""
         head = "torch profiles" if self.kind == "torch" else "cProfile profiles"
+        if self.by == "compiled":
+            return f"{head}, eager vs compiled code by ATen op"
         return head if self.by == "op" else f"{head} by {self.by}"
 
     def _rows(self, limit: int | None = None) -> pd.DataFrame:
@@ -275,11 +290,11 @@ def _kind_name(p: Any) -> str:
 def compare(before: Any, after: Any, metric: str | None = None, group_by: str = "op", limit: int = 20,
             by: str = "op") -> Comparison:
     """Compare two profiles of the same kind; see the module doc."""
-    if by not in ("op", "kernel", "range"):
-        raise OptionError(f"by must be one of op, kernel, range; got {by!r}")
+    if by not in ("op", "kernel", "range", "compiled"):
+        raise OptionError(f"by must be one of op, kernel, range, compiled; got {by!r}")
     if by != "op" and group_by != "op":
-        raise OptionError(f"group_by={group_by!r} groups the key averages (by='op'); by={by!r} compares "
-                          f"{'kernels' if by == 'kernel' else 'ranges'} by name")
+        what = {"kernel": "kernels by name", "range": "ranges by name", "compiled": "ATen ops"}[by]
+        raise OptionError(f"group_by={group_by!r} groups the key averages (by='op'); by={by!r} compares {what}")
     b = _as_profile(before, "before")
     a = _as_profile(after, "after")
     if b.kind != a.kind:
@@ -287,6 +302,10 @@ def compare(before: Any, after: Any, metric: str | None = None, group_by: str = 
             f"compare needs two profiles of the same kind; got {_kind_name(b)} (before) and {_kind_name(a)} (after)"
         )
     if b.kind == "torch":
+        if by == "op" and group_by == "op" and metric is None and _ran_compiled(b) != _ran_compiled(a):
+            by = "compiled"  # eager vs compiled: what compiling won or lost, ATen op by ATen op
+        if by == "compiled":
+            return _compare_compiled(b, a, limit)
         if by != "op":
             return _compare_torch_table(b, a, metric, by, limit)
         return _compare_torch(b, a, metric, group_by, limit)
@@ -338,6 +357,32 @@ def _compare_torch(b: Any, a: Any, metric: str | None, group_by: str, limit: int
     summary = _summary("torch", metric, table if len(ops) == 0 else ops, table, tb, ta, totals, "name", total_metric)
     keys = ["name", "input_shapes", "kind"] if group_by == "shape" else ["name", "kind"]
     return Comparison(b, a, table, summary, keys, limit)
+
+
+def _ran_compiled(p: Any) -> bool:
+    """Whether a torch profile ran kernels that torch.compile generated."""
+    return bool(len(p.compilation().kernels))
+
+
+def _compare_compiled(b: Any, a: Any, limit: int) -> Comparison:
+    """Eager vs compiled (either order), ATen op by ATen op: the eager side's self time of each op
+    against the compiled code's time spent on it (``analysis.compilation.op_times``); the
+    ``sources`` column says which lines' kernels fused it."""
+    from .analysis.compare import compare_tables
+    from .analysis.compilation import op_times
+
+    device = b.summary.has_device and a.summary.has_device
+    metric = "self_device_us" if device else "self_cpu_us"
+    sides = [op_times(p.key_averages("op"), p.compilation().kernels if _ran_compiled(p) else None, metric)
+             for p in (b, a)]
+    sources = pd.concat(sides)[["op", "sources"]]
+    sources = sources[sources["sources"] != ""].drop_duplicates("op")
+    table = compare_tables(sides[0].drop(columns="sources"), sides[1].drop(columns="sources"), ["op"],
+                           ["time_us", "count"], "time_us")
+    table = table.merge(sources, on="op", how="left").fillna({"sources": ""})
+    totals = {"time_us": (float(sides[0]["time_us"].sum()), float(sides[1]["time_us"].sum()))}
+    summary = _summary("torch", "time_us", table, table, *totals["time_us"], totals, "op", "time_us")
+    return Comparison(b, a, table, summary, ["op"], limit, by="compiled")
 
 
 def _compare_torch_table(b: Any, a: Any, metric: str | None, by: str, limit: int) -> Comparison:

@@ -51,6 +51,9 @@ class TraceMeta:
     """A profile merged from several traces (ranks, schedule cycles): each one's own metadata."""
     files: list[str] = field(default_factory=list)
     """A profile loaded from a folder: the trace files, in rank order."""
+    compile_log: dict[str, Any] | None = None
+    """torch.compile's structured log during the run (``collect.compile_state``): records,
+    counters; None when nothing compiled or ran compiled, or the trace was recorded elsewhere."""
     reader_notes: list[str] = field(default_factory=list)
     """What the reader could not read or classify, counted ("12 events with an unreadable
     ``args.stream``: left out"); a profile shows them first among its notes."""

@@ -10,7 +10,7 @@ what the report shows. Properties vs methods, one rule: a property is what every
 takes no options (``events``, ``summary``, ``findings``, ``device_stats``, ``stats``); a method
 takes options or answers a question of some profiles only (``key_averages(group_by)``,
 ``kernels()``, ``ranges()``, ``steps()``, ``overview()``, ``modules()``, ``ranks()``, ``collectives()``,
-``launches()``, ``queue_length()``, ``allocations()``, ``timeline()``).
+``launches()``, ``queue_length()``, ``allocations()``, ``timeline()``, ``compilation()``).
 Times are µs (``_us``), or seconds where cProfile counts in seconds (``_s``).
 """
 
@@ -243,6 +243,20 @@ class TorchProfile:
         from .analysis.kernels import kernel_table
 
         return kernel_table(self._events)
+
+    def compilation(self) -> Any:
+        """What torch.compile did: compile time per compilation and phase, the caches, graph breaks
+        and recompiles with their reasons and source lines, the fused kernels that ran with the ATen
+        ops and source lines they came from, and time by source line (``nbprof.analysis.compilation``:
+        ``.frames``, ``.phases``, ``.graph_breaks``, ``.recompiles``, ``.per_frame``, ``.kernels``,
+        ``.lines``). What the Compile tab shows."""
+        return self._compilation
+
+    @functools.cached_property
+    def _compilation(self) -> Any:
+        from .analysis.compilation import compilation
+
+        return compilation(self._events, self.meta.compile_log, self.meta.code_names)
 
     def steps(self) -> pd.DataFrame:
         """One row per recorded step of a ``--schedule`` loop (``nbprof.analysis.steps``)."""

@@ -195,7 +195,9 @@ class TorchRun(Run):
             with_stack=opts.stack,
             with_flops=opts.flops,
             with_modules=opts.modules,
-            code_names=_code_names(self.shell, _frame_files(data.events)) if opts.stack else {},
+            code_names=_code_names(self.shell, (_frame_files(data.events) if opts.stack else set())
+                                   | _compile_files(self.collector.compile.result())),
+            compile_log=self.collector.compile.result(),
         )
         return TorchProfile.from_trace(data, profiler=self.collector.profiler, **meta)
 
@@ -314,6 +316,13 @@ def _frame_files(events: Any) -> set[str]:
 
     frames = events["name"][events["kind"].cat.codes.to_numpy() == KIND_CODE["python"]]
     return {f for f in map(frame_file, frames.astype(str).unique()) if f is not None}
+
+
+def _compile_files(log: Any) -> set[str]:
+    """The source files torch.compile's log names (the cells among them are named by ``_code_names``)."""
+    from .collect.compile_state import log_files
+
+    return log_files(log)
 
 
 def _code_names(shell: Any, filenames: set[str]) -> dict[str, str]:

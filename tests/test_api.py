@@ -92,7 +92,8 @@ def test_import_is_light():
 # The result objects' public members (instance attributes: meta, profiler). Adding one is fine and
 # deliberate: add it here and to the README's "Results are data".
 RESULT_MEMBERS = {
-    "TorchProfile": ["alive_at", "allocations", "collected", "collectives", "device_stats", "events", "findings",
+    "TorchProfile": ["alive_at", "allocations", "collected", "collectives", "compilation", "device_stats", "events",
+                     "findings",
                      "from_trace", "kernels", "key_averages", "kind", "launches", "memory_curve", "modules",
                      "overview", "queue_length", "ranges", "ranks", "report", "save", "step_breakdown", "steps",
                      "summary", "timeline", "timeline_view", "to_chrome_trace", "to_html"],

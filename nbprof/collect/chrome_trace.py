@@ -226,6 +226,7 @@ class _Trace(msgspec.Struct, gc=False):
     baseTimeNanoseconds: int = 0
     traceName: str = ""
     distributedInfo: dict[str, Any] | None = None
+    nbprofCompileLog: dict[str, Any] | None = None  # torch.compile's log, as nbprof's exporter writes it
 
 
 class _LooseTrace(msgspec.Struct, gc=False):
@@ -239,6 +240,7 @@ class _LooseTrace(msgspec.Struct, gc=False):
     baseTimeNanoseconds: Any = 0
     traceName: Any = ""
     distributedInfo: Any = None
+    nbprofCompileLog: Any = None
 
 
 _DECODER = msgspec.json.Decoder(_Trace)
@@ -951,6 +953,7 @@ class _Reader:
             world_size=dist.get("world_size"),
             main_thread=main_tid,
             span_us=(span[0][1] if span else None),
+            compile_log=trace.nbprofCompileLog if isinstance(trace.nbprofCompileLog, dict) else None,
             reader_notes=self._notes(),
         )
         return TraceData(events=events, meta=meta)

@@ -27,6 +27,7 @@ from ..events import TraceData
 from ..settings import TorchOptions
 from .chrome_trace import read_trace_file
 from .collector import Collector
+from .compile_state import CompileWatch
 from .native_output import NativeStderrFilter, summarize_native_warnings
 
 __all__ = ["TorchSession", "SavedResults", "import_torch", "check_torch_version", "cuda_available", "MIN_TORCH",
@@ -107,6 +108,7 @@ class TorchSession(Collector):
         self._started = False
         self._recorded: TraceData | None = None
         self.cycles: list[TraceData] = []  # one per completed --schedule cycle
+        self.compile = CompileWatch()  # torch.compile's structured log and kernel profiling, for the cell
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -155,6 +157,7 @@ class TorchSession(Collector):
             self._force_disable()
             self._stderr.stop()
             raise
+        self.compile.begin()
         self._started = True
 
     def end(self) -> None:
@@ -170,6 +173,7 @@ class TorchSession(Collector):
                 raise
             finally:
                 _skip_inductor_import(False)
+                self.compile.end()
             # still under the stderr filter: torch's trace writer logs too (torch 2.4's CUDA
             # builds print Kineto's "gpuGetDeviceCount failed" on a machine without a GPU when
             # the trace is saved)
