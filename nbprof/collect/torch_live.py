@@ -317,8 +317,9 @@ def _package_dirs() -> tuple[str, ...]:
 
 
 def _starting_profiler() -> tuple[str, Any]:
-    """Which profiler is starting, read from the calling frames: its public name and the object
-    the user holds (the ``torch.profiler.profile``; else the autograd profiler, emit_itt, ...)."""
+    """Which profiler is starting, read from the calling frames: its public name, and the object
+    the user holds when ``nbprof.from_profiler`` can read it (a ``torch.profiler.profile`` or
+    ``torch.autograd.profiler.profile``; not emit_itt or the legacy profiler)."""
     import sys
 
     import torch
@@ -342,7 +343,8 @@ def _starting_profiler() -> tuple[str, Any]:
     module = cls.__module__
     if module == "torch.profiler.profiler":
         module = "torch.profiler"
-    return f"{module}.{cls.__qualname__}", found
+    readable = isinstance(found, (kineto, torch.autograd.profiler.profile))
+    return f"{module}.{cls.__qualname__}", found if readable else None
 
 
 class ForeignStartWatch:
