@@ -56,6 +56,20 @@ SCENARIOS: dict[str, tuple[str, str, str]] = {
                               ""),
     "ended_by_unseen_code": ("", X + "torch.autograd._disable_profiler()\nz = x + 1\n'value'", ""),
 }
+# %%cprofile: a Python profiler the cell starts itself (Python < 3.12: one profile function per
+# thread; 3.12+: one sys.monitoring profiler, and a second cProfile's enable() raised)
+FUNCS = "def before():\n    return sum(range(100))\ndef after():\n    return sum(range(100))\n"
+PY_SCENARIOS: dict[str, tuple[str, str, str]] = {
+    "cprofile_inside": (FUNCS, "before()\ninner = cProfile.Profile()\ninner.enable()\nafter()\ninner.disable()\n'value'",
+                        "inner_ops = sorted({k[2] for k in pstats.Stats(inner).stats})"),
+    "cprofile_left_running": (FUNCS, "before()\ninner = cProfile.Profile()\ninner.enable()\nafter()\n'value'",
+                              "inner.disable()\ninner_ops = sorted({k[2] for k in pstats.Stats(inner).stats})"),
+    "setprofile_inside": (FUNCS + "calls = []", "before()\nsys.setprofile(lambda frame, event, arg: calls.append(event))\n"
+                          "after()\nsys.setprofile(None)\n'value'", ""),
+    "cprofile_in_another_thread": (
+        FUNCS, "def work():\n    other = cProfile.Profile()\n    other.enable()\n    sum(range(10))\n    other.disable()\n"
+        "before()\nt = threading.Thread(target=work)\nt.start()\nt.join()\nafter()\n'value'", ""),
+}
 SCHEDULE_CELL = ("%%torchprof -q -o p --schedule 0,1,2\n" + X + "for i in range(3):\n    x @ x\n    nbprof.step()\n"
                  "with torch.profiler.profile() as inner:\n    y = x @ x\nfor i in range(3):\n    nbprof.step()\n'value'")
 
@@ -64,10 +78,10 @@ SCRIPT = textwrap.dedent(
     import json, sys
     from IPython.testing.globalipapp import start_ipython
     from IPython.utils.capture import capture_output
-    scenarios, schedule_cell, prefix, rounds = json.loads(sys.argv[1])
+    scenarios, py_scenarios, schedule_cell, prefix, rounds = json.loads(sys.argv[1])
     ip = start_ipython()
     ip.run_line_magic("load_ext", "nbprof")
-    ip.run_cell("import torch, torch.profiler, torch.autograd.profiler_legacy, nbprof, sys")
+    ip.run_cell("import torch, torch.profiler, torch.autograd.profiler_legacy, nbprof, sys, cProfile, pstats, threading")
     ip.user_ns["ip"] = ip
 
     def one(name, setup, cell, teardown):
@@ -80,6 +94,7 @@ SCRIPT = textwrap.dedent(
             p = ip.user_ns.get("p")
             teardown_error = ip.run_cell(teardown).error_in_exec
             nxt = ip.run_cell("%%torchprof -q -o nxt\\ntorch.ones(3).sum()")
+            nxt_py = ip.run_cell("%%cprofile -q -o nxt_py\\nsorted(range(9))")
         ns = ip.user_ns
         out = {
             "name": name,
@@ -88,7 +103,7 @@ SCRIPT = textwrap.dedent(
             "setup_error": None if setup_error is None else repr(setup_error),
             "teardown_error": None if teardown_error is None else repr(teardown_error),
             "notes": list(p.meta.notes) if p is not None else None,
-            "ops": sorted(set(p.key_averages()["name"])) if p is not None else None,
+            "ops": None if p is None else sorted(set(p.key_averages()["name"] if p.kind == "torch" else p.stats["function"])),
             "inner_ops": ns.get("inner_ops"),
             "busy": ns.get("busy"),
             "ran": ns.get("ran", False),
@@ -96,7 +111,8 @@ SCRIPT = textwrap.dedent(
             "legacy_events": ns.get("legacy_events"),
             "stderr": shown.stderr[-500:],
             "next_ok": nxt.error_in_exec is None and "aten::sum" in set(ns["nxt"].key_averages()["name"])
-                       and not ns["nxt"].meta.notes,
+                       and not ns["nxt"].meta.notes and nxt_py.error_in_exec is None
+                       and "<built-in method builtins.sorted>" in set(ns["nxt_py"].stats["function"]) and not ns["nxt_py"].meta.notes,
             "idle": not torch.autograd._profiler_enabled() and sys.getprofile() is None,
         }
         print("RESULT " + json.dumps(out), flush=True)
@@ -105,6 +121,8 @@ SCRIPT = textwrap.dedent(
     for _ in range(rounds):
         for name, (setup, cell, teardown) in scenarios.items():
             one(name, setup, prefix + cell, teardown)
+        for name, (setup, cell, teardown) in py_scenarios.items():
+            one(name, setup, "%%cprofile -q -o p\\n" + cell, teardown)
         one("torchprof_schedule", "", schedule_cell, "")
     """
 )
@@ -115,7 +133,7 @@ def nested_runs(tmp_path_factory):
     """Every scenario twice in one IPython process: (exit code, stderr, {name: [result per round]})."""
     script = tmp_path_factory.mktemp("nested") / "nested.py"
     script.write_text(SCRIPT)
-    arg = json.dumps([SCENARIOS, SCHEDULE_CELL, PREFIX, 2])
+    arg = json.dumps([SCENARIOS, PY_SCENARIOS, SCHEDULE_CELL, PREFIX, 2])
     out = subprocess.run([sys.executable, str(script), arg], capture_output=True, text=True, timeout=600)
     results: dict[str, list[dict]] = {}
     for line in out.stdout.splitlines():
@@ -125,12 +143,12 @@ def nested_runs(tmp_path_factory):
     return out.returncode, out.stderr, results
 
 
-def test_no_crash_in_22_nested_runs_and_each_next_cell_works(nested_runs):
+def test_no_crash_in_30_nested_runs_and_each_next_cell_works(nested_runs):
     code, stderr, results = nested_runs
     assert code == 0, f"exit {code}: {stderr[-3000:]}"
-    assert sorted(results) == sorted([*SCENARIOS, "torchprof_schedule"])
+    assert sorted(results) == sorted([*SCENARIOS, *PY_SCENARIOS, "torchprof_schedule"])
     runs = [r for rs in results.values() for r in rs]
-    assert len(runs) == 2 * (len(SCENARIOS) + 1)
+    assert len(runs) == 2 * (len(SCENARIOS) + len(PY_SCENARIOS) + 1) == 32
     for r in runs:
         assert r["setup_error"] is None and r["teardown_error"] is None, r
         assert r["next_ok"], r
@@ -138,7 +156,7 @@ def test_no_crash_in_22_nested_runs_and_each_next_cell_works(nested_runs):
 
 
 def _note(r: dict) -> str:
-    [note] = [n for n in r["notes"] if "another torch profiler" in n or "could not see" in n]
+    [note] = [n for n in r["notes"] if n.startswith(("another", "nbprof's"))]
     return note
 
 
@@ -229,3 +247,40 @@ def test_torchprof_schedule_keeps_its_cycle_and_stops_stepping(nested_runs):
         assert r["value"] == "value" and r["error"] is None
         assert "aten::mm" in r["ops"]  # the active steps before the inner profiler started
         assert "another torch profiler (torch.profiler.profile" in _note(r)
+
+
+def test_a_cprofile_inside_ends_nbprofs_and_the_report_says_what_it_covers(nested_runs):
+    for r in nested_runs[2]["cprofile_inside"]:
+        assert r["value"] == "value" and r["error"] is None
+        note = _note(r)
+        assert note.startswith("another Python profiler (cProfile.Profile.enable, In [")
+        assert "replaced nbprof's cProfile" in note and "this report covers the" in note and "before it" in note
+        # the calls before it are nbprof's, the calls after it the other profiler's, as without nbprof
+        assert "before" in r["ops"] and "after" not in r["ops"]
+        assert "after" in r["inner_ops"] and "before" not in r["inner_ops"]
+
+
+def test_a_cprofile_left_running_stays_running_and_says_so(nested_runs):
+    for r in nested_runs[2]["cprofile_left_running"]:
+        assert r["value"] == "value" and r["error"] is None
+        assert _note(r).endswith("it was still running when the cell ended")
+        assert "after" in r["inner_ops"]
+
+
+def test_a_profile_function_set_inside_is_said_where_it_replaces_cprofile(nested_runs):
+    for r in nested_runs[2]["setprofile_inside"]:
+        assert r["value"] == "value" and r["error"] is None
+        if sys.version_info < (3, 12):  # one profile function per thread: it replaced nbprof's
+            assert _note(r).startswith("another Python profiler (sys.setprofile, In [")
+            assert "before" in r["ops"] and "after" not in r["ops"]
+        else:  # sys.setprofile runs beside cProfile's sys.monitoring hooks: nothing lost
+            assert r["notes"] == [] and {"before", "after"} <= set(r["ops"])
+
+
+def test_another_threads_cprofile(nested_runs):
+    for r in nested_runs[2]["cprofile_in_another_thread"]:
+        assert r["value"] == "value" and r["error"] is None
+        if sys.version_info < (3, 12):  # its own thread's profile function: nbprof's is untouched
+            assert r["notes"] == [] and {"before", "after"} <= set(r["ops"])
+        else:  # one cProfile a process: it ran (it raised "Another profiling tool is already active")
+            assert "cProfile.Profile.enable" in _note(r)

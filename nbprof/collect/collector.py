@@ -45,12 +45,14 @@ class Takeover:
     """The other profiler was still running when the run ended."""
 
 
-def code_sites(skip_dirs: tuple[str, ...], depth: int = 2, limit: int = 8) -> list[tuple[str, int, str]]:
+def code_sites(skip_dirs: tuple[str, ...], limit: int = 8) -> list[tuple[str, int, str]]:
     """The calling code, innermost first, without the frames of files in ``skip_dirs`` (the
-    profiler's own package, nbprof's) and of contextlib (``with`` on a generated context manager)."""
+    profiler's own package, nbprof's: so however deep in nbprof this is called, the first is the
+    code that started the other profiler) and of contextlib (``with`` on a generated context
+    manager)."""
     skip = tuple(os.path.join(d, "") for d in skip_dirs) + (os.path.join(os.path.dirname(os.__file__), "contextlib.py"),)
     out: list[tuple[str, int, str]] = []
-    frame: Any = sys._getframe(depth)
+    frame: Any = sys._getframe(1)
     while frame is not None and len(out) < limit:
         filename = frame.f_code.co_filename
         if not filename.startswith(skip):

@@ -264,7 +264,7 @@ class TorchSession(Collector):
             return
         at_s = time.perf_counter() - self._began_at
         by, other = _starting_profiler()
-        self.takeover = Takeover(by=by, at_s=at_s, sites=code_sites(_package_dirs(), depth=3),
+        self.takeover = Takeover(by=by, at_s=at_s, sites=code_sites(_package_dirs()),
                                  other=weakref.ref(other) if other is not None else None)
         self._stop_and_read()
         if entry == "_enable_profiler":
