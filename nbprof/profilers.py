@@ -158,6 +158,7 @@ class TraceHandler:
         self.cycles = 0
         self._handle: Any = None
         self._handle_cell: Any = None
+        self._library = ""  # the tables' library, when the current output carries it
 
     @property
     def latest(self) -> Any:
@@ -190,19 +191,26 @@ class TraceHandler:
 
     def _show(self, profile: Any) -> None:
         """The cycle's report: one output per cell, replaced by each later cycle's (a display
-        handle); a new cell gets an output of its own."""
+        handle); a new cell gets an output of its own. An output that carries the tables'
+        library (the session's first report) keeps it through its updates: the saved notebook
+        has only the last one."""
+        report = profile.report()
         shell = _shell()
         if shell is None:
-            print(profile.report()._repr_mimebundle_()["text/plain"])
+            print(report.text())
             return
         from IPython.display import display
 
+        from .views.report import library
+
         cell = getattr(shell, "execution_count", None)
-        report = profile.report()
+        if self._handle is None or self._handle_cell != cell:
+            self._library = library(None)
+        bundle = {"text/plain": report.text(), "text/html": self._library + report.html(include_library=False)}
         if self._handle is not None and self._handle_cell == cell:
-            self._handle.update(report)
+            self._handle.update(bundle, raw=True)
         else:
-            self._handle, self._handle_cell = display(report, display_id=True), cell
+            self._handle, self._handle_cell = display(bundle, raw=True, display_id=True), cell
 
     def __repr__(self) -> str:
         where = f", writing to {self.dir_name}" if self.dir_name else ""
