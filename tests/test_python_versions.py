@@ -74,7 +74,7 @@ SCRIPT = textwrap.dedent(
     print("takeover", r.error_in_exec is None, "before" in fns and "after" not in fns, "after" in inner,
           any(n.startswith("another Python profiler (cProfile.Profile.enable") for n in ip.user_ns["tk"].meta.notes),
           sys.getprofile() is None)
-    r = ip.run_cell("%%cprofile -q -o sp\\nbefore()\\nsys.setprofile(lambda *a: None)\\nafter()\\nsys.setprofile(None)")
+    r = ip.run_cell("%%cprofile -q -o sp\\nimport sys\\nbefore()\\nsys.setprofile(lambda *a: None)\\nafter()\\nsys.setprofile(None)")
     print("setprofile", r.error_in_exec is None, "after" in set(ip.user_ns["sp"].stats["function"]),
           any("sys.setprofile" in n for n in ip.user_ns["sp"].meta.notes))
     r = ip.run_cell("%%cprofile -q -o nxt\\nafter()")
