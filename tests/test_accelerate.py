@@ -105,6 +105,7 @@ def test_on_trace_ready_shows_the_report_and_accelerate_still_writes_its_file(ac
     assert len(shown) == 1 and shown[0].data["text/plain"].startswith("torch profile")
 
 
+@pytest.mark.slow  # the crash itself is guarded in the fast tier by tests/test_nested_profilers.py
 def test_torchprof_around_accelerates_profiler_is_no_crash():
     """%%torchprof around `with accelerator.profile()` ended the process (exit 139). A fresh
     process, so that a crash is its exit code."""

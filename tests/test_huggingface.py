@@ -84,6 +84,7 @@ def test_the_window_of_steps_is_profiled_and_shown(hf_shell, tmp_path):
     assert {"aten::mm", "aten::embedding"} <= set(p.key_averages()["name"])
 
 
+@pytest.mark.slow
 def test_a_training_shorter_than_the_window_shows_what_it_recorded(hf_shell):
     result, captured = run(hf_shell, "cb = ProfilerCallback(wait=1, warmup=1, active=3)\ntrainer([cb], 3, folder).train()")
     assert result.error_in_exec is None, result.error_in_exec
@@ -95,13 +96,16 @@ def test_a_training_shorter_than_the_window_shows_what_it_recorded(hf_shell):
     assert len(reports(captured)) == 1
 
 
-def test_show_false_and_bad_options(hf_shell):
-    import nbprof
-
+@pytest.mark.slow
+def test_show_false(hf_shell):
     result, captured = run(hf_shell, "cb = ProfilerCallback(wait=0, warmup=1, active=1, show=False)\n"
                                      "trainer([cb], 2, folder).train()")
     assert result.error_in_exec is None and not reports(captured)
     assert hf_shell.user_ns["cb"].profile.steps()["step"].tolist() == [1]
+
+
+def test_bad_options_are_one_line_errors():
+    import nbprof
     from nbprof.huggingface import ProfilerCallback
 
     with pytest.raises(nbprof.OptionError, match="ProfilerCallback: --schedule"):
