@@ -1,14 +1,17 @@
-"""A profiler the cell starts itself, under %%torchprof: never a crash, never silently partial.
+"""A profiler the cell starts itself, under %%torchprof or %%cprofile: never a crash, never
+silently partial.
 
 torch runs one profiler session at a time. A ``with torch.profiler.profile()`` inside a
 ``%%torchprof`` cell ended nbprof's session inside torch, and reading nbprof's results then
 crashed the process (torch 2.13: a segmentation fault in ``ActivityTraceWrapper::save``, exit
-139; torch 2.4: a RuntimeError at the end of the cell). Each nesting runs in one real IPython
-shell in a fresh process, so a crash is seen as its exit code; after each, the next
-``%%torchprof`` cell must work and no profiler may be left running. The whole list runs twice in
-the same process (22 nested runs). Oracles: the process's exit code, the cell's own value and
-exception, torch's own state (``torch.autograd._profiler_enabled()``, ``sys.getprofile()``) and
-torch's ``key_averages()`` of the inner profiler.
+139; torch 2.4: a RuntimeError at the end of the cell); a ``cProfile.Profile().enable()`` inside
+``%%cprofile`` left a report of the calls before it, saying nothing. Each nesting runs in one
+real IPython shell in a fresh process, so a crash is seen as its exit code; after each, the next
+``%%torchprof`` and ``%%cprofile`` cells must work and no profiler may be left running. The whole
+list runs twice in the same process (36 nested runs). Oracles: the process's exit code, the
+cell's own value and exception, torch's and Python's own state
+(``torch.autograd._profiler_enabled()``, ``sys.getprofile()``), torch's ``key_averages()`` and
+pstats of the inner profiler.
 """
 
 from __future__ import annotations
@@ -54,6 +57,10 @@ SCENARIOS: dict[str, tuple[str, str, str]] = {
                         "legacy_events = len(inner.function_events)\n'value'", ""),
     "inner_and_cell_raises": ("", X + "with torch.profiler.profile() as inner:\n    y = x @ x\n    raise ValueError('boom')",
                               ""),
+    "inner_not_held": ("", X + "with torch.profiler.profile():\n    y = x @ x\n'value'", ""),
+    "inner_held_by_an_object": ("class Trainer:\n    pass\ntrainer = Trainer()",
+                                X + "trainer.profiler = torch.profiler.profile()\nwith trainer.profiler:\n    y = x @ x\n'value'",
+                                "del trainer"),
     "ended_by_unseen_code": ("", X + "torch.autograd._disable_profiler()\nz = x + 1\n'value'", ""),
 }
 # %%cprofile: a Python profiler the cell starts itself (Python < 3.12: one profile function per
@@ -143,12 +150,12 @@ def nested_runs(tmp_path_factory):
     return out.returncode, out.stderr, results
 
 
-def test_no_crash_in_30_nested_runs_and_each_next_cell_works(nested_runs):
+def test_no_crash_in_36_nested_runs_and_each_next_cell_works(nested_runs):
     code, stderr, results = nested_runs
     assert code == 0, f"exit {code}: {stderr[-3000:]}"
     assert sorted(results) == sorted([*SCENARIOS, *PY_SCENARIOS, "torchprof_schedule"])
     runs = [r for rs in results.values() for r in rs]
-    assert len(runs) == 2 * (len(SCENARIOS) + len(PY_SCENARIOS) + 1) == 32
+    assert len(runs) == 2 * (len(SCENARIOS) + len(PY_SCENARIOS) + 1) == 36
     for r in runs:
         assert r["setup_error"] is None and r["teardown_error"] is None, r
         assert r["next_ok"], r
@@ -171,6 +178,14 @@ def test_inner_profiler_ends_nbprofs_session_and_the_report_says_what_it_covers(
         # what ran before the inner profiler is in the report, what ran after it is not
         assert "aten::mm" in r["ops"] and "aten::add" not in r["ops"]
         assert "aten::mm" in r["inner_ops"] and "aten::add" not in r["inner_ops"]
+
+
+def test_the_note_says_how_to_reach_the_other_profilers_results(nested_runs):
+    for r in nested_runs[2]["inner_held_by_an_object"]:
+        assert _note(r).endswith("its own results: nbprof.from_profiler(trainer.profiler)")
+    for r in nested_runs[2]["inner_not_held"]:
+        assert r["value"] == "value"
+        assert _note(r).endswith("nbprof.from_profiler(prof) reads its results from the torch.profiler.profile that ran it")
 
 
 def test_inner_profiler_left_running_stays_running_and_says_so(nested_runs):
