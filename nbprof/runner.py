@@ -342,6 +342,8 @@ def takeover_note(t: "Takeover", profiler: str, what: str, wall_s: float, shell:
         text += f", not the {fmt_s(after)} after"
     if t.still_running:
         text += f"; it was still running when the {what} ended"
+    if t.read_error:
+        text += f"; nbprof could not read its own part ({t.read_error})"
     other = t.other() if t.other is not None else None
     if other is not None and profiler == "torch":
         name = _user_name(shell, other)

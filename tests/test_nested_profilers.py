@@ -300,3 +300,25 @@ def test_another_threads_cprofile(nested_runs):
             assert r["notes"] == [] and {"before", "after"} <= set(r["ops"])
         else:  # one cProfile a process: it ran (it raised "Another profiling tool is already active")
             assert "cProfile.Profile.enable" in _note(r)
+
+
+def test_a_failed_read_at_the_hand_over_does_not_break_the_other_profiler(shell, monkeypatch):
+    """Reading nbprof's part can fail (a full disk: torch's writer fails); the other profiler, which
+    is starting at that moment, must start anyway, and the report says what failed."""
+    from nbprof.collect import torch_live
+
+    from .conftest import run
+
+    def full_disk(results, progress=None):
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(torch_live, "_save_and_read", full_disk)
+    result, _ = run(shell, "%%torchprof -q -o p\nimport torch\nx = torch.randn(8, 8)\n"
+                           "with torch.profiler.profile() as inner:\n    y = x @ x\n'value'")
+    assert result.error_in_exec is None and result.result == "value"
+    monkeypatch.undo()
+    note = [n for n in shell.user_ns["p"].meta.notes if n.startswith("another torch profiler")][0]
+    assert "nbprof could not read its own part (OSError: No space left on device)" in note
+    import nbprof
+
+    assert "aten::mm" in set(nbprof.from_profiler(shell.user_ns["inner"]).key_averages()["name"])

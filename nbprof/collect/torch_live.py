@@ -263,7 +263,10 @@ class TorchSession(Collector):
         if not self._started or self._stopped:
             return
         takeover = self.takeover = Takeover(by="a torch profiler", at_s=time.perf_counter() - self._began_at)
-        self._stop_and_read()  # first: with --stack, torch would record what follows as the cell's frames
+        try:
+            self._stop_and_read()  # first: with --stack, torch would record what follows as the cell's frames
+        except Exception as e:  # nbprof's own stop must not break the other profiler's start
+            takeover.read_error = f"{type(e).__name__}: {e}".splitlines()[0][:200]
         by, other = _starting_profiler()
         takeover.by, takeover.sites = by, code_sites(_package_dirs())
         takeover.other = weakref.ref(other) if other is not None else None
