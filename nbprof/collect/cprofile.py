@@ -13,18 +13,22 @@ is not attributed to its functions; use ``%%torchprof`` for those.
 
 from __future__ import annotations
 
+import _lsprof
 import cProfile
 import os
 import sys
+import threading
+import time
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ..errors import ProfilerBusyError
-from .collector import Collector
+from .collector import Collector, Takeover, code_sites
 
-__all__ = ["CProfileSession", "raw_stats", "stats_tables", "stats_table", "edges_table", "STATS_COLUMNS", "EDGE_COLUMNS", "another_profiler_active"]
+__all__ = ["CProfileSession", "raw_stats", "stats_tables", "stats_table", "edges_table", "STATS_COLUMNS", "EDGE_COLUMNS", "another_profiler_active",
+           "ProfilerHookWatch"]
 
 STATS_COLUMNS = (
     "function",
@@ -71,12 +75,28 @@ def another_profiler_active() -> str | None:
 
 class CProfileSession(Collector):
     """``begin()``, run the code, ``end()``; then ``result()`` (and ``raw``) is cProfile's stats
-    dict, without nbprof's own frames."""
+    dict, without nbprof's own frames.
+
+    Python runs one profile function per thread (3.12+: one ``sys.monitoring`` profiler), so a
+    profiler the code starts itself (a ``cProfile.Profile().enable()``, Lightning's advanced
+    profiler, ``profile.Profile``, ``sys.setprofile``) replaces nbprof's, silently: on 3.11 the
+    report then held only the calls before it, on 3.12+ the other one's ``enable()`` raised
+    "Another profiling tool is already active" in the user's code. :class:`ProfilerHookWatch` sees
+    them start (every one: before 3.12 through the audit event Python raises for any profile
+    function, a C extension's too; from 3.12 only another cProfile can take cProfile's place):
+    nbprof's cProfile ends there, the other one starts as it would without nbprof, and
+    ``takeover`` says when. At the end the other one is left running if it still is.
+    """
 
     def __init__(self) -> None:
         self.profiler: cProfile.Profile | None = None
         self.raw: dict[Any, Any] = {}
         self._running = False
+        self._yielded = False
+        self._own = False
+        self._disabled = False
+        self._began_at = 0.0
+        self._watch = ProfilerHookWatch(self)
 
     def begin(self) -> None:
         busy = another_profiler_active()
@@ -85,11 +105,20 @@ class CProfileSession(Collector):
         # recorded before enable(): an interrupt right after enable() must still find it to stop
         self.profiler = cProfile.Profile()
         self._running = True
+        self._watch.install()  # before enable(): nothing of it is recorded
+        self._began_at = time.perf_counter()
+        self._own = True  # nbprof's own enable() sets the profile function: not another profiler
         try:
             self.profiler.enable()
         except ValueError as e:  # Python 3.12+: "Another profiling tool is already active"
+            self._watch.remove()
             self.profiler, self._running = None, False
             raise ProfilerBusyError(f"cannot start cProfile: {e}") from None
+        except BaseException:
+            self._watch.remove()
+            raise
+        finally:
+            self._own = False
 
     def step(self) -> None:
         """cProfile records every call, with no notion of steps: nothing to do (so a loop that
@@ -98,16 +127,154 @@ class CProfileSession(Collector):
     def toggle_cuda(self, on: bool) -> None:
         """cProfile records no CUDA activity: nothing to pause or resume."""
 
+    def live(self) -> bool:
+        """nbprof's cProfile is recording (started, not ended, not replaced)."""
+        return self._running and not self._yielded and not self._own
+
+    def hook_changing(self) -> None:
+        """The thread's profile function is about to be replaced (Python < 3.12's audit event),
+        by someone else unless nbprof is starting or stopping its own. Python refuses to set a
+        profile function from inside this event ("Cannot install a profile function while
+        another profile function is being installed"), so nbprof's cProfile is not disabled
+        here: the new function simply replaces it; ``end`` disables it, keeping the other's."""
+        if self.live() and threading.get_ident() == self._watch.thread:
+            self._yield("sys.setprofile", time.perf_counter())
+
+    def yield_to(self, by: str) -> None:
+        """Another cProfile is starting (``by``: how): stop nbprof's first, so that its stats end
+        there (the frames still running are closed at this moment). Before 3.12 another
+        thread's profile function is its own: only this thread's counts."""
+        if not self.live() or self.profiler is None:
+            return
+        if _SETPROFILE_REPLACES and threading.get_ident() != self._watch.thread:
+            return
+        now = time.perf_counter()
+        self._yielded = True
+        self.profiler.disable()  # first: what follows is nbprof's, not the cell's
+        self._disabled = True
+        self._yield(by, now)
+
+    def _yield(self, by: str, now: float) -> None:
+        self._yielded = True
+        self.takeover = Takeover(by=by, at_s=now - self._began_at, sites=code_sites((_NBPROF_DIR,)))
+
     def end(self) -> None:
         if not self._running or self.profiler is None:
             return
-        self._running = False
-        self.profiler.disable()
+        self._own = True  # nbprof's own disable() clears the profile function
+        try:
+            if not self._yielded:
+                # no other call first: cProfile would record it among the cell's calls
+                self.profiler.disable()
+            else:
+                assert self.takeover is not None
+                self.takeover.still_running = _hook_owner(self.profiler) is not None
+                if not self._disabled:  # replaced through sys.setprofile: still enabled underneath
+                    _disable_keeping_the_others(self.profiler)
+        finally:
+            self._running = False
+            self._watch.remove()
         self.profiler.create_stats()  # the live profiler stays what pstats.Stats(result.profiler) reads
         self.raw = _without_own_frames(raw_stats(self.profiler))
 
     def result(self) -> dict[Any, Any]:
         return self.raw
+
+
+def _hook_owner(ours: cProfile.Profile) -> str | None:
+    """What holds the profiling hook now that nbprof's cProfile yielded it: another profiler
+    (its type or sys.monitoring tool name), or None."""
+    monitoring = getattr(sys, "monitoring", None)
+    if monitoring is not None:  # 3.12+: cProfile holds sys.monitoring's PROFILER_ID
+        tool = monitoring.get_tool(monitoring.PROFILER_ID)
+        return None if tool is None else str(tool)
+    hook = sys.getprofile()
+    if hook is None or hook is ours:
+        return None
+    return type(getattr(hook, "__self__", hook)).__name__
+
+
+def _disable_keeping_the_others(ours: cProfile.Profile) -> None:
+    """Stop nbprof's cProfile, whose ``disable`` clears the thread's profile function whoever set
+    it (Python < 3.12), and give the other profiler its hook back."""
+    hook = sys.getprofile()
+    ours.disable()
+    if hook is None or hook is ours:
+        return
+    if isinstance(hook, _lsprof.Profiler):
+        hook.enable()
+    else:
+        sys.setprofile(hook)
+
+
+# Before Python 3.12 every profile function (cProfile's, profile.Profile's, sys.setprofile's, a C
+# extension's) is the thread's one, and setting one raises the audit event "sys.setprofile" first;
+# from 3.12 cProfile profiles through sys.monitoring, a sys.setprofile hook runs beside it, and a
+# second cProfile cannot start at all ("Another profiling tool is already active").
+_SETPROFILE_REPLACES = sys.version_info < (3, 12)
+_watched: "CProfileSession | None" = None  # the session the audit hook stands for
+_audit_hook_added = False
+
+
+def _audit(event: str, args: Any) -> None:
+    """sys.addaudithook's hook (added once a process: audit hooks cannot be removed); a no-op
+    unless a ``%%cprofile`` session records. Kept minimal: it runs at every audited event."""
+    if event == "sys.setprofile":
+        session = _watched
+        if session is not None:
+            session.hook_changing()
+
+
+class ProfilerHookWatch:
+    """While installed, another profiler starting stops nbprof's cProfile first
+    (``CProfileSession.yield_to``): ``cProfile.Profile.enable`` (any cProfile, Lightning's
+    advanced profiler's too), and before Python 3.12 anything that sets the thread's profile
+    function (``profile.Profile``, ``sys.setprofile``, C extensions), seen through the audit event
+    Python raises first: a wrapper around ``sys.setprofile`` would itself be a Python frame whose
+    return the new profile function sees (``profile.Profile`` then fails with "Bad return")."""
+
+    def __init__(self, session: CProfileSession) -> None:
+        self._session = session
+        self.thread = 0
+        self._installed: tuple[Any, bool, Any] | None = None  # (what was there, held by the class, wrapper)
+
+    def install(self) -> None:
+        global _watched, _audit_hook_added
+        if self._installed is not None:
+            return
+        self.thread = threading.get_ident()
+        session = self._session
+        enable_before = cProfile.Profile.enable  # _lsprof's, or someone's own override
+
+        def enable(prof: Any, *args: Any, **kwargs: Any) -> Any:
+            if prof is not session.profiler:
+                session.yield_to("cProfile.Profile.enable")
+            return enable_before(prof, *args, **kwargs)
+
+        enable.__doc__ = enable_before.__doc__
+        had = "enable" in vars(cProfile.Profile)
+        cProfile.Profile.enable = enable  # type: ignore[method-assign,assignment]
+        self._installed = (enable_before, had, enable)
+        if _SETPROFILE_REPLACES:
+            _watched = session
+            if not _audit_hook_added:
+                sys.addaudithook(_audit)
+                _audit_hook_added = True
+
+    def remove(self) -> None:
+        global _watched
+        if _watched is self._session:
+            _watched = None
+        if self._installed is None:
+            return
+        before, had, wrapper = self._installed
+        self._installed = None
+        if vars(cProfile.Profile).get("enable") is not wrapper:
+            return  # replaced again since: leave it
+        if had:
+            cProfile.Profile.enable = before  # type: ignore[method-assign]
+        else:
+            del cProfile.Profile.enable
 
 
 def raw_stats(profiler: cProfile.Profile) -> dict[Any, Any]:
