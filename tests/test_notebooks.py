@@ -192,15 +192,15 @@ def test_sanitizer_patterns_cover_nbprof_numbers():
     a = textwrap.dedent("""\
         torch profile: 40 events · span 47.97 ms · self CPU 47.33 ms
         top by self CPU: aten::mm (97.6%)
-        aten::mm                 97.6%  46.17 ms   46.18 ms  15.39 ms   192.00 KB     192.00 KB      3
+        aten::mm                 97.6%  46.17 ms   46.18 ms  15.39 ms   192.00 KiB    192.00 KiB      3
         ✅ Done: 10.0x faster (1097 ms → 109 ms); 448 calls → 4 (7% of the time), 3 steps""")
     b = textwrap.dedent("""\
         torch profile: 40 events · span 5.1 ms · self CPU 4.93 ms
         top by self CPU: aten::relu (51.0%)
-        aten::mm                 48.2%  980.2 µs  990.0 µs  326.7 µs   192.00 KB     192.00 KB      3
+        aten::mm                 48.2%  980.2 µs  990.0 µs  326.7 µs   192.00 KiB    192.00 KiB      3
         ✅ Done: 9.7x faster (1,316 ms → 136 ms); 448 calls → 4 (12% of the time), 3 steps""")
     assert clean(a) == clean(b)
-    assert "192.00 KB" in clean(a) and "448 calls → 4" in clean(a) and "3 steps" in clean(a)
+    assert "192.00 KiB" in clean(a) and "448 calls → 4" in clean(a) and "3 steps" in clean(a)
     html = '<style>x</style><div class="nbprof-report"><b>cProfile</b> 12 ms</div>'
     assert clean(html) == "NBPROF-REPORT-HTML"
     assert json.dumps(clean("2,002 function calls")) == json.dumps("2,002 function calls")

@@ -38,7 +38,7 @@ from ..analysis.timeline_tracks import gpu_busy_track, memory_track
 from ..meta import TraceMeta
 from ..events import DEVICE_WORK_KINDS, KIND_CODE, values_at
 from .figure import drawing_html, rendering_figure
-from ..format import esc, fmt_bytes, fmt_us
+from ..format import esc, fmt_bytes, fmt_us, plural
 
 __all__ = [
     "prepare_timeline",
@@ -312,14 +312,14 @@ def merge_note(data: TimelineData) -> str:
     if data.events_drawn == 0:
         return "no events"
     if data.merged_rects == 0:
-        return f"all {data.events_drawn:,} events drawn"
+        return "the one event drawn" if data.events_drawn == 1 else f"all {data.events_drawn:,} events drawn"
     px = data.px_us * data.width_px / max(data.span_us, 1e-9)
     if px <= 1.01:
         what = "below 1 px"
     else:
         what = f"below {px:.0f} px"
-    return (f"{data.merged_events:,} events {what} ({fmt_us(data.px_us)}) merged into "
-            f"{data.merged_rects:,} rects")
+    return (f"{plural(data.merged_events, 'event')} {what} ({fmt_us(data.px_us)}) merged into "
+            f"{plural(data.merged_rects, 'rect')}")
 
 
 def _zoom_hint(data: TimelineData, live: bool = False) -> str:
@@ -334,9 +334,9 @@ def describe(data: TimelineData) -> str:
     lanes = len(data.lanes)
     if data.events_drawn == 0:
         return "Timeline: no events"
-    text = f"Timeline: {lanes} lane{'s' if lanes != 1 else ''}, {data.events_drawn:,} events"
+    text = f"Timeline: {plural(lanes, 'lane')}, {plural(data.events_drawn, 'event')}"
     if data.merged_rects:
-        text += f" ({data.merged_events:,} merged into {data.merged_rects:,} rects)"
+        text += f" ({data.merged_events:,} merged into {plural(data.merged_rects, 'rect')})"
     return text
 
 
