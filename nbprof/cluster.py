@@ -18,7 +18,7 @@ holds one summary per rank (tens of kB), whatever the number of ranks.
   forked child inherits in whatever state they were.
 - ``client``: a ``dask.distributed.Client``; without one, the client already active in the
   session (``distributed.get_client()``) if dask is imported and one exists. Dask is imported only
-  then (``pip install nbprof[dask]``).
+  then (``pip install "dask[distributed]"``, or nbprof's ``dask`` extra).
 
 Workers never run the caller's ``__main__`` (:class:`_WorkerProcess`): a script without an
 ``if __name__ == "__main__":`` guard loads a folder as a notebook does.

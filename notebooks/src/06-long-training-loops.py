@@ -153,7 +153,7 @@ import sys
 # notebook's memory: the result (a `ClusterProfile`) opens on the **Ranks** tab, with a progress
 # bar (ranks loaded / total) while the ranks load. Worker processes of this machine by default
 # (`workers=` sets how many; a folder this small is read in the notebook's own process), or a Dask
-# cluster (`client=`, with `pip install nbprof[dask]`).
+# cluster (`client=`, with `pip install "dask[distributed]"`).
 #
 # Below, two CPU processes train the same model with DDP (gloo backend, no GPU needed); rank 1
 # takes 20 ms longer to load each batch (`time.sleep` inside a `record_function("load_batch")`).
