@@ -215,8 +215,10 @@ def _in_workers(files: list[str], workers: int) -> Generator[tuple[int, RankSumm
                 raise TraceError(_death(files, processes, started, left)) from None
     except BaseException:
         _stop(pool)
+        started.close()
         raise
     pool.shutdown(wait=True)
+    started.close()
 
 
 class _WorkerProcess(multiprocessing.context.SpawnProcess):

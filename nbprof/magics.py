@@ -85,7 +85,9 @@ class ProfileMagics(Magics):
             flags, code = line, cell
         options = parse_flags(magic, flags)
         if not code.strip():
-            raise UsageError(f"%{magic}: nothing to profile (usage: %{magic} [flags] statement)")
+            if cell is None:
+                raise UsageError(f"%{magic}: nothing to profile (usage: %{magic} [flags] statement)")
+            raise UsageError(f"%%{magic}: the cell is empty: nothing to profile")
         return run_sync(self.shell, magic, options, code)
 
 

@@ -344,7 +344,7 @@ def _hidden_note(data: TimelineData, python: bool) -> str:
     notes = []
     py = data.hidden.get("python", 0)
     if py and not python:
-        notes.append(f"{py:,} Python frames hidden (python=True shows them)")
+        notes.append(f"{plural(py, 'Python frame')} hidden (python=True shows them)")
     return " · ".join(notes)
 
 
@@ -664,7 +664,7 @@ def _layout(data: TimelineData, python: bool, height: int | None, tracks: list |
                                  font=dict(size=12, color="#1f2328")))
     return dict(**track_axes,
         template=dict(layout=dict()),
-        title=dict(text=f"<b>Timeline</b> · {len(lanes)} lane{'s' if len(lanes) != 1 else ''} · {data.events_drawn:,} events · "
+        title=dict(text=f"<b>Timeline</b> · {plural(len(lanes), 'lane')} · {plural(data.events_drawn, 'event')} · "
                         f"span {fmt_us(data.span_us)}",
                    subtitle=dict(text=esc(subtitle), font=dict(size=12, color="#666")),
                    x=0.01, xanchor="left", y=0.985, yanchor="top", font=dict(size=15)),
@@ -775,7 +775,7 @@ def timeline_svg(
     head_h, axis_h = 46, 34
     font = "font-family=\"Inter,-apple-system,'Segoe UI',Roboto,Helvetica,Arial,sans-serif\""
     n_lanes = len(data.lanes)
-    title = (f"Timeline · {n_lanes} lane{'s' if n_lanes != 1 else ''} · {data.events_drawn:,} events · "
+    title = (f"Timeline · {plural(n_lanes, 'lane')} · {plural(data.events_drawn, 'event')} · "
              f"span {fmt_us(data.span_us)}"
              if not data.empty else "Timeline")
     note = merge_note(data)
