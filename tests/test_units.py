@@ -6,14 +6,11 @@ powers of two). The expected texts are worked out by hand below, not by nbprof's
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import subprocess
 
 import pytest
-
-import nbprof
 
 from .synthetic import Trace
 
