@@ -215,8 +215,19 @@ class Comparison:
             if len(rows) < len(self._table):
                 lines.append(f"{len(rows)} of {len(self._table)} rows (sorted by the size of the change)")
         else:
-            lines.append("Both profiles are empty.")
+            lines.append(self._empty_message)
         return "\n".join(lines)
+
+    @property
+    def _empty_message(self) -> str:
+        """Why there are no rows, for what was compared: two profiles with operators but no
+        device work have no kernels to compare, not nothing at all."""
+        if self.by == "kernel":
+            return ("Neither profile has device work (kernels, copies, memsets) to compare: CPU-only runs, or "
+                    "CUDA not recorded; by='op' compares their operators.")
+        if self.by == "range":
+            return ("Neither profile has record_function ranges to compare; by='op' compares their operators.")
+        return "Both profiles are empty."
 
     def html(self, limit: int | None = None, include_library: bool | None = None) -> str:
         """Like the report: the summary, then a table that sorts by clicking (all rows; the
@@ -231,7 +242,7 @@ class Comparison:
         summary = (f'<div class="nbprof-report">{report_css()}<div class="nbprof-summary"><b>compare {esc(self._head())}</b> · '
                    f"{esc(self.summary.text())}</div>")
         if not len(rows):
-            return library(include_library) + summary + "<div>Both profiles are empty.</div></div>"
+            return library(include_library) + summary + f"<div>{esc(self._empty_message)}</div></div>"
         cols = self._columns()
         if "status" in rows.columns:
             cols.append(Column("status", "Status"))
@@ -435,21 +446,43 @@ def _compare_python(b: Any, a: Any, metric: str | None, limit: int) -> Compariso
         tb, ta = totals[metric]
     else:
         tb, ta = float(sb[metric].sum()), float(sa[metric].sum())
-    summary = _summary("python", metric, table, table, tb, ta, totals, "function", total_metric)
+    summary = _summary("python", metric, table, table, tb, ta, totals, "function", total_metric,
+                       {**b.meta.code_names, **a.meta.code_names})
     return Comparison(b, a, table, summary, ["function", "filename", "lineno"], limit)
 
 
+def _distinct_name(rows: pd.DataFrame, i: Any, name_col: str, code_names: dict[str, str]) -> str:
+    """Row ``i``'s name, told apart from the other rows of the same name: a cProfile function by
+    its ``file:line(function)`` (two ``<listcomp>``s), an operator by its input shapes or stack, a
+    kernel by its kind."""
+    name = str(rows.loc[i, name_col])
+    if int((rows[name_col].astype(str) == name).sum()) <= 1:
+        return name
+    if "filename" in rows.columns and "lineno" in rows.columns:
+        from .analysis.flame import location_label
+
+        return location_label(str(rows.loc[i, "filename"]), int(rows.loc[i, "lineno"]), name, code_names)
+    from .format import shorten
+
+    for col in ("input_shapes", "stack", "kind"):
+        if col in rows.columns:
+            return f"{name} ({col.replace('_', ' ')} {shorten(str(rows.loc[i, col]), 60)})"
+    return name
+
+
 def _summary(kind: str, metric: str, candidates: pd.DataFrame, table: pd.DataFrame, tb: float, ta: float,
-             totals: dict[str, tuple[float, float]], name_col: str, total_metric: str) -> ComparisonSummary:
+             totals: dict[str, tuple[float, float]], name_col: str, total_metric: str,
+             code_names: dict[str, str] | None = None) -> ComparisonSummary:
     change = candidates[f"{metric}_change"].astype(float)
     win = regression = None
     win_change = regression_change = 0.0
     if len(change) and change.min() < 0:
         i = change.idxmin()
-        win, win_change = str(candidates.loc[i, name_col]), float(change.loc[i])
+        win, win_change = _distinct_name(candidates, i, name_col, code_names or {}), float(change.loc[i])
     if len(change) and change.max() > 0:
         i = change.idxmax()
-        regression, regression_change = str(candidates.loc[i, name_col]), float(change.loc[i])
+        regression = _distinct_name(candidates, i, name_col, code_names or {})
+        regression_change = float(change.loc[i])
     if ta != 0:
         speedup = tb / ta
     else:

@@ -16,6 +16,8 @@ __all__ = [
     "fmt_us",
     "fmt_s",
     "fmt_bytes",
+    "BYTE_UNITS",
+    "plural",
     "fmt_count",
     "fmt_flops",
     "fmt_share",
@@ -51,15 +53,33 @@ def fmt_s(s: float) -> str:
     return fmt_us(s * 1e6)
 
 
-def fmt_bytes(n: float) -> str:
-    """Bytes in binary units, as torch prints them: "4.61 MB" is 4.61 * 2**20 bytes."""
+# Sizes are binary and say so: 1 KiB = 1,024 bytes, 1 MiB = 1,024 KiB, ... (torch's memory
+# counters, the CUDA caching allocator and nvidia-smi count in powers of two). Rates are decimal:
+# "GB/s" is 1e9 bytes per second, as NVIDIA states bandwidth and Kineto writes it. No label means
+# the other: every byte size nbprof prints (tables, charts, timeline, text) comes from fmt_bytes,
+# and the interactive tables' script is built from the same table (views.datatable).
+BYTE_UNITS: tuple[tuple[str, int], ...] = (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10))
+
+
+def fmt_bytes(n: float, *, compact: bool = False) -> str:
+    """Bytes in binary units, labelled as such: 1,000,000 -> "976.56 KiB", 4.61 * 2**20 -> "4.61 MiB".
+    ``compact``: no trailing zeros ("512 KiB", "1.5 MiB"), for an axis' ticks."""
     if n is None or (isinstance(n, float) and math.isnan(n)):
         return "—"
     a = abs(n)
-    for unit, size in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+    for unit, size in BYTE_UNITS:
         if a >= size:
-            return f"{n / size:.2f} {unit}"
+            text = f"{n / size:.2f}"
+            if compact:
+                text = text.rstrip("0").rstrip(".")
+            return f"{text} {unit}"
     return f"{int(n)} B"
+
+
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """A count and its noun, in the number's form: "1 event", "1,679 events", "0 ranks"; ``many``
+    for nouns not made plural by an "s" ("1 process", "2 processes")."""
+    return f"{n:,} {one if n == 1 else (many or one + 's')}"
 
 
 def fmt_count(n: float) -> str:

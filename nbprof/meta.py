@@ -83,6 +83,9 @@ class RunInfo:
     """``python -m nbprof``: the script's ``sys.argv``."""
     code_names: dict[str, str] = field(default_factory=dict)
     """Notebook cells' compiled file names -> "In [n]", as IPython names them."""
+    empty_reason: str | None = None
+    """Why the run recorded nothing, where the run knows and it is not that the code ran no
+    profiled work (a ``--schedule`` whose active steps never came): the report's empty state."""
 
 
 @dataclass

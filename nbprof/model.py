@@ -29,6 +29,7 @@ from .analysis.summary import TorchSummary, summarize_torch
 from .analysis.tree import build_tree
 from .collect.cprofile import edges_table, stats_table
 from .errors import OptionError
+from .format import plural
 from .events import TraceData
 from .meta import PythonMeta, TorchMeta
 
@@ -356,7 +357,7 @@ class TorchProfile:
 
     def __repr__(self) -> str:
         s = self.summary
-        parts = [f"{s.events:,} events", f"self CPU {s.self_cpu_us / 1e3:.3f} ms"]
+        parts = [plural(s.events, "event"), f"self CPU {s.self_cpu_us / 1e3:.3f} ms"]
         if s.has_device:
             parts.append(f"self CUDA {s.self_device_us / 1e3:.3f} ms")
         return f"<TorchProfile {', '.join(parts)}>"
@@ -497,4 +498,4 @@ class PythonProfile:
 
     def __repr__(self) -> str:
         calls = int(self._stats["ncalls"].sum())
-        return f"<PythonProfile {calls:,} calls in {self.total_s:.3f} s, {len(self._stats):,} functions>"
+        return f"<PythonProfile {plural(calls, 'call')} in {self.total_s:.3f} s, {plural(len(self._stats), 'function')}>"

@@ -25,6 +25,8 @@ from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any
 
 from .collect.collector import Collector
+from .flags import make_folder_of
+from .format import plural
 
 if TYPE_CHECKING:  # pragma: no cover
     from .collect.collector import Takeover
@@ -185,18 +187,22 @@ class TorchRun(Run):
     def _build(self, data: Any) -> Any:
         opts = self.options
         notes = self._notes() + [f"torch: {w}" for w in self.collector.native_warnings()]
+        empty_reason = None
         if opts.schedule is not None:
             profiler = self.collector.profiler
-            notes += _schedule_notes(opts.schedule, int(getattr(profiler, "step_num", 0) or 0),
-                                     len(self.collector.cycles))
+            schedule_notes, empty_reason = _schedule_notes(opts.schedule, int(getattr(profiler, "step_num", 0) or 0),
+                                                           len(self.collector.cycles), self.what)
+            notes += schedule_notes
         compile_log = self.collector.compile.result()
         return torch_profile(data, profiler=self.collector.profiler, options=opts, notes=notes, wall_s=self.wall_s,
-                             error=self.error, shell=self.shell, progress=self.progress, compile_log=compile_log)
+                             error=self.error, shell=self.shell, progress=self.progress, compile_log=compile_log,
+                             empty_reason=empty_reason)
 
     def _write_files(self, result: Any) -> None:
         opts = self.options
         notes = result.meta.notes
         if opts.export:
+            make_folder_of(opts.export)
             result.to_chrome_trace(opts.export)
             notes.append(f"trace written to {opts.export}")
         if opts.tensorboard:
@@ -207,7 +213,7 @@ class TorchRun(Run):
 
 def torch_profile(data: Any, *, profiler: Any, options: Any, notes: list[str], wall_s: float | None,
                   error: BaseException | None = None, shell: Any = None, progress: Any = None,
-                  compile_log: Any = None) -> Any:
+                  compile_log: Any = None, empty_reason: str | None = None) -> Any:
     """The :class:`TorchProfile` of what a torch profiler recorded (``data``: the events table
     read from its kineto results; None: nothing), as ``%%torchprof`` and ``nbprof.from_profiler``
     build it: ``options`` (:class:`~nbprof.settings.TorchOptions`) say what was recorded and how
@@ -218,12 +224,13 @@ def torch_profile(data: Any, *, profiler: Any, options: Any, notes: list[str], w
     if data is None:
         data = empty_trace()
     if len(data.events) and progress is not None:
-        progress.stage(f"nesting {len(data.events):,} events")
+        progress.stage(f"nesting {plural(len(data.events), 'event')}")
     meta = dict(
         sort=options.sort,
         limit=options.limit,
         group_by=options.group_by,
         notes=notes,
+        empty_reason=empty_reason,
         wall_s=wall_s,
         with_cuda=options.cuda,
         cell_error=_describe_error(error),
@@ -275,6 +282,7 @@ class PythonRun(Run):
     def _write_files(self, result: Any) -> None:
         opts = self.options
         if opts.dump:
+            make_folder_of(opts.dump)
             result.dump(opts.dump)
             result.meta.notes.append(f"profile written to {opts.dump} (snakeviz {opts.dump})")
 
@@ -292,11 +300,13 @@ def warn(message: str) -> None:
     print(f"nbprof: {message}", file=sys.stderr)
 
 
-def _schedule_notes(schedule: tuple[int, int, int, int], steps: int, cycles: int) -> list[str]:
+def _schedule_notes(schedule: tuple[int, int, int, int], steps: int, cycles: int,
+                    what: str = "cell") -> tuple[list[str], str | None]:
     """What a ``--schedule`` run recorded, when it is not what the schedule says: no step at all
     (``nbprof.step()`` never called, or the cell ended before the first active step: torch then
     records only the empty step the last call began), fewer active steps than asked, no warmup
-    (torch's own warning, said here once), several cycles merged into one report."""
+    (torch's own warning, said here once), several cycles merged into one report. Also, when no
+    active step ran, why the profile is empty (``meta.empty_reason``): the code did run its work."""
     wait, warmup, active, repeat = schedule
     text = ",".join(map(str, schedule))
     notes = []
@@ -305,21 +315,25 @@ def _schedule_notes(schedule: tuple[int, int, int, int], steps: int, cycles: int
                      "start-up (torch warns it can skew results); a warmup of 1 avoids it")
     if steps == 0:
         return notes + ["with --schedule, call nbprof.step() once per loop iteration: it was not called, "
-                        "so no step was recorded"]
+                        "so no step was recorded"], "nbprof.step() was never called, so --schedule recorded no step"
     period = wait + warmup + active
     n_cycles = repeat if repeat > 0 else steps // period + 1
     wanted = [c * period + wait + warmup + k for c in range(n_cycles) for k in range(active)]
     ran = sum(1 for i in wanted if i < steps)  # step i ran when the nbprof.step() that ends it did
+    empty_reason = None
     if ran == 0:
         notes.append(f"--schedule {text}: recording starts at step {wait + warmup} (after {wait} wait and {warmup} "
-                     f"warmup steps) but the cell ran {steps} step{'s' if steps != 1 else ''} (nbprof.step() calls): "
+                     f"warmup steps) but the {what} ran {plural(steps, 'step')} (nbprof.step() calls): "
                      "no active step ran, so nothing it did was recorded; run more steps or lower wait/warmup")
+        empty_reason = (f"--schedule {text} records from step {wait + warmup} on, and the {what} ran "
+                        f"{plural(steps, 'step')}, so no active step came (see the note)")
     elif repeat > 0 and ran < len(wanted):
-        notes.append(f"--schedule {text}: {ran} of its {len(wanted)} active steps ran (the cell ran {steps} steps)")
+        notes.append(f"--schedule {text}: {ran} of its {len(wanted)} active steps ran "
+                     f"(the {what} ran {plural(steps, 'step')})")
     if cycles > 1:
         notes.append(f"{cycles} cycles of --schedule merged into this report (result.profiler, torch's own, "
                      "holds only the last one)")
-    return notes
+    return notes, empty_reason
 
 
 def takeover_note(t: "Takeover", profiler: str, what: str, wall_s: float, shell: Any = None) -> str:

@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from ..events import KIND_CODE, category_map, category_mask, values_at
+from ..format import plural
 
 __all__ = ["Compilation", "compilation", "compile_range_mask", "compile_units", "PHASES", "PHASE_COLUMNS",
            "PHASE_RULES", "kernel_ops", "is_inductor_kernel", "cell_location", "op_times"]
@@ -517,9 +518,9 @@ class Compilation:
         return not (len(self.frames) or len(self.kernels) or len(self.graph_breaks) or self.has_compiled_calls)
 
     def __repr__(self) -> str:
-        return (f"<Compilation {len(self.frames)} compilations ({self.compile_us / 1e6:.2f} s), "
-                f"{len(self.graph_breaks)} graph breaks, {len(self.recompiles)} recompiles, "
-                f"{len(self.kernels)} kernels>")
+        return (f"<Compilation {plural(len(self.frames), 'compilation')} ({self.compile_us / 1e6:.2f} s), "
+                f"{plural(len(self.graph_breaks), 'graph break')}, {plural(len(self.recompiles), 'recompile')}, "
+                f"{plural(len(self.kernels), 'kernel')}>")
 
 
 def compilation(events: pd.DataFrame, log: dict[str, Any] | None, code_names: dict[str, str] | None = None,

@@ -37,9 +37,10 @@ from typing import Any, BinaryIO, Callable
 import numpy as np
 
 from ..errors import MissingDependencyError, ProfilerBusyError
+from ..format import fmt_bytes
 from ..events import TraceData
 from ..settings import TorchOptions
-from .chrome_trace import read_trace_file
+from .chrome_trace import NO_EVENT_READ, read_trace_file
 from .collector import Collector, Takeover, code_sites
 from .compile_state import CompileWatch
 from .native_output import NativeStderrFilter, summarize_native_warnings
@@ -516,9 +517,12 @@ def _save_and_read(results: Any, progress: Any = None) -> tuple[TraceData, Binar
             if progress is not None:
                 size = os.path.getsize(path)
                 progress.start_if_big(size)
-                progress.stage(f"reading the profile ({size / 2**20:,.0f} MB of trace)")
+                progress.stage(f"reading the profile ({fmt_bytes(size)} of trace)")
             trace = read_trace_file(path)
             trace.meta.source = "live"
+            # torch's file of a run that recorded nothing still holds a few entries (process
+            # names): that the cell ran no torch operator is the whole story, not this file
+            trace.meta.reader_notes = [n for n in trace.meta.reader_notes if not n.endswith(NO_EVENT_READ)]
             return trace, file
         except Exception as e:  # a full /dev/shm truncates the file: try the next folder
             if file is not None:

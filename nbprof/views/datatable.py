@@ -1,7 +1,7 @@
 """Interactive tables: itables (DataTables), offline, with the static preview as fallback.
 
 The DataFrame handed to itables keeps raw numbers, so a click on a header sorts by value; small
-render functions humanize them for display only (µs/ms/s, B/KB/MB, bars for shares, long names
+render functions humanize them for display only (µs/ms/s, B/KiB/MiB, bars for shares, long names
 cut with the full name on hover): one per unit of ``views.table.Column``, the JavaScript twins of
 ``nbprof.format.formatter`` (same thresholds, same texts). The static preview of the first rows
 (``views.table.static_html``) sits next to the interactive table and is swapped out when its
@@ -19,6 +19,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..format import BYTE_UNITS
 from .assets import UNZIP_JS, gzip_base64
 from .table import Column, static_html
 
@@ -36,15 +37,14 @@ _JS_TIME_US = """function (d, type) {
   return d.toFixed(1) + ' µs';
 }"""
 _JS_TIME_S = _JS_TIME_US.replace("var a = Math.abs(d);", "d = d * 1e6; var a = Math.abs(d);")
+# fmt_bytes' twin, from the same table of units (format.BYTE_UNITS)
 _JS_BYTES = """function (d, type) {
   if (type !== 'display' && type !== 'filter') return d;
   if (d === null || d === undefined || Number.isNaN(d)) return '—';
   var a = Math.abs(d);
-  if (a >= 1073741824) return (d / 1073741824).toFixed(2) + ' GB';
-  if (a >= 1048576) return (d / 1048576).toFixed(2) + ' MB';
-  if (a >= 1024) return (d / 1024).toFixed(2) + ' KB';
+%s
   return Math.trunc(d) + ' B';
-}"""
+}""" % "\n".join(f"  if (a >= {size}) return (d / {size}).toFixed(2) + ' {unit}';" for unit, size in BYTE_UNITS)
 _JS_COUNT = """function (d, type) {
   if (type !== 'display') return d;
   if (d === null || d === undefined || Number.isNaN(Number(d))) return '—';

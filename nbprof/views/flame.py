@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..format import esc, fmt_s
+from ..format import esc, fmt_s, plural
 from .figure import drawing_html, rendering_figure
 
 __all__ = ["flame_figure", "flame_svg", "flame_colors", "FAMILY_COLORS", "FAMILY_LABELS"]
@@ -86,7 +86,7 @@ def _legend(tree: pd.DataFrame) -> list[tuple[str, str]]:
         order = pkgs.groupby("package")["value_s"].sum().sort_values(ascending=False).index.tolist()
         items += [(_family_color("package", p), p) for p in order[:6]]
         if len(order) > 6:
-            items.append((FAMILY_COLORS["other"], f"{len(order) - 6} more packages"))
+            items.append((FAMILY_COLORS["other"], f"{plural(len(order) - 6, 'more package')}"))
     return items
 
 

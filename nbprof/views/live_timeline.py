@@ -36,7 +36,7 @@ import numpy as np
 from ..analysis.timeline import TimelineData, timeline_rects
 from ..analysis.timeline_tracks import flows
 from ..analysis.timeline_window import find_events, window_summary
-from ..format import esc, fmt_us
+from ..format import esc, fmt_us, plural
 from .figure import DEFAULT_CONFIG
 from .timeline import _events_and_meta, _row_y, describe, figure_spec, prepare_timeline, static_html
 
@@ -141,8 +141,8 @@ class LiveTimelineState:
         total = float(self.events["dur_us"].to_numpy()[hits].sum())
         names = len(set(self.events["name"].cat.codes.to_numpy()[hits].tolist()))
         shown = int(self._matching(self.current).sum())
-        return (f"{len(hits):,} events match “{self.query}” ({names} name{'s' if names != 1 else ''}), "
-                f"total {fmt_us(total)} · {shown:,} rects on screen")
+        return (f"{plural(len(hits), 'event')} match{'es' if len(hits) == 1 else ''} “{self.query}” "
+                f"({plural(names, 'name')}), total {fmt_us(total)} · {plural(shown, 'rect')} on screen")
 
     # ---- select
     def select(self, x0_us: float, x1_us: float) -> str:
@@ -199,7 +199,7 @@ def _table(title: str, t: Any) -> str:
     rows = "".join(f"<tr><td class='n' title='{esc(n)}'>{esc(n if len(n) <= 90 else n[:89] + '…')}</td><td>{c:,}</td>"
                    f"<td>{fmt_us(w)}</td><td>{fmt_us(tt)}</td></tr>"
                    for n, c, w, tt in t.head(SUMMARY_ROWS).itertuples(index=False, name=None))
-    more = f"<div class='more'>+{len(t) - SUMMARY_ROWS} more names</div>" if len(t) > SUMMARY_ROWS else ""
+    more = f"<div class='more'>+{len(t) - SUMMARY_ROWS} more {'name' if len(t) - SUMMARY_ROWS == 1 else 'names'}</div>" if len(t) > SUMMARY_ROWS else ""
     return (f"<div class='nbprof-live-sel-table' data-table='{esc(title)}'><div class='t'>{esc(title)}</div>"
             "<table><thead><tr><th>name</th><th>calls</th><th>in selection</th><th>total</th></tr></thead>"
             f"<tbody>{rows}</tbody></table>{more}</div>")

@@ -28,8 +28,8 @@ def _nice_ticks(lo: float, hi: float, count: int = 5) -> np.ndarray:
 
 
 def _byte_ticks(lo: float, hi: float, count: int) -> np.ndarray:
-    """Nice ticks in the binary unit ``fmt_bytes`` labels them in (KB = 1024 B, MB = 1024 KB, ...):
-    20 / 40 MB rather than 23.84 / 47.68 MB (decimal steps of 25,000,000 B read in MB)."""
+    """Nice ticks in the binary unit ``fmt_bytes`` labels them in (KiB = 1024 B, MiB = 1024 KiB, ...):
+    20 / 40 MiB rather than 23.84 / 47.68 MiB (decimal steps of 25,000,000 B read in MiB)."""
     unit = 1024.0 ** max(int(np.floor(np.log(max(hi, 1.0)) / np.log(1024.0))), 0)
     return _nice_ticks(lo / unit, hi / unit, count) * unit
 
@@ -79,7 +79,7 @@ def memory_curve_svg(curve: pd.DataFrame, end_us: float, width: int = 760, panel
                 y = y_of(tick)
                 parts.append(f'<line x1="{left}" x2="{left + pw}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eee"/>')
                 parts.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end" fill="#555">'
-                             f"{esc(fmt_bytes(tick))}</text>")
+                             f"{esc(fmt_bytes(tick, compact=True))}</text>")
         t, b = downsample_max(t, b, pw)
         # a step curve from the profile's start: the total holds until the next event
         xs = np.r_[x_of(t0), np.repeat(x_of(t), 2), x_of(t1)]
@@ -146,7 +146,7 @@ def memory_curve_figure(curve: pd.DataFrame, end_us: float) -> Any:
     if not curve.empty:  # the same binary-unit ticks as the static chart
         top = float(max(curve["allocated_bytes"].max(), curve["reserved_bytes"].max(), 1))
         ticks = _byte_ticks(0.0, top, 4)
-        fig.update_yaxes(tickvals=ticks.tolist(), ticktext=[fmt_bytes(t) for t in ticks])
+        fig.update_yaxes(tickvals=ticks.tolist(), ticktext=[fmt_bytes(t, compact=True) for t in ticks])
     fig.update_layout(title="Allocated memory", xaxis_title="time (ms)", yaxis_title="bytes", height=320,
                       margin=dict(l=60, r=20, t=40, b=40), template="plotly_white")
     return fig

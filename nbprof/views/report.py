@@ -24,7 +24,7 @@ from typing import Any
 import pandas as pd
 
 from ..analysis.flame import pstats_location
-from ..format import esc, fmt_bytes, fmt_count, fmt_s, fmt_share, fmt_us
+from ..format import esc, fmt_bytes, fmt_count, fmt_s, fmt_share, fmt_us, plural
 from ..settings import DEFAULT_LIMIT, resolve_python_sort, resolve_torch_sort
 from .datatable import library_html
 from .figure import DRAWING_CSS, in_colab
@@ -182,7 +182,7 @@ class TorchReport:
 
     def summary_parts(self) -> list[str]:
         s = self.profile.summary
-        parts = [f"{fmt_count(s.events)} events", f"span {fmt_us(s.span_us)}", f"self CPU {fmt_us(s.self_cpu_us)}"]
+        parts = [plural(s.events, "event"), f"span {fmt_us(s.span_us)}", f"self CPU {fmt_us(s.self_cpu_us)}"]
         if s.has_device:
             parts.append(f"self CUDA {fmt_us(s.self_device_us)}")
             for device, busy in sorted(self.profile.device_stats.busy_fraction.items()):
@@ -228,9 +228,17 @@ class TorchReport:
 
     @property
     def empty_message(self) -> str | None:
-        if self.profile.summary.events == 0:
-            return "The profile recorded no events: the cell ran no torch operators."
-        return None
+        """Why there is nothing to show, as true as the profile can tell: what the run knows
+        (a --schedule that never reached an active step), else a live run's code ran no torch
+        operator, else the trace file holds no event nbprof reads (its note says what it holds)."""
+        if self.profile.summary.events:
+            return None
+        meta = self.profile.meta
+        if meta.empty_reason:
+            return f"The profile recorded no events: {meta.empty_reason}."
+        if meta.source == "live":
+            return f"The profile recorded no events: the {'script' if meta.script else 'cell'} ran no torch operators."
+        return "The trace holds no events nbprof reads."
 
     def _findings(self) -> list[str]:
         findings = self.profile.findings
@@ -321,7 +329,7 @@ class PythonReport:
         st = self.profile.stats
         calls = int(st["ncalls"].sum())
         prim = int(st["primitive_calls"].sum())
-        text = f"{calls:,} function calls"
+        text = plural(calls, "function call")
         if prim != calls:
             text += f" ({prim:,} primitive calls)"
         text += f" in {fmt_s(self.profile.total_s)}"

@@ -38,7 +38,7 @@ from ..analysis.timeline_tracks import gpu_busy_track, memory_track
 from ..meta import TraceMeta
 from ..events import DEVICE_WORK_KINDS, KIND_CODE, values_at
 from .figure import drawing_html, rendering_figure
-from ..format import esc, fmt_bytes, fmt_us
+from ..format import esc, fmt_bytes, fmt_us, plural
 
 __all__ = [
     "prepare_timeline",
@@ -312,14 +312,14 @@ def merge_note(data: TimelineData) -> str:
     if data.events_drawn == 0:
         return "no events"
     if data.merged_rects == 0:
-        return f"all {data.events_drawn:,} events drawn"
+        return "the one event drawn" if data.events_drawn == 1 else f"all {data.events_drawn:,} events drawn"
     px = data.px_us * data.width_px / max(data.span_us, 1e-9)
     if px <= 1.01:
         what = "below 1 px"
     else:
         what = f"below {px:.0f} px"
-    return (f"{data.merged_events:,} events {what} ({fmt_us(data.px_us)}) merged into "
-            f"{data.merged_rects:,} rects")
+    return (f"{plural(data.merged_events, 'event')} {what} ({fmt_us(data.px_us)}) merged into "
+            f"{plural(data.merged_rects, 'rect')}")
 
 
 def _zoom_hint(data: TimelineData, live: bool = False) -> str:
@@ -334,9 +334,9 @@ def describe(data: TimelineData) -> str:
     lanes = len(data.lanes)
     if data.events_drawn == 0:
         return "Timeline: no events"
-    text = f"Timeline: {lanes} lane{'s' if lanes != 1 else ''}, {data.events_drawn:,} events"
+    text = f"Timeline: {plural(lanes, 'lane')}, {plural(data.events_drawn, 'event')}"
     if data.merged_rects:
-        text += f" ({data.merged_events:,} merged into {data.merged_rects:,} rects)"
+        text += f" ({data.merged_events:,} merged into {plural(data.merged_rects, 'rect')})"
     return text
 
 
@@ -344,7 +344,7 @@ def _hidden_note(data: TimelineData, python: bool) -> str:
     notes = []
     py = data.hidden.get("python", 0)
     if py and not python:
-        notes.append(f"{py:,} Python frames hidden (python=True shows them)")
+        notes.append(f"{plural(py, 'Python frame')} hidden (python=True shows them)")
     return " · ".join(notes)
 
 
@@ -664,7 +664,7 @@ def _layout(data: TimelineData, python: bool, height: int | None, tracks: list |
                                  font=dict(size=12, color="#1f2328")))
     return dict(**track_axes,
         template=dict(layout=dict()),
-        title=dict(text=f"<b>Timeline</b> · {len(lanes)} lane{'s' if len(lanes) != 1 else ''} · {data.events_drawn:,} events · "
+        title=dict(text=f"<b>Timeline</b> · {plural(len(lanes), 'lane')} · {plural(data.events_drawn, 'event')} · "
                         f"span {fmt_us(data.span_us)}",
                    subtitle=dict(text=esc(subtitle), font=dict(size=12, color="#666")),
                    x=0.01, xanchor="left", y=0.985, yanchor="top", font=dict(size=15)),
@@ -775,7 +775,7 @@ def timeline_svg(
     head_h, axis_h = 46, 34
     font = "font-family=\"Inter,-apple-system,'Segoe UI',Roboto,Helvetica,Arial,sans-serif\""
     n_lanes = len(data.lanes)
-    title = (f"Timeline · {n_lanes} lane{'s' if n_lanes != 1 else ''} · {data.events_drawn:,} events · "
+    title = (f"Timeline · {plural(n_lanes, 'lane')} · {plural(data.events_drawn, 'event')} · "
              f"span {fmt_us(data.span_us)}"
              if not data.empty else "Timeline")
     note = merge_note(data)
