@@ -9,6 +9,18 @@ What cProfile sees: only the thread that runs the cell (Python < 3.12: ``sys.set
 per thread; 3.12+: cProfile's ``sys.monitoring`` hooks also see other threads' calls, but time
 them as if on one stack, which is wrong). Work in other threads or processes (DataLoader workers)
 is not attributed to its functions; use ``%%torchprof`` for those.
+
+Actions (Lightning's hooks, reported through ``begin_action`` / ``end_action``): one
+``cProfile.Profile`` per action name, and one for the code outside every action; at each
+boundary the current one is disabled and the innermost open action's enabled, as Lightning's
+``AdvancedProfiler`` keeps a profile per action (which re-enables none when a nested action ends;
+here the enclosing action's profile records again). So each call is counted once, in the
+profile of the action that was innermost when it was made: the merged stats (the report's
+totals, ``pstats``' own ``add`` of the profiles) have the call counts one profiler would have.
+Times have one limit, said in the report: disabling a profile closes the calls still running
+at that moment (cProfile's ``flush_unmatched``), so a function that was running when an action
+began (``Trainer.fit``, the loops) is timed until then, and its own time after that is in no
+profile.
 """
 
 from __future__ import annotations
@@ -24,7 +36,7 @@ import pandas as pd
 from ..errors import ProfilerBusyError
 from .collector import Collector
 
-__all__ = ["CProfileSession", "raw_stats", "stats_tables", "stats_table", "edges_table", "STATS_COLUMNS", "EDGE_COLUMNS", "another_profiler_active"]
+__all__ = ["CProfileSession", "MergedProfile", "OUTSIDE_ACTIONS", "raw_stats", "raw_stats_of", "merge_raw", "stats_tables", "stats_table", "edges_table", "STATS_COLUMNS", "EDGE_COLUMNS", "another_profiler_active"]
 
 STATS_COLUMNS = (
     "function",
@@ -53,6 +65,8 @@ EDGE_COLUMNS = (
 _NBPROF_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Calls nbprof itself makes while the profiler runs (starting/stopping it).
 _OWN_BUILTINS = ("<method 'disable' of '_lsprof.Profiler' objects>",)
+# the profile of the code outside every action
+OUTSIDE_ACTIONS = ""
 
 
 def another_profiler_active() -> str | None:
@@ -71,24 +85,32 @@ def another_profiler_active() -> str | None:
 
 class CProfileSession(Collector):
     """``begin()``, run the code, ``end()``; then ``result()`` (and ``raw``) is cProfile's stats
-    dict, without nbprof's own frames."""
+    dict, without nbprof's own frames. With actions reported: ``by_action`` holds each action's
+    stats dict (``OUTSIDE_ACTIONS``: the code outside them), ``action_counts`` how many times each
+    began, and ``raw`` their merge."""
 
     def __init__(self) -> None:
-        self.profiler: cProfile.Profile | None = None
+        self.profiler: Any = None  # the live cProfile.Profile; a MergedProfile once actions ran
         self.raw: dict[Any, Any] = {}
+        self.by_action: dict[str, dict[Any, Any]] = {}
+        self.action_counts: dict[str, int] = {}
         self._running = False
+        self._profiles: dict[str, cProfile.Profile] = {}  # per action, OUTSIDE_ACTIONS included
+        self._open: list[str] = []  # the open actions, innermost last
+        self._current: cProfile.Profile | None = None  # the enabled one
 
     def begin(self) -> None:
         busy = another_profiler_active()
         if busy:
             raise ProfilerBusyError(f"cannot start cProfile: {busy}; stop it first (e.g. its .disable())")
         # recorded before enable(): an interrupt right after enable() must still find it to stop
-        self.profiler = cProfile.Profile()
+        self.profiler = self._current = cProfile.Profile()
+        self._profiles = {OUTSIDE_ACTIONS: self.profiler}
         self._running = True
         try:
             self.profiler.enable()
         except ValueError as e:  # Python 3.12+: "Another profiling tool is already active"
-            self.profiler, self._running = None, False
+            self.profiler, self._current, self._running = None, None, False
             raise ProfilerBusyError(f"cannot start cProfile: {e}") from None
 
     def step(self) -> None:
@@ -98,16 +120,77 @@ class CProfileSession(Collector):
     def toggle_cuda(self, on: bool) -> None:
         """cProfile records no CUDA activity: nothing to pause or resume."""
 
+    def begin_action(self, name: str) -> None:
+        """From now on, calls go to ``name``'s profile (see the module doc)."""
+        if not self._running:
+            return
+        self._open.append(name)
+        self.action_counts[name] = self.action_counts.get(name, 0) + 1
+        self._switch(name)
+
+    def end_action(self, name: str) -> None:
+        """Calls go back to the enclosing action's profile (or the one outside every action)."""
+        if not self._running or name not in self._open:
+            return
+        at = len(self._open) - 1 - self._open[::-1].index(name)
+        del self._open[at]
+        self._switch(self._open[-1] if self._open else OUTSIDE_ACTIONS)
+
+    def _switch(self, name: str) -> None:
+        profile = self._profiles.get(name)
+        if profile is None:
+            profile = self._profiles[name] = cProfile.Profile()
+        if profile is self._current:
+            return
+        if self._current is not None:
+            self._current.disable()
+        self._current = profile
+        profile.enable()
+
     def end(self) -> None:
         if not self._running or self.profiler is None:
             return
         self._running = False
-        self.profiler.disable()
-        self.profiler.create_stats()  # the live profiler stays what pstats.Stats(result.profiler) reads
-        self.raw = _without_own_frames(raw_stats(self.profiler))
+        if self._current is not None:
+            self._current.disable()
+        self._current = None
+        self._open = []
+        if len(self._profiles) == 1:
+            self.profiler.create_stats()  # the live profiler stays what pstats.Stats(result.profiler) reads
+            self.raw = _without_own_frames(raw_stats(self.profiler))
+            return
+        names = list(self._profiles)
+        raws = raw_stats_of([self._profiles[n] for n in names])
+        self.by_action = {n: _without_own_frames(r) for n, r in zip(names, raws)}
+        self.raw = merge_raw(self.by_action.values())
+        self.profiler = MergedProfile(self.raw, self._profiles)
 
     def result(self) -> dict[Any, Any]:
         return self.raw
+
+
+class MergedProfile:
+    """What ``result.profiler`` is when a run recorded actions: the merged stats as pstats reads
+    a profile (``pstats.Stats(result.profiler)``, ``print_stats``, ``dump_stats``), and each
+    action's own ``cProfile.Profile`` in ``profiles`` (``OUTSIDE_ACTIONS``: outside them)."""
+
+    def __init__(self, raw: dict[Any, Any], profiles: dict[str, cProfile.Profile]) -> None:
+        self.stats = raw
+        self.profiles = profiles
+
+    def create_stats(self) -> None:
+        """pstats calls it before reading ``stats``: they are final already."""
+
+    def print_stats(self, sort: Any = -1) -> None:
+        import pstats
+
+        pstats.Stats(self).strip_dirs().sort_stats(sort).print_stats()  # type: ignore[arg-type]
+
+    def dump_stats(self, file: str) -> None:
+        import marshal
+
+        with open(file, "wb") as f:
+            marshal.dump(self.stats, f)
 
 
 def raw_stats(profiler: cProfile.Profile) -> dict[Any, Any]:
@@ -121,14 +204,21 @@ def raw_stats(profiler: cProfile.Profile) -> dict[Any, Any]:
     callers (measured on Python 3.11). nbprof holds the live profiler, whose ``getstats()`` gives
     every code object apart: those that would share a key are told apart by the column they start
     at ("<listcomp> at col 5"), every other key is pstats' own."""
-    entries = profiler.getstats()
+    return raw_stats_of([profiler])[0]
+
+
+def raw_stats_of(profilers: list[cProfile.Profile]) -> list[dict[Any, Any]]:
+    """``raw_stats`` of several profiles of one run (one per action), each code object named the
+    same in all of them (names told apart over the union), so that their stats merge by key."""
+    all_entries = [profiler.getstats() for profiler in profilers]
     codes: dict[tuple[str, int, str], list[Any]] = {}
-    for entry in entries:
-        code = entry.code
-        if not isinstance(code, str):
-            same = codes.setdefault((code.co_filename, code.co_firstlineno, code.co_name), [])
-            if not any(c is code for c in same):
-                same.append(code)
+    for entries in all_entries:
+        for entry in entries:
+            code = entry.code
+            if not isinstance(code, str):
+                same = codes.setdefault((code.co_filename, code.co_firstlineno, code.co_name), [])
+                if not any(c is code for c in same):
+                    same.append(code)
     names: dict[int, tuple[str, int, str]] = {}
     for (filename, line, name), same in codes.items():
         if len(same) == 1:
@@ -144,7 +234,11 @@ def raw_stats(profiler: cProfile.Profile) -> dict[Any, Any]:
             return ("~", 0, code)
         return names.get(id(code)) or (code.co_filename, code.co_firstlineno, code.co_name)
 
-    # cProfile.Profile.snapshot_stats, keyed by these labels
+    return [_snapshot(entries, label) for entries in all_entries]
+
+
+def _snapshot(entries: Any, label: Any) -> dict[Any, Any]:
+    """cProfile.Profile.snapshot_stats, keyed by ``label(code)``."""
     stats: dict[Any, Any] = {}
     callers_of: dict[int, dict[Any, Any]] = {}
     for entry in entries:
@@ -164,6 +258,24 @@ def raw_stats(profiler: cProfile.Profile) -> dict[Any, Any]:
                 nc, cc, tt, ct = nc + p_nc, cc + p_cc, tt + p_tt, ct + p_ct
             of_callee[caller] = (nc, cc, tt, ct)
     return stats
+
+
+def merge_raw(raws: Any) -> dict[Any, Any]:
+    """Several raw stats dicts of one run -> one, added up as ``pstats.Stats.add`` does: each
+    function's four numbers, and each caller edge's."""
+    out: dict[Any, Any] = {}
+    for raw in raws:
+        for key, (cc, nc, tt, ct, callers) in raw.items():
+            have = out.get(key)
+            if have is None:
+                out[key] = (cc, nc, tt, ct, dict(callers))
+                continue
+            h_cc, h_nc, h_tt, h_ct, h_callers = have
+            for caller, edge in callers.items():
+                old = h_callers.get(caller)
+                h_callers[caller] = edge if old is None else tuple(a + b for a, b in zip(old, edge))
+            out[key] = (h_cc + cc, h_nc + nc, h_tt + tt, h_ct + ct, h_callers)
+    return out
 
 
 def _where_on_the_line(code: Any) -> str:

@@ -1,0 +1,339 @@
+"""Lightning under nbprof, with the real packages on the CPU (tests/lightning_fit.py: a small fit).
+
+Oracles: Lightning's own ``SimpleProfiler`` (how many times each action ran, for the same seeded
+fit), torch's own ``key_averages()`` of a profile the test starts, a real IPython shell, and the
+classes' own attributes (Lightning's ``PassThroughProfiler`` is what it was after the run).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import reports, run
+from .lightning_fit import PACKAGES, fit, lightning
+
+NBPROF_DIR = Path(__file__).resolve().parents[1] / "nbprof"
+
+# found, not imported: collecting this file must not import Lightning into every other test
+pytestmark = pytest.mark.skipif(not all(importlib.util.find_spec(p) for p in ("pytorch_lightning", "lightning")),
+                                reason="needs pytorch-lightning and lightning (the test extra)")
+
+
+def simple_counts(package: str) -> dict[str, int]:
+    """Lightning's answer: each action and how many times it ran, for the seeded fit."""
+    pl = lightning(package)
+    profiler = pl.profilers.SimpleProfiler()
+    fit(package, profiler)
+    return {action: len(durations) for action, durations in profiler.recorded_durations.items()}
+
+
+def label_counts(profile) -> dict[str, int]:
+    ranges = profile.ranges()
+    return ranges.groupby("label")["count"].sum().to_dict()
+
+
+def pass_through_is_lightnings(package: str) -> bool:
+    cls = sys.modules[f"{package}.profilers"].PassThroughProfiler
+    own = {name: cls.__dict__.get(name) for name in ("start", "stop", "setup", "describe", "_nbprof_marks")}
+    return (own["start"] is not None and own["start"].__module__ == f"{package}.profilers.base"
+            and own["stop"].__module__ == f"{package}.profilers.base"
+            and own["setup"] is None and own["describe"] is None and own["_nbprof_marks"] is None)
+
+
+@pytest.mark.parametrize("package", [PACKAGES[0], pytest.param(PACKAGES[1], marks=pytest.mark.slow)])
+def test_torchprof_around_fit_counts_every_action_as_lightnings_simple_profiler(shell, package):
+    expected = simple_counts(package)
+    shell.user_ns.update(fit=fit, package=package)
+    result, captured = run(shell, "%%torchprof -q -o p\ntrainer = fit(package)")
+    assert result.success, result.error_in_exec
+    p = shell.user_ns["p"]
+    counts = label_counts(p)
+    assert {a: counts.get(a) for a in expected} == expected
+    assert len(expected) >= 25 and expected["run_training_batch"] == 6
+    # the fit itself is the root the actions nest under
+    assert counts["[Trainer].fit"] == 1
+    ranges = p.ranges()
+    fit_row = ranges[ranges["label"] == "[Trainer].fit"].iloc[0]
+    assert fit_row["depth"] == 0
+    batch = ranges[ranges["label"] == "run_training_batch"].iloc[0]
+    assert batch["path"] == "[Trainer].fit › run_training_epoch › run_training_batch"
+    assert pass_through_is_lightnings(package)
+
+
+def test_the_trainer_made_before_the_cell_is_marked_too_and_restored_after_an_error(shell):
+    package = PACKAGES[0]
+    pl = lightning(package)
+    shell.user_ns.update(fit=fit, package=package)
+    result, _ = run(shell, "%%torchprof -q -o p\nfit(package, fail_at=2)")
+    assert isinstance(result.error_in_exec, ValueError)
+    p = shell.user_ns["p"]
+    counts = label_counts(p)
+    # batches 0 and 1 ran, the third raised in training_step (inside its strategy hook)
+    assert counts["[Strategy]SingleDeviceStrategy.training_step"] == 3
+    assert counts["[LightningModule]Regression.on_train_batch_end"] == 2
+    assert counts["[Trainer].fit"] == 1  # never described: it ends with the run
+    assert any("raised (ValueError: bad batch 2)" in n for n in p.meta.notes)
+    assert pass_through_is_lightnings(package)
+    # no marks outside a run: a plain fit afterwards calls Lightning's own (empty) methods
+    assert isinstance(fit(package).profiler, pl.profilers.PassThroughProfiler)
+    result, _ = run(shell, "%%torchprof -q -o q\nfit(package, steps=2)")
+    assert result.success and label_counts(shell.user_ns["q"])["run_training_batch"] == 2
+
+
+@pytest.mark.parametrize("package", [PACKAGES[0], pytest.param(PACKAGES[1], marks=pytest.mark.slow)])
+def test_nbprof_profiler_alone_profiles_the_fit_and_shows_the_report(shell, package):
+    import nbprof
+
+    pl = lightning(package)
+    expected = simple_counts(package)
+    shell.user_ns.update(fit=fit, package=package, nbprof=nbprof)
+    result, captured = run(shell, "prof = nbprof.lightning.Profiler()\ntrainer = fit(package, prof)")
+    assert result.success, result.error_in_exec
+    prof = shell.user_ns["prof"]
+    assert isinstance(prof, pl.profilers.Profiler) and isinstance(prof, nbprof.lightning.Profiler)
+    shown = reports(captured)
+    assert len(shown) == 1 and "[Trainer].fit" in shown[0]["text/html"]
+    p = prof.result
+    assert isinstance(p, nbprof.TorchProfile) and prof.results == [p]
+    counts = label_counts(p)
+    assert {a: counts.get(a) for a in expected} == expected
+    # the profile is the fit: the fit's range spans nearly all of it
+    fit_row = p.ranges().set_index("label").loc["[Trainer].fit"]
+    assert fit_row["share_of_span"] > 0.95
+    assert prof.summary() == ""  # shown, so nothing for Lightning to log
+
+
+def test_nbprof_profiler_inside_torchprof_starts_no_profiler_of_its_own(shell):
+    import nbprof
+
+    package = PACKAGES[0]
+    shell.user_ns.update(fit=fit, package=package, nbprof=nbprof)
+    result, captured = run(shell, "prof = nbprof.lightning.Profiler()\n")
+    result, captured = run(shell, "%%torchprof -q -o p\nfit(package, prof)")
+    assert result.success, result.error_in_exec
+    prof = shell.user_ns["prof"]
+    assert prof.result is None and prof.results == [] and reports(captured) == []
+    counts = label_counts(shell.user_ns["p"])
+    assert counts["run_training_batch"] == 6 and counts["[Trainer].fit"] == 1
+
+
+def test_nbprof_profiler_marks_ranges_in_a_torch_profiler_the_user_started(shell):
+    """torch's own key_averages() of the user's profile has every action, as many times as
+    Lightning's SimpleProfiler counts it."""
+    import torch
+
+    import nbprof
+
+    package = PACKAGES[0]
+    expected = simple_counts(package)
+    prof = nbprof.lightning.Profiler()
+    with torch.profiler.profile() as tp:
+        fit(package, prof)
+    torch_counts = {e.key: e.count for e in tp.key_averages()}
+    assert {a: torch_counts.get(a) for a in expected} == expected
+    assert prof.result is None
+
+
+def test_a_fit_that_raises_shows_what_it_recorded_and_stops_the_profiler(shell):
+    import nbprof
+
+    package = PACKAGES[0]
+    shell.user_ns.update(fit=fit, package=package, nbprof=nbprof)
+    result, captured = run(shell, "prof = nbprof.lightning.Profiler()\nfit(package, prof, fail_at=3)")
+    assert isinstance(result.error_in_exec, ValueError)
+    prof = shell.user_ns["prof"]
+    assert len(reports(captured)) == 1  # shown after the cell, below the traceback
+    p = prof.result
+    assert label_counts(p)["[LightningModule]Regression.on_train_batch_end"] == 3
+    assert any("the fit raised (ValueError: bad batch 3)" in n for n in p.meta.notes)
+    # the shell fixture checks no profiler is left running; the next fit profiles again
+    result, captured = run(shell, "fit(package, prof, steps=2)")
+    assert result.success and len(prof.results) == 2
+    assert label_counts(prof.result)["run_training_batch"] == 2
+
+
+def test_nbprof_profiler_options_are_checked_when_made():
+    import nbprof
+
+    lightning(PACKAGES[0])
+    with pytest.raises(nbprof.OptionError, match="unknown sort key 'fastest'"):
+        nbprof.lightning.Profiler(sort="fastest")
+    with pytest.raises(nbprof.OptionError, match="--export"):
+        nbprof.lightning.Profiler(export="trace.txt")
+
+
+# -- %%cprofile around fit(): the calls grouped by the action they ran under ---------------------
+
+
+def _quiet_profiler(package: str):
+    """A real Lightning profiler that does nothing, as PassThroughProfiler, but is not that class:
+    so nbprof reports no actions for it (the plain %%cprofile of the same fit)."""
+    pl = lightning(package)
+
+    class Quiet(pl.profilers.PassThroughProfiler):
+        def start(self, action_name):
+            pass
+
+        def stop(self, action_name):
+            pass
+
+    return Quiet()
+
+
+def _python_calls(stats) -> dict[tuple[str, int, str], int]:
+    """ncalls of the Python functions of a stats table, leaving out the profilers' own code
+    (nbprof's, this file's, Lightning's profilers: the two fits make different ones); functions pstats would key alike
+    ("__init__ #3", the dataclasses' generated code, numbered in the order a run met them) added
+    up under pstats' key."""
+    rows = stats[(stats["filename"] != "~") & ~stats["filename"].str.contains("/profilers/", regex=False)
+                 & (stats["filename"] != __file__)]
+    names = rows["function"].str.replace(r" (#\d+|at col \d+)$", "", regex=True)
+    return rows.groupby([rows["filename"], rows["lineno"], names])["ncalls"].sum().to_dict()
+
+
+def test_cprofile_around_fit_groups_calls_by_action_and_keeps_every_call(shell):
+    """Every call is in one action's profile: the merged table has each function's calls of a
+    plain %%cprofile of the same fit (one whose profiler reports no actions), and it is pstats'
+    own sum of the per-action profiles."""
+    import pstats
+
+    package = PACKAGES[0]
+    expected = simple_counts(package)
+    shell.user_ns.update(fit=fit, package=package, quiet=_quiet_profiler(package))
+    run(shell, "%%cprofile -q -o plain\nfit(package, quiet);")  # warm: first-call imports and caches
+    run(shell, "%%cprofile -q -o plain\nfit(package, quiet);")
+    result, _ = run(shell, "%%cprofile -q -o p\nfit(package);")
+    assert result.success, result.error_in_exec
+    p, plain = shell.user_ns["p"], shell.user_ns["plain"]
+    assert len(plain.actions()) == 0 and len(p.actions()) == len(expected) + 2  # [Trainer].fit, outside
+    counts = dict(zip(p.actions()["action"], p.actions()["count"]))
+    assert {a: counts.get(a) for a in expected} == expected
+    assert _python_calls(p.stats) == _python_calls(plain.stats)
+    # the merged stats are pstats' own add() of the per-action cProfile profiles
+    profiles = list(p.profiler.profiles.values())
+    merged = pstats.Stats(profiles[0])
+    for profile in profiles[1:]:
+        merged.add(profile)
+    ours = p.stats.set_index(["filename", "lineno", "function"])
+    collided = {k for k in ours.index if " #" in k[2] or " at col " in k[2]}
+    checked = 0
+    for key, (cc, nc, tt, ct, callers) in merged.stats.items():
+        nbprofs = key[0].startswith(str(NBPROF_DIR)) or any(c[0].startswith(str(NBPROF_DIR)) for c in callers)
+        if key in ours.index and key not in collided and not nbprofs:  # nbprof takes its own calls out
+            row = ours.loc[key]
+            assert (row["ncalls"], row["primitive_calls"]) == (nc, cc), key
+            assert row["tottime_s"] == pytest.approx(tt, abs=1e-9) and row["cumtime_s"] == pytest.approx(ct, abs=1e-9)
+            checked += 1
+    assert checked > 500
+
+
+def _counting_profiler(package: str):
+    """The independent answer for the grouping: a real Lightning profiler that keeps the stack of
+    open actions (the stage from setup to describe, as nbprof's marks) and a sys.setprofile hook
+    that counts every Python call under the innermost one. ``nested``: actions that had another
+    begin inside them."""
+    import collections
+
+    pl = lightning(package)
+
+    class Counting(pl.profilers.Profiler):
+        def __init__(self):
+            super().__init__()
+            self.stack = ["(outside every action)"]
+            self.counts = collections.defaultdict(collections.Counter)
+            self.nested = set()
+
+        def hook(self, frame, event, arg):
+            if event == "call":
+                code = frame.f_code
+                self.counts[self.stack[-1]][(code.co_filename, code.co_firstlineno, code.co_name)] += 1
+
+        def start(self, action_name):
+            self.nested.add(self.stack[-1])
+            self.stack.append(action_name)
+
+        def stop(self, action_name):
+            at = len(self.stack) - 1 - self.stack[::-1].index(action_name)
+            del self.stack[at]
+
+        def setup(self, stage, local_rank=None, log_dir=None):
+            super().setup(stage, local_rank=local_rank, log_dir=log_dir)
+            self.start(f"[Trainer].{stage._value_}")
+
+        def describe(self):
+            self.stop(f"[Trainer].{self._stage._value_}")
+            super().describe()
+
+    return Counting()
+
+
+def _kept(key) -> bool:
+    return "/profilers/" not in key[0] and key[0] != __file__ and key[0] != "~"
+
+
+def _pstats_key(key):
+    import re
+
+    return (key[0], key[1], re.sub(r" (#\d+|at col \d+)$", "", key[2]))
+
+
+def _calls_by_action(p) -> dict[str, dict]:
+    import collections
+
+    out: dict[str, dict] = collections.defaultdict(collections.Counter)
+    for r in p.action_stats().itertuples():
+        key = (r.filename, r.lineno, r.function)
+        if _kept(key):
+            out[r.action][_pstats_key(key)] += r.ncalls
+    return out
+
+
+@pytest.mark.slow
+def test_each_actions_calls_are_those_made_while_it_was_the_innermost_action(shell):
+    """Per action, each Python function's calls equal an independent count (a sys.setprofile hook
+    under a Lightning profiler of the test's own); for the actions with no action inside them,
+    they equal Lightning's AdvancedProfiler's profile of that action too."""
+    import pstats
+
+    package = PACKAGES[0]
+    pl = lightning(package)
+    shell.user_ns.update(fit=fit, package=package)
+    # warm: the first fit and the first %%cprofile cell import modules, and imports that register
+    # abstract base classes empty every isinstance cache (the next fit's checks call
+    # ABCMeta.__subclasscheck__ again): each fit below starts from the same caches
+    run(shell, "%%cprofile -q\nfit(package);")
+    advanced = pl.profilers.AdvancedProfiler()
+    advanced.teardown = lambda stage: None  # keep its profiles after the fit (it clears them)
+    fit(package, advanced)
+    counting = _counting_profiler(package)
+    sys.setprofile(counting.hook)
+    try:
+        fit(package, counting)
+    finally:
+        sys.setprofile(None)
+    result, _ = run(shell, "%%cprofile -q -o p\nfit(package);")
+    assert result.success, result.error_in_exec
+    ours = _calls_by_action(shell.user_ns["p"])
+    expected = {a: collections_counter({k: n for k, n in c.items() if _kept(k)}) for a, c in counting.counts.items()}
+    hooks = [a for a in expected if a != "(outside every action)"]
+    assert len(hooks) >= 25
+    for action in hooks:
+        assert dict(ours[action]) == dict(expected[action]), action
+    leaves = [a for a in hooks if a not in counting.nested and a in advanced.profiled_actions]
+    assert len(leaves) >= 20
+    for action in leaves:
+        theirs = collections_counter()
+        for key, (cc, nc, tt, ct, callers) in pstats.Stats(advanced.profiled_actions[action]).stats.items():
+            if _kept(key):
+                theirs[_pstats_key(key)] += nc
+        assert dict(ours[action]) == dict(theirs), action
+
+
+def collections_counter(*args):
+    import collections
+
+    return collections.Counter(*args)
