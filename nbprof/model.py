@@ -212,6 +212,38 @@ class TorchProfile:
 
         return ranges(self._events, self.meta)
 
+    def range_ops(self, label: str | None = None) -> pd.DataFrame:
+        """The operators that ran under each ``record_function`` label (Lightning's actions among
+        them): ``path, label, name, count, self_cpu_us, self_device_us``, one row per path and
+        operator (``nbprof.analysis.ranges``). ``label``: that label's operators only, over all
+        its paths, by self CPU time (``name, count, self_cpu_us, self_device_us``): a label, a
+        path, or a part of a label that names one label (``"training_step"``)."""
+        frame = self._range_ops
+        if label is None:
+            return frame.copy(deep=False)
+        known = self._ranges
+        labels = list(dict.fromkeys(known["label"]))
+        if label in set(known["path"]):
+            rows = frame[frame["path"] == label]
+        else:
+            if label not in labels:
+                matches = [x for x in labels if label in x]
+                if len(matches) != 1:
+                    which = f"{len(matches)} labels contain it: {', '.join(matches[:5])}" if matches else \
+                        f"the labels are: {', '.join(labels[:8])}{', ...' if len(labels) > 8 else ''}"
+                    raise OptionError(f"no single range {label!r}; {which}")
+                label = matches[0]
+            rows = frame[frame["label"] == label]
+        out = rows.groupby("name", sort=False).agg(count=("count", "sum"), self_cpu_us=("self_cpu_us", "sum"),
+                                                  self_device_us=("self_device_us", "sum")).reset_index()
+        return out.sort_values(["self_cpu_us", "name"], ascending=[False, True], kind="stable").reset_index(drop=True)
+
+    @functools.cached_property
+    def _range_ops(self) -> pd.DataFrame:
+        from .analysis.ranges import range_ops
+
+        return range_ops(self._events)
+
     def allocations(self) -> pd.DataFrame:
         """Each memory block allocated (``--memory``), paired with its free by address: ``device,
         addr, bytes, alloc_us, free_us, lifetime_us, op, top_op`` (``nbprof.analysis.memory``).

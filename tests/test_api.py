@@ -27,6 +27,7 @@ PUBLIC = [
     "compare",
     "controls",
     "cuda_collection",
+    "lightning",
     "load_ipython_extension",
     "load_trace",
     "step",
@@ -94,9 +95,9 @@ def test_import_is_light():
 RESULT_MEMBERS = {
     "TorchProfile": ["alive_at", "allocations", "collected", "collectives", "device_stats", "events", "findings",
                      "from_trace", "kernels", "key_averages", "kind", "launches", "memory_curve", "modules",
-                     "overview", "queue_length", "ranges", "ranks", "report", "save", "step_breakdown", "steps",
+                     "overview", "queue_length", "range_ops", "ranges", "ranks", "report", "save", "step_breakdown", "steps",
                      "summary", "timeline", "timeline_view", "to_chrome_trace", "to_html"],
-    "PythonProfile": ["call_tree", "callees", "callers", "dump", "edges", "findings", "flame", "kind", "pstats",
+    "PythonProfile": ["action_stats", "actions", "call_tree", "callees", "callers", "dump", "edges", "findings", "flame", "kind", "pstats",
                       "report", "stats", "to_html", "total_s"],
     "Comparison": ["html", "kind", "metric", "table", "text"],
 }

@@ -13,6 +13,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "nbprof"
 
@@ -30,11 +32,14 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("results", ("nbprof.export", "nbprof.model", "nbprof.cluster", "nbprof.loading", "nbprof.comparison")),
     ("runner", ("nbprof.flags", "nbprof.runner")),
     ("front ends", ("nbprof._cell", "nbprof.magics", "nbprof.extension", "nbprof.cli", "nbprof.widgets",
-                    "nbprof.__main__", "nbprof")),
+                    "nbprof.lightning", "nbprof.__main__", "nbprof")),
 ]
 
 # Known exceptions, each with the reason, to be emptied rather than grown.
 EXPECTED_TO_BE_FIXED: set[tuple[str, str]] = set()
+
+# The training frameworks nbprof works with: imported only when the user has imported them.
+FRAMEWORKS = ("lightning", "pytorch_lightning", "lightning_fabric", "accelerate", "transformers")
 
 
 def _module_name(path: Path) -> str:
@@ -183,7 +188,8 @@ def test_every_module_imports_alone_and_nbprof_imports_no_heavy_package():
                 importlib.import_module(name)
             except BaseException:
                 failed[name] = traceback.format_exc(limit=-3)
-        print(json.dumps({{"heavy": heavy, "failed": failed, "from": nbprof.__file__}}))
+        frameworks = sorted(m for m in {FRAMEWORKS!r} if m in sys.modules)
+        print(json.dumps({{"heavy": heavy, "failed": failed, "from": nbprof.__file__, "frameworks": frameworks}}))
         """
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
@@ -192,3 +198,28 @@ def test_every_module_imports_alone_and_nbprof_imports_no_heavy_package():
     assert Path(report["from"]).resolve() == PACKAGE / "__init__.py"
     assert report["heavy"] == []
     assert report["failed"] == {}, "\n".join(report["failed"].values())
+    # every module imported, nbprof.lightning included: no training framework came with them
+    assert report["frameworks"] == []
+
+
+@pytest.mark.slow
+def test_profiling_imports_no_training_framework():
+    """A real shell: ``%load_ext nbprof``, a ``%%torchprof`` and a ``%%cprofile`` cell (nbprof
+    looks for Lightning's profiler classes in both) import none of the frameworks, installed or not."""
+    code = textwrap.dedent(
+        f"""
+        import json, sys
+        from IPython.testing.globalipapp import start_ipython
+        ip = start_ipython()
+        ip.run_line_magic("load_ext", "nbprof")
+        ip.run_cell("import torch")
+        r1 = ip.run_cell("%%torchprof -q -o p\\ntorch.ones(3) * 2")
+        r2 = ip.run_cell("%%cprofile -q -o c\\nsum(range(10))")
+        ok = r1.success and r2.success and len(ip.user_ns["p"].events) > 0 and len(ip.user_ns["c"].stats) > 0
+        print(json.dumps({{"ok": ok, "frameworks": sorted(m for m in {FRAMEWORKS!r} if m in sys.modules)}}))
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    assert report == {"ok": True, "frameworks": []}

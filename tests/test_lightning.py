@@ -7,6 +7,8 @@ classes' own attributes (Lightning's ``PassThroughProfiler`` is what it was afte
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import importlib.util
 import sys
 from pathlib import Path
@@ -36,6 +38,15 @@ def label_counts(profile) -> dict[str, int]:
     return ranges.groupby("label")["count"].sum().to_dict()
 
 
+def opening_tab(html: str) -> str:
+    """The title of the tab a report's HTML opens on (its checked radio input's label)."""
+    import re
+
+    m = re.search(r'<input type="radio"[^>]* checked[^>]*><label[^>]*>([^<]*)</label>', html)
+    assert m, "no tab is checked"
+    return m.group(1)
+
+
 def pass_through_is_lightnings(package: str) -> bool:
     cls = sys.modules[f"{package}.profilers"].PassThroughProfiler
     own = {name: cls.__dict__.get(name) for name in ("start", "stop", "setup", "describe", "_nbprof_marks")}
@@ -61,6 +72,16 @@ def test_torchprof_around_fit_counts_every_action_as_lightnings_simple_profiler(
     assert fit_row["depth"] == 0
     batch = ranges[ranges["label"] == "run_training_batch"].iloc[0]
     assert batch["path"] == "[Trainer].fit › run_training_epoch › run_training_batch"
+    # the share of the fit, and the operators under an action
+    step = ranges[ranges["label"] == "[Strategy]SingleDeviceStrategy.training_step"].iloc[0]
+    assert step["share_of_root"] == pytest.approx(step["total_us"] / fit_row["total_us"])
+    ops = p.range_ops("[Strategy]SingleDeviceStrategy.training_step")
+    assert {"aten::linear", "aten::relu", "aten::mse_loss"} <= set(ops["name"])
+    assert ops.set_index("name").loc["aten::linear", "count"] == 12  # two layers, six steps
+    # the report opens on its Ranges tab, which names the operators under each action
+    html = p.report().html()
+    assert opening_tab(html) == "Ranges" and "aten::addmm" in html
+    assert opening_tab(p.report(group_by="op").html()) == "Ranges"
     assert pass_through_is_lightnings(package)
 
 
@@ -169,6 +190,16 @@ def test_nbprof_profiler_options_are_checked_when_made():
 # -- %%cprofile around fit(): the calls grouped by the action they ran under ---------------------
 
 
+@contextlib.contextmanager
+def no_gc():
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 def _quiet_profiler(package: str):
     """A real Lightning profiler that does nothing, as PassThroughProfiler, but is not that class:
     so nbprof reports no actions for it (the plain %%cprofile of the same fit)."""
@@ -205,14 +236,20 @@ def test_cprofile_around_fit_groups_calls_by_action_and_keeps_every_call(shell):
     expected = simple_counts(package)
     shell.user_ns.update(fit=fit, package=package, quiet=_quiet_profiler(package))
     run(shell, "%%cprofile -q -o plain\nfit(package, quiet);")  # warm: first-call imports and caches
-    run(shell, "%%cprofile -q -o plain\nfit(package, quiet);")
-    result, _ = run(shell, "%%cprofile -q -o p\nfit(package);")
+    with no_gc():  # a collection runs finalizers (Python calls) whenever it happens to
+        run(shell, "%%cprofile -q -o plain\nfit(package, quiet);")
+        result, _ = run(shell, "%%cprofile -q -o p\nfit(package);")
     assert result.success, result.error_in_exec
     p, plain = shell.user_ns["p"], shell.user_ns["plain"]
     assert len(plain.actions()) == 0 and len(p.actions()) == len(expected) + 2  # [Trainer].fit, outside
     counts = dict(zip(p.actions()["action"], p.actions()["count"]))
     assert {a: counts.get(a) for a in expected} == expected
     assert _python_calls(p.stats) == _python_calls(plain.stats)
+    # the Actions tab: the actions by own time (backward's autograd run is the biggest here),
+    # each with its functions; a profile without actions has no such tab
+    html = p.report().html()
+    assert ">Actions</label>" in html and ">Actions</label>" not in plain.report().html()
+    assert "[Strategy]SingleDeviceStrategy.backward" in html and "run_backward" in html
     # the merged stats are pstats' own add() of the per-action cProfile profiles
     profiles = list(p.profiler.profiles.values())
     merged = pstats.Stats(profiles[0])
@@ -310,12 +347,13 @@ def test_each_actions_calls_are_those_made_while_it_was_the_innermost_action(she
     advanced.teardown = lambda stage: None  # keep its profiles after the fit (it clears them)
     fit(package, advanced)
     counting = _counting_profiler(package)
-    sys.setprofile(counting.hook)
-    try:
-        fit(package, counting)
-    finally:
-        sys.setprofile(None)
-    result, _ = run(shell, "%%cprofile -q -o p\nfit(package);")
+    with no_gc():
+        sys.setprofile(counting.hook)
+        try:
+            fit(package, counting)
+        finally:
+            sys.setprofile(None)
+        result, _ = run(shell, "%%cprofile -q -o p\nfit(package);")
     assert result.success, result.error_in_exec
     ours = _calls_by_action(shell.user_ns["p"])
     expected = {a: collections_counter({k: n for k, n in c.items() if _kept(k)}) for a, c in counting.counts.items()}

@@ -12,7 +12,8 @@ profile of its own (``OUTSIDE_ACTIONS``). Two tables:
   many times the action ran (1 for the code outside them); ``calls``: the function calls made
   under it; ``tottime_s``: the time spent in them (their own times: the time under the action,
   as pstats' total is the run's); ``share_of_total``: of the whole profile's; ``top_function``:
-  ``file:line(function)`` of the function with the most own time under it ("" if none).
+  ``file:line(function)`` of the function with the most own time under it (pstats' text,
+  full path; "" if none).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ..collect.cprofile import OUTSIDE_ACTIONS, STATS_COLUMNS, stats_table
+from .flame import pstats_location
 
 __all__ = ["action_stats", "actions_table", "ACTION_COLUMNS", "OUTSIDE_LABEL", "action_label"]
 
@@ -57,8 +59,7 @@ def actions_table(stats: pd.DataFrame, counts: dict[str, int]) -> pd.DataFrame:
     functions = grouped.size()
     tottime = grouped["tottime_s"].sum()
     top = stats.loc[grouped["tottime_s"].idxmax().to_numpy()] if len(stats) else stats
-    top_name = dict(zip(top["action"], top["filename"].astype(str) + ":" + top["lineno"].astype(str) + "("
-                        + top["function"].astype(str) + ")"))
+    top_name = dict(zip(top["action"], pstats_location(top, full_paths=True)))
     top_name.update({a: "" for a in order if tottime.get(a, 0.0) <= 0.0})
     total = float(stats["tottime_s"].sum())
     by_label = {action_label(a): n for a, n in counts.items()}
