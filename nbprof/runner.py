@@ -31,10 +31,11 @@ from typing import TYPE_CHECKING, Any
 from .collect.collector import Collector
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .collect.collector import Takeover
     from .collect.cprofile import CProfileSession
     from .collect.torch_live import TorchSession
 
-__all__ = ["Run", "TorchRun", "PythonRun", "new_run", "active", "discard_active", "warn"]
+__all__ = ["Run", "TorchRun", "PythonRun", "new_run", "active", "discard_active", "warn", "takeover_note", "torch_profile"]
 
 _active: "Run | None" = None  # the run in progress, if any (at most one: profiles cannot nest)
 
@@ -142,8 +143,9 @@ class Run(ABC):
         self._write_files(result)
         if getattr(self.options, "quiet", False):
             # what nbprof did with the flags (CUDA missing, an option turned on) is a note of the
-            # report; with no report shown it is said here instead: once either way
-            for note in getattr(self.options, "notes", ()):
+            # report; with no report shown it is said here instead: once either way. So is a
+            # report that covers only part of the run: never partial without a word
+            for note in [*getattr(self.options, "notes", ()), *self._takeover_notes()]:
                 warn(note)
         return result
 
@@ -165,8 +167,19 @@ class Run(ABC):
     def _write_files(self, result: Any) -> None:
         """Write the files the flags asked for, each with a note in the report."""
 
+    #: what the run's profiler is called in a note about another one taking over
+    profiler_name = "profiler"
+
+    def _takeover_notes(self) -> list[str]:
+        """One line when another profiler took over in the middle of the run: who, when, what
+        this report covers, where the other one's results are."""
+        t = self.collector.takeover
+        if t is None:
+            return []
+        return [takeover_note(t, self.profiler_name, self.what, self.wall_s, self.shell)]
+
     def _notes(self) -> list[str]:
-        notes = list(getattr(self.options, "notes", ()))
+        notes = list(getattr(self.options, "notes", ())) + self._takeover_notes()
         if self.error is not None:
             kind = "was interrupted" if isinstance(self.error, KeyboardInterrupt) else "raised"
             msg = f"{type(self.error).__name__}"
@@ -185,6 +198,7 @@ class TorchRun(Run):
     """``%%torchprof`` / ``python -m nbprof torch``: torch.profiler -> :class:`TorchProfile`."""
 
     collector: "TorchSession"
+    profiler_name = "torch"
 
     def _collector(self) -> Collector:
         from .collect.torch_live import TorchSession
@@ -192,35 +206,14 @@ class TorchRun(Run):
         return TorchSession(self.options, self.progress)
 
     def _build(self, data: Any) -> Any:
-        from .collect.chrome_trace import empty_trace
-        from .model import TorchProfile
-
         opts = self.options
         notes = self._notes() + [f"torch: {w}" for w in self.collector.native_warnings()]
         if opts.schedule is not None:
             profiler = self.collector.profiler
             notes += _schedule_notes(opts.schedule, int(getattr(profiler, "step_num", 0) or 0),
                                      len(self.collector.cycles))
-        if data is None:
-            data = empty_trace()
-        if len(data.events):
-            self.progress.stage(f"nesting {len(data.events):,} events")
-        meta = dict(
-            sort=opts.sort,
-            limit=opts.limit,
-            group_by=opts.group_by,
-            notes=notes,
-            wall_s=self.wall_s,
-            with_cuda=opts.cuda,
-            cell_error=_describe_error(self.error),
-            record_shapes=opts.shapes,
-            profile_memory=opts.memory,
-            with_stack=opts.stack,
-            with_flops=opts.flops,
-            with_modules=opts.modules,
-            code_names=_code_names(self.shell, _frame_files(data.events)) if opts.stack else {},
-        )
-        return TorchProfile.from_trace(data, profiler=self.collector.profiler, **meta)
+        return torch_profile(data, profiler=self.collector.profiler, options=opts, notes=notes, wall_s=self.wall_s,
+                             error=self.error, shell=self.shell, progress=self.progress)
 
     def _write_files(self, result: Any) -> None:
         opts = self.options
@@ -234,10 +227,42 @@ class TorchRun(Run):
             notes.append(f"trace written to {path} (tensorboard --logdir {opts.tensorboard})")
 
 
+def torch_profile(data: Any, *, profiler: Any, options: Any, notes: list[str], wall_s: float | None,
+                  error: BaseException | None = None, shell: Any = None, progress: Any = None) -> Any:
+    """The :class:`TorchProfile` of what a torch profiler recorded (``data``: the events table
+    read from its kineto results; None: nothing), as ``%%torchprof`` and ``nbprof.from_profiler``
+    build it: ``options`` (:class:`~nbprof.settings.TorchOptions`) say what was recorded and how
+    the report is shown."""
+    from .collect.chrome_trace import empty_trace
+    from .model import TorchProfile
+
+    if data is None:
+        data = empty_trace()
+    if len(data.events) and progress is not None:
+        progress.stage(f"nesting {len(data.events):,} events")
+    meta = dict(
+        sort=options.sort,
+        limit=options.limit,
+        group_by=options.group_by,
+        notes=notes,
+        wall_s=wall_s,
+        with_cuda=options.cuda,
+        cell_error=_describe_error(error),
+        record_shapes=options.shapes,
+        profile_memory=options.memory,
+        with_stack=options.stack,
+        with_flops=options.flops,
+        with_modules=options.modules,
+        code_names=_code_names(shell, _frame_files(data.events)) if options.stack else {},
+    )
+    return TorchProfile.from_trace(data, profiler=profiler, **meta)
+
+
 class PythonRun(Run):
     """``%%cprofile`` / ``python -m nbprof cprofile``: cProfile -> :class:`PythonProfile`."""
 
     collector: "CProfileSession"
+    profiler_name = "python"
 
     def _collector(self) -> Collector:
         from .collect.cprofile import CProfileSession
@@ -321,6 +346,81 @@ def _schedule_notes(schedule: tuple[int, int, int, int], steps: int, cycles: int
         notes.append(f"{cycles} cycles of --schedule merged into this report (result.profiler, torch's own, "
                      "holds only the last one)")
     return notes
+
+
+def takeover_note(t: "Takeover", profiler: str, what: str, wall_s: float, shell: Any = None) -> str:
+    """The report's line about another profiler that took over mid-run (``collect.collector.Takeover``)."""
+    from .format import fmt_s
+
+    if profiler == "torch":
+        ours, who, rule = "nbprof's torch session", "another torch profiler", "torch runs one profiler at a time"
+    else:
+        ours, who, rule = "nbprof's cProfile", "another Python profiler", "Python runs one profiler per thread"
+    if t.at_s is None:
+        by = f" ({t.by})" if t.by else ""
+        if profiler == "torch":
+            return (f"{ours} was ended during the {what} by code nbprof could not see{by}: torch kept nothing of "
+                    "the part it was recording, so this report leaves it out")
+        return (f"{who}{by} replaced {ours} during the {what}, nbprof could not see when ({rule}): this report "
+                "covers only the calls made before it")
+    site = _site_text(t.sites, shell)
+    verb = "ended" if profiler == "torch" else "replaced"
+    text = (f"{who} ({t.by}{', ' + site if site else ''}) started {fmt_s(t.at_s)} into the {what} and {verb} "
+            f"{ours} ({rule}): this report covers the {fmt_s(t.at_s)} before it")
+    after = wall_s - t.at_s
+    if after >= 0.0005:
+        text += f", not the {fmt_s(after)} after"
+    if t.still_running:
+        text += f"; it was still running when the {what} ended"
+    other = t.other() if t.other is not None else None
+    if other is not None and profiler == "torch":
+        name = _user_name(shell, other)
+        text += f"; its own results: nbprof.from_profiler({name or '<that profiler>'})"
+        if t.still_running:
+            text += " once it stops"
+    return text
+
+
+def _site_text(sites: list[tuple[str, int, str]], shell: Any) -> str:
+    """Where the other profiler was started: the innermost code outside the profiler ("In [4]
+    line 3", "accelerate/accelerator.py:3578 in profile"), and the cell it came from."""
+    if not sites:
+        return ""
+    names = _code_names(shell, {f for f, _, _ in sites})
+
+    def one(site: tuple[str, int, str]) -> str:
+        filename, line, function = site
+        if filename in names:
+            return f"{names[filename]} line {line}"
+        return f"{_library_path(filename)}:{line} in {function}"
+
+    text = one(sites[0])
+    if sites[0][0] not in names:
+        cell = next((s for s in sites[1:] if s[0] in names), None)
+        if cell is not None:
+            text += f", from {one(cell)}"
+    return text
+
+
+def _library_path(filename: str) -> str:
+    """A file as its package names it: ".../site-packages/accelerate/accelerator.py" ->
+    "accelerate/accelerator.py"; elsewhere its last two parts."""
+    from .format import short_path
+
+    path = filename.replace("\\", "/")
+    for marker in ("/site-packages/", "/dist-packages/"):
+        if marker in path:
+            return path.rsplit(marker, 1)[1]
+    return short_path(filename).removeprefix("…/")
+
+
+def _user_name(shell: Any, obj: Any) -> str | None:
+    """The name the user's namespace holds ``obj`` under (the ``prof`` of ``with ... as prof``)."""
+    ns = getattr(shell, "user_ns", None) or {}
+    for name, value in list(ns.items()):
+        if value is obj and not name.startswith("_"):
+            return name
+    return None
 
 
 def _describe_error(error: BaseException | None) -> str | None:

@@ -27,10 +27,12 @@ PUBLIC = [
     "compare",
     "controls",
     "cuda_collection",
+    "from_profiler",
     "lightning",
     "load_ipython_extension",
     "load_trace",
     "step",
+    "trace_handler",
     "unload_ipython_extension",
 ]
 
@@ -81,6 +83,10 @@ def test_signatures():
     assert list(inspect.signature(nbprof.compare).parameters)[:2] == ["before", "after"]
     assert list(inspect.signature(nbprof.cuda_collection).parameters) == ["on"]
     assert not inspect.signature(nbprof.step).parameters
+    assert list(inspect.signature(nbprof.from_profiler).parameters) == ["prof"]
+    # torch.profiler.tensorboard_trace_handler(dir_name, worker_name, use_gzip), then nbprof's own
+    assert list(inspect.signature(nbprof.trace_handler).parameters) == ["dir_name", "worker_name", "use_gzip", "show",
+                                                                        "keep"]
 
 
 def test_import_is_light():

@@ -30,7 +30,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("analysis", ("nbprof.analysis",)),
     ("views", ("nbprof.views",)),
     ("results", ("nbprof.export", "nbprof.model", "nbprof.cluster", "nbprof.loading", "nbprof.comparison")),
-    ("runner", ("nbprof.flags", "nbprof.runner")),
+    ("runner", ("nbprof.flags", "nbprof.runner", "nbprof.profilers")),
     ("front ends", ("nbprof._cell", "nbprof.magics", "nbprof.extension", "nbprof.cli", "nbprof.widgets",
                     "nbprof.lightning", "nbprof.__main__", "nbprof")),
 ]

@@ -25,18 +25,22 @@ profile.
 
 from __future__ import annotations
 
+import _lsprof
 import cProfile
 import os
 import sys
+import threading
+import time
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ..errors import ProfilerBusyError
-from .collector import Collector
+from .collector import Collector, Takeover, code_sites
 
-__all__ = ["CProfileSession", "MergedProfile", "OUTSIDE_ACTIONS", "raw_stats", "raw_stats_of", "merge_raw", "stats_tables", "stats_table", "edges_table", "STATS_COLUMNS", "EDGE_COLUMNS", "another_profiler_active"]
+__all__ = ["CProfileSession", "MergedProfile", "OUTSIDE_ACTIONS", "raw_stats", "raw_stats_of", "merge_raw", "stats_tables", "stats_table", "edges_table", "STATS_COLUMNS", "EDGE_COLUMNS", "another_profiler_active",
+           "ProfilerHookWatch"]
 
 STATS_COLUMNS = (
     "function",
@@ -85,19 +89,38 @@ def another_profiler_active() -> str | None:
 
 class CProfileSession(Collector):
     """``begin()``, run the code, ``end()``; then ``result()`` (and ``raw``) is cProfile's stats
-    dict, without nbprof's own frames. With actions reported: ``by_action`` holds each action's
-    stats dict (``OUTSIDE_ACTIONS``: the code outside them), ``action_counts`` how many times each
-    began, and ``raw`` their merge."""
+    dict, without nbprof's own frames.
+
+    Python runs one profile function per thread (3.12+: one ``sys.monitoring`` profiler), so a
+    profiler the code starts itself (a ``cProfile.Profile().enable()``, Lightning's advanced
+    profiler, ``profile.Profile``, ``sys.setprofile``) replaces nbprof's, silently: on 3.11 the
+    report then held only the calls before it, on 3.12+ the other one's ``enable()`` raised
+    "Another profiling tool is already active" in the user's code. :class:`ProfilerHookWatch` sees
+    them start (every one: before 3.12 through the audit event Python raises for any profile
+    function, a C extension's too; from 3.12 only another cProfile can take cProfile's place):
+    nbprof's cProfile ends there, the other one starts as it would without nbprof, and
+    ``takeover`` says when. At the end the other one is left running if it still is.
+
+    With actions reported (``begin_action`` / ``end_action``, see the module doc): ``by_action``
+    holds each action's stats dict (``OUTSIDE_ACTIONS``: the code outside them),
+    ``action_counts`` how many times each began, and ``raw`` their merge; nbprof's switches
+    between its own profiles are not another profiler.
+    """
 
     def __init__(self) -> None:
         self.profiler: Any = None  # the live cProfile.Profile; a MergedProfile once actions ran
         self.raw: dict[Any, Any] = {}
         self.by_action: dict[str, dict[Any, Any]] = {}
         self.action_counts: dict[str, int] = {}
-        self._running = False
         self._profiles: dict[str, cProfile.Profile] = {}  # per action, OUTSIDE_ACTIONS included
         self._open: list[str] = []  # the open actions, innermost last
         self._current: cProfile.Profile | None = None  # the enabled one
+        self._running = False
+        self._yielded = False
+        self._own = False
+        self._disabled = False
+        self._began_at = 0.0
+        self._watch = ProfilerHookWatch(self)
 
     def begin(self) -> None:
         busy = another_profiler_active()
@@ -107,11 +130,20 @@ class CProfileSession(Collector):
         self.profiler = self._current = cProfile.Profile()
         self._profiles = {OUTSIDE_ACTIONS: self.profiler}
         self._running = True
+        self._watch.install()  # before enable(): nothing of it is recorded
+        self._began_at = time.perf_counter()
+        self._own = True  # nbprof's own enable() sets the profile function: not another profiler
         try:
             self.profiler.enable()
         except ValueError as e:  # Python 3.12+: "Another profiling tool is already active"
+            self._watch.remove()
             self.profiler, self._current, self._running = None, None, False
             raise ProfilerBusyError(f"cannot start cProfile: {e}") from None
+        except BaseException:
+            self._watch.remove()
+            raise
+        finally:
+            self._own = False
 
     def step(self) -> None:
         """cProfile records every call, with no notion of steps: nothing to do (so a loop that
@@ -122,7 +154,7 @@ class CProfileSession(Collector):
 
     def begin_action(self, name: str) -> None:
         """From now on, calls go to ``name``'s profile (see the module doc)."""
-        if not self._running:
+        if not self.live():
             return
         self._open.append(name)
         self.action_counts[name] = self.action_counts.get(name, 0) + 1
@@ -130,11 +162,15 @@ class CProfileSession(Collector):
 
     def end_action(self, name: str) -> None:
         """Calls go back to the enclosing action's profile (or the one outside every action)."""
-        if not self._running or name not in self._open:
+        if not self.live() or name not in self._open:
             return
         at = len(self._open) - 1 - self._open[::-1].index(name)
         del self._open[at]
         self._switch(self._open[-1] if self._open else OUTSIDE_ACTIONS)
+
+    def owns(self, profiler: Any) -> bool:
+        """``profiler`` is one of this session's own profiles (enabling it is no takeover)."""
+        return any(profiler is p for p in self._profiles.values())
 
     def _switch(self, name: str) -> None:
         profile = self._profiles.get(name)
@@ -142,19 +178,65 @@ class CProfileSession(Collector):
             profile = self._profiles[name] = cProfile.Profile()
         if profile is self._current:
             return
-        if self._current is not None:
-            self._current.disable()
-        self._current = profile
-        profile.enable()
+        self._own = True  # nbprof's own disable() / enable(): not another profiler
+        try:
+            if self._current is not None:
+                self._current.disable()
+            self._current = profile
+            profile.enable()
+        finally:
+            self._own = False
+
+    def live(self) -> bool:
+        """nbprof's cProfile is recording (started, not ended, not replaced)."""
+        return self._running and not self._yielded and not self._own
+
+    def hook_changing(self) -> None:
+        """The thread's profile function is about to be replaced (Python < 3.12's audit event),
+        by someone else unless nbprof is starting or stopping its own. Python refuses to set a
+        profile function from inside this event ("Cannot install a profile function while
+        another profile function is being installed"), so nbprof's cProfile is not disabled
+        here: the new function simply replaces it; ``end`` disables it, keeping the other's."""
+        if self.live() and threading.get_ident() == self._watch.thread:
+            self._yield("sys.setprofile")
+
+    def yield_to(self, by: str) -> None:
+        """Another cProfile is starting (``by``: how): stop nbprof's first, so that its stats end
+        there (the frames still running are closed at this moment). Before 3.12 another
+        thread's profile function is its own: only this thread's counts."""
+        if not self.live() or self._current is None:
+            return
+        if _SETPROFILE_REPLACES and threading.get_ident() != self._watch.thread:
+            return
+        self._yield(by)
+        self._current.disable()
+        self._disabled = True
+
+    def _yield(self, by: str) -> None:
+        at_s = time.perf_counter() - self._began_at
+        self._yielded = True
+        self.takeover = Takeover(by=by, at_s=at_s, sites=code_sites((_NBPROF_DIR,)))
 
     def end(self) -> None:
         if not self._running or self.profiler is None:
             return
-        self._running = False
-        if self._current is not None:
-            self._current.disable()
-        self._current = None
-        self._open = []
+        current = self._current if self._current is not None else self.profiler
+        self._own = True  # nbprof's own disable() clears the profile function
+        try:
+            if not self._yielded:
+                # no other call first: cProfile would record it among the cell's calls
+                current.disable()
+            else:
+                assert self.takeover is not None
+                self.takeover.still_running = _hook_owner(current) is not None
+                if not self._disabled:  # replaced through sys.setprofile: still enabled underneath
+                    _disable_keeping_the_others(current)
+        finally:
+            self._running = False
+            self._own = False
+            self._current = None
+            self._open = []
+            self._watch.remove()
         if len(self._profiles) == 1:
             self.profiler.create_stats()  # the live profiler stays what pstats.Stats(result.profiler) reads
             self.raw = _without_own_frames(raw_stats(self.profiler))
@@ -191,6 +273,102 @@ class MergedProfile:
 
         with open(file, "wb") as f:
             marshal.dump(self.stats, f)
+
+
+def _hook_owner(ours: cProfile.Profile) -> str | None:
+    """What holds the profiling hook now that nbprof's cProfile yielded it: another profiler
+    (its type or sys.monitoring tool name), or None."""
+    monitoring = getattr(sys, "monitoring", None)
+    if monitoring is not None:  # 3.12+: cProfile holds sys.monitoring's PROFILER_ID
+        tool = monitoring.get_tool(monitoring.PROFILER_ID)
+        return None if tool is None else str(tool)
+    hook = sys.getprofile()
+    if hook is None or hook is ours:
+        return None
+    return type(getattr(hook, "__self__", hook)).__name__
+
+
+def _disable_keeping_the_others(ours: cProfile.Profile) -> None:
+    """Stop nbprof's cProfile, whose ``disable`` clears the thread's profile function whoever set
+    it (Python < 3.12), and give the other profiler its hook back."""
+    hook = sys.getprofile()
+    ours.disable()
+    if hook is None or hook is ours:
+        return
+    if isinstance(hook, _lsprof.Profiler):
+        hook.enable()
+    else:
+        sys.setprofile(hook)
+
+
+# Before Python 3.12 every profile function (cProfile's, profile.Profile's, sys.setprofile's, a C
+# extension's) is the thread's one, and setting one raises the audit event "sys.setprofile" first;
+# from 3.12 cProfile profiles through sys.monitoring, a sys.setprofile hook runs beside it, and a
+# second cProfile cannot start at all ("Another profiling tool is already active").
+_SETPROFILE_REPLACES = sys.version_info < (3, 12)
+_watched: "CProfileSession | None" = None  # the session the audit hook stands for
+_audit_hook_added = False
+
+
+def _audit(event: str, args: Any) -> None:
+    """sys.addaudithook's hook (added once a process: audit hooks cannot be removed); a no-op
+    unless a ``%%cprofile`` session records. Kept minimal: it runs at every audited event."""
+    if event == "sys.setprofile":
+        session = _watched
+        if session is not None:
+            session.hook_changing()
+
+
+class ProfilerHookWatch:
+    """While installed, another profiler starting stops nbprof's cProfile first
+    (``CProfileSession.yield_to``): ``cProfile.Profile.enable`` (any cProfile, Lightning's
+    advanced profiler's too), and before Python 3.12 anything that sets the thread's profile
+    function (``profile.Profile``, ``sys.setprofile``, C extensions), seen through the audit event
+    Python raises first: a wrapper around ``sys.setprofile`` would itself be a Python frame whose
+    return the new profile function sees (``profile.Profile`` then fails with "Bad return")."""
+
+    def __init__(self, session: CProfileSession) -> None:
+        self._session = session
+        self.thread = 0
+        self._installed: tuple[Any, bool, Any] | None = None  # (what was there, held by the class, wrapper)
+
+    def install(self) -> None:
+        global _watched, _audit_hook_added
+        if self._installed is not None:
+            return
+        self.thread = threading.get_ident()
+        session = self._session
+        enable_before = cProfile.Profile.enable  # _lsprof's, or someone's own override
+
+        def enable(prof: Any, *args: Any, **kwargs: Any) -> Any:
+            if not session.owns(prof):  # nbprof's per-action profiles are its own
+                session.yield_to("cProfile.Profile.enable")
+            return enable_before(prof, *args, **kwargs)
+
+        enable.__doc__ = enable_before.__doc__
+        had = "enable" in vars(cProfile.Profile)
+        cProfile.Profile.enable = enable  # type: ignore[method-assign,assignment]
+        self._installed = (enable_before, had, enable)
+        if _SETPROFILE_REPLACES:
+            _watched = session
+            if not _audit_hook_added:
+                sys.addaudithook(_audit)
+                _audit_hook_added = True
+
+    def remove(self) -> None:
+        global _watched
+        if _watched is self._session:
+            _watched = None
+        if self._installed is None:
+            return
+        before, had, wrapper = self._installed
+        self._installed = None
+        if vars(cProfile.Profile).get("enable") is not wrapper:
+            return  # replaced again since: leave it
+        if had:
+            cProfile.Profile.enable = before  # type: ignore[method-assign]
+        else:
+            del cProfile.Profile.enable
 
 
 def raw_stats(profiler: cProfile.Profile) -> dict[Any, Any]:
