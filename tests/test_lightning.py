@@ -375,3 +375,38 @@ def collections_counter(*args):
     import collections
 
     return collections.Counter(*args)
+
+
+# -- Lightning's own profilers inside nbprof's magics ---------------------------------------------
+
+
+@pytest.mark.slow
+def test_lightnings_advanced_profiler_inside_cprofile_is_said_and_released(shell):
+    """Trainer(profiler="advanced") runs its own cProfile per action: nbprof's yields to it at
+    the first one and the report says what it covers; the fit runs (on 3.12+ it raised); the
+    next %%cprofile works."""
+    package = PACKAGES[0]
+    shell.user_ns.update(fit=fit, package=package)
+    result, _ = run(shell, "%%cprofile -q -o p\ntrainer = fit(package, 'advanced')")
+    assert result.success, result.error_in_exec
+    p = shell.user_ns["p"]
+    notes = " ".join(p.meta.notes)
+    assert "another Python profiler (cProfile.Profile.enable" in notes and "advanced.py" in notes
+    assert sys.getprofile() is None
+    result, _ = run(shell, "%%cprofile -q -o q\nfit(package, steps=2);")
+    assert result.success and len(shell.user_ns["q"].actions()) > 0 and shell.user_ns["q"].meta.notes[:1] != [notes]
+
+
+@pytest.mark.slow
+def test_lightnings_pytorch_profiler_inside_torchprof_is_said_and_released(shell):
+    """Trainer(profiler="pytorch") starts torch's profiler at the first action: nbprof's session
+    stops there (it ended the kernel with a segmentation fault before), the report says so, and
+    the next %%torchprof works."""
+    package = PACKAGES[0]
+    shell.user_ns.update(fit=fit, package=package)
+    result, _ = run(shell, "%%torchprof -q -o p\ntrainer = fit(package, 'pytorch')")
+    assert result.success, result.error_in_exec
+    notes = " ".join(shell.user_ns["p"].meta.notes)
+    assert "another torch profiler" in notes
+    result, _ = run(shell, "%%torchprof -q -o q\nfit(package, steps=2);")
+    assert result.success and label_counts(shell.user_ns["q"])["run_training_batch"] == 2
