@@ -231,7 +231,10 @@ class Profiler:
         else:
             run.progress.done()
         if not shown or self.filename:
-            self._summary_text = result.report().text()
+            from .views.tabs.ranges import ranges_text
+
+            # for Lightning's log or its file: the report's text, then the hooks' table
+            self._summary_text = result.report().text() + "\n" + ranges_text(result)
 
     def _after_cell(self, info: Any = None) -> None:
         """After a cell (IPython's post_run_cell): a stage that raised left its profile running

@@ -410,3 +410,30 @@ def test_lightnings_pytorch_profiler_inside_torchprof_is_said_and_released(shell
     assert "another torch profiler" in notes
     result, _ = run(shell, "%%torchprof -q -o q\nfit(package, steps=2);")
     assert result.success and label_counts(shell.user_ns["q"])["run_training_batch"] == 2
+
+
+@pytest.mark.slow
+def test_nbprof_profiler_in_a_script_writes_its_report_where_lightning_writes_summaries(tmp_path):
+    """Outside IPython there is no report to show: the text (the operators, then the hooks'
+    table) is Lightning's summary, written to the profiler's file (dirpath / filename)."""
+    import subprocess
+
+    code = (
+        "import sys, nbprof\n"
+        "sys.path.insert(0, %r)\n"
+        "from tests.lightning_fit import fit\n"
+        "prof = nbprof.lightning.Profiler(dirpath=%r, filename='fit')\n"
+        "fit('pytorch_lightning', prof)\n"
+        "print(type(prof.result).__name__, prof.result.ranges()['label'].tolist().count('run_training_batch'))\n"
+    ) % (str(Path(__file__).resolve().parents[1]), str(tmp_path))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip().splitlines()[-1] == "TorchProfile 1"
+    [written] = list(tmp_path.glob("*.txt"))
+    text = written.read_text()
+    assert text.startswith("torch profile") and "aten::addmm" in text
+    lines = text.splitlines()
+    hooks = lines[next(i for i, line in enumerate(lines) if line.startswith("Range ")):]  # the hooks' table
+    batch = next(line for line in hooks if line.strip().startswith("run_training_batch"))
+    assert batch.split()[1] == "6"  # its calls
+    assert any(line.startswith("[Trainer].fit") for line in hooks)

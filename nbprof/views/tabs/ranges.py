@@ -14,10 +14,10 @@ import pandas as pd
 
 from ...format import fmt_share
 from ..datatable import datatable_html
-from ..table import Column
+from ..table import Column, render_text
 from .base import Tab
 
-__all__ = ["RANGES", "top_ops_text"]
+__all__ = ["RANGES", "top_ops_text", "ranges_text"]
 
 TOP_OPS = 3  # operators named per range
 
@@ -50,6 +50,20 @@ def render(report: Any) -> str:
     cols.append(Column("top_ops", "Top operators (self CPU)", "text"))
     return datatable_html(frame, cols, order=[], page_length=0,
                           caption="record_function ranges (Lightning's actions among them), nested ranges indented")
+
+
+def ranges_text(profile: Any) -> str:
+    """The ranges as a text table, nested ones indented (Lightning's simple profiler's table, for
+    a script's log: ``nbprof.lightning.Profiler``'s summary); "" without ranges."""
+    frame = profile.ranges()
+    if not len(frame):
+        return ""
+    frame["label_indented"] = ["  " * int(d) + str(n) for n, d in zip(frame["label"], frame["depth"])]
+    frame["top_ops"] = top_ops_text(profile.range_ops(), frame["path"], n=1)
+    cols = [Column("label_indented", "Range", "text", width=90), Column("count", "Calls", "count"),
+            Column("mean_us", "Mean", "time_us"), Column("total_us", "Total", "time_us"),
+            Column("share_of_root", "Share of outermost", "share"), Column("top_ops", "Top operator", "text")]
+    return render_text(frame, cols)
 
 
 RANGES = Tab("Ranges", render, applies=lambda p: len(p.ranges()) > 0)
