@@ -128,7 +128,7 @@ def test_nbprof_profiler_alone_profiles_the_fit_and_shows_the_report(shell, pack
     assert prof.summary() == ""  # shown, so nothing for Lightning to log
 
 
-def test_nbprof_profiler_inside_torchprof_starts_no_profiler_of_its_own(shell):
+def test_nbprof_profiler_inside_torchprof_or_cprofile_starts_no_profiler_of_its_own(shell):
     import nbprof
 
     package = PACKAGES[0]
@@ -140,6 +140,11 @@ def test_nbprof_profiler_inside_torchprof_starts_no_profiler_of_its_own(shell):
     assert prof.result is None and prof.results == [] and reports(captured) == []
     counts = label_counts(shell.user_ns["p"])
     assert counts["run_training_batch"] == 6 and counts["[Trainer].fit"] == 1
+    # in %%cprofile: its hooks group the cell's calls
+    result, captured = run(shell, "%%cprofile -q -o c\nfit(package, prof);")
+    assert result.success and prof.results == [] and reports(captured) == []
+    actions = shell.user_ns["c"].actions().set_index("action")["count"]
+    assert actions["run_training_batch"] == 6 and actions["[Trainer].fit"] == 1
 
 
 def test_nbprof_profiler_marks_ranges_in_a_torch_profiler_the_user_started(shell):
@@ -398,18 +403,40 @@ def test_lightnings_advanced_profiler_inside_cprofile_is_said_and_released(shell
 
 
 @pytest.mark.slow
-def test_lightnings_pytorch_profiler_inside_torchprof_is_said_and_released(shell):
-    """Trainer(profiler="pytorch") starts torch's profiler at the first action: nbprof's session
-    stops there (it ended the kernel with a segmentation fault before), the report says so, and
-    the next %%torchprof works."""
-    package = PACKAGES[0]
-    shell.user_ns.update(fit=fit, package=package)
-    result, _ = run(shell, "%%torchprof -q -o p\ntrainer = fit(package, 'pytorch')")
-    assert result.success, result.error_in_exec
-    notes = " ".join(shell.user_ns["p"].meta.notes)
-    assert "another torch profiler" in notes
-    result, _ = run(shell, "%%torchprof -q -o q\nfit(package, steps=2);")
-    assert result.success and label_counts(shell.user_ns["q"])["run_training_batch"] == 2
+def test_lightnings_pytorch_profiler_inside_torchprof_is_said_and_released_20_times():
+    """Trainer(profiler="pytorch") starts torch's profiler at its first action: nbprof's session
+    stops there (this ended the process with a segmentation fault), the report says so, and the
+    next %%torchprof works; 20 times in one process, a fresh one (so a crash is its exit code)."""
+    import json
+    import subprocess
+    import textwrap
+
+    code = textwrap.dedent(
+        f"""
+        import json, sys
+        sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})
+        from IPython.testing.globalipapp import start_ipython
+        from IPython.utils.capture import capture_output
+        from tests.lightning_fit import fit
+        ip = start_ipython()
+        ip.run_line_magic("load_ext", "nbprof")
+        ip.user_ns["fit"] = fit
+        rounds = []
+        with capture_output():
+            for _ in range(20):
+                r = ip.run_cell("%%torchprof -q -o p\\ntrainer = fit('pytorch_lightning', 'pytorch', steps=2)")
+                nxt = ip.run_cell("%%torchprof -q -o q\\nfit('pytorch_lightning', steps=2);")
+                notes = " ".join(ip.user_ns["p"].meta.notes)
+                batches = ip.user_ns["q"].ranges().groupby("label")["count"].sum().get("run_training_batch")
+                rounds.append([r.success, "another torch profiler" in notes, nxt.success, int(batches)])
+        import torch
+        print(json.dumps({{"rounds": rounds, "idle": not torch.autograd._profiler_enabled()}}))
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    assert report["rounds"] == [[True, True, True, 2]] * 20 and report["idle"]
 
 
 @pytest.mark.slow
