@@ -372,12 +372,15 @@ def takeover_note(t: "Takeover", profiler: str, what: str, wall_s: float, shell:
         text += f", not the {fmt_s(after)} after"
     if t.still_running:
         text += f"; it was still running when the {what} ended"
+    if t.read_error:
+        text += f"; nbprof could not read its own part ({t.read_error})"
     other = t.other() if t.other is not None else None
     if other is not None and profiler == "torch":
         name = _user_name(shell, other)
-        text += f"; its own results: nbprof.from_profiler({name or '<that profiler>'})"
-        if t.still_running:
-            text += " once it stops"
+        if name:
+            text += f"; its own results: nbprof.from_profiler({name})" + (" once it stops" if t.still_running else "")
+        else:
+            text += "; nbprof.from_profiler(prof) reads its results from the torch.profiler.profile that ran it"
     return text
 
 
@@ -415,11 +418,29 @@ def _library_path(filename: str) -> str:
 
 
 def _user_name(shell: Any, obj: Any) -> str | None:
-    """The name the user's namespace holds ``obj`` under (the ``prof`` of ``with ... as prof``)."""
+    """How the user's namespace reaches ``obj``: a name (the ``prof`` of ``with ... as prof``) or
+    a framework object's ``profiler`` attribute, two deep at most (``wrapper.profiler.profiler``)."""
+    import types
+
     ns = getattr(shell, "user_ns", None) or {}
-    for name, value in list(ns.items()):
-        if value is obj and not name.startswith("_"):
+    items = [(name, value) for name, value in list(ns.items()) if not name.startswith("_")]
+    for name, value in items:
+        if value is obj:
             return name
+    for name, value in items:
+        if isinstance(value, (types.ModuleType, type, types.FunctionType)):
+            continue
+        path, inner = name, value
+        for _ in range(2):
+            try:
+                inner = getattr(inner, "profiler", None)
+            except Exception:
+                break
+            if inner is None:
+                break
+            path += ".profiler"
+            if inner is obj:
+                return path
     return None
 
 

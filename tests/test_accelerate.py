@@ -105,6 +105,7 @@ def test_on_trace_ready_shows_the_report_and_accelerate_still_writes_its_file(ac
     assert len(shown) == 1 and shown[0].data["text/plain"].startswith("torch profile")
 
 
+@pytest.mark.slow  # the crash itself is guarded in the fast tier by tests/test_nested_profilers.py
 def test_torchprof_around_accelerates_profiler_is_no_crash():
     """%%torchprof around `with accelerator.profile()` ended the process (exit 139). A fresh
     process, so that a crash is its exit code."""
@@ -143,6 +144,15 @@ def test_torchprof_around_accelerates_profiler_is_no_crash():
     assert r["next"] and r["idle"]
 
 
+def _free_port() -> int:
+    """A port no one listens on (not gloo's default 29500: other test runs may hold it)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 @pytest.mark.slow
 def test_two_processes_through_notebook_launcher_load_as_a_cluster(tmp_path):
     """notebook_launcher forks two CPU processes (gloo, DistributedDataParallel); each rank's
@@ -166,11 +176,11 @@ def test_two_processes_through_notebook_launcher_load_as_a_cluster(tmp_path):
             ends_elsewhere = sorted({e.name for e in prof.events() if e.is_async})
             with open(f"{answers}/{acc.process_index}.json", "w") as f:
                 json.dump([rows, ends_elsewhere], f)
-        notebook_launcher(train, args=(%r, %r), num_processes=2)
+        notebook_launcher(train, args=(%r, %r), num_processes=2, use_port="%d")
         ''')
         assert r.error_in_exec is None, r.error_in_exec
         """
-    ) % (textwrap.indent(TRAIN, "    "), str(traces), str(answers))
+    ) % (textwrap.indent(TRAIN, "    "), str(traces), str(answers), _free_port())
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     import nbprof

@@ -1,14 +1,17 @@
-"""A profiler the cell starts itself, under %%torchprof: never a crash, never silently partial.
+"""A profiler the cell starts itself, under %%torchprof or %%cprofile: never a crash, never
+silently partial.
 
 torch runs one profiler session at a time. A ``with torch.profiler.profile()`` inside a
 ``%%torchprof`` cell ended nbprof's session inside torch, and reading nbprof's results then
 crashed the process (torch 2.13: a segmentation fault in ``ActivityTraceWrapper::save``, exit
-139; torch 2.4: a RuntimeError at the end of the cell). Each nesting runs in one real IPython
-shell in a fresh process, so a crash is seen as its exit code; after each, the next
-``%%torchprof`` cell must work and no profiler may be left running. The whole list runs twice in
-the same process (22 nested runs). Oracles: the process's exit code, the cell's own value and
-exception, torch's own state (``torch.autograd._profiler_enabled()``, ``sys.getprofile()``) and
-torch's ``key_averages()`` of the inner profiler.
+139; torch 2.4: a RuntimeError at the end of the cell); a ``cProfile.Profile().enable()`` inside
+``%%cprofile`` left a report of the calls before it, saying nothing. Each nesting runs in one
+real IPython shell in a fresh process, so a crash is seen as its exit code; after each, the next
+``%%torchprof`` and ``%%cprofile`` cells must work and no profiler may be left running. The whole
+list runs twice in the same process (36 nested runs). Oracles: the process's exit code, the
+cell's own value and exception, torch's and Python's own state
+(``torch.autograd._profiler_enabled()``, ``sys.getprofile()``), torch's ``key_averages()`` and
+pstats of the inner profiler.
 """
 
 from __future__ import annotations
@@ -54,6 +57,10 @@ SCENARIOS: dict[str, tuple[str, str, str]] = {
                         "legacy_events = len(inner.function_events)\n'value'", ""),
     "inner_and_cell_raises": ("", X + "with torch.profiler.profile() as inner:\n    y = x @ x\n    raise ValueError('boom')",
                               ""),
+    "inner_not_held": ("", X + "with torch.profiler.profile():\n    y = x @ x\n'value'", ""),
+    "inner_held_by_an_object": ("class Trainer:\n    pass\ntrainer = Trainer()",
+                                X + "trainer.profiler = torch.profiler.profile()\nwith trainer.profiler:\n    y = x @ x\n'value'",
+                                "del trainer"),
     "ended_by_unseen_code": ("", X + "torch.autograd._disable_profiler()\nz = x + 1\n'value'", ""),
 }
 # %%cprofile: a Python profiler the cell starts itself (Python < 3.12: one profile function per
@@ -143,12 +150,12 @@ def nested_runs(tmp_path_factory):
     return out.returncode, out.stderr, results
 
 
-def test_no_crash_in_30_nested_runs_and_each_next_cell_works(nested_runs):
+def test_no_crash_in_36_nested_runs_and_each_next_cell_works(nested_runs):
     code, stderr, results = nested_runs
     assert code == 0, f"exit {code}: {stderr[-3000:]}"
     assert sorted(results) == sorted([*SCENARIOS, *PY_SCENARIOS, "torchprof_schedule"])
     runs = [r for rs in results.values() for r in rs]
-    assert len(runs) == 2 * (len(SCENARIOS) + len(PY_SCENARIOS) + 1) == 32
+    assert len(runs) == 2 * (len(SCENARIOS) + len(PY_SCENARIOS) + 1) == 36
     for r in runs:
         assert r["setup_error"] is None and r["teardown_error"] is None, r
         assert r["next_ok"], r
@@ -171,6 +178,14 @@ def test_inner_profiler_ends_nbprofs_session_and_the_report_says_what_it_covers(
         # what ran before the inner profiler is in the report, what ran after it is not
         assert "aten::mm" in r["ops"] and "aten::add" not in r["ops"]
         assert "aten::mm" in r["inner_ops"] and "aten::add" not in r["inner_ops"]
+
+
+def test_the_note_says_how_to_reach_the_other_profilers_results(nested_runs):
+    for r in nested_runs[2]["inner_held_by_an_object"]:
+        assert _note(r).endswith("its own results: nbprof.from_profiler(trainer.profiler)")
+    for r in nested_runs[2]["inner_not_held"]:
+        assert r["value"] == "value"
+        assert _note(r).endswith("nbprof.from_profiler(prof) reads its results from the torch.profiler.profile that ran it")
 
 
 def test_inner_profiler_left_running_stays_running_and_says_so(nested_runs):
@@ -255,8 +270,9 @@ def test_a_cprofile_inside_ends_nbprofs_and_the_report_says_what_it_covers(neste
         note = _note(r)
         assert note.startswith("another Python profiler (cProfile.Profile.enable, In [")
         assert "replaced nbprof's cProfile" in note and "this report covers the" in note and "before it" in note
-        # the calls before it are nbprof's, the calls after it the other profiler's, as without nbprof
-        assert "before" in r["ops"] and "after" not in r["ops"]
+        # the calls before it are nbprof's, the calls after it the other profiler's, as without nbprof;
+        # nothing of nbprof's own hand-over (it reads the calling code once its cProfile is off)
+        assert r["ops"] == ["<built-in method builtins.sum>", "before"]
         assert "after" in r["inner_ops"] and "before" not in r["inner_ops"]
 
 
@@ -284,3 +300,25 @@ def test_another_threads_cprofile(nested_runs):
             assert r["notes"] == [] and {"before", "after"} <= set(r["ops"])
         else:  # one cProfile a process: it ran (it raised "Another profiling tool is already active")
             assert "cProfile.Profile.enable" in _note(r)
+
+
+def test_a_failed_read_at_the_hand_over_does_not_break_the_other_profiler(shell, monkeypatch):
+    """Reading nbprof's part can fail (a full disk: torch's writer fails); the other profiler, which
+    is starting at that moment, must start anyway, and the report says what failed."""
+    from nbprof.collect import torch_live
+
+    from .conftest import run
+
+    def full_disk(results, progress=None):
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(torch_live, "_save_and_read", full_disk)
+    result, _ = run(shell, "%%torchprof -q -o p\nimport torch\nx = torch.randn(8, 8)\n"
+                           "with torch.profiler.profile() as inner:\n    y = x @ x\n'value'")
+    assert result.error_in_exec is None and result.result == "value"
+    monkeypatch.undo()
+    note = [n for n in shell.user_ns["p"].meta.notes if n.startswith("another torch profiler")][0]
+    assert "nbprof could not read its own part (OSError: No space left on device)" in note
+    import nbprof
+
+    assert "aten::mm" in set(nbprof.from_profiler(shell.user_ns["inner"]).key_averages()["name"])

@@ -31,6 +31,27 @@ with profile(schedule=schedule(wait=1, warmup=1, active=2, repeat=2), on_trace_r
 """
 
 
+def _torch_adds_up_cycles() -> bool:
+    """torch 2.4 appends the earlier cycles' events to each new cycle's (its own TODO: "we are
+    overwriting previous kineto results here"), so its key_averages() at a cycle's end counts every
+    cycle so far while its trace holds that cycle only; later releases (with ``acc_events``) do not."""
+    import inspect
+
+    import torch
+
+    return "acc_events" not in inspect.signature(torch.autograd.profiler.profile).parameters
+
+
+def _minus(now: dict, before: dict) -> dict:
+    """One cycle's answer from torch's running totals."""
+    out = {}
+    for key, (count, total, self_) in now.items():
+        b = before.get(key, (0, 0.0, 0.0))
+        if count - b[0]:
+            out[key] = (count - b[0], total - b[1], self_ - b[2])
+    return out
+
+
 def _displays(captured) -> list:
     return [o for o in captured.outputs if (getattr(o, "transient", None) or {}).get("display_id")]
 
@@ -42,6 +63,8 @@ def test_each_cycle_is_a_profile_equal_to_torchs_and_a_trace_file(shell, tmp_pat
     assert result.error_in_exec is None, result.error_in_exec
     h, oracle = shell.user_ns["h"], shell.user_ns["oracle"]
     assert h.cycles == 2 and len(h.profiles) == 2 and len(oracle) == 2 and h.latest is h.profiles[-1]
+    if _torch_adds_up_cycles():
+        oracle = [oracle[0], _minus(oracle[1], oracle[0])]
     for profile, theirs in zip(h.profiles, oracle):
         ours = {r["name"]: (r["count"], r["cpu_total_us"], r["self_cpu_us"])
                 for r in profile.key_averages().to_dict("records")}
@@ -116,8 +139,8 @@ def test_keep_must_be_a_count(shell):
 def test_in_a_kernel_the_saved_notebook_holds_the_last_cycles_report(tmp_path):
     """A real kernel: torch's loop in a notebook cell; the display updates reach the notebook
     nbclient saves, which holds one report, the last cycle's, with the tables' library."""
-    import nbformat
-    from nbclient import NotebookClient
+    nbformat = pytest.importorskip("nbformat")
+    NotebookClient = pytest.importorskip("nbclient").NotebookClient
 
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell("import nbprof\nh = nbprof.trace_handler()\n" + LOOP.replace("repeat=2", "repeat=3")

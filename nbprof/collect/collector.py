@@ -49,6 +49,8 @@ class Takeover:
     """A weak reference to the other profiler object (a ``torch.profiler.profile``), when known."""
     still_running: bool = False
     """The other profiler was still running when the run ended."""
+    read_error: str | None = None
+    """Reading what nbprof recorded before the hand-over failed (the error, one line)."""
 
 
 def code_sites(skip_dirs: tuple[str, ...], limit: int = 8) -> list[tuple[str, int, str]]:

@@ -198,7 +198,7 @@ class CProfileSession(Collector):
         another profile function is being installed"), so nbprof's cProfile is not disabled
         here: the new function simply replaces it; ``end`` disables it, keeping the other's."""
         if self.live() and threading.get_ident() == self._watch.thread:
-            self._yield("sys.setprofile")
+            self._yield("sys.setprofile", time.perf_counter())
 
     def yield_to(self, by: str) -> None:
         """Another cProfile is starting (``by``: how): stop nbprof's first, so that its stats end
@@ -208,14 +208,15 @@ class CProfileSession(Collector):
             return
         if _SETPROFILE_REPLACES and threading.get_ident() != self._watch.thread:
             return
-        self._yield(by)
-        self._current.disable()
-        self._disabled = True
-
-    def _yield(self, by: str) -> None:
-        at_s = time.perf_counter() - self._began_at
+        now = time.perf_counter()
         self._yielded = True
-        self.takeover = Takeover(by=by, at_s=at_s, sites=code_sites((_NBPROF_DIR,)))
+        self._current.disable()  # first: what follows is nbprof's, not the cell's
+        self._disabled = True
+        self._yield(by, now)
+
+    def _yield(self, by: str, now: float) -> None:
+        self._yielded = True
+        self.takeover = Takeover(by=by, at_s=now - self._began_at, sites=code_sites((_NBPROF_DIR,)))
 
     def end(self) -> None:
         if not self._running or self.profiler is None:

@@ -273,11 +273,14 @@ class TorchSession(Collector):
         session first and read it, then let the other one start, as it would without nbprof."""
         if not self._started or self._stopped:
             return
-        at_s = time.perf_counter() - self._began_at
+        takeover = self.takeover = Takeover(by="a torch profiler", at_s=time.perf_counter() - self._began_at)
+        try:
+            self._stop_and_read()  # first: with --stack, torch would record what follows as the cell's frames
+        except Exception as e:  # nbprof's own stop must not break the other profiler's start
+            takeover.read_error = f"{type(e).__name__}: {e}".splitlines()[0][:200]
         by, other = _starting_profiler()
-        self.takeover = Takeover(by=by, at_s=at_s, sites=code_sites(_package_dirs()),
-                                 other=weakref.ref(other) if other is not None else None)
-        self._stop_and_read()
+        takeover.by, takeover.sites = by, code_sites(_package_dirs())
+        takeover.other = weakref.ref(other) if other is not None else None
         if entry == "_enable_profiler":
             # emit_itt / emit_nvtx set torch's Python-side "a profiler runs" flag before they enable;
             # stopping nbprof's cleared it
@@ -337,8 +340,8 @@ def _starting_profiler() -> tuple[str, Any]:
 
     kineto = torch.profiler.profiler._KinetoProfile
     found: Any = None
-    frame: Any = sys._getframe(3)
-    for _ in range(12):
+    frame: Any = sys._getframe(1)
+    for _ in range(16):
         if frame is None:
             break
         obj = frame.f_locals.get("self")
