@@ -9,7 +9,8 @@ calls, mean, total, share of the fit) with the operators and the device time und
 and every other tab of a ``%%torchprof`` report besides. Where it runs decides what it does:
 
 - nothing profiling yet: it profiles the stage itself (torch.profiler, with the options given
-  here, as ``%%torchprof``'s flags), from ``setup`` to ``describe``; in IPython the report is
+  here, as ``%%torchprof``'s flags), from ``setup`` to ``describe`` (or, with ``schedule``, a
+  window of its batches, each batch a step, as Lightning's ``PyTorchProfiler`` does); in IPython the report is
   displayed, elsewhere its text is Lightning's summary (logged, or written to ``filename``);
   ``result`` holds the :class:`~nbprof.TorchProfile` either way;
 - inside ``%%torchprof`` or ``%%cprofile``: it starts no profiler of its own, its actions go to
@@ -51,6 +52,9 @@ class Profiler:
     The options are ``%%torchprof``'s flags (``cuda``, ``memory``, ``shapes``, ``stack``,
     ``flops``, ``modules``, ``sort``, ``limit``, ``group_by``, ``export``, ``tensorboard``),
     used when it profiles by itself; ``quiet``: no report shown (``result`` still holds it).
+    ``schedule``: ``(wait, warmup, active[, repeat])`` (or ``"1,1,3"``) records only some batches
+    of a long stage, as ``--schedule``: each batch is a step (it ends with the LightningModule's
+    ``on_train_batch_end``; ``on_validation_batch_end`` ... in the other stages).
     ``dirpath`` / ``filename``: Lightning's, where the report's text is written.
 
     ``result``: the latest stage's :class:`~nbprof.TorchProfile` (None until a stage ends, or
@@ -80,6 +84,7 @@ class Profiler:
         sort: str | None = None,
         limit: int | None = None,
         group_by: str = "op",
+        schedule: Any = None,
         export: str | None = None,
         tensorboard: str | None = None,
         quiet: bool = False,
@@ -87,7 +92,8 @@ class Profiler:
         super().__init__(dirpath=dirpath, filename=filename)  # type: ignore[call-arg]  # Lightning's Profiler
         self._flags = argparse.Namespace(
             cuda=cuda, memory=memory, shapes=shapes, stack=stack, flops=flops, modules=modules, sort=sort,
-            limit=limit, group_by=group_by, schedule=None, export=export, tensorboard=tensorboard, output=None,
+            limit=limit, group_by=group_by, schedule=_schedule_text(schedule), export=export, tensorboard=tensorboard,
+            output=None,
             quiet=quiet,
         )
         _options(self._flags)  # bad options: a one-line OptionError now, not at the end of a fit
@@ -101,6 +107,7 @@ class Profiler:
         self._watching_cell = False
         self._set_up = False  # between setup() and describe()
         self._unprofiled = False  # this stage could not start a profile (said once)
+        self._batch_end = ".on_train_batch_end"
 
     # -- where the actions go ------------------------------------------------------------------
 
@@ -110,6 +117,8 @@ class Profiler:
         super().setup(stage, local_rank=local_rank, log_dir=log_dir)  # type: ignore[misc]
         self._set_up = True
         self._summary_text = ""
+        # the hook that ends each batch of the stage (its LightningModule's: always called)
+        self._batch_end = f".on_{_BATCH_END.get(str(getattr(stage, '_value_', stage)), 'train')}_batch_end"
         self._begin(local_rank)
         if self._run is not None:
             self._run.what = self._stage_name()
@@ -130,6 +139,8 @@ class Profiler:
         active = runner.active()
         if active is not None:
             active.collector.end_action(action_name)
+            if active is self._run and self._flags.schedule and action_name.endswith(self._batch_end):
+                active.collector.step()  # a batch ended: a step of the schedule
         elif self._ranges is not None:
             self._ranges.exit(action_name)
 
@@ -178,7 +189,7 @@ class Profiler:
     def __reduce__(self) -> Any:
         """Copies (Lightning deep-copies or pickles a profiler for spawned processes) are new
         profilers with the same options."""
-        kwargs = {k: v for k, v in vars(self._flags).items() if k not in ("schedule", "output")}
+        kwargs = {k: v for k, v in vars(self._flags).items() if k != "output"}
         return (_rebuild, (self.dirpath, self.filename, kwargs))
 
     # -- profiling by itself -------------------------------------------------------------------
@@ -254,6 +265,19 @@ class Profiler:
             self._stage_action = None
             self._set_up = False
             self._finish(error if isinstance(error, BaseException) else None)
+
+
+# the batches of each stage: the LightningModule hook "on_<this>_batch_end" ends each one
+_BATCH_END = {"fit": "train", "validate": "validation", "test": "test", "predict": "predict"}
+
+
+def _schedule_text(schedule: Any) -> str | None:
+    """``(1, 1, 3)`` or ``"1,1,3"`` -> ``"1,1,3"`` (checked with the flag's rules)."""
+    if schedule is None:
+        return None
+    if isinstance(schedule, str):
+        return schedule
+    return ",".join(str(n) for n in schedule)
 
 
 def _rebuild(dirpath: Any, filename: Any, kwargs: dict[str, Any]) -> Any:

@@ -464,3 +464,24 @@ def test_nbprof_profiler_in_a_script_writes_its_report_where_lightning_writes_su
     batch = next(line for line in hooks if line.strip().startswith("run_training_batch"))
     assert batch.split()[1] == "6"  # its calls
     assert any(line.startswith("[Trainer].fit") for line in hooks)
+
+
+def test_nbprof_profiler_with_a_schedule_records_whole_batches(shell):
+    """schedule=(1, 1, 3): each training batch is a step (it ends with on_train_batch_end), so
+    three whole batches are recorded, each one a ProfilerStep#N holding every hook of a batch;
+    the counts are torch's own key_averages() of the profiler that recorded them."""
+    import nbprof
+
+    package = PACKAGES[0]
+    prof = nbprof.lightning.Profiler(schedule=(1, 1, 3), quiet=True)
+    fit(package, prof, steps=8)
+    p = prof.result
+    assert p.steps()["step"].tolist() == [2, 3, 4]
+    counts = label_counts(p)
+    torchs = {e.key: e.count for e in p.profiler.key_averages()}
+    hooks = [label for label in counts if label.startswith("[") or label.startswith("run_")]
+    assert len(hooks) >= 15 and all(counts[h] == torchs[h] == 3 for h in hooks), {h: (counts[h], torchs.get(h)) for h in hooks}
+    ranges = p.ranges()
+    assert set(ranges[ranges["depth"] == 0]["label"]) == {"ProfilerStep*"}
+    with pytest.raises(nbprof.OptionError, match="--schedule 1,1"):
+        nbprof.lightning.Profiler(schedule=(1, 1))

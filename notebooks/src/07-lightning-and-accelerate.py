@@ -120,8 +120,8 @@ fit_profile.range_ops("training_step").set_index("name").loc[["aten::linear", "a
 # A Lightning user passes a profiler to the trainer: `Trainer(profiler="simple")`. nbprof's is
 # `nbprof.lightning.Profiler()`: it profiles the fit by itself and shows the report when the fit ends,
 # with the same Ranges tab. It takes `%%torchprof`'s options as arguments (`memory=True`,
-# `shapes=True`, `stack=True`, `export="trace.json.gz"`, ...); the profile stays in
-# `trainer.profiler.result`. Inside `%%torchprof` or `%%cprofile` it starts no profiler of its own:
+# `shapes=True`, `stack=True`, `export="trace.json.gz"`, ...; `schedule=(1, 1, 3)` records three
+# batches of a long fit); the profile stays in `trainer.profiler.result`. Inside `%%torchprof` or `%%cprofile` it starts no profiler of its own:
 # the cell's records its hooks.
 
 # %%
