@@ -9,10 +9,11 @@ calls, mean, total, share of the fit) with the operators and the device time und
 and every other tab of a ``%%torchprof`` report besides. Where it runs decides what it does:
 
 - nothing profiling yet: it profiles the stage itself (torch.profiler, with the options given
-  here, as ``%%torchprof``'s flags), from ``setup`` to ``describe`` (or, with ``schedule``, a
-  window of its batches, each batch a step, as Lightning's ``PyTorchProfiler`` does); in IPython the report is
-  displayed, elsewhere its text is Lightning's summary (logged, or written to ``filename``);
-  ``result`` holds the :class:`~nbprof.TorchProfile` either way;
+  here, as ``%%torchprof``'s flags), from its first action to ``describe`` (or, with
+  ``schedule``, a window of its batches, each batch a step, as Lightning's ``PyTorchProfiler``);
+  in IPython the report is displayed, elsewhere its text is Lightning's summary (logged, or
+  written to ``filename``); ``result`` holds the :class:`~nbprof.TorchProfile` either way. In
+  a run of several processes, only the first (local rank 0) profiles;
 - inside ``%%torchprof`` or ``%%cprofile``: it starts no profiler of its own, its actions go to
   the cell's (ranges in the cell's torch report, a profile per action in its cProfile report);
 - inside a torch profiler the user started (``with torch.profiler.profile() as prof``): the
@@ -93,8 +94,7 @@ class Profiler:
         self._flags = argparse.Namespace(
             cuda=cuda, memory=memory, shapes=shapes, stack=stack, flops=flops, modules=modules, sort=sort,
             limit=limit, group_by=group_by, schedule=_schedule_text(schedule), export=export, tensorboard=tensorboard,
-            output=None,
-            quiet=quiet,
+            output=None, quiet=quiet,
         )
         _options(self._flags)  # bad options: a one-line OptionError now, not at the end of a fit
         self.quiet = quiet
@@ -127,8 +127,10 @@ class Profiler:
 
     def start(self, action_name: str) -> None:
         if self._run is None:
-            # Lightning names an action or two before setup() (configure_callbacks)
-            self._begin(self._local_rank)  # type: ignore[attr-defined]
+            # Lightning names an action or two before setup() (configure_callbacks): its rank
+            # then is the one Lightning's rank_zero_only knows
+            local_rank = self._local_rank if self._set_up else _process_rank()  # type: ignore[attr-defined]
+            self._begin(local_rank)
         active = runner.active()
         if active is not None:
             active.collector.begin_action(action_name)
@@ -290,6 +292,13 @@ def _options(flags: argparse.Namespace) -> Any:
     from .flags import run_options
 
     return run_options("torchprof", flags)
+
+
+def _process_rank() -> int:
+    """This process's rank as Lightning set it (``rank_zero_only.rank``, shared by both packages
+    through lightning_utilities); 0 where it was not set."""
+    module = sys.modules.get("lightning_utilities.core.rank_zero")
+    return int(getattr(getattr(module, "rank_zero_only", None), "rank", 0) or 0)
 
 
 def _torch_profiling() -> bool:
