@@ -403,7 +403,7 @@ def test_lightnings_advanced_profiler_inside_cprofile_is_said_and_released(shell
 
 
 @pytest.mark.slow
-def test_lightnings_pytorch_profiler_inside_torchprof_is_said_and_released_20_times():
+def test_lightnings_pytorch_profiler_inside_torchprof_is_said_and_released_20_times(tmp_path):
     """Trainer(profiler="pytorch") starts torch's profiler at its first action: nbprof's session
     stops there (this ended the process with a segmentation fault), the report says so, and the
     next %%torchprof works; 20 times in one process, a fresh one (so a crash is its exit code)."""
@@ -433,7 +433,9 @@ def test_lightnings_pytorch_profiler_inside_torchprof_is_said_and_released_20_ti
         print(json.dumps({{"rounds": rounds, "idle": not torch.autograd._profiler_enabled()}}))
         """
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    # in a folder of its own: Lightning's PyTorchProfiler writes a trace per step into the trainer's
+    # root folder (the working directory)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     report = json.loads(out.stdout.strip().splitlines()[-1])
     assert report["rounds"] == [[True, True, True, 2]] * 20 and report["idle"]
