@@ -13,6 +13,7 @@ Public API (everything else is internal):
     nbprof.controls()                  the panel that sets defaults for the next runs
     nbprof.step()                      mark a step of a profiled loop (for --schedule)
     nbprof.cuda_collection(on)         pause / resume CUDA collection inside a profiled cell
+    nbprof.lightning.Profiler()        Trainer(profiler=...): Lightning's actions as ranges, and the report
     TorchProfile, PythonProfile, Comparison   the result types
     ClusterProfile                            a folder of ranks (a TorchProfile)
     NbprofError and subclasses         the errors nbprof raises (nbprof.errors)
@@ -39,6 +40,7 @@ __all__ = [
     "controls",
     "step",
     "cuda_collection",
+    "lightning",
     "TorchProfile",
     "ClusterProfile",
     "PythonProfile",
@@ -52,6 +54,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
+    from . import lightning
     from .comparison import Comparison
     from .cluster import ClusterProfile
     from .model import PythonProfile, TorchProfile
@@ -153,6 +156,10 @@ def __getattr__(name: str) -> Any:
         from .cluster import ClusterProfile
 
         return ClusterProfile
+    if name == "lightning":  # the module; it imports no Lightning itself
+        import importlib
+
+        return importlib.import_module(".lightning", __name__)
     if name == "Comparison":
         from .comparison import Comparison
 

@@ -213,6 +213,38 @@ class TorchProfile:
 
         return ranges(self._events, self.meta)
 
+    def range_ops(self, label: str | None = None) -> pd.DataFrame:
+        """The operators that ran under each ``record_function`` label (Lightning's actions among
+        them): ``path, label, name, count, self_cpu_us, self_device_us``, one row per path and
+        operator (``nbprof.analysis.ranges``). ``label``: that label's operators only, over all
+        its paths, by self CPU time (``name, count, self_cpu_us, self_device_us``): a label, a
+        path, or a part of a label that names one label (``"training_step"``)."""
+        frame = self._range_ops
+        if label is None:
+            return frame.copy(deep=False)
+        known = self._ranges
+        labels = list(dict.fromkeys(known["label"]))
+        if label in set(known["path"]):
+            rows = frame[frame["path"] == label]
+        else:
+            if label not in labels:
+                matches = [x for x in labels if label in x]
+                if len(matches) != 1:
+                    which = f"{len(matches)} labels contain it: {', '.join(matches[:5])}" if matches else \
+                        f"the labels are: {', '.join(labels[:8])}{', ...' if len(labels) > 8 else ''}"
+                    raise OptionError(f"no single range {label!r}; {which}")
+                label = matches[0]
+            rows = frame[frame["label"] == label]
+        out = rows.groupby("name", sort=False).agg(count=("count", "sum"), self_cpu_us=("self_cpu_us", "sum"),
+                                                  self_device_us=("self_device_us", "sum")).reset_index()
+        return out.sort_values(["self_cpu_us", "name"], ascending=[False, True], kind="stable").reset_index(drop=True)
+
+    @functools.cached_property
+    def _range_ops(self) -> pd.DataFrame:
+        from .analysis.ranges import range_ops
+
+        return range_ops(self._events)
+
     def allocations(self) -> pd.DataFrame:
         """Each memory block allocated (``--memory``), paired with its free by address: ``device,
         addr, bytes, alloc_us, free_us, lifetime_us, op, top_op`` (``nbprof.analysis.memory``).
@@ -378,11 +410,15 @@ class PythonProfile:
 
     kind = "python"
 
-    def __init__(self, raw: dict[Any, Any], meta: PythonMeta | None = None, *, profiler: Any = None):
+    def __init__(self, raw: dict[Any, Any], meta: PythonMeta | None = None, *, profiler: Any = None,
+                 by_action: dict[str, dict[Any, Any]] | None = None, action_counts: dict[str, int] | None = None):
         self._raw = raw
         self.meta = meta if meta is not None else PythonMeta()
         self.profiler = profiler
         self._trees: dict[tuple[float, int], pd.DataFrame] = {}
+        # a framework's actions (Lightning's hooks): each one's raw stats, how many times it began
+        self._by_action = by_action or {}
+        self._action_counts = action_counts or {}
 
     # The tables are built on first use: a quiet run (``-q -o prof``) keeps cProfile's raw dict
     # and costs nothing more until the tables are looked at.
@@ -452,6 +488,44 @@ class PythonProfile:
 
         tree = self.call_tree(min_fraction=min_fraction, max_nodes=max_nodes)
         return flame_figure(tree, maxdepth=maxdepth, height=height, title=title)
+
+    def actions(self) -> pd.DataFrame:
+        """The framework actions the calls ran under (Lightning's hooks, when Lightning ran in the
+        profiled code): ``action, count, calls, functions, tottime_s, share_of_total,
+        top_function``, one row per action and one for the code outside them; empty when no
+        action was reported (``nbprof.analysis.actions``)."""
+        return self._actions.copy(deep=False)
+
+    @functools.cached_property
+    def _actions(self) -> pd.DataFrame:
+        from .analysis.actions import ACTION_COLUMNS, actions_table
+
+        if not self._by_action:
+            return pd.DataFrame({c: [] for c in ACTION_COLUMNS})
+        return actions_table(self._action_stats, self._action_counts)
+
+    def action_stats(self, action: str | None = None) -> pd.DataFrame:
+        """The stats table (as ``stats``) of the calls made under each action, with an ``action``
+        column first; ``action``: only that one (its name, or a part of it that names one action,
+        such as ``"training_step"``). Summed over the actions, a function's calls are ``stats``'."""
+        frame = self._action_stats
+        if action is None:
+            return frame.copy(deep=False)
+        names = list(dict.fromkeys(frame["action"]))
+        if action not in names:
+            matches = [n for n in names if action in n]
+            if len(matches) != 1:
+                which = f"{len(matches)} actions contain it: {', '.join(matches[:5])}" if matches else \
+                    f"the actions are: {', '.join(names[:8])}{', ...' if len(names) > 8 else ''}"
+                raise OptionError(f"no single action {action!r}; {which}")
+            action = matches[0]
+        return frame[frame["action"] == action].reset_index(drop=True)
+
+    @functools.cached_property
+    def _action_stats(self) -> pd.DataFrame:
+        from .analysis.actions import action_stats
+
+        return action_stats(self._by_action)
 
     def to_html(self, path: str | os.PathLike, title: str | None = None) -> str:
         """Write the report as one HTML file that opens offline."""

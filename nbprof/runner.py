@@ -13,6 +13,10 @@ The run is active before its collector starts, so an interrupt that lands right 
 profiler starts still finds the run (the cell's ``finally: end()`` stops it); if starting fails,
 the run is no longer active and no profiler is left running. ``stop`` stops the collector first
 and only then measures the wall time, reads the trace and builds anything.
+
+While the run is active, the training frameworks the user imported report their named actions
+to its collector (Lightning's default profiler: ``collect/lightning.py``): set up before the
+collector starts, undone after it stops, so none of it is in the profile.
 """
 
 from __future__ import annotations
@@ -55,6 +59,8 @@ def discard_active() -> None:
             stale.collector.end()
         except BaseException:
             pass
+        finally:
+            stale._undo_marks()
 
 
 class Run(ABC):
@@ -76,6 +82,7 @@ class Run(ABC):
         self._data: Any = None
         self.progress = Progress()
         self.collector: Collector = self._collector()
+        self._unmark: Any = None  # undoes collect.lightning.mark_actions
 
     @abstractmethod
     def _collector(self) -> Collector:
@@ -91,11 +98,24 @@ class Run(ABC):
         _active = self
         self.started = time.perf_counter()
         try:
+            from .collect.lightning import mark_actions
+
+            # before the profiler starts (and undone after it stops): nbprof's own work stays
+            # out of the profile
+            self._unmark = mark_actions(self.collector)
             self.collector.begin()
         except BaseException:
             _active = None
-            self.collector.end()
+            try:
+                self.collector.end()
+            finally:
+                self._undo_marks()
             raise
+
+    def _undo_marks(self) -> None:
+        unmark, self._unmark = self._unmark, None
+        if unmark is not None:
+            unmark()
 
     def stop(self) -> None:
         """Stop the profiler. The first thing done at the end of the code: nothing nbprof does
@@ -106,7 +126,10 @@ class Run(ABC):
         self._stopped = True
         if _active is self:
             _active = None
-        self.collector.end()
+        try:
+            self.collector.end()
+        finally:
+            self._undo_marks()
         self._data = self.collector.result()
         self.wall_s = time.perf_counter() - self.started
 
@@ -271,7 +294,14 @@ class PythonRun(Run):
             cell_error=_describe_error(self.error),
             code_names=_code_names(self.shell, {k[0] for k in data}),
         )
-        profile = PythonProfile(data, meta, profiler=self.collector.profiler)
+        collector = self.collector
+        profile = PythonProfile(data, meta, profiler=collector.profiler, by_action=collector.by_action,
+                                action_counts=collector.action_counts)
+        if collector.by_action:
+            meta.notes.append(
+                f"calls grouped by the {len(collector.action_counts)} actions they ran under (the Actions tab, "
+                "p.actions()): a function that was running when an action began (Trainer.fit, the loops) is timed "
+                "until then, its own time after that is in no action")
         if sys.version_info >= (3, 12) and other_threads_suspected(profile.stats, profile.edges, self.wall_s):
             profile.meta.notes.append(
                 f"other threads ran Python code during this {self.what}: on Python 3.12+ cProfile records "

@@ -30,7 +30,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("results", ("nbprof.export", "nbprof.model", "nbprof.cluster", "nbprof.loading", "nbprof.comparison")),
     ("runner", ("nbprof.flags", "nbprof.runner", "nbprof.profilers")),
     ("front ends", ("nbprof._cell", "nbprof.magics", "nbprof.extension", "nbprof.cli", "nbprof.widgets",
-                    "nbprof.__main__", "nbprof", "nbprof.huggingface")),
+                    "nbprof.__main__", "nbprof", "nbprof.huggingface", "nbprof.lightning")),
 ]
 
 # Modules that import a training framework (the user imports them to use it): they import alone
@@ -205,8 +205,9 @@ FRAMEWORKS = ("transformers", "accelerate", "lightning", "pytorch_lightning")
 
 def test_frameworks_are_imported_only_by_their_adapters():
     """nbprof imports no training framework unless the user does: not on ``import nbprof`` or
-    ``%load_ext nbprof``, not for a ``%%torchprof`` / ``%%cprofile`` cell, ``from_profiler``,
-    ``trace_handler`` or ``load_trace``. Importing an adapter (``nbprof.huggingface``) is the user
+    ``%load_ext nbprof``, not for a ``%%torchprof`` / ``%%cprofile`` cell (which look for
+    Lightning's profiler classes), ``from_profiler``, ``trace_handler``, ``load_trace`` or
+    ``import nbprof.lightning``. Importing an adapter (``nbprof.huggingface``) is the user
     asking for its framework. A fresh interpreter, a real IPython shell."""
     code = textwrap.dedent(
         f"""
@@ -228,6 +229,8 @@ def test_frameworks_are_imported_only_by_their_adapters():
             r = ip.run_cell(cell)
             assert r.error_in_exec is None, r.error_in_exec
         seen["profiles"] = [m for m in frameworks if m in sys.modules]
+        import nbprof.lightning  # its Profiler class is made from the Lightning the user imported
+        seen["nbprof.lightning"] = [m for m in frameworks if m in sys.modules]
         import nbprof.huggingface
         seen["nbprof.huggingface"] = "transformers" in sys.modules
         print(json.dumps(seen))
@@ -244,4 +247,5 @@ def test_frameworks_are_imported_only_by_their_adapters():
         pytest.skip("transformers is not installed here")
     assert out.returncode == 0, out.stderr[-3000:]
     seen = json.loads(out.stdout.strip().splitlines()[-1])
-    assert seen == {"import nbprof": [], "load_ext": [], "profiles": [], "nbprof.huggingface": True}
+    assert seen == {"import nbprof": [], "load_ext": [], "profiles": [], "nbprof.lightning": [],
+                    "nbprof.huggingface": True}

@@ -31,7 +31,7 @@ def test_every_tutorial_has_a_solution_and_they_match_their_sources():
     build = load_build()
     sources = build.sources()
     assert [f"{s}.ipynb" for s in sources] == sorted(p.name for p in NOTEBOOKS.glob("[0-9]*.ipynb"))
-    assert len(sources) == 7
+    assert len(sources) == 8
     problems = [p for stem, cells in sources.items() for p in build.check(stem, cells)]
     assert not problems, "\n".join(problems)
 

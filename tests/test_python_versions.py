@@ -77,6 +77,17 @@ SCRIPT = textwrap.dedent(
     r = ip.run_cell("%%cprofile -q -o sp\\nimport sys\\nbefore()\\nsys.setprofile(lambda *a: None)\\nafter()\\nsys.setprofile(None)")
     print("setprofile", r.error_in_exec is None, "after" in set(ip.user_ns["sp"].stats["function"]),
           any("sys.setprofile" in n for n in ip.user_ns["sp"].meta.notes))
+    # actions (Lightning's hooks report them so): each call in the profile of the innermost one,
+    # nbprof's own switches between its profiles no takeover (3.12+: sys.monitoring's one tool)
+    ip.run_cell("def a():\\n    return sum(range(10))\\ndef b():\\n    return [a() for _ in range(3)]")
+    r = ip.run_cell("%%cprofile -q -o ac\\nfrom nbprof import runner\\nc = runner.active().collector\\na()\\n"
+                    "c.begin_action('X')\\nb()\\nc.begin_action('Y')\\na()\\nc.end_action('Y')\\na()\\n"
+                    "c.end_action('X')\\na()")
+    ac = ip.user_ns["ac"]
+    calls = {(x.action, x.function): x.ncalls for x in ac.action_stats().itertuples() if x.function in ("a", "b")}
+    print("actions", r.error_in_exec is None, calls == {("(outside every action)", "a"): 2, ("X", "a"): 4,
+          ("X", "b"): 1, ("Y", "a"): 1}, int(ac.stats.set_index("function").loc["a", "ncalls"]) == 7,
+          not any("another" in n for n in ac.meta.notes), sys.getprofile() is None)
     r = ip.run_cell("%%cprofile -q -o nxt\\nafter()")
     print("next", r.error_in_exec is None, "after" in set(ip.user_ns["nxt"].stats["function"]), ip.user_ns["nxt"].meta.notes == [])
     import pandas
@@ -143,5 +154,6 @@ def test_nbprof_on_python(version, tmp_path):
     # report); from 3.12 it runs beside cProfile's sys.monitoring hooks (nothing lost, nothing said)
     assert lines["setprofile"] == ("True False True" if version < "3.12" else "True True False")
     assert lines["next"] == "True True True"
+    assert lines["actions"] == "True True True True True"
     if version == "3.10":  # pandas 3 needs 3.11+: here the 2.x line is what users get
         assert lines["pandas"].startswith("2."), lines["pandas"]

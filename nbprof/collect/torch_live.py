@@ -45,8 +45,8 @@ from .collector import Collector, Takeover, code_sites
 from .compile_state import CompileWatch
 from .native_output import NativeStderrFilter, summarize_native_warnings
 
-__all__ = ["TorchSession", "SavedResults", "ForeignStartWatch", "read_results", "lost_session", "import_torch",
-           "check_torch_version", "cuda_available", "MIN_TORCH", "SHM_MIN_FREE_BYTES"]
+__all__ = ["TorchSession", "OpenRanges", "SavedResults", "ForeignStartWatch", "read_results", "lost_session",
+           "import_torch", "check_torch_version", "cuda_available", "MIN_TORCH", "SHM_MIN_FREE_BYTES"]
 
 # Use /dev/shm only with this much room: Docker gives containers 64 MB by default, and a trace
 # of a million events is ~400 MB.
@@ -129,6 +129,7 @@ class TorchSession(Collector):
         self._watch = ForeignStartWatch(self._yield_to_other)
         self.cycles: list[TraceData] = []  # one per completed --schedule cycle
         self.compile = CompileWatch()  # torch.compile's structured log and kernel profiling, for the cell
+        self.actions = OpenRanges()  # a framework's actions (Lightning's hooks) as ranges
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -220,6 +221,15 @@ class TorchSession(Collector):
                 warnings.filterwarnings("ignore", message=".*Profiler clears events at the end of each cycle")
                 self.profiler.step()
 
+    def begin_action(self, name: str) -> None:
+        """The action becomes a ``record_function`` range named as the framework names it (in the
+        profiler that runs: another one, once it took over)."""
+        if self._started:
+            self.actions.enter(name)
+
+    def end_action(self, name: str) -> None:
+        self.actions.exit(name)
+
     def toggle_cuda(self, on: bool) -> None:
         """Pause / resume CUDA collection (a no-op when this run does not record CUDA)."""
         if not self._started or self._stopped or self.profiler is None or not self.options.cuda:
@@ -246,6 +256,7 @@ class TorchSession(Collector):
                 self._torch.autograd.profiler._run_on_profiler_stop()
             else:
                 try:
+                    self.actions.close_all()  # an action still open (the code raised) ends with the profile
                     self.profiler.__exit__(None, None, None)
                 except BaseException:
                     self._force_disable()
@@ -450,6 +461,44 @@ def read_results(profiler: Any, *, progress: Any = None, flops: bool = False) ->
     if flops:
         _add_flops(trace, base)
     return trace
+
+
+class OpenRanges:
+    """``record_function`` ranges opened and closed by name, as a framework reports its actions
+    (``begin_action`` / ``end_action``): torch records one range per action, in whatever torch
+    profiler is running (nbprof's, or one the user started). Ranges of the same name nest; one
+    closed out of order (Lightning's fetch of the next batch can end after the batch) ends as
+    torch allows, by its handle."""
+
+    def __init__(self) -> None:
+        self._open: list[tuple[str, Any]] = []  # in the order they opened
+
+    def enter(self, name: str) -> None:
+        from torch.autograd.profiler import record_function
+
+        rf = record_function(name)
+        rf.__enter__()
+        self._open.append((name, rf))
+
+    def exit(self, name: str) -> None:
+        for i in range(len(self._open) - 1, -1, -1):
+            if self._open[i][0] == name:
+                _, rf = self._open.pop(i)
+                rf.__exit__(None, None, None)
+                return
+
+    def close_all(self) -> None:
+        """End every range still open, innermost first (before the profiler stops: their end is
+        the profile's end)."""
+        while self._open:
+            _, rf = self._open.pop()
+            try:
+                rf.__exit__(None, None, None)
+            except Exception:
+                pass
+
+    def __len__(self) -> int:
+        return len(self._open)
 
 
 def _import_before_profiling(torch: Any) -> None:

@@ -136,7 +136,8 @@ def _report_html(report: Any, registry: list[Tab], head: list[str], include_libr
     else:
         panels = panels or {}
         bodies = [(t.title, panels[t.title] if t.title in panels else t.html(report)) for t in tabs]
-        selected = next((i for i, t in enumerate(tabs) if selected_group and t.group_by == selected_group), 0)
+        # the tab it opens on: a grouping's table (group_by), or a tab by its title ("Ranges")
+        selected = next((i for i, t in enumerate(tabs) if selected_group and selected_group in (t.group_by, t.title)), 0)
         parts.append(tabs_html(uid, bodies, selected=selected))
     parts.append("</div>")
     return "".join(parts)
@@ -148,6 +149,14 @@ def _limit(asked: int | None, profile_default: int | None) -> int:
         if limit is not None:
             return int(limit)
     return DEFAULT_LIMIT
+
+
+def _is_lightning_stage(profile: Any) -> bool:
+    """The profile holds a Lightning stage (``nbprof.lightning``'s "[Trainer].fit" range)."""
+    from ..collect.lightning import stage_action
+
+    labels = profile.ranges()["label"]
+    return bool(labels.astype(str).str.startswith(stage_action("")).any()) if len(labels) else False
 
 
 class TorchReport:
@@ -172,8 +181,11 @@ class TorchReport:
             self.notes.append("Python stacks were not recorded: run with --stack to group by stack")
             group_by = "op"
         self.group_by = group_by
-        # the tab it opens on: the operators table of the grouping asked for
+        # the tab it opens on: the operators table of the grouping asked for; a Lightning fit's
+        # actions (the stage's range, "[Trainer].fit") where no grouping was asked for
         self.opens_on: str | None = group_by
+        if group_by == "op" and any(t.title == "Ranges" for t in self.tabs) and _is_lightning_stage(profile):
+            self.opens_on = "Ranges"
         self.uid = 0  # set by html(): the id of its tabs (the call graph's script finds its panel by it)
         if self.sort not in profile.key_averages(group_by).columns:
             raise ValueError(f"cannot sort by {self.sort!r}")
