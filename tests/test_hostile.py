@@ -116,7 +116,7 @@ def test_html_in_grid_block_module_and_range_cells_is_text(watch, tmp_path):
     """The Kernels tab's Grid and Block columns, the Modules tab's Module column and the Ranges
     tab's Range column were written as HTML: an <img onerror> ran on load."""
     names = dict(grid=IMG.format("grid"), block=IMG.format("block"), module=IMG.format("module"),
-                 range=IMG.format("range"))
+                 range=IMG.format("range") + " & co")  # "&": DataTables reads such a search text as HTML
     p = nbprof.load_trace(write_trace(tmp_path / "t.json", hostile_trace(_names(**names))))
     page = watch.open(_page(tmp_path, p._repr_mimebundle_()["text/html"]), 1500)
     _open_all_tabs(page)
@@ -126,9 +126,16 @@ def test_html_in_grid_block_module_and_range_cells_is_text(watch, tmp_path):
     # the interactive tables' cells (not only the static preview), as written; grid is the
     # trace's JSON text of the string, block its JSON list
     assert visible(IMG.format("module")) in " ".join(cells)
-    assert any(c == visible(IMG.format("range")) for c in cells)
+    assert any(c == visible(IMG.format("range") + " & co") for c in cells)
     assert any(c == visible(json.dumps(IMG.format("grid"))) for c in cells)
     assert any(c == visible(json.dumps([IMG.format("block"), 1, 1])) for c in cells)
+    # searching the tables for the names finds them, and runs nothing either
+    found = page.evaluate("""() => [...document.querySelectorAll('table.dataTable')].map(t => {
+        const api = window.$(t).DataTable(); api.search("<img src=x onerror=__pwned('range')> &").draw();
+        return api.rows({search: 'applied'}).count(); })""")
+    assert found.count(1) >= 2 and set(found) <= {0, 1}  # the Operators and Ranges tables
+    page.wait_for_timeout(300)
+    assert Watch.ran(page) == []
     page.close()
 
 

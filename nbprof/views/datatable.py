@@ -73,21 +73,22 @@ _JS_SHARE = """function (d, type) {
          'margin-right:4px;background:#e8710a;width:' + w.toFixed(1) + 'px"></span>' + p.toFixed(1) + '%';
 }"""
 # The tables' one escape (``nbprof.format.esc``'s twin): a value as HTML text. Every render
-# function that shows a value from the data goes through it; nbprof's own markup (the share bar,
-# the <span title> around a cut name) is the only HTML a cell holds.
+# function that shows a value from the data goes through it, for display and for search (DataTables
+# decodes a search text that holds "&" through innerHTML); nbprof's own markup (the share bar, the
+# <span title> around a cut name) is the only HTML a cell holds.
 _JS_ESC = """function (s) { return String(s).replace(/[&<>"']/g, function (c) {
     return {'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;'}[c]; }); }"""
 
 # text as it is (a kind, a rank, a grid, a collective's name): escaped, never read as HTML
 _JS_TEXT = """function (d, type) {
-  if (type !== 'display') return d;
+  if (type !== 'display' && type !== 'filter') return d;
   if (d === null || d === undefined) return '';
   return ESC(d);
 }"""
 
 _JS_NAME = """function (d, type) {
-  if (type !== 'display') return d;
   var esc = ESC;
+  if (type !== 'display') return type === 'filter' ? esc(d) : d;
   var s = String(d), short = s.length > LIMIT ? s.slice(0, LIMIT - 1) + '…' : s;
   return '<span title="' + esc(s) + '">' + esc(short) + '</span>';
 }"""
@@ -95,8 +96,8 @@ _JS_NAME = """function (d, type) {
 # a kernel's C++ signature, readable: no "void", no argument list, no namespaces (the full
 # signature on hover); the Python twin is format.short_kernel_name
 _JS_KERNEL = r"""function (d, type) {
-  if (type !== 'display') return d;
   var esc = ESC;
+  if (type !== 'display') return type === 'filter' ? esc(d) : d;
   var s = String(d), t = s.split('(anonymous namespace)::').join(''), depth = 0, cut = -1;
   if (t.indexOf('void ') === 0) {  // a C++ signature: its argument list goes
     t = t.slice(5);
@@ -115,8 +116,8 @@ _JS_KERNEL = r"""function (d, type) {
 
 # "file:line(function)" with the directories cut to the last two (full text on hover)
 _JS_LOCATION = """function (d, type) {
-  if (type !== 'display') return d;
   var esc = ESC;
+  if (type !== 'display') return type === 'filter' ? esc(d) : d;
   var s = String(d), m = s.match(/^(.*?):(\\d+)\\((.*)\\)$/), short = s;
   if (m && m[1].indexOf('/') >= 0) {
     var parts = m[1].split('/');
