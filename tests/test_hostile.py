@@ -140,6 +140,31 @@ def test_html_in_grid_block_module_and_range_cells_is_text(watch, tmp_path):
 
 
 @in_browser
+def test_standalone_pages_policy_runs_only_nbprofs_scripts(watch, tmp_path):
+    """The page's Content-Security-Policy: its own scripts all run (tables, plotly, the figure),
+    none is blocked; markup that a missed escape would let in (an inline handler, a script
+    element, a javascript: link) is blocked."""
+    p = nbprof.load_trace(write_trace(tmp_path / "t.json", hostile_trace(_names())))
+    html = Path(p.to_html(tmp_path / "page.html")).read_text(encoding="utf-8")
+    page = watch.open(tmp_path / "page.html", 1000)
+    page.locator(".nbprof-tabs > label", has_text="Timeline").click()
+    page.wait_for_function("() => document.querySelector('#nbprof-timeline .main-svg')", timeout=30_000)
+    assert page.locator("table.dataTable").count() >= 5
+    assert page.evaluate("() => window.__blocked") == []
+    page.close()
+    missed = ("<img src=x onerror=\"__pwned('handler')\"><script>__pwned('script')</script>"
+              "<a id=js href=\"javascript:__pwned('link')\">x</a>")
+    (tmp_path / "missed.html").write_text(html.replace("<body>", "<body>" + missed, 1), encoding="utf-8")
+    page = watch.open(tmp_path / "missed.html", 1000)
+    page.click("#js")
+    page.wait_for_timeout(200)
+    assert page.evaluate("() => window.__hits") == []
+    assert len(page.evaluate("() => window.__blocked")) >= 3
+    assert page.locator("table.dataTable").count() >= 5  # the page still works
+    page.close()
+
+
+@in_browser
 def test_box_select_table_keeps_quotes_in_its_title(watch, tmp_path):
     """The standalone page's box-select table wrote title="' + name + '" with an escape that left
     '"' alone: a name with '" onmouseover=...' ran when the user hovered its row."""
