@@ -3,7 +3,8 @@
 before any script (tests/hostile.py). Nothing may run, and the names read as written.
 
 Outputs: the notebook report (``_repr_mimebundle_``), the timeline, memory and flame figures (their
-static drawing and the figure drawn by plotly.js from its JSON, as JupyterLab draws it), the
+static drawing and the figure drawn by plotly.js from its JSON, as JupyterLab draws it),
+``nbprof.compare`` (by op, kernel and range) against a plain trace, the
 standalone page (``to_html``), the live timeline widget (its browser code, answered by its kernel
 side in this process: zoomed, searched, a span selected), a folder of ranks with hostile file
 names (its cluster report and page). ``python -m nbprof``'s page: tests/test_hostile.py.
@@ -92,10 +93,13 @@ def test_hostile_strings_run_nothing_and_read_as_written(watch, tmp_path_factory
     root: Path = tmp_path_factory.mktemp("fuzz")
 
     p = nbprof.load_trace(write_trace(root / "t.json", hostile_trace(text)))
+    plain = nbprof.load_trace(write_trace(root / "plain.json", hostile_trace(lambda f: f"plain_{f}")))
     py = hostile_pstats(text)
     path = outputs_page(root / "outputs.html", [
         p._repr_mimebundle_(), p.timeline()._repr_mimebundle_(), p.memory_curve()._repr_mimebundle_(),
-        py._repr_mimebundle_(), py.flame()._repr_mimebundle_()])
+        py._repr_mimebundle_(), py.flame()._repr_mimebundle_(),
+        nbprof.compare(plain, p)._repr_mimebundle_(), nbprof.compare(plain, p, by="kernel")._repr_mimebundle_(),
+        nbprof.compare(plain, p, by="range")._repr_mimebundle_()])
     page = watch.open(path, 800)
     _check(page, texts, SHOWN + SHOWN_PSTATS, "notebook outputs")
     page.close()
