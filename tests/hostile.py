@@ -50,7 +50,7 @@ PAYLOADS = (
 FIELDS = ("op", "range", "module", "pyfunc", "kernel", "thread", "main_thread", "process", "process_label",
           "gpu_range", "grid", "block", "shapes", "input_type", "concrete", "collective", "pg", "pg_desc",
           "pg_ranks", "dtype", "device_name", "trace_name", "backend", "memcpy")
-SHOWN = ("op", "range", "module", "kernel", "thread")
+SHOWN = ("op", "range", "module", "pyfunc", "kernel", "thread")
 # hostile_pstats's fields, and those its report shows
 PSTATS_FIELDS = ("py_file", "py_func", "py_file2", "py_func2")
 SHOWN_PSTATS = ("py_func", "py_func2")
