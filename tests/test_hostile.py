@@ -17,7 +17,7 @@ import pytest
 
 import nbprof
 
-from .conftest import HAS_TORCH
+from .conftest import needs_torch
 from .hostile import FIELDS, PAYLOADS, SHOWN, Watch, hostile_folder, hostile_trace, shown, visible, write_trace
 
 SCRIPT_BREAK = "</script><script>__pwned('script')</script>"
@@ -250,8 +250,7 @@ def test_plotly_labels_and_hover_show_markup_as_text(watch, tmp_path):
 
 
 @in_browser
-@pytest.mark.skipif(not HAS_TORCH, reason="needs torch")
-@pytest.mark.parametrize("profiler", ["torch", "cprofile"])
+@pytest.mark.parametrize("profiler", [pytest.param("torch", marks=needs_torch), "cprofile"])
 def test_command_lines_html_report_runs_nothing(watch, tmp_path, profiler):
     """``python -m nbprof``'s HTML report of a script whose ranges (torch) and functions and files
     (cProfile) have hostile names: nothing runs, the names read as written."""
@@ -298,7 +297,6 @@ def test_every_field_shown_as_written_nothing_runs(watch, tmp_path):
 
 
 @in_browser
-@pytest.mark.skipif(not HAS_TORCH, reason="needs torch")
 def test_hostile_trace_in_jupyterlab_runs_nothing(watch, tmp_path):
     """The hostile trace and folder in real JupyterLab, the notebook trusted (run in the session):
     the report, the live timeline (a span selected) and the cluster report run nothing of the
