@@ -31,6 +31,9 @@ __all__ = [
     "short_location",
     "short_path",
     "esc",
+    "esc_plotly",
+    "script_json",
+    "script_json_text",
 ]
 
 
@@ -233,6 +236,52 @@ def short_location(location: str) -> str:
     return f"{short_path(m.group(1))}:{m.group(2)}({m.group(3)})"
 
 
+# ------------------------------------------------------------------- what reaches a page
+#
+# The one rule: every value from a trace (names, args, shapes, file names) is text, never markup
+# or code, wherever it lands. Each way a value reaches a page has its escape here, and the views
+# use only these:
+#
+# - HTML text and attribute values (double- or single-quoted): ``esc``;
+# - JSON inside a ``<script>`` element (the tables' rows, a figure's spec): ``script_json``, which
+#   writes ``<``, ``>``, ``&``, U+2028 and U+2029 as JSON escapes, so no value can end the element
+#   (``</script>``), open a comment (``<!--``) or end a JavaScript string;
+# - plotly's labels, hover texts, titles and tick texts, which plotly reads as its own markup
+#   (``<b>``, ``<br>``, ``<span style>``, live ``<a href>`` links): ``esc_plotly``;
+# - the interactive tables' cells: their render functions (``views.datatable``) escape every
+#   value as text, the JavaScript twin of ``esc``; JavaScript that builds DOM from names sets
+#   ``textContent`` and attributes, never HTML strings.
+#
+# nbprof's own markup (a bar, a <b> around a name it escaped) is the only HTML in a page.
+
+_SCRIPT_UNSAFE = re.compile("[<>&\u2028\u2029]")
+_SCRIPT_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
 def esc(text: object) -> str:
+    """``text`` as HTML text or a quoted attribute value: ``&``, ``<``, ``>``, ``"`` and ``'``
+    escaped."""
     return html.escape(str(text), quote=True)
+
+
+def esc_plotly(text: object) -> str:
+    """``text`` for a plotly string (hover text, label, title, tick text): ``&``, ``<`` and ``>``
+    as the entities plotly shows as those characters, so no tag of plotly's markup is made from
+    it. Quotes stay as they are (plotly shows ``&quot;`` as written)."""
+    return html.escape(str(text), quote=False)
+
+
+def script_json_text(json_text: str) -> str:
+    """JSON text made safe inside a ``<script>`` element: ``<``, ``>``, ``&``, U+2028 and U+2029
+    written as ``\\uXXXX`` escapes. Outside strings JSON holds none of these characters, so the
+    value it parses to is the same."""
+    return _SCRIPT_UNSAFE.sub(lambda m: _SCRIPT_ESCAPES[m.group(0)], json_text)
+
+
+def script_json(value: Any, **dumps: Any) -> str:
+    """``value`` as JSON for a ``<script>`` element (``json.dumps(value, **dumps)``, escaped by
+    :func:`script_json_text`)."""
+    import json
+
+    return script_json_text(json.dumps(value, **dumps))
 

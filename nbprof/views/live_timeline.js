@@ -50,6 +50,40 @@ const CSS = `
 .nbprof-live-sel-table .more{color:#888}
 `;
 
+// An element with its text and attributes. Names come from the trace: they are set as text and
+// attribute values, never parsed as HTML.
+function h(tag, text, attrs) {
+  const e = document.createElement(tag);
+  if (text !== undefined && text !== null) e.textContent = text;
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+  return e;
+}
+
+// A selected span's head line and tables (LiveTimelineState.select's data).
+function selectionNodes(s) {
+  const head = h("div", null, { class: "nbprof-live-sel-head" });
+  head.append(h("b", "Selection"), " " + s.head);
+  const out = [head];
+  for (const t of s.tables) {
+    const box = h("div", null, { class: "nbprof-live-sel-table", "data-table": t.title });
+    const table = h("table");
+    const headRow = h("tr");
+    for (const c of ["name", "calls", "in selection", "total"]) headRow.append(h("th", c));
+    table.append(h("thead"), h("tbody"));
+    table.tHead.append(headRow);
+    for (const [name, calls, inside, total] of t.rows) {
+      const row = h("tr");
+      row.append(h("td", name.length <= 90 ? name : name.slice(0, 89) + "…", { class: "n", title: name }),
+                 h("td", calls), h("td", inside), h("td", total));
+      table.tBodies[0].append(row);
+    }
+    box.append(h("div", t.title, { class: "t" }), table);
+    if (t.more > 0) box.append(h("div", "+" + t.more + (t.more === 1 ? " more name" : " more names"), { class: "more" }));
+    out.push(box);
+  }
+  return out;
+}
+
 function render({ model, el }) {
   const root = document.createElement("div");
   root.className = "nbprof-live";
@@ -120,7 +154,7 @@ function render({ model, el }) {
       if (msg.find !== undefined) findStatus.textContent = msg.find;
       root.dataset.rendered = String(msg.seq);
     } else if (msg.type === "selection") {
-      sel.innerHTML = msg.html;
+      sel.replaceChildren(...selectionNodes(msg.selection));
     } else if (msg.type === "flow") {
       const f = msg.flow;
       if (!f) return;

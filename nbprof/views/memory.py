@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis.memory import downsample_max, memory_peaks
-from ..format import esc, fmt_bytes, fmt_us
+from ..format import esc, esc_plotly, fmt_bytes, fmt_us
 from .figure import drawing_html, rendering_figure
 
 __all__ = ["memory_curve_svg", "memory_curve_figure", "describe"]
@@ -130,18 +130,19 @@ def memory_curve_figure(curve: pd.DataFrame, end_us: float) -> Any:
                 y=d["allocated_bytes"].to_numpy(),
                 mode="lines",
                 line_shape="hv",
-                name=f"{device} allocated",
-                customdata=np.stack([d["op"].to_numpy(), d["delta_bytes"].to_numpy()], axis=1),
+                name=f"{esc_plotly(device)} allocated",
+                # the op's name goes into plotly's markup: escaped once per distinct name
+                customdata=np.stack([_plotly_names(d["op"]), d["delta_bytes"].to_numpy()], axis=1),
                 hovertemplate="%{y:,} B allocated<br>%{customdata[1]:+,} B in %{customdata[0]}<extra>%{fullData.name}</extra>",
             )
         )
         fig.add_trace(
             go.Scatter(x=(d["time_us"].to_numpy() - t0) / 1000.0, y=d["reserved_bytes"].to_numpy(), mode="lines",
-                       line_shape="hv", line_dash="dot", name=f"{device} reserved")
+                       line_shape="hv", line_dash="dot", name=f"{esc_plotly(device)} reserved")
         )
     for p in memory_peaks(curve):
         fig.add_annotation(x=(p.peak_time_us - t0) / 1000.0, y=p.peak_allocated_bytes,
-                           text=f"peak {fmt_bytes(p.peak_allocated_bytes)}" + (f" · {p.peak_op}" if p.peak_op else ""),
+                           text=f"peak {fmt_bytes(p.peak_allocated_bytes)}" + (f" · {esc_plotly(p.peak_op)}" if p.peak_op else ""),
                            showarrow=True, arrowhead=2)
     if not curve.empty:  # the same binary-unit ticks as the static chart
         top = float(max(curve["allocated_bytes"].max(), curve["reserved_bytes"].max(), 1))
@@ -150,3 +151,9 @@ def memory_curve_figure(curve: pd.DataFrame, end_us: float) -> Any:
     fig.update_layout(title="Allocated memory", xaxis_title="time (ms)", yaxis_title="bytes", height=320,
                       margin=dict(l=60, r=20, t=40, b=40), template="plotly_white")
     return fig
+
+
+def _plotly_names(names: pd.Series) -> np.ndarray:
+    """Each name escaped for plotly's markup (``format.esc_plotly``), once per distinct name."""
+    codes, uniques = pd.factorize(names.astype(object), use_na_sentinel=False)
+    return np.asarray([esc_plotly(u) for u in uniques], dtype=object)[codes]

@@ -24,7 +24,7 @@ from typing import Any
 import pandas as pd
 
 from ..analysis.flame import pstats_location
-from ..format import esc, fmt_bytes, fmt_count, fmt_s, fmt_share, fmt_us, plural
+from ..format import esc, fmt_bytes, fmt_s, fmt_share, fmt_us, plural
 from ..settings import DEFAULT_LIMIT, resolve_python_sort, resolve_torch_sort
 from .datatable import library_html
 from .figure import DRAWING_CSS, in_colab

@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 
 from ...format import esc, fmt_s
+from ..assets import script_open
 from ..table import Column, static_html
 from .base import Tab
 
@@ -39,7 +40,7 @@ def render(report: Any, top: int = 40) -> str:
             + _edges_html("calls", edges, edges.callees(key), edges.callee, names) + "</div>"
         )
     script = (
-        "<script>(function(){var root=document.getElementById('nbprof-cg-%d');if(!root)return;"
+        script_open() + "(function(){var root=document.getElementById('nbprof-cg-%d');if(!root)return;"
         "var sel=root.querySelector('select');function show(){root.querySelectorAll('.nbprof-cg')"
         ".forEach(function(p){p.style.display=p.dataset.i===sel.value?'':'none';});}"
         "sel.style.display='';sel.addEventListener('change',show);show();})();</script>" % uid
