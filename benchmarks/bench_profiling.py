@@ -399,9 +399,9 @@ def _child_memory(n_iter: int, path: str, collect: str) -> None:
         sizes = []
         original = torch_live.read_trace_file
 
-        def read(p: str) -> Any:  # the scratch file is in RAM (/dev/shm) while we read it
+        def read(p: str, **kwargs: Any) -> Any:  # the scratch file is in RAM (/dev/shm) while we read it
             sizes.append(os.path.getsize(p) if os.path.dirname(p) == "/dev/shm" else 0)
-            return original(p)
+            return original(p, **kwargs)
 
         torch_live.read_trace_file = read
         stages, profile = ours(prof, collect)

@@ -25,7 +25,7 @@ import numpy as np
 from ..errors import MissingDependencyError, ProfilerBusyError
 from ..events import TraceData
 from ..settings import TorchOptions
-from .chrome_trace import read_trace_file
+from .chrome_trace import NO_LIMIT, read_trace_file
 from .collector import Collector
 from .native_output import NativeStderrFilter, summarize_native_warnings
 
@@ -308,7 +308,7 @@ def _save_and_read(results: Any, progress: Any = None) -> tuple[TraceData, Binar
                 size = os.path.getsize(path)
                 progress.start_if_big(size)
                 progress.stage(f"reading the profile ({size / 2**20:,.0f} MB of trace)")
-            trace = read_trace_file(path)
+            trace = read_trace_file(path, max_bytes=NO_LIMIT)  # nbprof's own: no size limit
             trace.meta.source = "live"
             return trace, file
         except Exception as e:  # a full /dev/shm truncates the file: try the next folder
