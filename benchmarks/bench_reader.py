@@ -13,7 +13,8 @@ decompressed (``.json``: the plain file's path, read in slices from the file).
 
 **Measured**, each in a fresh process that imports the checkout under test first: ``read`` =
 ``read_trace_file(path)`` (file -> events table), ``load+tables`` = ``load_trace(path)`` +
-``key_averages("op")`` + ``summary``, and the process's peak memory added by the read (VmHWM after,
+``key_averages("op")`` + ``summary``, each in wall and CPU seconds (the process's: on a shared
+machine the CPU time moves less), and the process's peak memory added by the read (VmHWM after,
 minus RSS before, the peak counter reset through /proc/self/clear_refs). The two checkouts run in
 turn, which one goes first alternating; each ratio is the median of the per-repetition ratios
 (this machine is shared: absolute times drift, ratios much less).
@@ -48,19 +49,20 @@ def status(key):
 gc.collect()
 open("/proc/self/clear_refs", "w").write("5")
 before = status("VmRSS")
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 trace = read_trace_file(path)
-read_s = time.perf_counter() - t0
+read_s, read_cpu = time.perf_counter() - t0, time.process_time() - c0
 peak = status("VmHWM") - before
 events, notes = len(trace.events), trace.meta.reader_notes
 del trace
 gc.collect()
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 p = nbprof.load_trace(path)
 p.key_averages("op")
 p.summary
-tables_s = time.perf_counter() - t0
-print(json.dumps(dict(read_s=read_s, tables_s=tables_s, peak_mb=peak / 2**20, events=events, notes=notes)))
+tables_s, tables_cpu = time.perf_counter() - t0, time.process_time() - c0
+print(json.dumps(dict(read_s=read_s, read_cpu=read_cpu, tables_s=tables_s, tables_cpu=tables_cpu,
+                      peak_mb=peak / 2**20, events=events, notes=notes)))
 """
 
 
@@ -106,18 +108,18 @@ def main() -> None:
             order = list(trees) if rep % 2 == 0 else list(reversed(trees))
             for name in order:
                 results[name].append(run(trees[name], path))
-            print(f"  {path.name} rep {rep + 1}: " + ", ".join(
-                f"{k} read {v[-1]['read_s']:.2f}s tables {v[-1]['tables_s']:.2f}s peak {v[-1]['peak_mb']:.0f} MB"
-                for k, v in results.items()), flush=True)
+            print(f"  {path.name} rep {rep + 1} (load {os.getloadavg()[0]:.1f}): " + ", ".join(
+                f"{k} read {v[-1]['read_s']:.2f}s (cpu {v[-1]['read_cpu']:.2f}s) tables {v[-1]['tables_s']:.2f}s "
+                f"(cpu {v[-1]['tables_cpu']:.2f}s) peak {v[-1]['peak_mb']:.0f} MB" for k, v in results.items()), flush=True)
         b, t = results["baseline"], results["this"]
         assert b[0]["events"] == t[0]["events"], (b[0]["events"], t[0]["events"])
         row = {
             "file": path.name, "mb": round(path.stat().st_size / 1e6, 1), "events": t[0]["events"],
             "notes": t[0]["notes"],
             **{f"{k}_{m}": statistics.median(r[m] for r in results[k]) for k in trees
-               for m in ("read_s", "tables_s", "peak_mb")},
-            "read_ratio": statistics.median(x["read_s"] / y["read_s"] for x, y in zip(t, b)),
-            "tables_ratio": statistics.median(x["tables_s"] / y["tables_s"] for x, y in zip(t, b)),
+               for m in ("read_s", "read_cpu", "tables_s", "tables_cpu", "peak_mb")},
+            **{f"{m}_ratio": statistics.median(x[m] / y[m] for x, y in zip(t, b))
+               for m in ("read_s", "read_cpu", "tables_s", "tables_cpu")},
             "load_average": os.getloadavg()[0],
         }
         print(json.dumps(row), flush=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import collections
 import gzip
+import io
 import json
 import os
 import struct
@@ -21,6 +22,7 @@ import numpy as np
 import pytest
 
 import nbprof
+from nbprof.collect import chrome_trace as ct
 from nbprof.errors import OptionError, TraceError
 
 from .conftest import DATA, trace_path
@@ -166,6 +168,35 @@ def test_gzip_bombs_of_every_kind_are_refused(tmp_path):
     check_refused(read_bombs(spaces, name, zeros), "compression bomb", "compression bomb", "not a chrome trace")
 
 
+def test_gzip_is_read_as_it_streams_every_member_and_padding(tmp_path):
+    """The streamed decompression reads what ``gzip`` reads: several members (as
+    tensorboard_trace_handler's files are: a header member, then the events), zero padding after
+    a member; and says what ``gzip`` refuses (a cut file, a bad CRC, bytes after the last member)."""
+    raw = gzip.decompress(trace_path("cnn_train_cuda").read_bytes())
+    expected = rows_of(json.loads(raw))
+    cut = [0, 1000, len(raw) // 2, len(raw)]
+    members = b"".join(gzip.compress(raw[a:b]) for a, b in zip(cut, cut[1:])) + b"\0" * 100
+    path = tmp_path / "members.json.gz"
+    path.write_bytes(members)
+    ev = loaded(path).events
+    assert len(ev) == len(expected) and ev["dur_us"].sum() == pytest.approx(sum(e.get("dur", 0) for e in expected))
+    # whatever the members and the sizes asked for, the bytes are gzip's (a member's end met in
+    # the middle of a read once gave its next bytes twice)
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        cut = [0, *sorted(rng.choice(len(raw), size=int(rng.integers(1, 6)), replace=False).tolist()), len(raw)]
+        data = b"".join(gzip.compress(raw[a:b]) + b"\0" * int(rng.integers(0, 3)) for a, b in zip(cut, cut[1:]))
+        stream = ct._Gunzip(io.BytesIO(data), "x", ct.max_trace_bytes())
+        parts = iter(lambda: stream.read(int(rng.choice([1, 100, 4096, 1 << 18]))), b"")
+        assert b"".join(parts) == gzip.decompress(data) == raw
+    one = gzip.compress(raw)
+    bad_crc = one[:-8] + bytes([one[-8] ^ 1]) + one[-7:]
+    for name, data, words in (("cut.json.gz", one[: len(one) // 2], "truncated"),
+                              ("crc.json.gz", bad_crc, "corrupt"), ("tail.json.gz", one + b"garbage", "corrupt")):
+        (tmp_path / name).write_bytes(data)
+        one_line_error(tmp_path / name, words)
+
+
 def test_the_size_limit_says_how_to_raise_it_and_raising_it_reads_the_file(tmp_path, monkeypatch):
     gz = trace_path("two_streams")
     plain = tmp_path / "two_streams.json"
@@ -199,6 +230,20 @@ def test_the_limit_holds_for_every_rank_of_a_folder(tmp_path):
         nbprof.load_trace(folder, max_bytes=1000, workers=0, progress=False)
     p = nbprof.load_trace(folder, max_bytes="1M", workers=0, progress=False)
     assert p.rank(1).events is not None and len(p.events) == 2 * len(nbprof.load_trace(trace_path("two_streams")).events)
+
+
+@pytest.mark.slow
+def test_the_limit_reaches_worker_processes(tmp_path, monkeypatch):
+    """The keyword travels to spawned workers (the environment variable is theirs already)."""
+    folder = tmp_path / "ranks"
+    folder.mkdir()
+    for rank in (0, 1):
+        (folder / f"rank{rank}.json.gz").write_bytes(trace_path("two_streams").read_bytes())
+    with pytest.raises(TraceError, match=r"rank[01]\.json\.gz: more than 1000 B of JSON"):
+        nbprof.load_trace(folder, max_bytes=1000, workers=1, progress=False)
+    monkeypatch.setenv("NBPROF_MAX_TRACE_BYTES", "1000")
+    p = nbprof.load_trace(folder, max_bytes="1M", workers=1, progress=False)
+    assert p.rank_labels == [0, 1] and len(p.rank(0).events) > 0  # the rank read again, with the limit
 
 
 def test_deeply_nested_json_is_one_line(tmp_path):

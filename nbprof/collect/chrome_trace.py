@@ -494,11 +494,13 @@ class _Gunzip:
                 data = self.z.decompress(self.pending, n - got)
             except zlib.error as e:
                 raise TraceError(f"{self.source}: gzip data is truncated or corrupt ({e})") from None
-            self.pending = self.z.unconsumed_tail
             if self.z.eof:  # this member is whole; what follows is the next one
-                self.pending = self.z.unused_data + self.pending
+                # (all of it in unused_data: unconsumed_tail may hold the same bytes again)
+                self.pending = self.z.unused_data
                 self.z = zlib.decompressobj(wbits=31)
                 self.in_member = False
+            else:
+                self.pending = self.z.unconsumed_tail
             if data:
                 parts.append(data)
                 got += len(data)
@@ -683,6 +685,8 @@ def _read_sliced(read: Callable[[int], bytes], source: str) -> TraceData | None:
     in a layout we can cut or a slice does not decode; the caller then reads it whole (and reports
     what is wrong with it, if anything is)."""
     data = read(_SLICE_BYTES)
+    if data.lstrip()[:1] == b"[":  # a bare list of events: read whole
+        return None
     seen = 0  # data[:seen] was looked through already
     while len(data) < (4 << 20):  # a long header, long first events: read on a little
         key = data.find(b'"traceEvents"')
@@ -1284,30 +1288,48 @@ class _Reader:
 
     def _distinct(self, columns: list[np.ndarray]) -> np.ndarray | None:
         """Rows that do not repeat an earlier row in every column read (exact duplicates, e.g. a
-        trace joined to itself, counted once), or None when no row does. One sort of a 32-bit hash
-        of the first six columns (~15-30 ms at 1 M events); the rows whose hash repeats, if any,
-        compared in every column."""
+        trace joined to itself, counted once), or None when no row does. Duplicates share their
+        start: one stable argsort of the starts (timsort, on a file mostly in time order: ~5 ms
+        at 700k events) finds the rows that share theirs, usually none at ns resolution (at whole
+        µs, ~6 %: ~55 ms); those are hashed on every column, grouped by hash, and each compared in
+        every column with the first of its group (a trace joined to itself, 1.4 M rows: ~2 s)."""
         n = len(columns[0])
         if n < 2:
             return None
-        h = np.zeros(n, dtype=np.uint64)
-        for i, c in enumerate(columns[:6]):  # kind, name, start, dur, pid, tid: (wrapping) products
-            h ^= c.astype(np.int64, copy=False).view(np.uint64) * np.uint64(_HASH_FACTORS[i])
-        h32 = (h >> np.uint64(32)).astype(np.uint32)
-        del h
-        s = np.sort(h32)
-        repeated = s[1:][s[1:] == s[:-1]]
-        if len(repeated) == 0:
+        start = columns[2]
+        order = np.argsort(start, kind="stable")
+        sorted_start = start[order]
+        same = sorted_start[1:] == sorted_start[:-1]
+        del sorted_start
+        if not same.any():
             return None
-        candidates = np.flatnonzero(np.isin(h32, repeated))
-        table = np.column_stack([c[candidates].view(np.int64) if c.dtype.kind == "f" else c[candidates].astype(np.int64)
-                                 for c in columns])
-        _, first = np.unique(table, axis=0, return_index=True)
-        if len(first) == len(candidates):
+        shared = np.zeros(n, dtype=bool)
+        shared[1:] = same
+        shared[:-1] |= same
+        rows = np.sort(order[shared])  # the rows that share their start with another row
+        del order, shared, same
+        values = [c[rows].view(np.int64) if c.dtype.kind == "f" else c[rows].astype(np.int64) for c in columns]
+        h = np.zeros(len(rows), dtype=np.uint64)
+        for i, v in enumerate(values):  # rotate, then mix in the column (wrapping products)
+            h = (h << np.uint64(7)) | (h >> np.uint64(57))
+            h ^= v.view(np.uint64) * np.uint64(_HASH_FACTORS[i % len(_HASH_FACTORS)])
+        # group by hash (file order within a group); a row equal in every column to its group's
+        # first row repeats it (a row that only shares the hash is kept)
+        by_hash = np.argsort(h, kind="stable")
+        grouped = h[by_hash]
+        leads = np.ones(len(rows), dtype=bool)
+        leads[1:] = grouped[1:] != grouped[:-1]
+        del grouped, h
+        if leads.all():
+            return None
+        lead = by_hash[np.maximum.accumulate(np.where(leads, np.arange(len(rows)), 0))]
+        repeats = ~leads
+        for v in values:
+            repeats &= v[by_hash] == v[lead]
+        if not repeats.any():
             return None
         keep = np.ones(n, dtype=bool)
-        keep[candidates] = False
-        keep[candidates[first]] = True
+        keep[rows[by_hash[repeats]]] = False
         k = n - int(keep.sum())
         self.dropped.append(f"{k:,} exact duplicate{'s' if k != 1 else ''} (an event repeated, every field nbprof reads "
                             "equal): counted once")
