@@ -4,6 +4,7 @@ must not cost a real trace its speed), on the same files, in alternating fresh p
     git worktree add --detach /tmp/nbprof-main main
     python benchmarks/bench_reader.py --baseline /tmp/nbprof-main                  # 1 M events, 5 reps
     python benchmarks/bench_reader.py --baseline /tmp/nbprof-main --events 200000 --reps 3   # quicker
+    python benchmarks/bench_reader.py --baseline /tmp/nbprof-main --torch      # + a trace torch's writer wrote
 
 **Files** (generated once into ``--dir``, default ``~/.cache/nbprof-bench-reader``): the recorded H100
 trace ``tests/data/cnn_train_cuda.trace.json.gz`` tiled to ``--events`` events as
@@ -17,7 +18,12 @@ decompressed (``.json``: the plain file's path, read in slices from the file).
 machine the CPU time moves less), and the process's peak memory added by the read (VmHWM after,
 minus RSS before, the peak counter reset through /proc/self/clear_refs). The two checkouts run in
 turn, which one goes first alternating; each ratio is the median of the per-repetition ratios
-(this machine is shared: absolute times drift, ratios much less).
+(this machine is shared: absolute times drift, ratios much less). Then ``same_process``: both
+readers in one process (the baseline's package imported as ``nbprof_baseline``), alternating, CPU
+seconds of ``read_trace_file``: the least noisy comparison a shared machine allows.
+
+``--torch`` adds a trace torch's own writer wrote for ~``--events`` rows (``bench_profiling``'s
+workload, shapes and memory recorded; its layout is the one the reader cuts into slices first).
 """
 
 from __future__ import annotations
@@ -85,6 +91,51 @@ def make_files(folder: Path, events: int) -> list[Path]:
     return [gz, plain]
 
 
+def make_torch_trace(folder: Path, events: int) -> Path:
+    """A trace torch's own writer wrote (its layout, one event per block) for ~``events`` rows:
+    ``bench_profiling``'s workload, with shapes and memory."""
+    path = folder / f"torch_cpu_{events}.json"
+    if not path.exists():
+        sys.path.insert(0, str(HERE))
+        from bench_profiling import iterations_for, profile_workload
+
+        prof, _, _ = profile_workload(iterations_for(events, "shapes,memory"), "shapes,memory")
+        prof.export_chrome_trace(str(path))
+    return path
+
+
+SAME_PROCESS = r"""
+import gc, json, statistics, sys, time
+sys.path.insert(0, sys.argv[1]); sys.path.insert(0, sys.argv[2])
+import nbprof_baseline.collect.chrome_trace as old
+import nbprof.collect.chrome_trace as new
+assert new.__file__.startswith(sys.argv[2]), new.__file__
+path, reps = sys.argv[3], int(sys.argv[4])
+old.read_trace_file(path), new.read_trace_file(path)  # warm
+res = {"baseline": [], "this": []}
+for r in range(reps):
+    for name in (("baseline", "this") if r % 2 == 0 else ("this", "baseline")):
+        gc.collect()
+        c0 = time.process_time()
+        (old if name == "baseline" else new).read_trace_file(path)
+        res[name].append(time.process_time() - c0)
+print(json.dumps({"baseline_cpu": statistics.median(res["baseline"]), "this_cpu": statistics.median(res["this"]),
+                  "ratio": statistics.median(a / b for a, b in zip(res["this"], res["baseline"]))}))
+"""
+
+
+def same_process(baseline: str, path: Path, reps: int) -> dict:
+    """Both readers in one process (the baseline's package copied as ``nbprof_baseline``: the
+    reader imports its own package relatively), alternating: the same caches and memory, CPU time."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        shutil.copytree(Path(baseline) / "nbprof", Path(tmp) / "nbprof_baseline")
+        out = subprocess.run([sys.executable, "-c", SAME_PROCESS, tmp, str(ROOT), str(path), str(reps)],
+                             capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def run(tree: str, path: Path) -> dict:
     out = subprocess.run([sys.executable, "-c", CHILD, tree, str(path)], capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -96,10 +147,12 @@ def main() -> None:
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--dir", default=str(Path.home() / ".cache" / "nbprof-bench-reader"))
+    ap.add_argument("--torch", action="store_true", help="also a trace torch's writer writes (needs torch)")
+    ap.add_argument("--same-process-reps", type=int, default=9, help="reps of the in-process comparison (0: none)")
     args = ap.parse_args()
     folder = Path(args.dir)
     folder.mkdir(parents=True, exist_ok=True)
-    files = make_files(folder, args.events)
+    files = make_files(folder, args.events) + ([make_torch_trace(folder, args.events)] if args.torch else [])
     trees = {"baseline": os.path.abspath(args.baseline), "this": str(ROOT)}
     print(f"{time.strftime('%Y-%m-%d %H:%M')} UTC, load average {os.getloadavg()[0]:.2f}; python {sys.version.split()[0]}")
     for path in files:
@@ -122,6 +175,8 @@ def main() -> None:
                for m in ("read_s", "read_cpu", "tables_s", "tables_cpu")},
             "load_average": os.getloadavg()[0],
         }
+        if args.same_process_reps:
+            row["same_process"] = same_process(trees["baseline"], path, args.same_process_reps)
         print(json.dumps(row), flush=True)
 
 

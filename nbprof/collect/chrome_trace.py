@@ -63,12 +63,13 @@ cannot be right is said, never shown as a number:
   counted in a note), integers beyond int64 (an id: read as "none", counted; a pid/tid: an id of
   its own, counted), values of another type (above): a note or one ``TraceError`` line naming the
   file, never a raw ``RecursionError``, ``UnicodeDecodeError`` or ``OverflowError``.
-- Times (:func:`_plausible`, vectorized; a trace that passes costs four comparisons per event).
-  Events without a ``ts`` or ``name``, with a ``ts`` out of range (not a number; beyond what int64
-  ns hold: ns written where µs belong), a negative ``dur`` or one longer than a day are left out;
-  a few events more than a day away from all the others are left out; events that span more than
-  a day are kept, with a note asking whether they are ns; exact duplicates (every field the reader
-  reads equal) are counted once. Each is one note in ``TraceMeta.reader_notes``, with its count.
+- Times and rows (``_Reader._plausible``, ``_together``, ``_distinct``: vectorized, ~7 ms of a
+  700k-event trace's 4 s). Events without a ``ts`` or ``name``, with a ``ts`` out of range (not a
+  number; beyond what int64 ns hold: ns written where µs belong), a negative ``dur`` or one longer
+  than a day are left out; a few events more than a day away from all the others are left out;
+  events that span more than a day are kept, with a note asking whether they are ns; exact
+  duplicates (every field the reader reads equal) are counted once. Each is one note in
+  ``TraceMeta.reader_notes``, with its count; the report shows them first among its notes.
 """
 
 from __future__ import annotations
