@@ -115,6 +115,7 @@ def describe(curve: pd.DataFrame) -> str:
 def memory_curve_figure(curve: pd.DataFrame, end_us: float) -> Any:
     """The same curve as a zoomable plotly figure (``result.memory_curve()``); ``end_us`` as for
     :func:`memory_curve_svg`, which draws its static rendering."""
+
     def svg() -> str | None:  # no curve: the figure's note
         drawn = memory_curve_svg(curve, end_us)
         return drawing_html(drawn, "the memory chart") if drawn else None
