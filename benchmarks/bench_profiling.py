@@ -190,7 +190,9 @@ def iterations_for(events: int, collect: str) -> int:
 
         n = 300
         prof, _, _ = profile_workload(n, collect)
-        rows = len(_save_and_read(prof.profiler.kineto_results).events)
+        trace, saved = _save_and_read(prof.profiler.kineto_results)  # (the table, torch's file: kept open)
+        saved.close()
+        rows = len(trace.events)
         _CALIBRATION[collect] = rows / n
         del prof
     return max(1, round(events / _CALIBRATION[collect]))
@@ -217,8 +219,9 @@ def ours(prof: Any, collect: str) -> tuple[dict[str, float], Any]:
     kw = collect_kwargs(collect)
     t0 = time.perf_counter()
     results = _TimedResults(prof.profiler.kineto_results)
-    trace = torch_live._save_and_read(results)  # save into /dev/shm, read, remove the file
-    trace.meta.update(record_shapes=kw["record_shapes"], profile_memory=kw["profile_memory"])
+    trace, saved = torch_live._save_and_read(results)  # save into /dev/shm, read, unlink the file
+    saved.close()
+    trace.meta.record_shapes, trace.meta.profile_memory = kw["record_shapes"], kw["profile_memory"]
     t1 = time.perf_counter()
     profile = TorchProfile.from_trace(trace, profiler=prof)  # events table + tree
     t2 = time.perf_counter()
@@ -399,9 +402,9 @@ def _child_memory(n_iter: int, path: str, collect: str) -> None:
         sizes = []
         original = torch_live.read_trace_file
 
-        def read(p: str) -> Any:  # the scratch file is in RAM (/dev/shm) while we read it
+        def read(p: str, **kwargs: Any) -> Any:  # the scratch file is in RAM (/dev/shm) while we read it
             sizes.append(os.path.getsize(p) if os.path.dirname(p) == "/dev/shm" else 0)
-            return original(p)
+            return original(p, **kwargs)
 
         torch_live.read_trace_file = read
         stages, profile = ours(prof, collect)

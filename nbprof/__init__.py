@@ -75,16 +75,18 @@ def unload_ipython_extension(ipython: Any) -> None:
 
 
 def load_trace(path: Any, *, workers: int | None = None, client: Any = None,
-               progress: bool = True) -> "TorchProfile":
+               progress: bool = True, max_bytes: int | str | None = None) -> "TorchProfile":
     """Read a chrome trace (``.json`` / ``.json.gz``, as ``export_chrome_trace`` and
     ``tensorboard_trace_handler`` write them) into a :class:`TorchProfile`; or a folder of them
     (one per rank) into a ``ClusterProfile`` (a TorchProfile), each rank read and summarized in a
     worker: ``workers`` processes (default: the cores; 0: in this process), or the Dask cluster of
     ``client`` (default: the session's client, if any); ``progress=False``: no progress bar.
-    Needs no torch."""
+    ``max_bytes``: the most JSON read from one file, decompressed (default 4 GiB, or the
+    environment variable NBPROF_MAX_TRACE_BYTES; bytes or text such as "16G"): a trace is data
+    from anywhere, and reading it is bounded. Needs no torch."""
     from .loading import load_trace as _load
 
-    return _load(path, workers=workers, client=client, progress=progress)
+    return _load(path, workers=workers, client=client, progress=progress, max_bytes=max_bytes)
 
 
 def from_profiler(prof: Any) -> "TorchProfile":

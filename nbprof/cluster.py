@@ -109,19 +109,19 @@ class RankSummary:
     """Time to read and summarize it."""
 
 
-def rank_summary(path: str) -> RankSummary:
+def rank_summary(path: str, limit: Any = None) -> RankSummary:
     """Read one rank's trace and summarize it (runs in a worker; a bad file: TraceError naming it,
-    and so is running out of memory on it)."""
+    and so is running out of memory on it; ``limit``: ``read_trace_file``'s ``max_bytes``)."""
     try:
-        return _summarize(path)
+        return _summarize(path, limit)
     except MemoryError:
         raise TraceError(f"{path}: out of memory reading this rank ({_file_size(path)}); try fewer workers= "
                          "(0 reads one rank at a time in this process)") from None
 
 
-def _summarize(path: str) -> RankSummary:
+def _summarize(path: str, limit: Any = None) -> RankSummary:
     t0 = time.perf_counter()
-    p = TorchProfile.from_trace(_read(path))
+    p = TorchProfile.from_trace(_read(path, limit))
     ev = p._events
     start = float(ev["start_us"].min()) if len(ev) else 0.0
     end = float((ev["start_us"] + ev["dur_us"]).max()) if len(ev) else 0.0
@@ -136,11 +136,11 @@ def _summarize(path: str) -> RankSummary:
     )
 
 
-def _read(path: str) -> Any:
+def _read(path: str, limit: Any = None) -> Any:
     from .collect.chrome_trace import read_trace_file
 
     try:
-        return read_trace_file(path)
+        return read_trace_file(path, max_bytes=limit)
     except (TraceError, MemoryError):
         raise
     except Exception as e:  # a reader bug on an odd file: still one line naming the file
@@ -151,21 +151,22 @@ def _read(path: str) -> Any:
 
 
 def summarize_ranks(files: list[str], *, workers: int | None = None, client: Any = None,
-                    progress: bool = True) -> list[RankSummary]:
+                    progress: bool = True, limit: Any = None) -> list[RankSummary]:
     """:func:`rank_summary` of each file (in ``files``' order), where the module doc says."""
+    summarize = functools.partial(rank_summary, limit=limit)
     if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool) or workers < 0):
         raise OptionError(f"workers must be a number of processes (0: in this process); got {workers!r}")
     if client is None and workers is None:
         client = _active_dask_client()
     if client is not None:
-        return _run(files, _dask_runner(client), progress, "Dask")
+        return _run(files, _dask_runner(client, summarize), progress, "Dask")
     if workers is None:
         small = sum(os.path.getsize(f) for f in files) < IN_PROCESS_BYTES
         workers = 0 if small else min(os.cpu_count() or 1, len(files))
     if workers == 0:
-        return _run(files, _in_process, progress, "")
+        return _run(files, functools.partial(_in_process, summarize=summarize), progress, "")
     n = min(workers, len(files))
-    return _run(files, functools.partial(_in_workers, workers=n), progress,
+    return _run(files, functools.partial(_in_workers, workers=n, limit=limit), progress,
                 f"{n} worker process{'es' if n > 1 else ''}")
 
 
@@ -188,12 +189,14 @@ def _run(files: list[str], runner: Runner, progress: bool, how: str) -> list[Ran
     return [s for s in out if s is not None]
 
 
-def _in_process(files: list[str]) -> Generator[tuple[int, RankSummary], None, None]:
+def _in_process(files: list[str], summarize: Callable[[str], RankSummary] = rank_summary
+                ) -> Generator[tuple[int, RankSummary], None, None]:
     for i, f in enumerate(files):
-        yield i, rank_summary(f)
+        yield i, summarize(f)
 
 
-def _in_workers(files: list[str], workers: int) -> Generator[tuple[int, RankSummary], None, None]:
+def _in_workers(files: list[str], workers: int, limit: Any = None
+                ) -> Generator[tuple[int, RankSummary], None, None]:
     """Spawned worker processes that never run the caller's ``__main__`` (:class:`_WorkerContext`);
     on an error or an interrupt (KeyboardInterrupt) every worker is stopped before the error goes
     on: nothing is left running. A worker that dies is a one-line TraceError saying how, and which
@@ -203,7 +206,7 @@ def _in_workers(files: list[str], workers: int) -> Generator[tuple[int, RankSumm
     pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_tell_starts_to,
                                   initargs=(started,))
     try:
-        futures = {pool.submit(_summary_in_worker, i, f): i for i, f in enumerate(files)}
+        futures = {pool.submit(_summary_in_worker, i, f, limit): i for i, f in enumerate(files)}
         # the workers are started by submit(): kept here to read how one ended (the pool drops them)
         processes = list((getattr(pool, "_processes", None) or {}).values())
         for fut in cf.as_completed(futures):
@@ -261,10 +264,10 @@ def _tell_starts_to(queue: Any) -> None:
     _starts = queue
 
 
-def _summary_in_worker(index: int, path: str) -> RankSummary:
+def _summary_in_worker(index: int, path: str, limit: Any = None) -> RankSummary:
     if _starts is not None:
         _starts.put((os.getpid(), index))
-    return rank_summary(path)
+    return rank_summary(path, limit)
 
 
 def _death(files: list[str], processes: list[Any], started: Any, left: int) -> str:
@@ -343,11 +346,11 @@ def _active_dask_client() -> Any:
         return None
 
 
-def _dask_runner(client: Any) -> Runner:
+def _dask_runner(client: Any, summarize: Callable[[str], RankSummary] = rank_summary) -> Runner:
     def run(files: list[str]) -> Generator[tuple[int, RankSummary], None, None]:
         from distributed import as_completed
 
-        futures = client.map(rank_summary, files, pure=False)
+        futures = client.map(summarize, files, pure=False)
         index = {f.key: i for i, f in enumerate(futures)}
         try:
             for fut in as_completed(futures):
@@ -377,8 +380,9 @@ class ClusterProfile(TorchProfile):
     event (``events``, ``timeline()``, ``ranges()``, ``launches()`` (a row per launch), ``modules()``,
     exports) merges all ranks on first use."""
 
-    def __init__(self, folder: str, summaries: list[RankSummary]) -> None:
+    def __init__(self, folder: str, summaries: list[RankSummary], limit: Any = None) -> None:
         self._summaries = summaries
+        self._limit = limit  # read_trace_file's max_bytes, for the ranks read again here
         self._labels = labels_of([s.meta for s in summaries])
         metas = [s.meta for s in summaries]
         origin = min(m.origin_ns for m in metas)
@@ -420,7 +424,8 @@ class ClusterProfile(TorchProfile):
             from .collect.chrome_trace import read_trace_file
 
             self._one = None  # the previous rank's events go before the next one's are read
-            self._one = (r, TorchProfile.from_trace(read_trace_file(self._summaries[self._labels.index(r)].file)))
+            self._one = (r, TorchProfile.from_trace(read_trace_file(self._summaries[self._labels.index(r)].file,
+                                                                    max_bytes=self._limit)))
         return self._one[1]
 
     # -- every event, merged on demand ------------------------------------------------------------
@@ -433,7 +438,7 @@ class ClusterProfile(TorchProfile):
         n = sum(s.events for s in self._summaries)
         print(f"nbprof: merging all {len(self._summaries)} ranks' events ({n:,}) into this process, as asked "
               "(p.rank(r) reads one rank)", file=sys.stderr)
-        traces = [read_trace_file(s.file) for s in self._summaries]
+        traces = [read_trace_file(s.file, max_bytes=self._limit) for s in self._summaries]
         merged = concat_traces(traces, labels=self._labels, label_column="rank")
         merged.meta.source = self.meta.source
         merged.meta.files = list(self.meta.files)

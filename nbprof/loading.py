@@ -7,7 +7,7 @@ import os
 import re
 from typing import Any
 
-from .collect.chrome_trace import read_trace_file
+from .collect.chrome_trace import max_trace_bytes, read_trace_file
 from .errors import TraceError
 
 __all__ = ["load_trace", "trace_files"]
@@ -25,19 +25,25 @@ def trace_files(folder: str) -> list[str]:
     return files
 
 
-def load_trace(path: Any, *, workers: int | None = None, client: Any = None, progress: bool = True) -> Any:
+def load_trace(path: Any, *, workers: int | None = None, client: Any = None, progress: bool = True,
+               max_bytes: int | str | None = None) -> Any:
     """One trace file: a TorchProfile; a folder of two or more: a ClusterProfile, each rank
-    summarized in a worker (``nbprof.cluster``: ``workers``, ``client``; ``progress``: the bar)."""
+    summarized in a worker (``nbprof.cluster``: ``workers``, ``client``; ``progress``: the bar).
+
+    ``max_bytes``: the most JSON read from one file (decompressed), 4 GiB by default or
+    ``$NBPROF_MAX_TRACE_BYTES``; bytes, or text such as "16G" (``collect.chrome_trace``)."""
     from .model import TorchProfile
 
     path = os.fspath(path)
+    limit = max_trace_bytes(max_bytes)  # a bad value: an error before anything is read
     if not os.path.exists(path):
         raise TraceError(f"{path}: no such file or folder")
     if os.path.isdir(path):
         files = trace_files(path)
         if len(files) == 1:
-            return TorchProfile.from_trace(read_trace_file(files[0]))
+            return TorchProfile.from_trace(read_trace_file(files[0], max_bytes=limit))
         from .cluster import ClusterProfile, summarize_ranks
 
-        return ClusterProfile(path, summarize_ranks(files, workers=workers, client=client, progress=progress))
-    return TorchProfile.from_trace(read_trace_file(path))
+        summaries = summarize_ranks(files, workers=workers, client=client, progress=progress, limit=limit)
+        return ClusterProfile(path, summaries, limit=limit)
+    return TorchProfile.from_trace(read_trace_file(path, max_bytes=limit))

@@ -79,7 +79,7 @@ def test_error_tree():
 
 def test_signatures():
     """The call forms the README and the tutorials use."""
-    assert list(inspect.signature(nbprof.load_trace).parameters) == ["path", "workers", "client", "progress"]
+    assert list(inspect.signature(nbprof.load_trace).parameters) == ["path", "workers", "client", "progress", "max_bytes"]
     assert list(inspect.signature(nbprof.compare).parameters)[:2] == ["before", "after"]
     assert list(inspect.signature(nbprof.cuda_collection).parameters) == ["on"]
     assert not inspect.signature(nbprof.step).parameters

@@ -40,7 +40,7 @@ from ..errors import MissingDependencyError, ProfilerBusyError
 from ..format import fmt_bytes
 from ..events import TraceData
 from ..settings import TorchOptions
-from .chrome_trace import NO_EVENT_READ, read_trace_file
+from .chrome_trace import NO_EVENT_READ, NO_LIMIT, read_trace_file
 from .collector import Collector, Takeover, code_sites
 from .compile_state import CompileWatch
 from .native_output import NativeStderrFilter, summarize_native_warnings
@@ -567,7 +567,7 @@ def _save_and_read(results: Any, progress: Any = None) -> tuple[TraceData, Binar
                 size = os.path.getsize(path)
                 progress.start_if_big(size)
                 progress.stage(f"reading the profile ({fmt_bytes(size)} of trace)")
-            trace = read_trace_file(path)
+            trace = read_trace_file(path, max_bytes=NO_LIMIT)  # nbprof's own: no size limit
             trace.meta.source = "live"
             # torch's file of a run that recorded nothing still holds a few entries (process
             # names): that the cell ran no torch operator is the whole story, not this file

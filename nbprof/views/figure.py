@@ -146,7 +146,17 @@ def rendering_figure(
     that renders itself with :func:`figure_bundle`. ``html`` draws its static rendering (called
     only when displayed), ``text`` is its line of text; ``config``: plotly's config over
     ``DEFAULT_CONFIG``."""
+    layout = spec.get("layout")
+    if isinstance(layout, dict) and isinstance(layout.get("template"), str):  # a name: what it names
+        import plotly.io as pio
+
+        spec = {**spec, "layout": {**layout, "template": pio.templates[layout["template"]].to_plotly_json()}}
     fig = _figure_class()(spec, _validate=False)
+    # built unvalidated (fast), then validated as any plotly figure is: later changes, nbprof's or
+    # the user's (``update_layout(template="plotly_dark")``), are checked and resolved, and
+    # ``write_html`` / ``plotly.io.to_html`` read a template, never a bare name
+    fig._validate = True
+    fig._layout_obj._validate = True
     fig._nbprof_html = html
     fig._nbprof_text = text
     fig._nbprof_config = config

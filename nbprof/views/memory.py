@@ -115,42 +115,37 @@ def describe(curve: pd.DataFrame) -> str:
 def memory_curve_figure(curve: pd.DataFrame, end_us: float) -> Any:
     """The same curve as a zoomable plotly figure (``result.memory_curve()``); ``end_us`` as for
     :func:`memory_curve_svg`, which draws its static rendering."""
-    import plotly.graph_objects as go
 
     def svg() -> str | None:  # no curve: the figure's note
         drawn = memory_curve_svg(curve, end_us)
         return drawing_html(drawn, "the memory chart") if drawn else None
 
-    fig = rendering_figure({}, html=svg, text=describe(curve))
+    # plain dicts, as plotly's JSON has them (validated once by the tests, not at every call)
+    data: list[dict[str, Any]] = []
     t0 = 0.0  # ms since the profile's start
     for device, d in curve.groupby("device", sort=True):
-        fig.add_trace(
-            go.Scatter(
-                x=(d["time_us"].to_numpy() - t0) / 1000.0,
-                y=d["allocated_bytes"].to_numpy(),
-                mode="lines",
-                line_shape="hv",
-                name=f"{esc_plotly(device)} allocated",
-                # the op's name goes into plotly's markup: escaped once per distinct name
-                customdata=np.stack([_plotly_names(d["op"]), d["delta_bytes"].to_numpy()], axis=1),
-                hovertemplate="%{y:,} B allocated<br>%{customdata[1]:+,} B in %{customdata[0]}<extra>%{fullData.name}</extra>",
-            )
-        )
-        fig.add_trace(
-            go.Scatter(x=(d["time_us"].to_numpy() - t0) / 1000.0, y=d["reserved_bytes"].to_numpy(), mode="lines",
-                       line_shape="hv", line_dash="dot", name=f"{esc_plotly(device)} reserved")
-        )
-    for p in memory_peaks(curve):
-        fig.add_annotation(x=(p.peak_time_us - t0) / 1000.0, y=p.peak_allocated_bytes,
-                           text=f"peak {fmt_bytes(p.peak_allocated_bytes)}" + (f" · {esc_plotly(p.peak_op)}" if p.peak_op else ""),
-                           showarrow=True, arrowhead=2)
+        x = (d["time_us"].to_numpy() - t0) / 1000.0
+        data.append(dict(
+            type="scatter", x=x, y=d["allocated_bytes"].to_numpy(), mode="lines", line=dict(shape="hv"),
+            name=f"{esc_plotly(device)} allocated",
+            # the op's name goes into plotly's markup: escaped once per distinct name
+            customdata=np.stack([_plotly_names(d["op"]), d["delta_bytes"].to_numpy()], axis=1),
+            hovertemplate="%{y:,} B allocated<br>%{customdata[1]:+,} B in %{customdata[0]}<extra>%{fullData.name}</extra>",
+        ))
+        data.append(dict(type="scatter", x=x, y=d["reserved_bytes"].to_numpy(), mode="lines",
+                         line=dict(shape="hv", dash="dot"), name=f"{esc_plotly(device)} reserved"))
+    annotations = [dict(x=(p.peak_time_us - t0) / 1000.0, y=p.peak_allocated_bytes,
+                        text=f"peak {fmt_bytes(p.peak_allocated_bytes)}" + (f" · {esc_plotly(p.peak_op)}" if p.peak_op else ""),
+                        showarrow=True, arrowhead=2)
+                   for p in memory_peaks(curve)]
+    yaxis: dict[str, Any] = dict(title=dict(text="bytes"))
     if not curve.empty:  # the same binary-unit ticks as the static chart
         top = float(max(curve["allocated_bytes"].max(), curve["reserved_bytes"].max(), 1))
         ticks = _byte_ticks(0.0, top, 4)
-        fig.update_yaxes(tickvals=ticks.tolist(), ticktext=[fmt_bytes(t, compact=True) for t in ticks])
-    fig.update_layout(title="Allocated memory", xaxis_title="time (ms)", yaxis_title="bytes", height=320,
-                      margin=dict(l=60, r=20, t=40, b=40), template="plotly_white")
-    return fig
+        yaxis.update(tickvals=ticks.tolist(), ticktext=[fmt_bytes(t, compact=True) for t in ticks])
+    layout = dict(title=dict(text="Allocated memory"), xaxis=dict(title=dict(text="time (ms)")), yaxis=yaxis,
+                  height=320, margin=dict(l=60, r=20, t=40, b=40), annotations=annotations, template="plotly_white")
+    return rendering_figure(dict(data=data, layout=layout), html=svg, text=describe(curve))
 
 
 def _plotly_names(names: pd.Series) -> np.ndarray:
