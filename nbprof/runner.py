@@ -79,6 +79,7 @@ class Run(ABC):
         self.started = 0.0
         self.wall_s = 0.0
         self._stopped = False
+        self._read_error: Exception | None = None  # reading the recorded profile failed (stop)
         self._data: Any = None
         self.progress = Progress()
         self.collector: Collector = self._collector()
@@ -127,10 +128,14 @@ class Run(ABC):
         if _active is self:
             _active = None
         try:
-            self.collector.end()
+            self.collector.end()  # stops the profiler first, whatever reading it then does
+            self._data = self.collector.result()
+        except Exception as e:
+            # reading what was recorded failed: the code's own outcome (its value, its exception)
+            # stands; ``finish`` turns this into one line instead of the report
+            self._read_error = e
         finally:
             self._undo_marks()
-        self._data = self.collector.result()
         self.wall_s = time.perf_counter() - self.started
 
     def finish(self, error: BaseException | None) -> Any:
@@ -138,6 +143,8 @@ class Run(ABC):
         write the files the flags asked for."""
         self.stop()
         self.error = error
+        if self._read_error is not None:
+            raise self._read_error
         result = self._build(self._data)
         name = self.options.output
         if name:

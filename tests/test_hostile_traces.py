@@ -450,3 +450,55 @@ def test_every_recorded_trace_reads_without_a_note():
         assert len(p.events) == len(rows_of(doc)), path.name
         assert (p.events["start_us"] >= 0).all() and (p.events["dur_us"] >= 0).all()
         assert np.isfinite(p.events["start_us"]).all()
+
+
+# ------------------------------------------------- torch's writer: names it does not escape
+
+
+TORCH_WRITER_LINES = """{
+  "schemaVersion": 1,
+  "traceEvents": [
+  {
+    "ph": "X",
+    "cat": "user_annotation",
+    "name": "say "hi" \\ back\\slash",
+    "pid": 7,
+    "tid": 7,
+    "ts": 1000.000,
+    "dur": 10.000
+    ,
+    "args": {
+      "External id": 1
+    }
+  },
+  {
+    "ph": "X",
+    "cat": "cpu_op",
+    "name": "aten::add",
+    "pid": 7,
+    "tid": 7,
+    "ts": 1002.000,
+    "dur": 3.000
+    ,
+    "args": {
+      "External id": 2
+    }
+  }
+  ]
+}
+"""
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_names_torch_wrote_without_escaping_read_as_written(tmp_path, compressed):
+    # torch 2.4-2.14 write record_function('say "hi"') as `"name": "say "hi"",` (invalid JSON):
+    # the line is repaired, the name reads exactly as the user wrote it
+    path = tmp_path / ("t.json.gz" if compressed else "t.json")
+    data = TORCH_WRITER_LINES.encode()
+    path.write_bytes(gzip.compress(data) if compressed else data)
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(data)
+    p = loaded(path)
+    names = p.events["name"].astype(str).tolist()
+    assert names == ['say "hi" \\ back\\slash', "aten::add"]
+    assert p.events.loc[p.events["name"] == "aten::add", "dur_us"].tolist() == [3.0]

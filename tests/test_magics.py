@@ -412,3 +412,40 @@ def test_cprofile_reports_python_312s_refusal_in_one_line(shell, monkeypatch):
     err = result.error_in_exec
     assert isinstance(err, UsageError) and "Another profiling tool is already active" in str(err)
     assert "\n" not in str(err) and "ran_under_312" not in shell.user_ns
+
+
+@needs_torch
+def test_a_name_with_quotes_is_profiled_as_written(shell):
+    # torch 2.4-2.14 write such a record_function name into their trace unescaped (invalid JSON);
+    # nbprof read nothing, then saved again: "RuntimeError: Trace is already saved." as the cell's
+    # error. torch's own in-memory table is the oracle for the name and its count.
+    result, captured = run(shell, "%%torchprof -q -o quoted\nimport torch\nfrom torch.profiler import record_function\n"
+                                  "for _ in range(2):\n    with record_function('say \"hi\", \"bye\"'):\n"
+                                  "        y = torch.ones(3) + 1\n")
+    assert result.error_in_exec is None, result.error_in_exec
+    p = shell.user_ns["quoted"]
+    theirs = {r.key: r.count for r in p.profiler.key_averages() if "hi" in r.key}
+    assert theirs == {'say "hi", "bye"': 2}
+    ours = p.key_averages().set_index("name")["count"]
+    assert {name: int(ours[name]) for name in theirs} == theirs
+
+
+@needs_torch
+def test_a_profile_nbprof_cannot_read_never_replaces_the_cells_outcome(shell, monkeypatch):
+    # whatever goes wrong reading the recorded trace: the cell's value stands, one line says what
+    # happened, no profiler is left running (the shell fixture checks) and the next run works
+    from nbprof.collect import torch_live
+    from nbprof.errors import TraceError
+
+    def unreadable(path, **_):
+        raise TraceError(f"{path}: planted")
+
+    monkeypatch.setattr(torch_live, "read_trace_file", unreadable)
+    result, captured = run(shell, "%%torchprof\nimport torch\ntorch.ones(3).sum().item() + 39")
+    assert result.error_in_exec is None and result.result == 42
+    lines = [line for line in captured.stderr.splitlines() if "could not build the report" in line]
+    assert len(lines) == 1 and "TraceError" in lines[0] and "planted" in lines[0], captured.stderr
+    assert not reports(captured)
+    monkeypatch.undo()
+    result, captured = run(shell, "%%torchprof -q -o after\nimport torch\ntorch.ones(3) + 1")
+    assert result.error_in_exec is None and len(shell.user_ns["after"].events) > 0

@@ -623,13 +623,47 @@ def _reader_of(view: memoryview) -> Callable[[int], bytes]:
 def _decoded(decoder: Any, data: Any) -> tuple[Any, int]:
     """``decoder.decode(data)``, and how many invalid UTF-8 sequences in it were read as U+FFFD
     (msgspec refuses them in the strings it reads: the text is decoded again, repaired; only
-    such files pay for it)."""
+    such files pay for it). JSON that does not decode gets one more try with torch's unescaped
+    names repaired (:func:`_torch_names_escaped`)."""
     try:
-        return decoder.decode(data), 0
+        try:
+            return decoder.decode(data), 0
+        except msgspec.DecodeError:
+            repaired = _torch_names_escaped(bytes(data))
+            if repaired is None:
+                raise
+            return decoder.decode(repaired), 0
     except UnicodeDecodeError:
         raw = bytes(data)
         text = raw.decode("utf-8", "replace")
-        return decoder.decode(text), text.count("\ufffd") - raw.count(b"\xef\xbf\xbd")
+        fixed = _torch_names_escaped(text.encode("utf-8"))
+        return decoder.decode(fixed if fixed is not None else text), text.count("\ufffd") - raw.count(b"\xef\xbf\xbd")
+
+
+# torch 2.4-2.14's trace writer writes an event's name as it is, without JSON escaping, on a line
+# of its own: record_function('say "hi"') gives `    "name": "say "hi"",`, which no JSON reader
+# accepts (torch 2.15 writes ' for "). Only such lines are rewritten, and only when a file does not
+# decode as it is.
+_TORCH_NAME_LINE = re.compile(rb'^([ \t]*"name": ")(.*)(",?)([ \t]*\r?)$', re.MULTILINE)
+
+
+def _torch_names_escaped(data: bytes) -> bytes | None:
+    """``data`` with the names of torch's writer's lines JSON-escaped; None when no line needed it."""
+    changed = 0
+
+    def escape(m: re.Match) -> bytes:
+        nonlocal changed
+        inner = m.group(2)
+        try:
+            json.loads(b'"' + inner + b'"')
+            return m.group(0)  # already a JSON string
+        except ValueError:
+            changed += 1
+            text = json.dumps(inner.decode("utf-8", "replace"), ensure_ascii=False)[1:-1]
+            return m.group(1) + text.encode("utf-8") + m.group(3) + m.group(4)
+
+    out = _TORCH_NAME_LINE.sub(escape, data)
+    return out if changed else None
 
 
 def _parse_whole(buf: Any, source: str) -> TraceData:

@@ -555,7 +555,7 @@ def _save_and_read(results: Any, progress: Any = None) -> tuple[TraceData, Binar
     trace there will be (torch's save is one-shot), kept for :class:`SavedResults`. Unlinked, it
     takes no name in the folder and goes when its last handle closes, the process's end included.
     """
-    last_error: Exception | None = None
+    first_error: Exception | None = None
     for folder in _scratch_dirs():
         fd, path = tempfile.mkstemp(prefix="nbprof-", suffix=".json", dir=folder)
         os.close(fd)
@@ -576,14 +576,16 @@ def _save_and_read(results: Any, progress: Any = None) -> tuple[TraceData, Binar
         except Exception as e:  # a full /dev/shm truncates the file: try the next folder
             if file is not None:
                 file.close()
-            last_error = e
+            # the first failure is the one to tell: where torch marks its results saved even so,
+            # the next try only says "Trace is already saved"
+            first_error = first_error or e
         finally:
             try:
                 os.unlink(path)
             except OSError:
                 pass
-    assert last_error is not None
-    raise last_error
+    assert first_error is not None
+    raise first_error
 
 
 class SavedResults:
