@@ -349,6 +349,20 @@ def test_huge_or_negative_times_never_show_a_negative_time(tmp_path):
                                 "traces have µs?): left out"]
 
 
+def test_partially_overlapping_children_never_give_a_negative_self_time(tmp_path):
+    # torch's stack leaves [1, 12] and [6, 18] as siblings under [0, 20]: torch's self CPU of the
+    # parent is 20 - 11 - 12 = -3 µs. The children cover [1, 18]: 17 µs; the parent's own time is 3 µs.
+    # A second parent whose children nest properly keeps the plain sum (100 - 10 - 20 = 70).
+    events = [op("parent", ts=BASE, dur=20), op("first", ts=BASE + 1, dur=11), op("second", ts=BASE + 6, dur=12),
+              op("proper", ts=BASE + 50, dur=100), op("a", ts=BASE + 60, dur=10), op("b", ts=BASE + 80, dur=20)]
+    p = loaded(write(tmp_path, events))
+    self_us = dict(zip(p.events["name"].astype(str), p.events["self_cpu_us"]))
+    assert self_us == {"parent": 3.0, "first": 11.0, "second": 12.0, "proper": 70.0, "a": 10.0, "b": 20.0}
+    ka = p.key_averages().set_index("name")
+    assert (ka["self_cpu_us"] >= 0).all() and ka.loc["parent", "cpu_total_us"] == 20.0
+    assert "-3" not in p.report().text()
+
+
 def test_nanoseconds_where_microseconds_belong_are_said(tmp_path):
     # time.time_ns(): beyond what µs can be
     epoch_ns = [op(f"op{i}", ts=1.7e18 + i * 10_000, dur=5_000) for i in range(5)]
