@@ -26,8 +26,10 @@ worker before the error goes on (nothing is left running).
 
 Every per-rank table comes from the one function :func:`rank_summary`; a new per-rank analysis is
 a field there and its merge here. ``p.rank(r)`` loads one rank's full profile (every view works on
-it; the last one is kept). What needs every event (``p.events``, the timeline, ranges, memory,
-exports) merges all ranks on first use, as ``load_trace`` did before, and says so.
+it; the last one is kept). The timeline is drawn from each rank's view computed in its worker and
+zooms ask the workers again (``nbprof.cluster_timeline``): no events here either. What needs every
+event (``p.events``, ranges, memory, exports) merges all ranks on first use, as ``load_trace`` did
+before, and says so.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ import multiprocessing
 import os
 import sys
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Generator, Iterator
 
@@ -51,6 +54,8 @@ from .analysis.key_averages import KEY_AVERAGE_COLUMNS
 from .analysis.kernels import kernel_parts, kernels_from_parts
 from .analysis.ranks import RankReport, differences_from_times, name_times, rank_table, report_of
 from .analysis.summary import TorchSummary, default_sort, top_row
+from .cluster_timeline import (ClusterTimeline, ClusterTimelineView, RankPool, RankTimeline, new_cache_dir, rank_budget,
+                               rank_timeline, remove_cache)
 from .errors import OptionError, TraceError
 from .meta import TorchMeta, TraceMeta
 from .model import TorchProfile
@@ -99,12 +104,17 @@ class RankSummary:
     """``collectives()``: per collective and process group (the Ranks tab's Cluster section)."""
     queue_length: pd.DataFrame
     """``queue_length()``: per device and stream."""
+    timeline: RankTimeline
+    """Its timeline's full view, its collective calls and where its events' cache is
+    (``nbprof.cluster_timeline``)."""
     seconds: float
     """Time to read and summarize it."""
 
 
-def rank_summary(path: str) -> RankSummary:
-    """Read one rank's trace and summarize it (runs in a worker; a bad file: TraceError naming it)."""
+def rank_summary(path: str, cache_root: str | None = None, timeline_rects: int = 20_000) -> RankSummary:
+    """Read one rank's trace and summarize it (runs in a worker; a bad file: TraceError naming it).
+    ``cache_root``: where to write its events' cache for the timeline's zooms (None: none; a zoom
+    then reads the file again); ``timeline_rects``: the budget of its timeline's full view."""
     t0 = time.perf_counter()
     p = TorchProfile.from_trace(_read(path))
     ev = p._events
@@ -117,7 +127,9 @@ def rank_summary(path: str) -> RankSummary:
         kernel_parts=kernel_parts(ev), device_times=name_times(ev, device_work=True),
         cpu_times=name_times(ev, device_work=False), steps=p.steps(), step_breakdown=p.step_breakdown(),
         device_stats=p.device_stats, summary=p.summary, findings=p.findings, overview=p.overview(),
-        collectives=p.collectives(), queue_length=p.queue_length(), seconds=time.perf_counter() - t0,
+        collectives=p.collectives(), queue_length=p.queue_length(),
+        timeline=rank_timeline(ev, p.meta, path, max_rects=timeline_rects, cache_root=cache_root),
+        seconds=time.perf_counter() - t0,
     )
 
 
@@ -135,26 +147,41 @@ def _read(path: str) -> Any:
 # -- running the summaries -------------------------------------------------------------------------
 
 
-def summarize_ranks(files: list[str], *, workers: int | None = None, client: Any = None,
-                    progress: bool = True) -> list[RankSummary]:
-    """:func:`rank_summary` of each file (in ``files``' order), where the module doc says."""
+def plan(files: list[str], workers: int | None = None, client: Any = None) -> tuple[int, Any]:
+    """Where the ranks are read: (worker processes, 0 for this process; the Dask client or None)."""
     if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool) or workers < 0):
         raise OptionError(f"workers must be a number of processes (0: in this process); got {workers!r}")
     if client is None and workers is None:
         client = _active_dask_client()
     if client is not None:
-        return _run(files, _dask_runner(client), progress, "Dask")
+        return 0, client
     if workers is None:
         small = sum(os.path.getsize(f) for f in files) < IN_PROCESS_BYTES
         workers = 0 if small else min(os.cpu_count() or 1, len(files))
-    if workers == 0:
-        return _run(files, _in_process, progress, "")
-    n = min(workers, len(files))
-    return _run(files, functools.partial(_in_workers, workers=n), progress,
-                f"{n} worker process{'es' if n > 1 else ''}")
+    return min(workers, len(files)), None
+
+
+def summarize_ranks(files: list[str], *, workers: int | None = None, client: Any = None,
+                    progress: bool = True) -> list[RankSummary]:
+    """:func:`rank_summary` of each file (in ``files``' order), where the module doc says; their
+    timelines' caches in a new folder (``cluster_timeline.new_cache_dir``: the profile removes it)."""
+    workers, client = plan(files, workers, client)
+    cache = new_cache_dir()
+    work = functools.partial(rank_summary, cache_root=cache, timeline_rects=rank_budget(len(files)))
+    try:
+        if client is not None:
+            return _run(files, _dask_runner(client, work), progress, "Dask")
+        if workers == 0:
+            return _run(files, functools.partial(_in_process, work=work), progress, "")
+        return _run(files, functools.partial(_in_workers, workers=workers, work=work), progress,
+                    f"{workers} worker process{'es' if workers > 1 else ''}")
+    except BaseException:
+        remove_cache(cache, client)
+        raise
 
 
 Runner = Callable[[list[str]], Generator[tuple[int, RankSummary], None, None]]
+Work = Callable[[str], RankSummary]
 
 
 def _run(files: list[str], runner: Runner, progress: bool, how: str) -> list[RankSummary]:
@@ -173,17 +200,18 @@ def _run(files: list[str], runner: Runner, progress: bool, how: str) -> list[Ran
     return [s for s in out if s is not None]
 
 
-def _in_process(files: list[str]) -> Generator[tuple[int, RankSummary], None, None]:
+def _in_process(files: list[str], work: Work = rank_summary) -> Generator[tuple[int, RankSummary], None, None]:
     for i, f in enumerate(files):
-        yield i, rank_summary(f)
+        yield i, work(f)
 
 
-def _in_workers(files: list[str], workers: int) -> Generator[tuple[int, RankSummary], None, None]:
+def _in_workers(files: list[str], workers: int, work: Work = rank_summary
+                ) -> Generator[tuple[int, RankSummary], None, None]:
     """Spawned worker processes; on an error or an interrupt (KeyboardInterrupt) every worker is
     stopped before the error goes on: nothing is left running."""
     pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
     try:
-        futures = {pool.submit(rank_summary, f): i for i, f in enumerate(files)}
+        futures = {pool.submit(work, f): i for i, f in enumerate(files)}
         for fut in cf.as_completed(futures):
             i = futures[fut]
             try:
@@ -226,11 +254,11 @@ def _active_dask_client() -> Any:
         return None
 
 
-def _dask_runner(client: Any) -> Runner:
+def _dask_runner(client: Any, work: Work = rank_summary) -> Runner:
     def run(files: list[str]) -> Generator[tuple[int, RankSummary], None, None]:
         from distributed import as_completed
 
-        futures = client.map(rank_summary, files, pure=False)
+        futures = client.map(work, files, pure=False)
         index = {f.key: i for i, f in enumerate(futures)}
         try:
             for fut in as_completed(futures):
@@ -256,11 +284,15 @@ def labels_of(metas: list[TraceMeta]) -> list[Any]:
 class ClusterProfile(TorchProfile):
     """A folder of ranks, summarized apart (see the module doc): the merged report's tables
     (``ranks()``, ``key_averages()``, ``kernels()``, ``steps()``, ``overview()``, ``collectives()``,
-    ``queue_length()``, ``device_stats``, ``findings``, ``summary``) from the ranks' summaries; ``rank(r)``: one rank's full profile; what needs every
-    event (``events``, ``timeline()``, ``ranges()``, ``launches()`` (a row per launch), ``modules()``,
-    exports) merges all ranks on first use."""
+    ``collective_calls()``, ``queue_length()``, ``device_stats``, ``findings``, ``summary``) from the
+    ranks' summaries; ``timeline()`` / ``timeline_view()``: every rank's lanes on one clock, drawn
+    from the views the workers computed, zooms read by the workers (``nbprof.cluster_timeline``);
+    ``rank(r)``: one rank's full profile; what needs every event (``events``, ``ranges()``,
+    ``launches()`` (a row per launch), ``modules()``, exports) merges all ranks on first use.
 
-    def __init__(self, folder: str, summaries: list[RankSummary]) -> None:
+    ``workers`` / ``client``: where the timeline's zooms run (as the ranks were read: ``plan``)."""
+
+    def __init__(self, folder: str, summaries: list[RankSummary], *, workers: int = 0, client: Any = None) -> None:
         self._summaries = summaries
         self._labels = labels_of([s.meta for s in summaries])
         metas = [s.meta for s in summaries]
@@ -279,6 +311,11 @@ class ClusterProfile(TorchProfile):
         self.profiler = None
         self._averages: dict[str, pd.DataFrame] = {}
         self._one: tuple[Any, TorchProfile] | None = None
+        self._pool = RankPool(workers, client)
+        self._views: dict[Any, ClusterTimelineView] = {}
+        roots = {os.path.dirname(s.timeline.cache) for s in summaries if s.timeline.cache}
+        # the caches and the zoom workers go with the profile (or at exit)
+        self._finalizer = weakref.finalize(self, _release, self._pool, sorted(roots), client)
 
     @classmethod
     def from_trace(cls, trace: Any, *, profiler: Any = None, **run: Any) -> TorchProfile:
@@ -481,6 +518,53 @@ class ClusterProfile(TorchProfile):
         """(label, summary, shift of its clock in µs) in rank order."""
         return sorted(zip(self._labels, self._summaries, self._shift_us), key=lambda x: x[0])
 
+    # -- the timeline ---------------------------------------------------------------------------
+
+    def _timeline(self, align: str | None = None) -> ClusterTimeline:
+        ranks = [(r, s.timeline, shift) for r, s, shift in self._ranked()]
+        return ClusterTimeline(ranks, self._pool, align=align)
+
+    def timeline_view(self, align: str | None = None) -> Any:
+        """The timeline for display (the report's overview, the figure, the live widget), every
+        rank's lanes on one clock: as recorded, or aligned on an event on every rank (``align``:
+        ``"collective"``, the first collective call; or a name, e.g. ``"ProfilerStep#3"``)."""
+        if align not in self._views:
+            self._views[align] = ClusterTimelineView(self._timeline(align))
+        return self._views[align]
+
+    def timeline(self, *, python: bool = False, window_us: tuple[float, float] | None = None,
+                 window: tuple[float, float] | None = None, max_rects: int | None = None,
+                 height: int | None = None, align: str | None = None) -> Any:
+        """Every rank's lanes (threads, streams) on one clock, a plotly ``Figure`` as a profile's
+        ``timeline()``: each rank's view computed by its worker, ``window_us=(start_us, end_us)``
+        (µs on the view's clock) read from each rank by the workers, in full detail. A
+        collective's calls on every rank are joined, the rank that arrived last marked. ``align``:
+        see :meth:`timeline_view`."""
+        if python:
+            raise OptionError("timeline(python=True) draws one rank's Python frames: p.rank(r).timeline(python=True)")
+        if window is not None:
+            if window_us is not None:
+                raise OptionError("timeline: pass window_us=(start_us, end_us), not window= as well")
+            window_us = (float(window[0]) * 1000.0, float(window[1]) * 1000.0)
+        tl = self._timeline(align)
+        if max_rects is not None:
+            tl.max_rects = int(max_rects)
+        view = ClusterTimelineView(tl, window_us=window_us, height=height)
+        return view.figure
+
+    def collective_calls(self) -> pd.DataFrame:
+        """One row per collective call of every rank (from the summaries), joined per collective:
+        ``rank, process_group, seq, name, start_us, dur_us`` (on the common clock, as recorded),
+        ``ranks`` (ranks that made that call), ``last`` (this rank's call started last: the
+        others waited for it), ``wait_us`` (how long before the last one it started), ``names``
+        (``nbprof.analysis.collectives.match_calls``)."""
+        return self._timeline().calls()
+
+    def close(self) -> None:
+        """End the timeline's zoom workers now (they end by themselves after a while idle; the next
+        zoom starts them again)."""
+        self._pool.close()
+
     # -- display ----------------------------------------------------------------------------------
 
     def report(self, **view: Any) -> Any:
@@ -489,10 +573,13 @@ class ClusterProfile(TorchProfile):
         return ClusterReport(self, **view)
 
     def _ipython_display_(self) -> None:
-        """The report only: its timeline would merge every rank (``p.rank(r).timeline()``)."""
+        """The report, then the timeline as an output of its own (live in a kernel), as a
+        profile's; neither merges the ranks' events."""
         from IPython.display import display
 
         display(self.report())
+        if self.summary.events:
+            display(self.timeline_view().display_object())
 
     def __repr__(self) -> str:
         s = self.summary
@@ -500,6 +587,12 @@ class ClusterProfile(TorchProfile):
         if s.has_device:
             parts.append(f"self CUDA {s.self_device_us / 1e3:.3f} ms")
         return f"<ClusterProfile {', '.join(parts)}>"
+
+
+def _release(pool: RankPool, roots: list[str], client: Any) -> None:
+    pool.close()
+    for root in roots:
+        remove_cache(root, client)
 
 
 def _sum_averages(frames: list[pd.DataFrame]) -> pd.DataFrame:

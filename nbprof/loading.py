@@ -37,7 +37,9 @@ def load_trace(path: Any, *, workers: int | None = None, client: Any = None, pro
         files = trace_files(path)
         if len(files) == 1:
             return TorchProfile.from_trace(read_trace_file(files[0]))
-        from .cluster import ClusterProfile, summarize_ranks
+        from .cluster import ClusterProfile, plan, summarize_ranks
 
-        return ClusterProfile(path, summarize_ranks(files, workers=workers, client=client, progress=progress))
+        n, dask = plan(files, workers, client)
+        return ClusterProfile(path, summarize_ranks(files, workers=n, client=dask, progress=progress), workers=n,
+                              client=dask)
     return TorchProfile.from_trace(read_trace_file(path))

@@ -23,5 +23,5 @@ __all__ = ["Tab", "TORCH_TABS", "CLUSTER_TABS", "PYTHON_TABS"]
 
 TORCH_TABS: list[Tab] = [OPERATORS, BY_SHAPE, BY_STACK, MEMORY, KERNELS, MODULES, RANGES, STEPS, RANKS, TIMELINE]
 # a folder of ranks summarized apart (nbprof.cluster): what the summaries hold, the ranks first
-CLUSTER_TABS: list[Tab] = [CLUSTER_RANKS, OPERATORS, KERNELS, STEPS]
+CLUSTER_TABS: list[Tab] = [CLUSTER_RANKS, OPERATORS, KERNELS, STEPS, TIMELINE]
 PYTHON_TABS: list[Tab] = [FUNCTIONS, CALLGRAPH, FLAME]
