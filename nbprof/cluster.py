@@ -52,9 +52,9 @@ from .analysis.device_stats import DeviceStats
 from .analysis.findings import FINDING_COLUMNS, SEVERITIES, collective_wait, straggler
 from .analysis.key_averages import KEY_AVERAGE_COLUMNS
 from .analysis.kernels import kernel_parts, kernels_from_parts
-from .analysis.ranks import RankReport, differences_from_times, name_times, rank_table, report_of
+from .analysis.ranks import RankReport, differences_from_times, name_times, report_of
 from .analysis.summary import TorchSummary, default_sort, top_row
-from .cluster_timeline import (ClusterTimeline, ClusterTimelineView, RankPool, RankTimeline, new_cache_dir, rank_budget,
+from .cluster_timeline import (ClusterTimeline, ClusterTimelineView, RankPool, RankTimeline, new_cache_dir,
                                rank_timeline, remove_cache)
 from .errors import OptionError, TraceError
 from .meta import TorchMeta, TraceMeta
@@ -85,6 +85,8 @@ class RankSummary:
     end_us: float
     rank_row: pd.DataFrame
     """Its row of ``ranks().table`` (the rank label is set when all ranks are back)."""
+    hta_idle: pd.DataFrame
+    """``ranks().hta_idle``: HTA's idle time breakdown, per stream and category."""
     key_averages: pd.DataFrame
     """``key_averages("op")``: sums and counts, which add up across ranks."""
     kernel_parts: pd.DataFrame
@@ -105,16 +107,16 @@ class RankSummary:
     queue_length: pd.DataFrame
     """``queue_length()``: per device and stream."""
     timeline: RankTimeline
-    """Its timeline's full view, its collective calls and where its events' cache is
-    (``nbprof.cluster_timeline``)."""
+    """Its collective calls and where its events' cache is, for the timeline (its view is drawn from
+    the cache when first shown: ``nbprof.cluster_timeline``)."""
     seconds: float
     """Time to read and summarize it."""
 
 
-def rank_summary(path: str, cache_root: str | None = None, timeline_rects: int = 20_000) -> RankSummary:
+def rank_summary(path: str, cache_root: str | None = None) -> RankSummary:
     """Read one rank's trace and summarize it (runs in a worker; a bad file: TraceError naming it).
-    ``cache_root``: where to write its events' cache for the timeline's zooms (None: none; a zoom
-    then reads the file again); ``timeline_rects``: the budget of its timeline's full view."""
+    ``cache_root``: where to write its events' cache for the timeline (None: none; the timeline
+    then reads the file again)."""
     t0 = time.perf_counter()
     p = TorchProfile.from_trace(_read(path))
     ev = p._events
@@ -123,12 +125,12 @@ def rank_summary(path: str, cache_root: str | None = None, timeline_rects: int =
     trace_meta = TraceMeta(**p.meta.trace_fields())
     return RankSummary(
         file=path, meta=trace_meta, events=len(ev), start_us=start, end_us=end,
-        rank_row=rank_table(ev, p.meta, p.device_stats), key_averages=p.key_averages("op"),
+        rank_row=p.ranks().table, hta_idle=p.ranks().hta_idle, key_averages=p.key_averages("op"),
         kernel_parts=kernel_parts(ev), device_times=name_times(ev, device_work=True),
         cpu_times=name_times(ev, device_work=False), steps=p.steps(), step_breakdown=p.step_breakdown(),
         device_stats=p.device_stats, summary=p.summary, findings=p.findings, overview=p.overview(),
         collectives=p.collectives(), queue_length=p.queue_length(),
-        timeline=rank_timeline(ev, p.meta, path, max_rects=timeline_rects, cache_root=cache_root),
+        timeline=rank_timeline(ev, p.meta, path, cache_root=cache_root),
         seconds=time.perf_counter() - t0,
     )
 
@@ -167,7 +169,7 @@ def summarize_ranks(files: list[str], *, workers: int | None = None, client: Any
     timelines' caches in a new folder (``cluster_timeline.new_cache_dir``: the profile removes it)."""
     workers, client = plan(files, workers, client)
     cache = new_cache_dir()
-    work = functools.partial(rank_summary, cache_root=cache, timeline_rects=rank_budget(len(files)))
+    work = functools.partial(rank_summary, cache_root=cache)
     try:
         if client is not None:
             return _run(files, _dask_runner(client, work), progress, "Dask")
@@ -466,7 +468,8 @@ class ClusterProfile(TorchProfile):
         device = any(s.summary.has_device for s in self._summaries)
         times = pd.concat([(s.device_times if device else s.cpu_times).assign(rank=codes[r])
                            for r, s, _ in self._ranked()], ignore_index=True)
-        return report_of(table, differences_from_times(times, np.asarray(self._order(), dtype=object)))
+        hta_idle = self._per_rank(lambda s: s.hta_idle)
+        return report_of(table, differences_from_times(times, np.asarray(self._order(), dtype=object)), hta_idle)
 
     @functools.cached_property
     def _overview(self) -> pd.DataFrame:

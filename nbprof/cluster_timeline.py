@@ -1,17 +1,19 @@
 """A folder of ranks on one timeline, drawn without the ranks' events in this process
 (``ClusterProfile.timeline()``, ``timeline_view()``, the report's Timeline tab, the live widget).
 
-**In each rank's worker** (where ``cluster.rank_summary`` reads the rank, events in hand):
+**At load, in each rank's worker** (where ``cluster.rank_summary`` reads the rank, events in
+hand), :func:`rank_timeline`: its collective calls, and :func:`write_cache`: the columns the
+timeline, its hover texts and a selection read, one ``.npy`` file each, in a folder of its own
+under this session's cache directory (``$NBPROF_CACHE_DIR``, else ``~/.cache/nbprof``: a disk, not
+/tmp, which is memory on some systems); the profile removes it when it goes, a later session the
+folders of sessions that died. ~45 bytes an event (1 M events: 45 MB), ~0.05 s.
 
-- :func:`rank_timeline`: the rank's full view, its rectangles merged to pixel resolution over its
-  own span (``analysis.timeline``) to a budget of rectangles shared by the ranks, with each
-  event's hover text (its start time marked: the rank's place on the common clock is known only
-  when every rank is back), its launch -> kernel pairs and its collective calls on their rows;
-- :func:`write_cache`: the columns the timeline, its hover texts and a selection read, one
-  ``.npy`` file each, in a folder of its own under this session's cache directory
-  (``$NBPROF_CACHE_DIR``, else ``~/.cache/nbprof``: a disk, not /tmp, which is memory on some
-  systems); the profile removes it when it goes, a later session the folders of sessions that
-  died. About 90 bytes an event (1 M events: ~90 MB).
+**When the timeline is first shown**, the workers draw each rank's full view from its cache
+(:func:`full_part`, ~0.3 s a rank of 1 M events, not paid by a load that never shows it): its
+rectangles merged to pixel resolution over its own span (``analysis.timeline``) to a budget of
+rectangles shared by the ranks, with each event's hover text (its start time marked: the rank's
+place on the common clock is known here, not there), its launch -> kernel pairs and its
+collective calls' rows; the layout (each event's row) is kept in the cache for zooms.
 
 **Zoom, selection, find** ask the workers again: each rank's part of a window is read from its
 cache, memory-mapped (only the start and duration columns are read whole, 16 bytes an event; the
@@ -87,35 +89,30 @@ def rank_budget(ranks: int, max_rects: int = MAX_RECTS) -> int:
 
 @dataclass
 class RankTimeline:
-    """One rank's timeline as its worker sends it back: ``data``, its full view without events
-    (rectangles with ``hover``: start times marked, see ``views.timeline.resolve_at``; launch and
-    work coordinates of single events), its collective calls (``collective_calls`` with the
-    ``row`` of each call), where its cache is (``cache``: a folder, "" for none) and which Dask
-    worker wrote it (``worker``: its address, "" outside Dask). Times: the rank's own clock."""
+    """One rank's timeline: its collective calls (``collective_calls``: ``event`` their position
+    in the rank's events, ``row`` their timeline row once its layout is known, -1 before), where
+    its cache is (``cache``: a folder, "" for none: the file is read again) and which Dask worker
+    wrote it (``worker``: its address, "" outside Dask); ``data``: its full view once drawn (by
+    :func:`full_part`, without events: rectangles with ``hover``, start times marked, see
+    ``views.timeline.resolve_at``; launch and work coordinates of single events). Times: the
+    rank's own clock."""
 
-    data: TimelineData
     calls: pd.DataFrame
     file: str
     cache: str
     worker: str
+    data: TimelineData | None = None
 
 
-def rank_timeline(events: pd.DataFrame, meta: TraceMeta, file: str, *, max_rects: int,
-                  cache_root: str | None = None, index: int = 0) -> RankTimeline:
-    """The rank's full view and its cache (see the module doc)."""
-    data = timeline_rects(events, meta, width_px=FULL_WIDTH_PX, max_rects=max_rects)
+def rank_timeline(events: pd.DataFrame, meta: TraceMeta, file: str, *, cache_root: str | None = None) -> RankTimeline:
+    """What a rank's worker keeps of its timeline at load: its collective calls and its cache."""
     calls = collective_calls(events)
-    if data.event_row is not None and len(calls):
-        calls["row"] = data.event_row[calls["event"].to_numpy()].astype(np.int64)
-        calls = calls[calls["row"] >= 0].reset_index(drop=True)
-    else:
-        calls["row"] = np.zeros(len(calls), dtype=np.int64)
+    calls["row"] = np.full(len(calls), -1, dtype=np.int64)
     cache = ""
     if cache_root:
-        cache = os.path.join(cache_root, f"{index:05d}-{os.path.basename(file)}")
-        write_cache(Path(cache), events, meta, data)
-    return RankTimeline(data=_portable(data), calls=calls.drop(columns="event"), file=file, cache=cache,
-                        worker=_dask_worker())
+        cache = os.path.join(cache_root, os.path.basename(file))
+        write_cache(Path(cache), events, meta)
+    return RankTimeline(calls=calls, file=file, cache=cache, worker=_dask_worker())
 
 
 def _portable(data: TimelineData) -> TimelineData:
@@ -239,10 +236,10 @@ def _narrow(values: np.ndarray) -> np.ndarray:
     return values
 
 
-def write_cache(folder: Path, events: pd.DataFrame, meta: TraceMeta, layout: TimelineData) -> None:
+def write_cache(folder: Path, events: pd.DataFrame, meta: TraceMeta) -> None:
     """The rank's cache (see the module doc): one ``.npy`` per column (categories by their codes),
-    the layout of its full view (each event's row, the rows and lanes), and per name the first
-    start (for ``align``), the drawn events and their time (for find)."""
+    and per name the first start (for ``align``), the drawn events and their time (for find). Its
+    timeline's layout is added when first drawn (:meth:`_RankCache.layout`)."""
     folder.mkdir(parents=True, exist_ok=True)
     dtypes: dict[str, Any] = {}
     categories: dict[str, pd.Index] = {}
@@ -258,18 +255,17 @@ def write_cache(folder: Path, events: pd.DataFrame, meta: TraceMeta, layout: Tim
             values = col.to_numpy()
             dtypes[c] = values.dtype
             np.save(folder / f"{c}.npy", _narrow(values))
-    assert layout.event_row is not None
-    np.save(folder / "event_row.npy", _narrow(layout.event_row.astype(np.int64)))
     codes = events["name"].cat.codes.to_numpy().astype(np.int64)
     n_names = len(events["name"].cat.categories)
     start = events["start_us"].to_numpy()
     first = np.full(n_names, np.inf)
-    np.minimum.at(first, codes[codes >= 0], start[codes >= 0])
+    named = codes >= 0
+    mins = pd.Series(start[named]).groupby(codes[named]).min()
+    first[mins.index.to_numpy()] = mins.to_numpy()
     kind = events["kind"].cat.codes.to_numpy()
     drawn = kind_mask(kind, TREE_CODES + DEVICE_CODES + (KIND_CODE["python"],)) & (codes >= 0)
     index = {
         "events": len(events), "dtypes": dtypes, "categories": categories, "meta": meta,
-        "rows": layout.rows, "lanes": layout.lanes.drop(columns="events"),
         "name_first_us": first,
         "name_count": np.bincount(codes[drawn], minlength=n_names),
         "name_total_us": np.bincount(codes[drawn], weights=events["dur_us"].to_numpy()[drawn], minlength=n_names),
@@ -295,6 +291,29 @@ class _RankCache:
     @property
     def meta(self) -> TraceMeta:
         return self.index["meta"]
+
+    def full_frame(self) -> pd.DataFrame:
+        return self.frame(np.arange(self.index["events"], dtype=np.int64))
+
+    def layout(self, drawn: TimelineData | None = None) -> tuple[np.ndarray, pd.DataFrame, pd.DataFrame]:
+        """Its timeline's layout: each event's row (-1: not drawn), the rows, the lanes; kept in the
+        cache once known (``drawn``: a full view of its events just drawn; else drawn here)."""
+        path = os.path.join(self.folder, "layout.pkl")
+        if not os.path.exists(path):
+            if drawn is None:
+                drawn = timeline_rects(self.full_frame(), self.meta, width_px=FULL_WIDTH_PX)
+            assert drawn.event_row is not None
+            np.save(os.path.join(self.folder, "event_row.npy"), _narrow(drawn.event_row.astype(np.int64)))
+            tmp = path + f".{os.getpid()}"
+            with open(tmp, "wb") as f:
+                pickle.dump({"rows": drawn.rows, "lanes": drawn.lanes.drop(columns="events")}, f,
+                            protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, path)  # whole or absent, whoever reads it
+        if "_layout" not in self._cols:
+            with open(path, "rb") as f:
+                self._layout = pickle.load(f)
+            self._cols["_layout"] = np.zeros(0)
+        return self.col("event_row"), self._layout["rows"], self._layout["lanes"]
 
     def window_rows(self, w0: float, w1: float) -> np.ndarray:
         start = self.col("start_us")
@@ -342,8 +361,7 @@ def _rebuild(file: str, folder: str) -> str:
 
     p = TorchProfile.from_trace(read_trace_file(file))
     target = folder or tempfile.mkdtemp(prefix=f"ranks-{os.getpid()}-", dir=_made(cache_root()))
-    layout = timeline_rects(p._events, p.meta, width_px=FULL_WIDTH_PX)
-    write_cache(Path(target), p._events, p.meta, layout)
+    write_cache(Path(target), p._events, p.meta)
     return target
 
 
@@ -355,6 +373,22 @@ def _made(path: Path) -> Path:
 # -- what the workers answer (module-level functions: they are sent to them) ------------------------
 
 
+def full_part(folder: str, file: str, max_rects: int, call_events: np.ndarray) -> tuple[TimelineData, np.ndarray]:
+    """One rank's full view (see the module doc), merged at ``FULL_WIDTH_PX`` over its span to
+    ``max_rects``, and the rows of its collective calls (``call_events``: their positions)."""
+    c = _cache(folder, file)
+    data = timeline_rects(c.full_frame(), c.meta, width_px=FULL_WIDTH_PX, max_rects=max_rects)
+    event_row, _, _ = c.layout(data)
+    rows = np.asarray(event_row[np.asarray(call_events, dtype=np.int64)]).astype(np.int64)
+    return _portable(data), rows
+
+
+def call_rows(folder: str, file: str, call_events: np.ndarray) -> np.ndarray:
+    """The timeline rows of a rank's collective calls (``call_events``: their positions)."""
+    event_row, _, _ = _cache(folder, file).layout()
+    return np.asarray(event_row[np.asarray(call_events, dtype=np.int64)]).astype(np.int64)
+
+
 def window_part(folder: str, file: str, w0: float, w1: float, width_px: int, max_rects: int) -> TimelineData:
     """One rank's part of the window [w0, w1] (its own clock), as :func:`rank_timeline`'s view:
     in full detail where it holds at most ``max_rects`` events, else merged at ``width_px``."""
@@ -363,8 +397,9 @@ def window_part(folder: str, file: str, w0: float, w1: float, width_px: int, max
     parents = np.asarray(c.col("parent")[rows]) if "parent" in c.index["dtypes"] else np.zeros(0, dtype=np.int64)
     rows = np.union1d(rows, parents[parents >= 0]).astype(np.int64)  # launching ops, for hover texts
     sub = c.frame(rows)
-    event_row = np.asarray(c.col("event_row")[rows]).astype(np.int64)
-    layout = TimelineData(rects=pd.DataFrame(), lanes=c.index["lanes"].assign(events=0), rows=c.index["rows"],
+    all_rows, layout_rows, lanes = c.layout()
+    event_row = np.asarray(all_rows[rows]).astype(np.int64)
+    layout = TimelineData(rects=pd.DataFrame(), lanes=lanes.assign(events=0), rows=layout_rows,
                           t0_us=w0, t1_us=w1, px_us=0.0, width_px=width_px, events_drawn=0, merged_events=0,
                           merged_rects=0, max_rects=max_rects, event_row=event_row)
     data = timeline_rects(sub, c.meta, width_px=width_px, max_rects=max_rects, window=(w0, w1), layout=layout)
@@ -513,7 +548,7 @@ class ClusterTimeline:
         self.max_rects = max_rects
         self.align = align
         self.shifts = self.recorded + self._alignment(align)
-        self._links_all = self._match()
+        self._matched: pd.DataFrame | None = None
 
     # ---- the clock
     def _alignment(self, align: str | None) -> np.ndarray:
@@ -540,7 +575,41 @@ class ClusterTimeline:
     def local(self, k: int, t_us: float) -> float:
         return t_us - float(self.shifts[k])
 
+    # ---- the ranks' pieces, drawn by the workers when first needed
+    def _where(self) -> list[str]:
+        return [t.worker for t in self.parts]
+
+    def _ensure_full(self) -> None:
+        """Each rank's full view (and its calls' rows), drawn by the workers once."""
+        todo = [k for k, t in enumerate(self.parts) if t.data is None]
+        if todo:
+            budget = rank_budget(len(self.parts), self.max_rects)
+            done = self.pool.map(full_part, [(self.parts[k].cache, self.parts[k].file, budget,
+                                              self.parts[k].calls["event"].to_numpy()) for k in todo],
+                                 [self.parts[k].worker for k in todo])
+            for k, (data, rows) in zip(todo, done):
+                self.parts[k].data = data
+                self.parts[k].calls["row"] = rows
+            self._matched = None
+
+    def _ensure_rows(self) -> None:
+        """The rows of each rank's collective calls (its layout: drawn by the workers if not yet)."""
+        todo = [k for k, t in enumerate(self.parts) if len(t.calls) and (t.calls["row"] < 0).all()]
+        if todo:
+            done = self.pool.map(call_rows, [(self.parts[k].cache, self.parts[k].file,
+                                              self.parts[k].calls["event"].to_numpy()) for k in todo],
+                                 [self.parts[k].worker for k in todo])
+            for k, rows in zip(todo, done):
+                self.parts[k].calls["row"] = rows
+            self._matched = None
+
     # ---- collectives
+    @property
+    def _links_all(self) -> pd.DataFrame:
+        if self._matched is None:
+            self._matched = self._match()
+        return self._matched
+
     def _match(self) -> pd.DataFrame:
         """Every rank's collective calls, joined per collective; ``start_us`` on the recorded
         common clock (who arrived last is a fact of the recording, not of the view's alignment)."""
@@ -550,13 +619,13 @@ class ClusterTimeline:
                 frames.append(t.calls.assign(rank=[label] * len(t.calls), part=k,
                                              start_us=t.calls["start_us"].to_numpy() + self.recorded[k]))
         if not frames:
-            return pd.DataFrame(columns=["rank", "process_group", "seq", "name", "start_us", "dur_us", "row", "part",
-                                         "ranks", "last", "wait_us", "names"])
+            return pd.DataFrame(columns=["rank", "process_group", "seq", "name", "start_us", "dur_us", "event", "row",
+                                         "part", "ranks", "last", "wait_us", "names"])
         return match_calls(pd.concat(frames, ignore_index=True))
 
     def calls(self) -> pd.DataFrame:
         """One row per collective call of every rank (``match_calls``), on the recorded common clock."""
-        return self._links_all.drop(columns=["row", "part"]).copy()
+        return self._links_all.drop(columns=["event", "row", "part"]).reset_index(drop=True)
 
     def _links(self, t0: float, t1: float, limit: int = 2000) -> pd.DataFrame | None:
         """The links of the collectives with a call in [t0, t1] (the view's clock), at most
@@ -564,7 +633,7 @@ class ClusterTimeline:
         m = self._links_all
         if len(m) == 0:
             return None
-        m = m[m["ranks"] > 1]
+        m = m[(m["ranks"] > 1) & (m["row"] >= 0)]
         part = m["part"].to_numpy()
         x = m["start_us"].to_numpy() - self.recorded[part] + self.shifts[part]
         end = x + m["dur_us"].to_numpy()
@@ -620,8 +689,9 @@ class ClusterTimeline:
         return data
 
     def full(self) -> TimelineData:
-        """Every rank's full view (computed by its worker at load), stacked."""
-        return self._stack([t.data for t in self.parts], None, FULL_WIDTH_PX)
+        """Every rank's full view (drawn by the workers the first time), stacked."""
+        self._ensure_full()
+        return self._stack([t.data for t in self.parts if t.data is not None], None, FULL_WIDTH_PX)
 
     def window(self, t0_us: float, t1_us: float, width_px: int = FULL_WIDTH_PX) -> TimelineData:
         """[t0_us, t1_us] on the view's clock, each rank's part read by the workers."""
@@ -629,7 +699,8 @@ class ClusterTimeline:
         budget = rank_budget(len(self.parts), self.max_rects)
         jobs = [(t.cache, t.file, self.local(k, t0), self.local(k, t1), int(width_px), budget)
                 for k, t in enumerate(self.parts)]
-        parts = self.pool.map(window_part, jobs, [t.worker for t in self.parts])
+        parts = self.pool.map(window_part, jobs, self._where())
+        self._ensure_rows()
         # a part is drawn on its own clock's window: the same window on the view's clock once moved
         return self._stack(parts, (t0, t1), width_px)
 

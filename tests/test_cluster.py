@@ -10,7 +10,6 @@ ranks with collectives, CPU-only ranks, steps; and tutorial 6's real two-process
 from __future__ import annotations
 
 import copy
-import dataclasses
 import gzip
 import json
 import os
@@ -366,14 +365,11 @@ def test_summary_is_small_and_picklable(tmp_path):
     import pickle
 
     folder = write(tmp_path / "h100", perturbed_docs())
-    s = rank_summary(str(folder / "host_0.pt.trace.json"), timeline_rects=1000)
+    s = rank_summary(str(folder / "host_0.pt.trace.json"))
     assert isinstance(s, RankSummary)
-    blob = pickle.dumps(dataclasses.replace(s, timeline=None))
+    blob = pickle.dumps(s)
     assert len(blob) < os.path.getsize(folder / "host_0.pt.trace.json") / 4
     assert pickle.loads(blob).events == s.events
-    # the timeline's view: as big as its budget of rectangles, whatever the events
-    rects = s.timeline.data.rects
-    assert len(rects) <= 1000 < s.events and len(pickle.dumps(s.timeline)) < 300 * len(rects)
 
 
 def test_rank_ranges_text():
