@@ -525,7 +525,7 @@ class ClusterProfile(TorchProfile):
 
     def _timeline(self, align: str | None = None) -> ClusterTimeline:
         ranks = [(r, s.timeline, shift) for r, s, shift in self._ranked()]
-        return ClusterTimeline(ranks, self._pool, align=align)
+        return ClusterTimeline(ranks, self._pool, align=align, owner=self)
 
     def timeline_view(self, align: str | None = None) -> Any:
         """The timeline for display (the report's overview, the figure, the live widget), every

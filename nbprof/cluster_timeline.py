@@ -537,10 +537,12 @@ class ClusterTimeline:
     """The ranks' timelines on one clock (see the module doc). ``ranks``: (label, RankTimeline,
     shift in µs to the common clock) per rank, in rank order; ``align``: None (as recorded),
     ``"collective"`` (each rank's first collective call at the same time) or an event's name
-    (its first occurrence on each rank, e.g. ``"ProfilerStep#3"``)."""
+    (its first occurrence on each rank, e.g. ``"ProfilerStep#3"``). ``owner``: what owns the caches
+    and the pool (the profile): kept alive as long as this view (a live widget) is."""
 
     def __init__(self, ranks: list[tuple[Any, RankTimeline, float]], pool: RankPool, *, align: str | None = None,
-                 max_rects: int = MAX_RECTS) -> None:
+                 max_rects: int = MAX_RECTS, owner: Any = None) -> None:
+        self.owner = owner
         self.labels = [r for r, _, _ in ranks]
         self.parts = [t for _, t, _ in ranks]
         self.recorded = np.asarray([s for _, _, s in ranks], dtype=np.float64)

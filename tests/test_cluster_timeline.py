@@ -19,6 +19,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import nbprof
@@ -276,3 +277,37 @@ def test_zooms_keep_their_workers_until_closed(tmp_path):
     del tl, p
     gc.collect()
     assert spawned_workers() == []
+
+
+@pytest.mark.slow  # spawns worker processes and a Dask cluster: ~20-40 s
+def test_the_timeline_is_the_same_from_worker_processes_and_dask(tmp_path):
+    folder = h100(tmp_path)
+    raw = Raw(folder)
+    a = sorted(raw.start(e) for e in raw.events(1, DEVICE))[40]
+    b = a + 1000.0
+
+    def views(p):
+        tl = p._timeline()
+        full = p.timeline_view().data.rects[["row", "x0_us", "x1_us", "count", "name"]]
+        window = tl.window(a, b).rects[["row", "x0_us", "x1_us", "count", "name", "hover"]]
+        selection = {r: s.kernels for r, s in tl.selection(a, b)}
+        return full, window, selection, tl.find("gemm")
+
+    want = views(load(folder))
+    pooled = nbprof.load_trace(folder, workers=2, progress=False)
+    got = [views(pooled)]
+    assert pooled._pool.kind == "processes" and pooled._pool.started == 1
+    pooled.close()
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        on_dask = nbprof.load_trace(folder, client=client, progress=False)
+        assert on_dask._pool.kind == "dask"
+        assert all(s.timeline.worker for s in on_dask.rank_summaries)  # each rank's Dask worker, for its zooms
+        got.append(views(on_dask))
+    for full, window, selection, found in got:
+        pd.testing.assert_frame_equal(full.reset_index(drop=True), want[0].reset_index(drop=True))
+        pd.testing.assert_frame_equal(window.reset_index(drop=True), want[1].reset_index(drop=True))
+        for r, kernels in selection.items():
+            pd.testing.assert_frame_equal(kernels, want[2][r])
+        assert found == want[3]

@@ -351,6 +351,9 @@ def merge_note(data: TimelineData) -> str:
         return "no events"
     if data.merged_rects == 0:
         return f"all {data.events_drawn:,} events drawn"
+    if data.px_us <= 0:  # not merged to pixels: events hidden under an overlapping one on their row
+        return (f"all {data.events_drawn:,} events drawn ({data.merged_events:,} overlapping on their rows "
+                f"in {data.merged_rects:,} rects)")
     px = data.px_us * data.width_px / max(data.span_us, 1e-9)
     if px <= 1.01:
         what = "below 1 px"
