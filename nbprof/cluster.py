@@ -123,11 +123,14 @@ def rank_summary(path: str, cache_root: str | None = None) -> RankSummary:
     start = float(ev["start_us"].min()) if len(ev) else 0.0
     end = float((ev["start_us"] + ev["dur_us"]).max()) if len(ev) else 0.0
     trace_meta = TraceMeta(**p.meta.trace_fields())
+    device_times = name_times(ev, device_work=True)
+    # the ops' times stand in for the kernels' only where no rank ran device work: not this one's
+    cpu_times = name_times(ev, device_work=False) if len(device_times) == 0 else device_times.iloc[0:0]
     return RankSummary(
         file=path, meta=trace_meta, events=len(ev), start_us=start, end_us=end,
         rank_row=p.ranks().table, hta_idle=p.ranks().hta_idle, key_averages=p.key_averages("op"),
-        kernel_parts=kernel_parts(ev), device_times=name_times(ev, device_work=True),
-        cpu_times=name_times(ev, device_work=False), steps=p.steps(), step_breakdown=p.step_breakdown(),
+        kernel_parts=kernel_parts(ev), device_times=device_times,
+        cpu_times=cpu_times, steps=p.steps(), step_breakdown=p.step_breakdown(),
         device_stats=p.device_stats, summary=p.summary, findings=p.findings, overview=p.overview(),
         collectives=p.collectives(), queue_length=p.queue_length(),
         timeline=rank_timeline(ev, p.meta, path, cache_root=cache_root),
