@@ -215,7 +215,7 @@ def main() -> None:
     args = ap.parse_args()
     root = Path(args.dir)
     timeline = sorted({int(x) for x in args.timeline.split(",") if x})
-    counts = sorted({int(x) for x in args.ranks.split(",")} | ({int(x) for x in args.hta_ranks.split(",")}
+    counts = sorted({int(x) for x in args.ranks.split(",") if x} | ({int(x) for x in args.hta_ranks.split(",")}
                                                                  if args.hta else set()) | set(timeline))
     rows: list[tuple[str, dict]] = []
     notes = [f"start {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC, load average {loadavg()}, "
@@ -235,7 +235,7 @@ def main() -> None:
 
     record("one rank: plain load_trace(file)", probe(py, NBPROF_IMPORTS, PLAIN_WORK.format(file=one)))
     record("one rank: summarize_ranks([file], workers=1)", probe(py, NBPROF_IMPORTS, SUMMARY_WORK.format(file=one)))
-    ranks = sorted(int(x) for x in args.ranks.split(","))
+    ranks = sorted(int(x) for x in args.ranks.split(",") if x)
     pairs = []
     for k in range(1, args.repeat):  # more neighbours: one rank, then the first folder, alternating
         a = probe(py, NBPROF_IMPORTS, SUMMARY_WORK.format(file=one))

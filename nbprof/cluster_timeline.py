@@ -42,6 +42,7 @@ import multiprocessing
 import os
 import pickle
 import shutil
+import socket
 import sys
 import tempfile
 import threading
@@ -190,19 +191,26 @@ def cache_root() -> Path:
     return Path(base)
 
 
+def _prefix() -> str:
+    """``ranks-<host>-<pid>-``: whose a cache folder is (a home folder may be shared by machines)."""
+    host = "".join(c if c.isalnum() else "_" for c in socket.gethostname())[:40] or "host"
+    return f"ranks-{host}-{os.getpid()}-"
+
+
 def new_cache_dir() -> str:
-    """A fresh folder for one folder of ranks' caches, named after this process; the folders of
-    processes that are gone (a kernel that died) are removed first."""
+    """A fresh folder for one folder of ranks' caches, named after this machine and process; the
+    folders of this machine's processes that are gone (a kernel that died) are removed first."""
     root = cache_root()
     root.mkdir(parents=True, exist_ok=True)
-    for old in root.glob("ranks-*"):
+    mine = _prefix().rsplit("-", 2)[0] + "-"  # ranks-<host>-
+    for old in root.glob(mine + "*"):
         try:
-            pid = int(old.name.split("-")[1])
-        except (IndexError, ValueError):
+            pid = int(old.name[len(mine):].split("-")[0])
+        except ValueError:
             continue
         if pid != os.getpid() and not _alive(pid):
             shutil.rmtree(old, ignore_errors=True)
-    return tempfile.mkdtemp(prefix=f"ranks-{os.getpid()}-", dir=root)
+    return tempfile.mkdtemp(prefix=_prefix(), dir=root)
 
 
 def _alive(pid: int) -> bool:
@@ -360,7 +368,7 @@ def _rebuild(file: str, folder: str) -> str:
     from .model import TorchProfile
 
     p = TorchProfile.from_trace(read_trace_file(file))
-    target = folder or tempfile.mkdtemp(prefix=f"ranks-{os.getpid()}-", dir=_made(cache_root()))
+    target = folder or tempfile.mkdtemp(prefix=_prefix(), dir=_made(cache_root()))
     write_cache(Path(target), p._events, p.meta)
     return target
 

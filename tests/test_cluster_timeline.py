@@ -311,3 +311,19 @@ def test_the_timeline_is_the_same_from_worker_processes_and_dask(tmp_path):
         for r, kernels in selection.items():
             pd.testing.assert_frame_equal(kernels, want[2][r])
         assert found == want[3]
+
+
+def test_caches_of_dead_sessions_on_this_machine_are_removed(tmp_path, monkeypatch):
+    from nbprof.cluster_timeline import _prefix, new_cache_dir
+
+    monkeypatch.setenv("NBPROF_CACHE_DIR", str(tmp_path))
+    host = _prefix().rsplit("-", 2)[0]
+    dead = 2**22 + 12345  # above pid_max's default: no such process
+    stale = tmp_path / f"{host}-{dead}-abc"
+    other_host = tmp_path / f"ranks-elsewhere-{dead}-abc"  # a shared home: another machine's, maybe alive
+    alive = tmp_path / f"{host}-{os.getpid()}-old"
+    for d in (stale, other_host, alive):
+        (d / "rank0").mkdir(parents=True)
+    made = new_cache_dir()
+    assert not stale.exists() and other_host.exists() and alive.exists()
+    assert os.path.basename(made).startswith(f"{host}-{os.getpid()}-")
