@@ -7,10 +7,13 @@
 Public API (everything else is internal):
 
     nbprof.load_trace(path)            chrome trace file(s) -> TorchProfile
+    nbprof.from_profiler(prof)         a finished torch.profiler.profile -> TorchProfile
+    nbprof.trace_handler(dir_name)     on_trace_ready= for a scheduled profiler: a report per cycle
     nbprof.compare(a, b)               two profiles -> Comparison
     nbprof.controls()                  the panel that sets defaults for the next runs
     nbprof.step()                      mark a step of a profiled loop (for --schedule)
     nbprof.cuda_collection(on)         pause / resume CUDA collection inside a profiled cell
+    nbprof.lightning.Profiler()        Trainer(profiler=...): Lightning's actions as ranges, and the report
     TorchProfile, PythonProfile, Comparison   the result types
     ClusterProfile                            a folder of ranks (a TorchProfile)
     NbprofError and subclasses         the errors nbprof raises (nbprof.errors)
@@ -31,10 +34,13 @@ __all__ = [
     "load_ipython_extension",
     "unload_ipython_extension",
     "load_trace",
+    "from_profiler",
+    "trace_handler",
     "compare",
     "controls",
     "step",
     "cuda_collection",
+    "lightning",
     "TorchProfile",
     "ClusterProfile",
     "PythonProfile",
@@ -48,6 +54,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
+    from . import lightning
     from .comparison import Comparison
     from .cluster import ClusterProfile
     from .model import PythonProfile, TorchProfile
@@ -78,6 +85,31 @@ def load_trace(path: Any, *, workers: int | None = None, client: Any = None,
     from .loading import load_trace as _load
 
     return _load(path, workers=workers, client=client, progress=progress)
+
+
+def from_profiler(prof: Any) -> "TorchProfile":
+    """A finished ``torch.profiler.profile`` (or ``torch.autograd.profiler.profile``) as a
+    :class:`TorchProfile`: the report and tables ``%%torchprof`` gives for the same run (a
+    profiler you ran yourself, ``with accelerator.profile() as prof``, Lightning's). A scheduled
+    profiler: its last cycle (torch keeps no other); use ``on_trace_ready=nbprof.trace_handler()``
+    for each. A one-line error for a profiler still running, never run, or whose trace torch
+    already wrote (``export_chrome_trace``: then ``load_trace`` that file)."""
+    from .profilers import from_profiler as _from_profiler
+
+    return _from_profiler(prof)
+
+
+def trace_handler(dir_name: Any = None, *, worker_name: str | None = None, use_gzip: bool = False,
+                  show: bool = True, keep: int | None = 1) -> Any:
+    """``torch.profiler.profile(schedule=..., on_trace_ready=nbprof.trace_handler())``: each
+    finished cycle becomes a :class:`TorchProfile` shown in the notebook (one report per cell,
+    updated as each cycle ends; ``show=False``: none) and kept (``handler.profiles``, the last
+    ``keep``; None: all; ``handler.latest``); with ``dir_name``, also written as torch's
+    ``tensorboard_trace_handler(dir_name, worker_name, use_gzip)`` writes it (``load_trace`` and
+    TensorBoard read the folder)."""
+    from .profilers import trace_handler as _trace_handler
+
+    return _trace_handler(dir_name, worker_name=worker_name, use_gzip=use_gzip, show=show, keep=keep)
 
 
 def compare(before: Any, after: Any, **kwargs: Any) -> "Comparison":
@@ -124,6 +156,10 @@ def __getattr__(name: str) -> Any:
         from .cluster import ClusterProfile
 
         return ClusterProfile
+    if name == "lightning":  # the module; it imports no Lightning itself
+        import importlib
+
+        return importlib.import_module(".lightning", __name__)
     if name == "Comparison":
         from .comparison import Comparison
 

@@ -80,6 +80,15 @@ def rewrite_cell(lines: list[str]) -> list[str]:
     return [repr(lines[0].rstrip("\r\n").strip()) + "\n"] + lines[1:]
 
 
+# IPython's completeness check (``TransformerManager.check_complete``: terminal IPython's Enter,
+# a kernel's is_complete_request for jupyter console and qtconsole) runs the cleanup transforms
+# before it looks for a ``%%`` line, except those marked ``has_side_effects``. Run there, this one
+# would turn ``%%torchprof`` into a finished statement, and Enter would run an empty cell. Skipped
+# there, the cell stays a cell magic to the check, which asks for lines up to a blank one, as for
+# ``%%time``; the cell itself is still rewritten when it runs (``transform_cell``).
+rewrite_cell.has_side_effects = True  # type: ignore[attr-defined]
+
+
 def _show_magic_line_as_typed(shell: Any, typed: str) -> None:
     """Put the magic line back, as typed, in the source IPython keeps for tracebacks.
 

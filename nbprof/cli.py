@@ -1,13 +1,14 @@
 """The command line: profile a script the way ``python -m cProfile`` does, with nbprof's report.
 
-    python -m nbprof torch [options] script.py [args ...]
-    python -m nbprof torch [options] -m package.module [args ...]
-    python -m nbprof cprofile [options] script.py [args ...]
+    nbprof torch [options] script.py [args ...]          (or python -m nbprof ...)
+    nbprof torch [options] -m package.module [args ...]
+    nbprof cprofile [options] script.py [args ...]
 
 The script runs as ``__main__`` with ``sys.argv = [script, args ...]`` and its folder first on
 ``sys.path``, as ``python script.py`` would run it. Then nbprof prints the report's text table and
-writes the standalone HTML report (``-o/--html PATH``, default ``<script>.nbprof.html``;
-``--no-html`` to skip). The exit code is the script's: ``sys.exit(n)`` gives n, an exception
+writes the standalone HTML report (``--html PATH``, default ``<script>.nbprof.html``;
+``--no-html`` to skip). The flags are the magics' (``nbprof.flags``); ``nbprof`` is the same
+command, installed with the package. The exit code is the script's: ``sys.exit(n)`` gives n, an exception
 prints its traceback and gives 1 (the report of what ran until then is still written), Ctrl-C
 gives 130. ``nbprof.step()`` and ``nbprof.cuda_collection()`` work inside the script as in a cell.
 """
@@ -31,24 +32,15 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["main", "build_parser"]
 
-PROG = "python -m nbprof"
+# how the command was typed, for its usage and messages: the console script, or the module
+PROG = "nbprof" if os.path.basename(sys.argv[0] or "") in ("nbprof", "nbprof.exe") else "python -m nbprof"
 
 # the subcommands and the profilers (magics) they run; their flags are the magics' (nbprof.flags)
 PROFILERS = {"torch": "torchprof", "cprofile": "cprofile"}
 
-# the command line's own flags, after the profiler's
-OWN_FLAGS: tuple[Flag, ...] = (
-    Flag(("-o", "--html"), metavar="PATH",
-         help="Write the standalone HTML report here (default: <script>.nbprof.html)."),
-    Flag(("--no-html",), dest="no_html", action="store_true", default=False, help="Do not write the HTML report."),
-    Flag(("-q", "--quiet"), action="store_true", default=False, help="Do not print the report's table."),
-    Flag(("-m",), dest="module", metavar="MODULE",
-         help="Run a module as a script (like python -m MODULE); the arguments after it go to it."),
-)
-
 
 def _flags(subcommand: str) -> tuple[Flag, ...]:
-    return flags.command_line_flags(PROFILERS[subcommand]) + OWN_FLAGS
+    return flags.command_line_flags(PROFILERS[subcommand])
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -56,8 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="Profile a Python script with torch.profiler or cProfile; print nbprof's table and write "
                     "its HTML report.",
-        epilog="Examples: python -m nbprof torch --memory train.py --epochs 1; "
-               "python -m nbprof cprofile -s cumtime prep.py data.csv",
+        epilog=f"Examples: {PROG} torch --memory train.py --epochs 1; "
+               f"{PROG} cprofile -s cumtime prep.py data.csv",
     )
     sub = parser.add_subparsers(dest="profiler", metavar="{torch,cprofile}")
     sub.required = True
@@ -195,6 +187,11 @@ def main(argv: list[str] | None = None) -> int:
     if script is None and module is None and args.module is None:
         parser.error(f"{args.profiler}: give a script to run (script.py [args ...]) or -m module")
     module = module or args.module
+    if args.html_o is not None:  # the old spelling: still works
+        print(f"{PROG}: -o {args.html_o}: write --html {args.html_o} (-o names the result's variable in the "
+              "magics; here it is deprecated)", file=sys.stderr)
+        if args.html is not None:
+            parser.error("-o and --html both give the report's path: keep --html")
     if script is not None and not os.path.exists(script):
         print(f"{PROG}: {script}: no such file", file=sys.stderr)
         return 2
@@ -246,8 +243,9 @@ def main(argv: list[str] | None = None) -> int:
         print(result.report().text())
     if not args.no_html:
         default = (os.path.splitext(script)[0] if script is not None else str(module)) + ".nbprof.html"
-        out = args.html or default
+        out = args.html or args.html_o or default
         try:
+            flags.make_folder_of(out)
             result.to_html(out)
             print(f"nbprof: report written to {out}", file=sys.stderr)
         except OSError as e:

@@ -18,11 +18,15 @@ holds one summary per rank (tens of kB), whatever the number of ranks.
   forked child inherits in whatever state they were.
 - ``client``: a ``dask.distributed.Client``; without one, the client already active in the
   session (``distributed.get_client()``) if dask is imported and one exists. Dask is imported only
-  then (``pip install nbprof[dask]``).
+  then (``pip install "dask[distributed]"``, or nbprof's ``dask`` extra).
 
-Errors: a rank file that cannot be read is a one-line TraceError naming it; a worker that dies
-(the OOM killer) a one-line TraceError naming the folder; either, or an interrupt, ends every
-worker before the error goes on (nothing is left running).
+Workers never run the caller's ``__main__`` (:class:`_WorkerProcess`): a script without an
+``if __name__ == "__main__":`` guard loads a folder as a notebook does.
+
+Errors: a rank file that cannot be read is a one-line TraceError naming it, and so is running out
+of memory on it (MemoryError); a worker that dies (the OOM killer's SIGKILL) a one-line
+TraceError saying how it ended and which rank it was reading, with its size; either, or an
+interrupt, ends every worker before the error goes on (nothing is left running).
 
 Every per-rank table comes from the one function :func:`rank_summary`; a new per-rank analysis is
 a field there and its merge here. ``p.rank(r)`` loads one rank's full profile (every view works on
@@ -41,6 +45,7 @@ import multiprocessing
 import os
 import sys
 import time
+import types
 import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Generator, Iterator
@@ -57,6 +62,7 @@ from .analysis.summary import TorchSummary, default_sort, top_row
 from .cluster_timeline import (ClusterTimeline, ClusterTimelineView, RankPool, RankTimeline, new_cache_dir,
                                rank_timeline, remove_cache)
 from .errors import OptionError, TraceError
+from .format import fmt_bytes, plural
 from .meta import TorchMeta, TraceMeta
 from .model import TorchProfile
 
@@ -114,9 +120,17 @@ class RankSummary:
 
 
 def rank_summary(path: str, cache_root: str | None = None) -> RankSummary:
-    """Read one rank's trace and summarize it (runs in a worker; a bad file: TraceError naming it).
-    ``cache_root``: where to write its events' cache for the timeline (None: none; the timeline
-    then reads the file again)."""
+    """Read one rank's trace and summarize it (runs in a worker; a bad file: TraceError naming it,
+    and so is running out of memory on it). ``cache_root``: where to write its events' cache for
+    the timeline (None: none; the timeline then reads the file again)."""
+    try:
+        return _summarize(path, cache_root)
+    except MemoryError:
+        raise TraceError(f"{path}: out of memory reading this rank ({_file_size(path)}); try fewer workers= "
+                         "(0 reads one rank at a time in this process)") from None
+
+
+def _summarize(path: str, cache_root: str | None) -> RankSummary:
     t0 = time.perf_counter()
     p = TorchProfile.from_trace(_read(path))
     ev = p._events
@@ -143,7 +157,7 @@ def _read(path: str) -> Any:
 
     try:
         return read_trace_file(path)
-    except TraceError:
+    except (TraceError, MemoryError):
         raise
     except Exception as e:  # a reader bug on an odd file: still one line naming the file
         raise TraceError(f"{path}: could not be read ({type(e).__name__}: {e})") from None
@@ -178,7 +192,7 @@ def summarize_ranks(files: list[str], *, workers: int | None = None, client: Any
             return _run(files, _dask_runner(client, work), progress, "Dask")
         if workers == 0:
             return _run(files, functools.partial(_in_process, work=work), progress, "")
-        return _run(files, functools.partial(_in_workers, workers=workers, work=work), progress,
+        return _run(files, functools.partial(_in_workers, workers=workers, cache_root=cache), progress,
                     f"{workers} worker process{'es' if workers > 1 else ''}")
     except BaseException:
         remove_cache(cache, client)
@@ -210,25 +224,127 @@ def _in_process(files: list[str], work: Work = rank_summary) -> Generator[tuple[
         yield i, work(f)
 
 
-def _in_workers(files: list[str], workers: int, work: Work = rank_summary
+def _in_workers(files: list[str], workers: int, cache_root: str | None = None
                 ) -> Generator[tuple[int, RankSummary], None, None]:
-    """Spawned worker processes; on an error or an interrupt (KeyboardInterrupt) every worker is
-    stopped before the error goes on: nothing is left running."""
-    pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+    """Spawned worker processes that never run the caller's ``__main__`` (:class:`_WorkerContext`);
+    on an error or an interrupt (KeyboardInterrupt) every worker is stopped before the error goes
+    on: nothing is left running. A worker that dies is a one-line TraceError saying how, and which
+    rank it was reading (:func:`_death`)."""
+    context = _WorkerContext()
+    started = context.SimpleQueue()  # (pid, rank index) as each worker starts a rank: who read what
+    pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_tell_starts_to,
+                                  initargs=(started,))
     try:
-        futures = {pool.submit(work, f): i for i, f in enumerate(files)}
+        futures = {pool.submit(_summary_in_worker, i, f, cache_root): i for i, f in enumerate(files)}
+        # the workers are started by submit(): kept here to read how one ended (the pool drops them)
+        processes = list((getattr(pool, "_processes", None) or {}).values())
         for fut in cf.as_completed(futures):
             i = futures[fut]
             try:
                 yield i, fut.result()
-            except cf.process.BrokenProcessPool:  # which rank it was reading, the pool does not say
+            except cf.process.BrokenProcessPool:  # a worker died; the pool does not say which, nor how
                 left = sum(not f.done() or f.cancelled() or f.exception() is not None for f in futures)
-                raise TraceError(f"{os.path.dirname(files[i])}: a worker process died (out of memory?) with "
-                                 f"{left} of {len(files)} ranks not read; try fewer workers=") from None
+                raise TraceError(_death(files, processes, started, left)) from None
     except BaseException:
         _stop(pool)
+        started.close()
         raise
     pool.shutdown(wait=True)
+    started.close()
+
+
+class _WorkerProcess(multiprocessing.context.SpawnProcess):
+    """A spawned process that does not run the caller's ``__main__`` module.
+
+    multiprocessing's spawn sends a new process the main module's ``__spec__`` name or
+    ``__file__`` (``spawn.get_preparation_data``), and the process runs that module again, as
+    ``__mp_main__``, before it does its work (``spawn._fixup_main_from_path``): a script that loads
+    a folder without an ``if __name__ == "__main__":`` guard would load it again in every worker
+    (which multiprocessing then refuses: the workers died, and the folder was never read). The
+    workers run nbprof's functions on file names and send back nbprof's classes: nothing of the
+    caller's main. So the main module is left out of what a worker is sent: while a worker starts
+    (the milliseconds of ``Popen``, in this thread), ``sys.modules["__main__"]`` is an empty module,
+    and the worker keeps its own main. Any script, ``python -c``, notebook or ``python -m nbprof``
+    then loads a folder the same way."""
+
+    @staticmethod
+    def _Popen(process_obj: Any) -> Any:
+        main = sys.modules.get("__main__")
+        sys.modules["__main__"] = types.ModuleType("__main__")  # no __spec__ name, no __file__
+        try:
+            return multiprocessing.context.SpawnProcess._Popen(process_obj)
+        finally:
+            if main is not None:
+                sys.modules["__main__"] = main
+
+
+class _WorkerContext(multiprocessing.context.SpawnContext):
+    """The spawn start method, with :class:`_WorkerProcess` (never forked: the notebook may hold
+    torch / CUDA threads, which a forked child inherits in whatever state they were)."""
+
+    Process = _WorkerProcess
+
+
+_starts: Any = None  # in a worker: the queue it tells its starts to
+
+
+def _tell_starts_to(queue: Any) -> None:
+    global _starts
+    _starts = queue
+
+
+def _summary_in_worker(index: int, path: str, cache_root: str | None = None) -> RankSummary:
+    if _starts is not None:
+        _starts.put((os.getpid(), index))
+    return rank_summary(path, cache_root)
+
+
+def _death(files: list[str], processes: list[Any], started: Any, left: int) -> str:
+    """What a dead worker was doing, in one line: how it ended (the exit code or signal; SIGKILL is
+    what the kernel's out-of-memory killer sends) and the rank it was reading, with its size."""
+    import signal
+
+    reading: dict[int, int] = {}  # pid -> the rank it started last
+    try:
+        while not started.empty():
+            pid, i = started.get()
+            reading[pid] = i
+    except (OSError, EOFError, ValueError):  # a message cut short by the death: what came before
+        pass
+    time.sleep(0.05)  # the pool's thread ends the other workers (SIGTERM): let their exit codes land
+    dead = [p for p in processes if p.exitcode not in (None, 0, -signal.SIGTERM)] or \
+        [p for p in processes if p.exitcode not in (None, 0)]
+    folder = os.path.dirname(files[0])
+    not_read = f"{left} of {len(files)} ranks not read"
+    if not dead:
+        return f"{folder}: a worker process ended unexpectedly; {not_read}"
+    proc = dead[0]
+    code = proc.exitcode
+    if code < 0:
+        try:
+            how = f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            how = f"was killed by signal {-code}"
+    else:
+        how = f"exited with code {code}"
+    i = reading.get(proc.pid)
+    if i is None:
+        return f"{folder}: a worker process {how} as it started, before reading a rank (its error, if any, " \
+               f"is printed above); {not_read}"
+    what = f"while reading {os.path.basename(files[i])} ({_file_size(files[i])})"
+    if code == -signal.SIGKILL:
+        return (f"{folder}: a worker process {how} {what}: the out-of-memory killer sends SIGKILL, so it most "
+                f"likely ran out of memory; each worker holds one rank's events while it reads it: try fewer "
+                f"workers= (now {len(processes)}; 0 reads one rank at a time in this process); {not_read}")
+    return f"{folder}: a worker process {how} {what}; {not_read}"
+
+
+def _file_size(path: str) -> str:
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        return "size unknown"
+    return f"{fmt_bytes(size)} on disk" + (", gzip'd" if path.endswith(".gz") else "")
 
 
 def _stop(pool: cf.ProcessPoolExecutor) -> None:
@@ -316,7 +432,7 @@ class ClusterProfile(TorchProfile):
         self.profiler = None
         self._averages: dict[str, pd.DataFrame] = {}
         self._one: tuple[Any, TorchProfile] | None = None
-        self._pool = RankPool(workers, client)
+        self._pool = RankPool(workers, client, _WorkerContext())
         self._views: dict[Any, ClusterTimelineView] = {}
         roots = {os.path.dirname(s.timeline.cache) for s in summaries if s.timeline.cache}
         # the caches and the zoom workers go with the profile (or at exit)
@@ -589,7 +705,7 @@ class ClusterProfile(TorchProfile):
 
     def __repr__(self) -> str:
         s = self.summary
-        parts = [f"{len(self._summaries)} ranks", f"{s.events:,} events", f"self CPU {s.self_cpu_us / 1e3:.3f} ms"]
+        parts = [f"{len(self._summaries)} ranks", plural(s.events, "event"), f"self CPU {s.self_cpu_us / 1e3:.3f} ms"]
         if s.has_device:
             parts.append(f"self CUDA {s.self_device_us / 1e3:.3f} ms")
         return f"<ClusterProfile {', '.join(parts)}>"

@@ -60,12 +60,12 @@ from .analysis.timeline_tracks import flows
 from .analysis.timeline_window import WindowSummary, window_summary
 from .errors import OptionError, TraceError
 from .events import DEVICE_CODES, KIND_CODE, TREE_CODES, kind_mask
-from .format import esc, fmt_us
+from .format import esc_plotly, fmt_us, plural
 from .meta import TraceMeta
 from .views.live_timeline import LiveTimelineState
 
 __all__ = ["RankTimeline", "rank_timeline", "write_cache", "RankPool", "ClusterTimeline", "ClusterTimelineView",
-           "rank_budget", "IDLE_S"]
+           "rank_budget", "selection_data", "IDLE_S"]
 
 FULL_WIDTH_PX = 2000
 MAX_RECTS = 20_000  # the stacked view's rectangles (as one profile's figure: views.timeline.DEFAULT_MAX_RECTS)
@@ -451,9 +451,10 @@ class RankPool:
     :meth:`close`), a Dask ``client`` (each rank on the worker that wrote its cache), or, with
     ``workers=0``, this process."""
 
-    def __init__(self, workers: int, client: Any = None) -> None:
+    def __init__(self, workers: int, client: Any = None, context: Any = None) -> None:
         self.workers = workers
         self.client = client
+        self.context = context  # the processes' start method (the loader's: they never run __main__)
         self._pool: cf.ProcessPoolExecutor | None = None
         self._timer: threading.Timer | None = None
         self._lock = threading.Lock()
@@ -498,7 +499,7 @@ class RankPool:
     def _start(self) -> cf.ProcessPoolExecutor:
         if self._pool is None:
             self._pool = cf.ProcessPoolExecutor(max_workers=self.workers,
-                                                mp_context=multiprocessing.get_context("spawn"))
+                                                mp_context=self.context or multiprocessing.get_context("spawn"))
             self.started += 1
         return self._pool
 
@@ -663,8 +664,8 @@ class ClusterTimeline:
         waits = by["wait_us"].transform("max").to_numpy()
         texts = []  # what the marker on the last arrival says (the rows' own rank: the last one there)
         for name, pg, seq, rank, wait in zip(m["name"], m["process_group"], m["seq"], m["rank"], waits):
-            group = f" (process group {esc(str(pg))})" if str(pg) else ""
-            texts.append(f"<b>rank {esc(str(rank))} arrived last</b> at {esc(str(name))} #{int(seq)}{group}<br>"
+            group = f" (process group {esc_plotly(str(pg))})" if str(pg) else ""
+            texts.append(f"<b>rank {esc_plotly(str(rank))} arrived last</b> at {esc_plotly(str(name))} #{int(seq)}{group}<br>"
                          f"the others waited for it, the longest {fmt_us(float(wait))}")
         links = pd.DataFrame({"group": codes, "part": m["part"].to_numpy(), "row": m["row"].to_numpy(),
                               "x_us": m["x_us"].to_numpy(), "last": m["last"].to_numpy(dtype=bool),
@@ -725,47 +726,37 @@ class ClusterTimeline:
         return self.pool.map(find_part, [(t.cache, t.file, text) for t in self.parts], [t.worker for t in self.parts])
 
 
-def selection_html(t0_us: float, t1_us: float, per_rank: list[tuple[Any, WindowSummary]]) -> str:
-    """A selected span of several ranks: a line per rank (device busy, its top op and kernel in the
-    span), then each rank's ops and kernels (the names with the most time in it)."""
+def selection_data(t0_us: float, t1_us: float, per_rank: list[tuple[Any, WindowSummary]]) -> dict:
+    """A selected span of several ranks, as the live timeline's browser draws it (names as text,
+    ``views/live_timeline.js``): a table with a line per rank (device busy, its ops and kernels,
+    the one of each with the most time in the span), then each rank's ops and kernels (the names
+    with the most time inside it), in a section of their own per rank."""
     span = max(t1_us - t0_us, 1e-9)
-    head = (f"<div class='nbprof-live-sel-head'><b>Selection</b> {t0_us / 1000:.3f} – {t1_us / 1000:.3f} ms "
-            f"· {fmt_us(span)} · {len(per_rank)} ranks</div>")
+    head = f"{t0_us / 1000:.3f} – {t1_us / 1000:.3f} ms · {fmt_us(span)} · {plural(len(per_rank), 'rank')}"
 
-    def top(t: pd.DataFrame) -> str:
+    def top(t: pd.DataFrame) -> list[str]:
         if len(t) == 0:
-            return "<td class='n'>–</td><td></td>"
-        n = str(t["name"].iat[0])
-        return (f"<td class='n' title='{esc(n)}'>{esc(n if len(n) <= 60 else n[:59] + '…')}</td>"
-                f"<td>{fmt_us(float(t['in_window_us'].iat[0]))}</td>")
+            return ["–", ""]
+        return [str(t["name"].iat[0]), fmt_us(float(t["in_window_us"].iat[0]))]
 
-    rows = []
+    rows, labels = [], []
     for label, s in per_rank:
-        busy = (f"{fmt_us(s.device_busy_us)} ({100 * s.device_busy_us / span:.0f} %)" if len(s.kernels) else "–")
-        rows.append(f"<tr data-rank='{esc(str(label))}'><td>rank {esc(str(label))}</td><td>{busy}</td>"
-                    f"<td>{int(s.ops['calls'].sum()) if len(s.ops) else 0:,}</td>{top(s.ops)}"
-                    f"<td>{int(s.kernels['calls'].sum()) if len(s.kernels) else 0:,}</td>{top(s.kernels)}</tr>")
-    overview = ("<div class='nbprof-live-sel-table' data-table='ranks'><div class='t'>Each rank in the span</div>"
-                "<table><thead><tr><th>rank</th><th>device busy</th><th>ops</th><th>top op</th><th>in span</th>"
-                "<th>kernels</th><th>top kernel</th><th>in span</th></tr></thead>"
-                f"<tbody>{''.join(rows)}</tbody></table></div>")
-    details = []
+        busy = f"{fmt_us(s.device_busy_us)} ({100 * s.device_busy_us / span:.0f} %)" if len(s.kernels) else "–"
+        ops = int(s.ops["calls"].sum()) if len(s.ops) else 0
+        kernels = int(s.kernels["calls"].sum()) if len(s.kernels) else 0
+        rows.append([f"rank {label}", busy, f"{ops:,}", *top(s.ops), f"{kernels:,}", *top(s.kernels)])
+        labels.append(str(label))
+    tables: list[dict] = [dict(title="ranks", rows=rows, ranks=labels, more=0, names=[3, 6],
+                               columns=["rank", "device busy", "ops", "top op", "in span", "kernels", "top kernel",
+                                        "in span"])]
     for label, s in per_rank:
-        tables = "".join(_names_table(title, t) for title, t in (("Operators and ranges", s.ops), ("Kernels", s.kernels))
-                         if len(t))
-        details.append(f"<details class='nbprof-live-sel-rank' data-rank='{esc(str(label))}'>"
-                       f"<summary>rank {esc(str(label))}: what ran</summary>{tables or 'nothing'}</details>")
-    return head + overview + "".join(details)
-
-
-def _names_table(title: str, t: pd.DataFrame) -> str:
-    rows = "".join(f"<tr><td class='n' title='{esc(n)}'>{esc(n if len(n) <= 90 else n[:89] + '…')}</td><td>{c:,}</td>"
-                   f"<td>{fmt_us(w)}</td><td>{fmt_us(tt)}</td></tr>"
-                   for n, c, w, tt in t.head(SELECTION_ROWS).itertuples(index=False, name=None))
-    more = f"<div class='more'>+{len(t) - SELECTION_ROWS} more names</div>" if len(t) > SELECTION_ROWS else ""
-    return (f"<div class='nbprof-live-sel-table' data-table='{esc(title)}'><div class='t'>{esc(title)}</div>"
-            "<table><thead><tr><th>name</th><th>calls</th><th>in selection</th><th>total</th></tr></thead>"
-            f"<tbody>{rows}</tbody></table>{more}</div>")
+        for title, t in (("Operators and ranges", s.ops), ("Kernels", s.kernels)):
+            if len(t):
+                tables.append(dict(title=title, rank=str(label), group=f"rank {label}: what ran",
+                                   more=max(len(t) - SELECTION_ROWS, 0),
+                                   rows=[[str(n), f"{c:,}", fmt_us(w), fmt_us(tt)]
+                                         for n, c, w, tt in t.head(SELECTION_ROWS).itertuples(index=False, name=None)]))
+    return dict(head=head, tables=tables)
 
 
 # -- display ---------------------------------------------------------------------------------------
@@ -859,13 +850,13 @@ class ClusterTimelineState(LiveTimelineState):
         total = sum(t for _, t, _ in found)
         names = len({name for _, _, ns in found for name in ns})
         shown = int(self._matching(self.current).sum())
-        return (f"{events:,} events match “{self.query}” ({names} name{'s' if names != 1 else ''}) on "
-                f"{sum(1 for n, _, _ in found if n)} of {len(found)} ranks, total {fmt_us(total)} · "
-                f"{shown:,} rects on screen")
+        return (f"{plural(events, 'event')} match{'es' if events == 1 else ''} “{self.query}” "
+                f"({plural(names, 'name')}) on {sum(1 for n, _, _ in found if n)} of {plural(len(found), 'rank')}, "
+                f"total {fmt_us(total)} · {plural(shown, 'rect')} on screen")
 
-    def select(self, x0_us: float, x1_us: float) -> str:
+    def select(self, x0_us: float, x1_us: float) -> dict:
         t0, t1 = min(x0_us, x1_us), max(x0_us, x1_us)
-        return selection_html(t0, t1, self.timeline.selection(t0, t1))
+        return selection_data(t0, t1, self.timeline.selection(t0, t1))
 
     def flow(self, trace: int, x_ms: float) -> dict | None:
         from .views.timeline import _row_y
@@ -888,4 +879,4 @@ class ClusterTimelineState(LiveTimelineState):
         y = _row_y(data)
         lx, wx = float(r["launch_x_us"].iat[j]), float(r["work_x_us"].iat[j])
         return dict(x0=lx / 1000.0, y0=float(y[int(lr)]), x1=wx / 1000.0, y1=float(y[int(wr)]),
-                    text=esc(str(r["name"].iat[j])[:60]), delay_us=wx - lx)
+                    text=esc_plotly(str(r["name"].iat[j])[:60]), delay_us=wx - lx)

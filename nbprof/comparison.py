@@ -19,6 +19,14 @@ time, mean and share; HTA's trace diff and the TensorBoard plugin's diff view; m
 time, mean, share of the span and the device time launched under it; main metric ``total_us``).
 
     nbprof.compare(before, after, by="kernel")         # which kernels got faster, which are new
+
+Eager vs compiled (one profile ran kernels torch.compile generated, the other none; or
+``by="compiled"``): ATen op by ATen op, the eager profile's self time of each op against the
+compiled code's time spent on it (a fused kernel's time split evenly among the ops it fused, an
+extern call's its own; ``analysis.compilation.op_times``), with the source lines the compiled
+kernels came from.
+
+    nbprof.compare(eager, compiled)                    # what compiling won or lost, op by op
 """
 
 from __future__ import annotations
@@ -52,6 +60,7 @@ _LABELS = {
     "mean_us": "mean",
     "device_us": "device",
     "kernels": "kernels",
+    "time_us": "time",
     "tottime_s": "tottime",
     "cumtime_s": "cumtime",
     "ncalls": "calls",
@@ -150,6 +159,8 @@ class Comparison:
         count = "count" if self.kind == "torch" else "ncalls"
         if self.by == "kernel":
             cols = [Column("name", "Kernel", "kernel", 60), Column("kind", "Kind")]
+        elif self.by == "compiled":
+            cols = [Column("op", "ATen op", "name", 40)]
         elif self.by == "range":
             cols = [Column("path", "Range", "name", 60, text_width=55)]
         elif self.kind == "torch":
@@ -163,6 +174,8 @@ class Comparison:
         if m != count:
             cols += [Column(f"{count}_before", "Calls before", "count"),
                      Column(f"{count}_after", "Calls after", "count")]
+        if self.by == "compiled":
+            cols.append(Column("sources", "Compiled from", "text", 60))
         share = {"kernel": ("share", "GPU time %"), "range": ("share_of_span", "Span %")}.get(self.by)
         if share:
             cols += [Column(f"{share[0]}_before", f"{share[1]} before", "share"),
@@ -172,6 +185,8 @@ class Comparison:
     def _head(self) -> str:
         """What the first line says is compared."""
         head = "torch profiles" if self.kind == "torch" else "cProfile profiles"
+        if self.by == "compiled":
+            return f"{head}, eager vs compiled code by ATen op"
         return head if self.by == "op" else f"{head} by {self.by}"
 
     def _rows(self, limit: int | None = None) -> pd.DataFrame:
@@ -200,8 +215,19 @@ class Comparison:
             if len(rows) < len(self._table):
                 lines.append(f"{len(rows)} of {len(self._table)} rows (sorted by the size of the change)")
         else:
-            lines.append("Both profiles are empty.")
+            lines.append(self._empty_message)
         return "\n".join(lines)
+
+    @property
+    def _empty_message(self) -> str:
+        """Why there are no rows, for what was compared: two profiles with operators but no
+        device work have no kernels to compare, not nothing at all."""
+        if self.by == "kernel":
+            return ("Neither profile has device work (kernels, copies, memsets) to compare: CPU-only runs, or "
+                    "CUDA not recorded; by='op' compares their operators.")
+        if self.by == "range":
+            return ("Neither profile has record_function ranges to compare; by='op' compares their operators.")
+        return "Both profiles are empty."
 
     def html(self, limit: int | None = None, include_library: bool | None = None) -> str:
         """Like the report: the summary, then a table that sorts by clicking (all rows; the
@@ -216,7 +242,7 @@ class Comparison:
         summary = (f'<div class="nbprof-report">{report_css()}<div class="nbprof-summary"><b>compare {esc(self._head())}</b> · '
                    f"{esc(self.summary.text())}</div>")
         if not len(rows):
-            return library(include_library) + summary + "<div>Both profiles are empty.</div></div>"
+            return library(include_library) + summary + f"<div>{esc(self._empty_message)}</div></div>"
         cols = self._columns()
         if "status" in rows.columns:
             cols.append(Column("status", "Status"))
@@ -275,11 +301,11 @@ def _kind_name(p: Any) -> str:
 def compare(before: Any, after: Any, metric: str | None = None, group_by: str = "op", limit: int = 20,
             by: str = "op") -> Comparison:
     """Compare two profiles of the same kind; see the module doc."""
-    if by not in ("op", "kernel", "range"):
-        raise OptionError(f"by must be one of op, kernel, range; got {by!r}")
+    if by not in ("op", "kernel", "range", "compiled"):
+        raise OptionError(f"by must be one of op, kernel, range, compiled; got {by!r}")
     if by != "op" and group_by != "op":
-        raise OptionError(f"group_by={group_by!r} groups the key averages (by='op'); by={by!r} compares "
-                          f"{'kernels' if by == 'kernel' else 'ranges'} by name")
+        what = {"kernel": "kernels by name", "range": "ranges by name", "compiled": "ATen ops"}[by]
+        raise OptionError(f"group_by={group_by!r} groups the key averages (by='op'); by={by!r} compares {what}")
     b = _as_profile(before, "before")
     a = _as_profile(after, "after")
     if b.kind != a.kind:
@@ -287,6 +313,10 @@ def compare(before: Any, after: Any, metric: str | None = None, group_by: str = 
             f"compare needs two profiles of the same kind; got {_kind_name(b)} (before) and {_kind_name(a)} (after)"
         )
     if b.kind == "torch":
+        if by == "op" and group_by == "op" and metric is None and _ran_compiled(b) != _ran_compiled(a):
+            by = "compiled"  # eager vs compiled: what compiling won or lost, ATen op by ATen op
+        if by == "compiled":
+            return _compare_compiled(b, a, limit)
         if by != "op":
             return _compare_torch_table(b, a, metric, by, limit)
         return _compare_torch(b, a, metric, group_by, limit)
@@ -340,6 +370,32 @@ def _compare_torch(b: Any, a: Any, metric: str | None, group_by: str, limit: int
     return Comparison(b, a, table, summary, keys, limit)
 
 
+def _ran_compiled(p: Any) -> bool:
+    """Whether a torch profile ran kernels that torch.compile generated."""
+    return bool(len(p.compilation().kernels))
+
+
+def _compare_compiled(b: Any, a: Any, limit: int) -> Comparison:
+    """Eager vs compiled (either order), ATen op by ATen op: the eager side's self time of each op
+    against the compiled code's time spent on it (``analysis.compilation.op_times``); the
+    ``sources`` column says which lines' kernels fused it."""
+    from .analysis.compare import compare_tables
+    from .analysis.compilation import op_times
+
+    device = b.summary.has_device and a.summary.has_device
+    metric = "self_device_us" if device else "self_cpu_us"
+    sides = [op_times(p.key_averages("op"), p.compilation().kernels if _ran_compiled(p) else None, metric)
+             for p in (b, a)]
+    sources = pd.concat(sides)[["op", "sources"]]
+    sources = sources[sources["sources"] != ""].drop_duplicates("op")
+    table = compare_tables(sides[0].drop(columns="sources"), sides[1].drop(columns="sources"), ["op"],
+                           ["time_us", "count"], "time_us")
+    table = table.merge(sources, on="op", how="left").fillna({"sources": ""})
+    totals = {"time_us": (float(sides[0]["time_us"].sum()), float(sides[1]["time_us"].sum()))}
+    summary = _summary("torch", "time_us", table, table, *totals["time_us"], totals, "op", "time_us")
+    return Comparison(b, a, table, summary, ["op"], limit, by="compiled")
+
+
 def _compare_torch_table(b: Any, a: Any, metric: str | None, by: str, limit: int) -> Comparison:
     """By kernel (``kernels()``) or by range (``ranges()``): the totals are the table's own sums
     (ranges: of the outermost labels, which hold the nested ones), the biggest changes by name."""
@@ -390,21 +446,43 @@ def _compare_python(b: Any, a: Any, metric: str | None, limit: int) -> Compariso
         tb, ta = totals[metric]
     else:
         tb, ta = float(sb[metric].sum()), float(sa[metric].sum())
-    summary = _summary("python", metric, table, table, tb, ta, totals, "function", total_metric)
+    summary = _summary("python", metric, table, table, tb, ta, totals, "function", total_metric,
+                       {**b.meta.code_names, **a.meta.code_names})
     return Comparison(b, a, table, summary, ["function", "filename", "lineno"], limit)
 
 
+def _distinct_name(rows: pd.DataFrame, i: Any, name_col: str, code_names: dict[str, str]) -> str:
+    """Row ``i``'s name, told apart from the other rows of the same name: a cProfile function by
+    its ``file:line(function)`` (two ``<listcomp>``s), an operator by its input shapes or stack, a
+    kernel by its kind."""
+    name = str(rows.loc[i, name_col])
+    if int((rows[name_col].astype(str) == name).sum()) <= 1:
+        return name
+    if "filename" in rows.columns and "lineno" in rows.columns:
+        from .analysis.flame import location_label
+
+        return location_label(str(rows.loc[i, "filename"]), int(rows.loc[i, "lineno"]), name, code_names)
+    from .format import shorten
+
+    for col in ("input_shapes", "stack", "kind"):
+        if col in rows.columns:
+            return f"{name} ({col.replace('_', ' ')} {shorten(str(rows.loc[i, col]), 60)})"
+    return name
+
+
 def _summary(kind: str, metric: str, candidates: pd.DataFrame, table: pd.DataFrame, tb: float, ta: float,
-             totals: dict[str, tuple[float, float]], name_col: str, total_metric: str) -> ComparisonSummary:
+             totals: dict[str, tuple[float, float]], name_col: str, total_metric: str,
+             code_names: dict[str, str] | None = None) -> ComparisonSummary:
     change = candidates[f"{metric}_change"].astype(float)
     win = regression = None
     win_change = regression_change = 0.0
     if len(change) and change.min() < 0:
         i = change.idxmin()
-        win, win_change = str(candidates.loc[i, name_col]), float(change.loc[i])
+        win, win_change = _distinct_name(candidates, i, name_col, code_names or {}), float(change.loc[i])
     if len(change) and change.max() > 0:
         i = change.idxmax()
-        regression, regression_change = str(candidates.loc[i, name_col]), float(change.loc[i])
+        regression = _distinct_name(candidates, i, name_col, code_names or {})
+        regression_change = float(change.loc[i])
     if ta != 0:
         speedup = tb / ta
     else:

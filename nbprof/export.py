@@ -162,6 +162,10 @@ def _document(profile: Any) -> dict[str, Any]:
     }
     if meta.rank is not None:
         doc["distributedInfo"] = {"rank": meta.rank, "world_size": meta.world_size}
+    # torch.compile's log (graph breaks, recompiles, kernels' sources), for a profile where something
+    # compiled or compiled code ran: load_trace reads it back
+    if meta.compile_log and not profile.compilation().empty:
+        doc["nbprofCompileLog"] = meta.compile_log
     return doc
 
 

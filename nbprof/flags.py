@@ -2,10 +2,12 @@
 
 The magics (through IPython's ``magic_arguments``, so ``%%torchprof?`` lists every flag with its
 help) and the command line (argparse) are both built from the tables below, and both turn what
-was typed into options with the same validators (``run_options``): a flag, a default or a check
-cannot differ between a cell and a script. Each front end adds only what is its own: the magics
-``-o NAME`` and ``-q``; the command line ``-o/--html``, ``--no-html``, ``-q``, ``-m`` and the
-short forms ``-s``/``-l`` that ``python -m cProfile`` users type.
+was typed into options with the same validators (``run_options``): a flag, a default, a short
+form or a check cannot differ between a cell and a script. A profiler's flags are the same in its
+magic and its subcommand (``-s``/``--sort``, ``-l``/``--limit`` included); ``-q`` is everywhere;
+only what has no meaning on the other side is one front end's own: ``-o NAME`` (a variable) in the
+magics, ``--html``, ``--no-html`` and ``-m`` on the command line. ``markdown_table()`` is the one
+table of them that README.md shows (``python -m nbprof.flags`` prints it; a test keeps the two equal).
 
 Errors are ``OptionError`` with a one-line message that names the flag and what it accepts; the
 magics prefix it with ``%%torchprof:`` and raise it as a ``UsageError``, the command line prints
@@ -28,6 +30,12 @@ __all__ = [
     "TORCH_FLAGS",
     "PYTHON_FLAGS",
     "PROFILER_FLAGS",
+    "QUIET_FLAG",
+    "OUTPUT_FLAG",
+    "COMMAND_LINE_FLAGS",
+    "magic_flags",
+    "markdown_table",
+    "make_folder_of",
     "add_flags",
     "flag_names",
     "unrecognized",
@@ -40,6 +48,7 @@ __all__ = [
     "check_limit",
     "check_schedule",
     "check_path",
+    "check_folder",
     "check_name",
 ]
 
@@ -56,13 +65,14 @@ class Flag:
     metavar: str | None = None
     type: Any = None
     choices: tuple[str, ...] | None = None
+    hidden: bool = False  # accepted, left out of --help and the docs (a deprecated spelling)
 
     @property
     def takes_value(self) -> bool:
         return self.action is None
 
     def argparse_kwargs(self) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {"help": self.help, "default": self.default}
+        kwargs: dict[str, Any] = {"help": argparse.SUPPRESS if self.hidden else self.help, "default": self.default}
         for key in ("dest", "action", "metavar", "type", "choices"):
             value = getattr(self, key)
             if value is not None:
@@ -91,40 +101,109 @@ TORCH_FLAGS: tuple[Flag, ...] = (
     Flag(("--flops",), action="store_true", default=None, help="Estimate FLOPs of matmuls and convolutions."),
     Flag(("--modules",), action="store_true", default=None,
          help="Record nn.Module calls (torch's with_modules and its Python tracer): p.modules() and the Modules tab."),
-    Flag(("--sort",), metavar="KEY",
+    Flag(("-s", "--sort"), metavar="KEY",
          help="Sort tables by this column (self_cpu_us, cpu_total_us, self_device_us, device_total_us, "
               "cpu_mem_bytes, count, ...; torch's names such as self_cuda_time_total work too)."),
-    Flag(("--limit",), metavar="N", type=int, help="Rows to show (0 = all; default 20)."),
+    Flag(("-l", "--limit"), metavar="N", type=int, help="Rows to show (0 = all; default 20)."),
     Flag(("--group-by",), dest="group_by", choices=("op", "shape", "stack"), default="op",
          help="Group the table by operator, operator and input shape, or operator and Python stack."),
     Flag(("--schedule",), metavar="W,WU,A[,R]",
-         help="Record only some steps: wait, warmup, active[, repeat] (call nbprof.step() each step)."),
-    Flag(("--export",), metavar="PATH", help="Also write a chrome trace (.json or .json.gz)."),
-    Flag(("--tensorboard",), metavar="DIR", help="Also write the trace in TensorBoard's layout."),
+         help="Record only some steps: wait W, warm up WU, record A, repeat R times (R defaults to 1; 0 = "
+              "until the loop ends); call nbprof.step() each step. The report merges every cycle and notes "
+              "when fewer steps ran than the schedule records."),
+    Flag(("--export",), metavar="PATH",
+         help="Also write a chrome trace (.json or .json.gz; Perfetto, chrome://tracing); its folder is created."),
+    Flag(("--tensorboard",), metavar="DIR",
+         help="Also write the trace in TensorBoard's layout (tensorboard --logdir DIR); the folder is created."),
 )
 
 PYTHON_FLAGS: tuple[Flag, ...] = (
     Flag(("-s", "--sort"), metavar="KEY",
          help="Sort by a pstats key: tottime (default), cumtime, ncalls, pcalls, filename, line, name."),
     Flag(("-l", "--limit"), metavar="N", type=int, help="Rows to show (0 = all; default 20)."),
-    Flag(("--dump",), metavar="PATH", help="Also write a .prof file (pstats, snakeviz)."),
+    Flag(("--dump",), metavar="PATH", help="Also write a .prof file (pstats, snakeviz); its folder is created."),
 )
 
 # keyed by magic name; the command line's "torch" subcommand is "torchprof" here
 PROFILER_FLAGS: dict[str, tuple[Flag, ...]] = {"torchprof": TORCH_FLAGS, "cprofile": PYTHON_FLAGS}
 
+# everywhere: the magics show no report, the command line prints no table
+QUIET_FLAG = Flag(("-q", "--quiet"), action="store_true", default=False,
+                  help="Do not show the report (the command line still writes its HTML report unless --no-html).")
 
-# python -m cProfile's short forms, which the command line accepts for both profilers
-_COMMAND_LINE_SHORT = {"--sort": "-s", "--limit": "-l"}
+# the magics only: a variable has no meaning on the command line
+OUTPUT_FLAG = Flag(("-o",), dest="output", metavar="NAME",
+                   help="Keep the result (a TorchProfile or PythonProfile) in this variable.")
+
+# the command line only: its files and what it runs
+COMMAND_LINE_FLAGS: tuple[Flag, ...] = (
+    Flag(("--html",), metavar="PATH",
+         help="Write the standalone HTML report here (default: the script's path with .nbprof.html for .py); "
+              "its folder is created."),
+    Flag(("--no-html",), dest="no_html", action="store_true", default=False, help="Do not write the HTML report."),
+    Flag(("-m",), dest="module", metavar="MODULE",
+         help="Run a module as a script (like python -m MODULE); the arguments after it go to it."),
+    # before --html, -o was the report's path here, and in the magics the result's variable; -o
+    # PATH still works, with a note (cli.main), so that scripts written for it keep working
+    Flag(("-o",), dest="html_o", metavar="PATH", hidden=True, help="Deprecated spelling of --html PATH."),
+)
+
+
+def magic_flags(magic: str) -> tuple[Flag, ...]:
+    """``%%torchprof`` / ``%%cprofile``: the profiler's flags, ``-o NAME`` and ``-q``."""
+    return PROFILER_FLAGS[magic] + (OUTPUT_FLAG, QUIET_FLAG)
 
 
 def command_line_flags(magic: str) -> tuple[Flag, ...]:
-    """A profiler's flags as the command line takes them: the magic's, plus ``-s`` / ``-l``."""
-    out = []
-    for flag in PROFILER_FLAGS[magic]:
-        short = _COMMAND_LINE_SHORT.get(flag.names[-1])
-        out.append(flag.with_names(short, *flag.names) if short and short not in flag.names else flag)
-    return tuple(out)
+    """``python -m nbprof torch|cprofile``: the profiler's flags, ``-q`` and the command line's own."""
+    return PROFILER_FLAGS[magic] + (QUIET_FLAG,) + COMMAND_LINE_FLAGS
+
+
+# -------------------------------------------------------------------------------- the docs' table
+
+WHERE_LEGEND = (
+    "**where**: *torch* is `%%torchprof`, `%torchprof` and `nbprof torch`; *cProfile* is `%%cprofile`, "
+    "`%cprofile` and `nbprof cprofile`; *magics* the four magics; *command line* `nbprof` (or "
+    "`python -m nbprof`)."
+)
+
+
+def _spelled(flag: Flag) -> str:
+    value = flag.metavar or ("{" + ",".join(flag.choices) + "}" if flag.choices else "")
+    return ", ".join(f"`{name} {value}`" if value else f"`{name}`" for name in flag.names)
+
+
+def markdown_table() -> str:
+    """Every flag, one row each (a switch and its ``--no-`` form share one; a flag that is the
+    same for both profilers too): README.md's table, built from the declarations above."""
+    rows: list[list[str]] = []  # [flags, where, meaning]
+    index: dict[tuple[str, str], int] = {}
+
+    def add(flag: Flag, where: str) -> None:
+        if flag.hidden:
+            return
+        spelled = _spelled(flag)
+        if flag.names[0].startswith("--no-") and rows and rows[-1][0] == f"`--{flag.names[0][5:]}`":
+            rows[-1][0] += f" / {spelled}"  # --memory / --no-memory: the positive form's meaning
+            return
+        key = (spelled, flag.help)
+        if key in index:  # the same flag, the same meaning, for the other profiler too
+            rows[index[key]][1] = "torch, cProfile"
+            return
+        index[key] = len(rows)
+        rows.append([spelled, where, flag.help.replace("|", "\\|")])
+
+    for flag in TORCH_FLAGS:
+        add(flag, "torch")
+    for flag in PYTHON_FLAGS:
+        add(flag, "cProfile")
+    add(OUTPUT_FLAG, "magics")
+    add(QUIET_FLAG, "everywhere")
+    for flag in COMMAND_LINE_FLAGS:
+        add(flag, "command line")
+    lines = [WHERE_LEGEND, "", "| flag | where | meaning |", "|---|---|---|"]
+    lines += [f"| {a} | {b} | {c} |" for a, b, c in rows]
+    return "\n".join(lines)
 
 
 def add_flags(parser: argparse.ArgumentParser, flags: tuple[Flag, ...]) -> None:
@@ -184,15 +263,49 @@ def check_schedule(text: str | None) -> tuple[int, int, int, int] | None:
 
 
 def check_path(flag: str, path: str, suffixes: tuple[str, ...] | None = None) -> str:
-    """A file to write: ``~`` expanded, the suffix checked, its folder must exist (checked now,
-    so a typo fails before the code runs rather than after a long profile)."""
+    """A file to write: ``~`` expanded, the suffix checked, its folder there or possible to make
+    (``make_folder_of`` makes it when the file is written). Checked now, so that a path that
+    cannot be written fails before the code runs rather than after a long profile."""
     path = os.path.expanduser(path.strip("\"'"))
     if suffixes and not path.endswith(suffixes):
         raise OptionError(f"{flag} {path}: the file must end with {' or '.join(suffixes)}")
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise OptionError(f"{flag} {path}: the folder {folder} does not exist")
+    if os.path.isdir(path):
+        raise OptionError(f"{flag} {path}: is a folder; give a file name")
+    problem = _unwritable_folder(os.path.dirname(os.path.abspath(path)))
+    if problem:
+        raise OptionError(f"{flag} {path}: {problem}")
     return path
+
+
+def check_folder(flag: str, folder: str) -> str:
+    """A folder to write into, made when it is written (``--tensorboard DIR``); checked as ``check_path``."""
+    folder = os.path.expanduser(folder.strip("\"'"))
+    problem = _unwritable_folder(os.path.abspath(folder))
+    if problem:
+        raise OptionError(f"{flag} {folder}: {problem}")
+    return folder
+
+
+def _unwritable_folder(folder: str) -> str | None:
+    """Why files cannot be written into ``folder`` (made if missing), or None: the nearest part of
+    it that exists must be a folder this process can write into."""
+    existing = folder
+    while not os.path.exists(existing):
+        parent = os.path.dirname(existing)
+        if parent == existing:
+            break
+        existing = parent
+    if not os.path.isdir(existing):
+        return f"{existing} is a file, not a folder"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"cannot write into {existing} (permission denied)"
+    return None
+
+
+def make_folder_of(path: str) -> None:
+    """Make the folder a file is about to be written into (a flag's path: ``check_path`` said it can be)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
 
 
 def check_name(name: str | None) -> str | None:
@@ -219,7 +332,7 @@ def torch_options(args: argparse.Namespace) -> TorchOptions:
         group_by=args.group_by,
         schedule=check_schedule(args.schedule),
         export=check_path("--export", args.export, (".json", ".json.gz")) if args.export else None,
-        tensorboard=os.path.expanduser(args.tensorboard) if args.tensorboard else None,
+        tensorboard=check_folder("--tensorboard", args.tensorboard) if args.tensorboard else None,
         # the magics' -o NAME and -q; the command line has neither (it writes files, its -q is its own)
         output=check_name(getattr(args, "output", None)),
         quiet=bool(getattr(args, "quiet", False)),
@@ -319,3 +432,7 @@ def _turn_on_what_the_view_needs(options: TorchOptions, args: argparse.Namespace
                           flops=on("flops"))
         notes.append("; ".join(f"{by}: recording --{need} too" for need, by in turned_on.items()))
     return replace(options, notes=tuple(notes))
+
+
+if __name__ == "__main__":  # python -m nbprof.flags: the table README.md shows
+    print(markdown_table())

@@ -16,6 +16,8 @@ __all__ = [
     "fmt_us",
     "fmt_s",
     "fmt_bytes",
+    "BYTE_UNITS",
+    "plural",
     "fmt_count",
     "fmt_flops",
     "fmt_share",
@@ -29,6 +31,9 @@ __all__ = [
     "short_location",
     "short_path",
     "esc",
+    "esc_plotly",
+    "script_json",
+    "script_json_text",
 ]
 
 
@@ -51,15 +56,33 @@ def fmt_s(s: float) -> str:
     return fmt_us(s * 1e6)
 
 
-def fmt_bytes(n: float) -> str:
-    """Bytes in binary units, as torch prints them: "4.61 MB" is 4.61 * 2**20 bytes."""
+# Sizes are binary and say so: 1 KiB = 1,024 bytes, 1 MiB = 1,024 KiB, ... (torch's memory
+# counters, the CUDA caching allocator and nvidia-smi count in powers of two). Rates are decimal:
+# "GB/s" is 1e9 bytes per second, as NVIDIA states bandwidth and Kineto writes it. No label means
+# the other: every byte size nbprof prints (tables, charts, timeline, text) comes from fmt_bytes,
+# and the interactive tables' script is built from the same table (views.datatable).
+BYTE_UNITS: tuple[tuple[str, int], ...] = (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10))
+
+
+def fmt_bytes(n: float, *, compact: bool = False) -> str:
+    """Bytes in binary units, labelled as such: 1,000,000 -> "976.56 KiB", 4.61 * 2**20 -> "4.61 MiB".
+    ``compact``: no trailing zeros ("512 KiB", "1.5 MiB"), for an axis' ticks."""
     if n is None or (isinstance(n, float) and math.isnan(n)):
         return "—"
     a = abs(n)
-    for unit, size in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+    for unit, size in BYTE_UNITS:
         if a >= size:
-            return f"{n / size:.2f} {unit}"
+            text = f"{n / size:.2f}"
+            if compact:
+                text = text.rstrip("0").rstrip(".")
+            return f"{text} {unit}"
     return f"{int(n)} B"
+
+
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """A count and its noun, in the number's form: "1 event", "1,679 events", "0 ranks"; ``many``
+    for nouns not made plural by an "s" ("1 process", "2 processes")."""
+    return f"{n:,} {one if n == 1 else (many or one + 's')}"
 
 
 def fmt_count(n: float) -> str:
@@ -213,6 +236,52 @@ def short_location(location: str) -> str:
     return f"{short_path(m.group(1))}:{m.group(2)}({m.group(3)})"
 
 
+# ------------------------------------------------------------------- what reaches a page
+#
+# The one rule: every value from a trace (names, args, shapes, file names) is text, never markup
+# or code, wherever it lands. Each way a value reaches a page has its escape here, and the views
+# use only these:
+#
+# - HTML text and attribute values (double- or single-quoted): ``esc``;
+# - JSON inside a ``<script>`` element (the tables' rows, a figure's spec): ``script_json``, which
+#   writes ``<``, ``>``, ``&``, U+2028 and U+2029 as JSON escapes, so no value can end the element
+#   (``</script>``), open a comment (``<!--``) or end a JavaScript string;
+# - plotly's labels, hover texts, titles and tick texts, which plotly reads as its own markup
+#   (``<b>``, ``<br>``, ``<span style>``, live ``<a href>`` links): ``esc_plotly``;
+# - the interactive tables' cells: their render functions (``views.datatable``) escape every
+#   value as text, the JavaScript twin of ``esc``; JavaScript that builds DOM from names sets
+#   ``textContent`` and attributes, never HTML strings.
+#
+# nbprof's own markup (a bar, a <b> around a name it escaped) is the only HTML in a page.
+
+_SCRIPT_UNSAFE = re.compile("[<>&\u2028\u2029]")
+_SCRIPT_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
 def esc(text: object) -> str:
+    """``text`` as HTML text or a quoted attribute value: ``&``, ``<``, ``>``, ``"`` and ``'``
+    escaped."""
     return html.escape(str(text), quote=True)
+
+
+def esc_plotly(text: object) -> str:
+    """``text`` for a plotly string (hover text, label, title, tick text): ``&``, ``<`` and ``>``
+    as the entities plotly shows as those characters, so no tag of plotly's markup is made from
+    it. Quotes stay as they are (plotly shows ``&quot;`` as written)."""
+    return html.escape(str(text), quote=False)
+
+
+def script_json_text(json_text: str) -> str:
+    """JSON text made safe inside a ``<script>`` element: ``<``, ``>``, ``&``, U+2028 and U+2029
+    written as ``\\uXXXX`` escapes. Outside strings JSON holds none of these characters, so the
+    value it parses to is the same."""
+    return _SCRIPT_UNSAFE.sub(lambda m: _SCRIPT_ESCAPES[m.group(0)], json_text)
+
+
+def script_json(value: Any, **dumps: Any) -> str:
+    """``value`` as JSON for a ``<script>`` element (``json.dumps(value, **dumps)``, escaped by
+    :func:`script_json_text`)."""
+    import json
+
+    return script_json_text(json.dumps(value, **dumps))
 

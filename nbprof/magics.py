@@ -33,18 +33,7 @@ from .settings import PythonOptions, TorchOptions
 __all__ = ["ProfileMagics", "MAGIC_FLAGS", "parse_flags", "check_cell_flags", "split_line", "run_sync"]
 
 
-def _own_flags(result_type: str) -> tuple[Flag, ...]:
-    """The flags only the magics have: a variable for the result, and no report."""
-    return (
-        Flag(("-o",), dest="output", metavar="NAME", help=f"Store the result (a {result_type}) in this variable."),
-        Flag(("-q", "--quiet"), action="store_true", default=False, help="Do not display the report."),
-    )
-
-
-MAGIC_FLAGS: dict[str, tuple[Flag, ...]] = {
-    "torchprof": flagdefs.TORCH_FLAGS + _own_flags("TorchProfile"),
-    "cprofile": flagdefs.PYTHON_FLAGS + _own_flags("PythonProfile"),
-}
+MAGIC_FLAGS: dict[str, tuple[Flag, ...]] = {magic: flagdefs.magic_flags(magic) for magic in ("torchprof", "cprofile")}
 
 
 def _with_flags(magic: str) -> Callable[[Any], Any]:
@@ -96,7 +85,9 @@ class ProfileMagics(Magics):
             flags, code = line, cell
         options = parse_flags(magic, flags)
         if not code.strip():
-            raise UsageError(f"%{magic}: nothing to profile (usage: %{magic} [flags] statement)")
+            if cell is None:
+                raise UsageError(f"%{magic}: nothing to profile (usage: %{magic} [flags] statement)")
+            raise UsageError(f"%%{magic}: the cell is empty: nothing to profile")
         return run_sync(self.shell, magic, options, code)
 
 

@@ -51,6 +51,9 @@ class TraceMeta:
     """A profile merged from several traces (ranks, schedule cycles): each one's own metadata."""
     files: list[str] = field(default_factory=list)
     """A profile loaded from a folder: the trace files, in rank order."""
+    compile_log: dict[str, Any] | None = None
+    """torch.compile's structured log during the run (``collect.compile_state``): records,
+    counters; None when nothing compiled or ran compiled, or the trace was recorded elsewhere."""
     reader_notes: list[str] = field(default_factory=list)
     """What the reader could not read or classify, counted ("12 events with an unreadable
     ``args.stream``: left out"); a profile shows them first among its notes."""
@@ -80,6 +83,9 @@ class RunInfo:
     """``python -m nbprof``: the script's ``sys.argv``."""
     code_names: dict[str, str] = field(default_factory=dict)
     """Notebook cells' compiled file names -> "In [n]", as IPython names them."""
+    empty_reason: str | None = None
+    """Why the run recorded nothing, where the run knows and it is not that the code ran no
+    profiled work (a ``--schedule`` whose active steps never came): the report's empty state."""
 
 
 @dataclass

@@ -10,7 +10,7 @@ what the report shows. Properties vs methods, one rule: a property is what every
 takes no options (``events``, ``summary``, ``findings``, ``device_stats``, ``stats``); a method
 takes options or answers a question of some profiles only (``key_averages(group_by)``,
 ``kernels()``, ``ranges()``, ``steps()``, ``overview()``, ``modules()``, ``ranks()``, ``collectives()``,
-``launches()``, ``queue_length()``, ``allocations()``, ``timeline()``).
+``launches()``, ``queue_length()``, ``allocations()``, ``timeline()``, ``compilation()``).
 Times are µs (``_us``), or seconds where cProfile counts in seconds (``_s``).
 """
 
@@ -29,6 +29,7 @@ from .analysis.summary import TorchSummary, summarize_torch
 from .analysis.tree import build_tree
 from .collect.cprofile import edges_table, stats_table
 from .errors import OptionError
+from .format import plural
 from .events import TraceData
 from .meta import PythonMeta, TorchMeta
 
@@ -212,6 +213,38 @@ class TorchProfile:
 
         return ranges(self._events, self.meta)
 
+    def range_ops(self, label: str | None = None) -> pd.DataFrame:
+        """The operators that ran under each ``record_function`` label (Lightning's actions among
+        them): ``path, label, name, count, self_cpu_us, self_device_us``, one row per path and
+        operator (``nbprof.analysis.ranges``). ``label``: that label's operators only, over all
+        its paths, by self CPU time (``name, count, self_cpu_us, self_device_us``): a label, a
+        path, or a part of a label that names one label (``"training_step"``)."""
+        frame = self._range_ops
+        if label is None:
+            return frame.copy(deep=False)
+        known = self._ranges
+        labels = list(dict.fromkeys(known["label"]))
+        if label in set(known["path"]):
+            rows = frame[frame["path"] == label]
+        else:
+            if label not in labels:
+                matches = [x for x in labels if label in x]
+                if len(matches) != 1:
+                    which = f"{len(matches)} labels contain it: {', '.join(matches[:5])}" if matches else \
+                        f"the labels are: {', '.join(labels[:8])}{', ...' if len(labels) > 8 else ''}"
+                    raise OptionError(f"no single range {label!r}; {which}")
+                label = matches[0]
+            rows = frame[frame["label"] == label]
+        out = rows.groupby("name", sort=False).agg(count=("count", "sum"), self_cpu_us=("self_cpu_us", "sum"),
+                                                  self_device_us=("self_device_us", "sum")).reset_index()
+        return out.sort_values(["self_cpu_us", "name"], ascending=[False, True], kind="stable").reset_index(drop=True)
+
+    @functools.cached_property
+    def _range_ops(self) -> pd.DataFrame:
+        from .analysis.ranges import range_ops
+
+        return range_ops(self._events)
+
     def allocations(self) -> pd.DataFrame:
         """Each memory block allocated (``--memory``), paired with its free by address: ``device,
         addr, bytes, alloc_us, free_us, lifetime_us, op, top_op`` (``nbprof.analysis.memory``).
@@ -243,6 +276,20 @@ class TorchProfile:
         from .analysis.kernels import kernel_table
 
         return kernel_table(self._events)
+
+    def compilation(self) -> Any:
+        """What torch.compile did: compile time per compilation and phase, the caches, graph breaks
+        and recompiles with their reasons and source lines, the fused kernels that ran with the ATen
+        ops and source lines they came from, and time by source line (``nbprof.analysis.compilation``:
+        ``.frames``, ``.phases``, ``.graph_breaks``, ``.recompiles``, ``.per_frame``, ``.kernels``,
+        ``.lines``). What the Compile tab shows."""
+        return self._compilation
+
+    @functools.cached_property
+    def _compilation(self) -> Any:
+        from .analysis.compilation import compilation
+
+        return compilation(self._events, self.meta.compile_log, self.meta.code_names)
 
     def steps(self) -> pd.DataFrame:
         """One row per recorded step of a ``--schedule`` loop (``nbprof.analysis.steps``)."""
@@ -342,7 +389,7 @@ class TorchProfile:
 
     def __repr__(self) -> str:
         s = self.summary
-        parts = [f"{s.events:,} events", f"self CPU {s.self_cpu_us / 1e3:.3f} ms"]
+        parts = [plural(s.events, "event"), f"self CPU {s.self_cpu_us / 1e3:.3f} ms"]
         if s.has_device:
             parts.append(f"self CUDA {s.self_device_us / 1e3:.3f} ms")
         return f"<TorchProfile {', '.join(parts)}>"
@@ -363,11 +410,15 @@ class PythonProfile:
 
     kind = "python"
 
-    def __init__(self, raw: dict[Any, Any], meta: PythonMeta | None = None, *, profiler: Any = None):
+    def __init__(self, raw: dict[Any, Any], meta: PythonMeta | None = None, *, profiler: Any = None,
+                 by_action: dict[str, dict[Any, Any]] | None = None, action_counts: dict[str, int] | None = None):
         self._raw = raw
         self.meta = meta if meta is not None else PythonMeta()
         self.profiler = profiler
         self._trees: dict[tuple[float, int], pd.DataFrame] = {}
+        # a framework's actions (Lightning's hooks): each one's raw stats, how many times it began
+        self._by_action = by_action or {}
+        self._action_counts = action_counts or {}
 
     # The tables are built on first use: a quiet run (``-q -o prof``) keeps cProfile's raw dict
     # and costs nothing more until the tables are looked at.
@@ -438,6 +489,44 @@ class PythonProfile:
         tree = self.call_tree(min_fraction=min_fraction, max_nodes=max_nodes)
         return flame_figure(tree, maxdepth=maxdepth, height=height, title=title)
 
+    def actions(self) -> pd.DataFrame:
+        """The framework actions the calls ran under (Lightning's hooks, when Lightning ran in the
+        profiled code): ``action, count, calls, functions, tottime_s, share_of_total,
+        top_function``, one row per action and one for the code outside them; empty when no
+        action was reported (``nbprof.analysis.actions``)."""
+        return self._actions.copy(deep=False)
+
+    @functools.cached_property
+    def _actions(self) -> pd.DataFrame:
+        from .analysis.actions import ACTION_COLUMNS, actions_table
+
+        if not self._by_action:
+            return pd.DataFrame({c: [] for c in ACTION_COLUMNS})
+        return actions_table(self._action_stats, self._action_counts)
+
+    def action_stats(self, action: str | None = None) -> pd.DataFrame:
+        """The stats table (as ``stats``) of the calls made under each action, with an ``action``
+        column first; ``action``: only that one (its name, or a part of it that names one action,
+        such as ``"training_step"``). Summed over the actions, a function's calls are ``stats``'."""
+        frame = self._action_stats
+        if action is None:
+            return frame.copy(deep=False)
+        names = list(dict.fromkeys(frame["action"]))
+        if action not in names:
+            matches = [n for n in names if action in n]
+            if len(matches) != 1:
+                which = f"{len(matches)} actions contain it: {', '.join(matches[:5])}" if matches else \
+                    f"the actions are: {', '.join(names[:8])}{', ...' if len(names) > 8 else ''}"
+                raise OptionError(f"no single action {action!r}; {which}")
+            action = matches[0]
+        return frame[frame["action"] == action].reset_index(drop=True)
+
+    @functools.cached_property
+    def _action_stats(self) -> pd.DataFrame:
+        from .analysis.actions import action_stats
+
+        return action_stats(self._by_action)
+
     def to_html(self, path: str | os.PathLike, title: str | None = None) -> str:
         """Write the report as one HTML file that opens offline."""
         from .views.page import write_standalone_html
@@ -483,4 +572,4 @@ class PythonProfile:
 
     def __repr__(self) -> str:
         calls = int(self._stats["ncalls"].sum())
-        return f"<PythonProfile {calls:,} calls in {self.total_s:.3f} s, {len(self._stats):,} functions>"
+        return f"<PythonProfile {plural(calls, 'call')} in {self.total_s:.3f} s, {plural(len(self._stats), 'function')}>"

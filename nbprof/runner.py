@@ -13,6 +13,10 @@ The run is active before its collector starts, so an interrupt that lands right 
 profiler starts still finds the run (the cell's ``finally: end()`` stops it); if starting fails,
 the run is no longer active and no profiler is left running. ``stop`` stops the collector first
 and only then measures the wall time, reads the trace and builds anything.
+
+While the run is active, the training frameworks the user imported report their named actions
+to its collector (Lightning's default profiler: ``collect/lightning.py``): set up before the
+collector starts, undone after it stops, so none of it is in the profile.
 """
 
 from __future__ import annotations
@@ -25,12 +29,15 @@ from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any
 
 from .collect.collector import Collector
+from .flags import make_folder_of
+from .format import plural
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .collect.collector import Takeover
     from .collect.cprofile import CProfileSession
     from .collect.torch_live import TorchSession
 
-__all__ = ["Run", "TorchRun", "PythonRun", "new_run", "active", "discard_active", "warn"]
+__all__ = ["Run", "TorchRun", "PythonRun", "new_run", "active", "discard_active", "warn", "takeover_note", "torch_profile"]
 
 _active: "Run | None" = None  # the run in progress, if any (at most one: profiles cannot nest)
 
@@ -52,6 +59,8 @@ def discard_active() -> None:
             stale.collector.end()
         except BaseException:
             pass
+        finally:
+            stale._undo_marks()
 
 
 class Run(ABC):
@@ -73,6 +82,7 @@ class Run(ABC):
         self._data: Any = None
         self.progress = Progress()
         self.collector: Collector = self._collector()
+        self._unmark: Any = None  # undoes collect.lightning.mark_actions
 
     @abstractmethod
     def _collector(self) -> Collector:
@@ -88,11 +98,24 @@ class Run(ABC):
         _active = self
         self.started = time.perf_counter()
         try:
+            from .collect.lightning import mark_actions
+
+            # before the profiler starts (and undone after it stops): nbprof's own work stays
+            # out of the profile
+            self._unmark = mark_actions(self.collector)
             self.collector.begin()
         except BaseException:
             _active = None
-            self.collector.end()
+            try:
+                self.collector.end()
+            finally:
+                self._undo_marks()
             raise
+
+    def _undo_marks(self) -> None:
+        unmark, self._unmark = self._unmark, None
+        if unmark is not None:
+            unmark()
 
     def stop(self) -> None:
         """Stop the profiler. The first thing done at the end of the code: nothing nbprof does
@@ -103,7 +126,10 @@ class Run(ABC):
         self._stopped = True
         if _active is self:
             _active = None
-        self.collector.end()
+        try:
+            self.collector.end()
+        finally:
+            self._undo_marks()
         self._data = self.collector.result()
         self.wall_s = time.perf_counter() - self.started
 
@@ -119,8 +145,9 @@ class Run(ABC):
         self._write_files(result)
         if getattr(self.options, "quiet", False):
             # what nbprof did with the flags (CUDA missing, an option turned on) is a note of the
-            # report; with no report shown it is said here instead: once either way
-            for note in getattr(self.options, "notes", ()):
+            # report; with no report shown it is said here instead: once either way. So is a
+            # report that covers only part of the run: never partial without a word
+            for note in [*getattr(self.options, "notes", ()), *self._takeover_notes()]:
                 warn(note)
         return result
 
@@ -142,8 +169,19 @@ class Run(ABC):
     def _write_files(self, result: Any) -> None:
         """Write the files the flags asked for, each with a note in the report."""
 
+    #: what the run's profiler is called in a note about another one taking over
+    profiler_name = "profiler"
+
+    def _takeover_notes(self) -> list[str]:
+        """One line when another profiler took over in the middle of the run: who, when, what
+        this report covers, where the other one's results are."""
+        t = self.collector.takeover
+        if t is None:
+            return []
+        return [takeover_note(t, self.profiler_name, self.what, self.wall_s, self.shell)]
+
     def _notes(self) -> list[str]:
-        notes = list(getattr(self.options, "notes", ()))
+        notes = list(getattr(self.options, "notes", ())) + self._takeover_notes()
         if self.error is not None:
             kind = "was interrupted" if isinstance(self.error, KeyboardInterrupt) else "raised"
             msg = f"{type(self.error).__name__}"
@@ -162,6 +200,7 @@ class TorchRun(Run):
     """``%%torchprof`` / ``python -m nbprof torch``: torch.profiler -> :class:`TorchProfile`."""
 
     collector: "TorchSession"
+    profiler_name = "torch"
 
     def _collector(self) -> Collector:
         from .collect.torch_live import TorchSession
@@ -169,40 +208,24 @@ class TorchRun(Run):
         return TorchSession(self.options, self.progress)
 
     def _build(self, data: Any) -> Any:
-        from .collect.chrome_trace import empty_trace
-        from .model import TorchProfile
-
         opts = self.options
         notes = self._notes() + [f"torch: {w}" for w in self.collector.native_warnings()]
+        empty_reason = None
         if opts.schedule is not None:
             profiler = self.collector.profiler
-            notes += _schedule_notes(opts.schedule, int(getattr(profiler, "step_num", 0) or 0),
-                                     len(self.collector.cycles))
-        if data is None:
-            data = empty_trace()
-        if len(data.events):
-            self.progress.stage(f"nesting {len(data.events):,} events")
-        meta = dict(
-            sort=opts.sort,
-            limit=opts.limit,
-            group_by=opts.group_by,
-            notes=notes,
-            wall_s=self.wall_s,
-            with_cuda=opts.cuda,
-            cell_error=_describe_error(self.error),
-            record_shapes=opts.shapes,
-            profile_memory=opts.memory,
-            with_stack=opts.stack,
-            with_flops=opts.flops,
-            with_modules=opts.modules,
-            code_names=_code_names(self.shell, _frame_files(data.events)) if opts.stack else {},
-        )
-        return TorchProfile.from_trace(data, profiler=self.collector.profiler, **meta)
+            schedule_notes, empty_reason = _schedule_notes(opts.schedule, int(getattr(profiler, "step_num", 0) or 0),
+                                                           len(self.collector.cycles), self.what)
+            notes += schedule_notes
+        compile_log = self.collector.compile.result()
+        return torch_profile(data, profiler=self.collector.profiler, options=opts, notes=notes, wall_s=self.wall_s,
+                             error=self.error, shell=self.shell, progress=self.progress, compile_log=compile_log,
+                             empty_reason=empty_reason)
 
     def _write_files(self, result: Any) -> None:
         opts = self.options
         notes = result.meta.notes
         if opts.export:
+            make_folder_of(opts.export)
             result.to_chrome_trace(opts.export)
             notes.append(f"trace written to {opts.export}")
         if opts.tensorboard:
@@ -211,10 +234,46 @@ class TorchRun(Run):
             notes.append(f"trace written to {path} (tensorboard --logdir {opts.tensorboard})")
 
 
+def torch_profile(data: Any, *, profiler: Any, options: Any, notes: list[str], wall_s: float | None,
+                  error: BaseException | None = None, shell: Any = None, progress: Any = None,
+                  compile_log: Any = None, empty_reason: str | None = None) -> Any:
+    """The :class:`TorchProfile` of what a torch profiler recorded (``data``: the events table
+    read from its kineto results; None: nothing), as ``%%torchprof`` and ``nbprof.from_profiler``
+    build it: ``options`` (:class:`~nbprof.settings.TorchOptions`) say what was recorded and how
+    the report is shown."""
+    from .collect.chrome_trace import empty_trace
+    from .model import TorchProfile
+
+    if data is None:
+        data = empty_trace()
+    if len(data.events) and progress is not None:
+        progress.stage(f"nesting {plural(len(data.events), 'event')}")
+    meta = dict(
+        sort=options.sort,
+        limit=options.limit,
+        group_by=options.group_by,
+        notes=notes,
+        empty_reason=empty_reason,
+        wall_s=wall_s,
+        with_cuda=options.cuda,
+        cell_error=_describe_error(error),
+        record_shapes=options.shapes,
+        profile_memory=options.memory,
+        with_stack=options.stack,
+        with_flops=options.flops,
+        with_modules=options.modules,
+        code_names=_code_names(shell, (_frame_files(data.events) if options.stack else set())
+                               | _compile_files(compile_log)),
+        compile_log=compile_log,
+    )
+    return TorchProfile.from_trace(data, profiler=profiler, **meta)
+
+
 class PythonRun(Run):
     """``%%cprofile`` / ``python -m nbprof cprofile``: cProfile -> :class:`PythonProfile`."""
 
     collector: "CProfileSession"
+    profiler_name = "python"
 
     def _collector(self) -> Collector:
         from .collect.cprofile import CProfileSession
@@ -235,7 +294,14 @@ class PythonRun(Run):
             cell_error=_describe_error(self.error),
             code_names=_code_names(self.shell, {k[0] for k in data}),
         )
-        profile = PythonProfile(data, meta, profiler=self.collector.profiler)
+        collector = self.collector
+        profile = PythonProfile(data, meta, profiler=collector.profiler, by_action=collector.by_action,
+                                action_counts=collector.action_counts)
+        if collector.by_action:
+            meta.notes.append(
+                f"calls grouped by the {len(collector.action_counts)} actions they ran under (the Actions tab, "
+                "p.actions()): a function that was running when an action began (Trainer.fit, the loops) is timed "
+                "until then, its own time after that is in no action")
         if sys.version_info >= (3, 12) and other_threads_suspected(profile.stats, profile.edges, self.wall_s):
             profile.meta.notes.append(
                 f"other threads ran Python code during this {self.what}: on Python 3.12+ cProfile records "
@@ -246,6 +312,7 @@ class PythonRun(Run):
     def _write_files(self, result: Any) -> None:
         opts = self.options
         if opts.dump:
+            make_folder_of(opts.dump)
             result.dump(opts.dump)
             result.meta.notes.append(f"profile written to {opts.dump} (snakeviz {opts.dump})")
 
@@ -263,11 +330,13 @@ def warn(message: str) -> None:
     print(f"nbprof: {message}", file=sys.stderr)
 
 
-def _schedule_notes(schedule: tuple[int, int, int, int], steps: int, cycles: int) -> list[str]:
+def _schedule_notes(schedule: tuple[int, int, int, int], steps: int, cycles: int,
+                    what: str = "cell") -> tuple[list[str], str | None]:
     """What a ``--schedule`` run recorded, when it is not what the schedule says: no step at all
     (``nbprof.step()`` never called, or the cell ended before the first active step: torch then
     records only the empty step the last call began), fewer active steps than asked, no warmup
-    (torch's own warning, said here once), several cycles merged into one report."""
+    (torch's own warning, said here once), several cycles merged into one report. Also, when no
+    active step ran, why the profile is empty (``meta.empty_reason``): the code did run its work."""
     wait, warmup, active, repeat = schedule
     text = ",".join(map(str, schedule))
     notes = []
@@ -276,21 +345,121 @@ def _schedule_notes(schedule: tuple[int, int, int, int], steps: int, cycles: int
                      "start-up (torch warns it can skew results); a warmup of 1 avoids it")
     if steps == 0:
         return notes + ["with --schedule, call nbprof.step() once per loop iteration: it was not called, "
-                        "so no step was recorded"]
+                        "so no step was recorded"], "nbprof.step() was never called, so --schedule recorded no step"
     period = wait + warmup + active
     n_cycles = repeat if repeat > 0 else steps // period + 1
     wanted = [c * period + wait + warmup + k for c in range(n_cycles) for k in range(active)]
     ran = sum(1 for i in wanted if i < steps)  # step i ran when the nbprof.step() that ends it did
+    empty_reason = None
     if ran == 0:
         notes.append(f"--schedule {text}: recording starts at step {wait + warmup} (after {wait} wait and {warmup} "
-                     f"warmup steps) but the cell ran {steps} step{'s' if steps != 1 else ''} (nbprof.step() calls): "
+                     f"warmup steps) but the {what} ran {plural(steps, 'step')} (nbprof.step() calls): "
                      "no active step ran, so nothing it did was recorded; run more steps or lower wait/warmup")
+        empty_reason = (f"--schedule {text} records from step {wait + warmup} on, and the {what} ran "
+                        f"{plural(steps, 'step')}, so no active step came (see the note)")
     elif repeat > 0 and ran < len(wanted):
-        notes.append(f"--schedule {text}: {ran} of its {len(wanted)} active steps ran (the cell ran {steps} steps)")
+        notes.append(f"--schedule {text}: {ran} of its {len(wanted)} active steps ran "
+                     f"(the {what} ran {plural(steps, 'step')})")
     if cycles > 1:
         notes.append(f"{cycles} cycles of --schedule merged into this report (result.profiler, torch's own, "
                      "holds only the last one)")
-    return notes
+    return notes, empty_reason
+
+
+def takeover_note(t: "Takeover", profiler: str, what: str, wall_s: float, shell: Any = None) -> str:
+    """The report's line about another profiler that took over mid-run (``collect.collector.Takeover``)."""
+    from .format import fmt_s
+
+    if profiler == "torch":
+        ours, who, rule = "nbprof's torch session", "another torch profiler", "torch runs one profiler at a time"
+    else:
+        ours, who, rule = "nbprof's cProfile", "another Python profiler", "Python runs one profiler per thread"
+    if t.at_s is None:
+        by = f" ({t.by})" if t.by else ""
+        if profiler == "torch":
+            return (f"{ours} was ended during the {what} by code nbprof could not see{by}: torch kept nothing of "
+                    "the part it was recording, so this report leaves it out")
+        return (f"{who}{by} replaced {ours} during the {what}, nbprof could not see when ({rule}): this report "
+                "covers only the calls made before it")
+    site = _site_text(t.sites, shell)
+    verb = "ended" if profiler == "torch" else "replaced"
+    text = (f"{who} ({t.by}{', ' + site if site else ''}) started {fmt_s(t.at_s)} into the {what} and {verb} "
+            f"{ours} ({rule}): this report covers the {fmt_s(t.at_s)} before it")
+    after = wall_s - t.at_s
+    if after >= 0.0005:
+        text += f", not the {fmt_s(after)} after"
+    if t.still_running:
+        text += f"; it was still running when the {what} ended"
+    if t.read_error:
+        text += f"; nbprof could not read its own part ({t.read_error})"
+    other = t.other() if t.other is not None else None
+    if other is not None and profiler == "torch":
+        name = _user_name(shell, other)
+        if name:
+            text += f"; its own results: nbprof.from_profiler({name})" + (" once it stops" if t.still_running else "")
+        else:
+            text += "; nbprof.from_profiler(prof) reads its results from the torch.profiler.profile that ran it"
+    return text
+
+
+def _site_text(sites: list[tuple[str, int, str]], shell: Any) -> str:
+    """Where the other profiler was started: the innermost code outside the profiler ("In [4]
+    line 3", "accelerate/accelerator.py:3578 in profile"), and the cell it came from."""
+    if not sites:
+        return ""
+    names = _code_names(shell, {f for f, _, _ in sites})
+
+    def one(site: tuple[str, int, str]) -> str:
+        filename, line, function = site
+        if filename in names:
+            return f"{names[filename]} line {line}"
+        return f"{_library_path(filename)}:{line} in {function}"
+
+    text = one(sites[0])
+    if sites[0][0] not in names:
+        cell = next((s for s in sites[1:] if s[0] in names), None)
+        if cell is not None:
+            text += f", from {one(cell)}"
+    return text
+
+
+def _library_path(filename: str) -> str:
+    """A file as its package names it: ".../site-packages/accelerate/accelerator.py" ->
+    "accelerate/accelerator.py"; elsewhere its last two parts."""
+    from .format import short_path
+
+    path = filename.replace("\\", "/")
+    for marker in ("/site-packages/", "/dist-packages/"):
+        if marker in path:
+            return path.rsplit(marker, 1)[1]
+    return short_path(filename).removeprefix("…/")
+
+
+def _user_name(shell: Any, obj: Any) -> str | None:
+    """How the user's namespace reaches ``obj``: a name (the ``prof`` of ``with ... as prof``) or
+    a framework object's ``profiler`` attribute, two deep at most (``wrapper.profiler.profiler``)."""
+    import types
+
+    ns = getattr(shell, "user_ns", None) or {}
+    items = [(name, value) for name, value in list(ns.items()) if not name.startswith("_")]
+    for name, value in items:
+        if value is obj:
+            return name
+    for name, value in items:
+        if isinstance(value, (types.ModuleType, type, types.FunctionType)):
+            continue
+        path, inner = name, value
+        for _ in range(2):
+            try:
+                inner = getattr(inner, "profiler", None)
+            except Exception:
+                break
+            if inner is None:
+                break
+            path += ".profiler"
+            if inner is obj:
+                return path
+    return None
 
 
 def _describe_error(error: BaseException | None) -> str | None:
@@ -314,6 +483,13 @@ def _frame_files(events: Any) -> set[str]:
 
     frames = events["name"][events["kind"].cat.codes.to_numpy() == KIND_CODE["python"]]
     return {f for f in map(frame_file, frames.astype(str).unique()) if f is not None}
+
+
+def _compile_files(log: Any) -> set[str]:
+    """The source files torch.compile's log names (the cells among them are named by ``_code_names``)."""
+    from .collect.compile_state import log_files
+
+    return log_files(log)
 
 
 def _code_names(shell: Any, filenames: set[str]) -> dict[str, str]:

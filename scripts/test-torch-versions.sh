@@ -32,7 +32,7 @@ trap 'rm -f "$requirements" "$no_constraints"' EXIT
 "$PYTHON" - "$ROOT/pyproject.toml" >"$requirements" <<'EOF'
 import sys, tomllib
 with open(sys.argv[1], "rb") as f:
-    print("\n".join(tomllib.load(f)["project"]["dependencies"] + ["pytest>=8"]))
+    print("\n".join(tomllib.load(f)["project"]["dependencies"] + ["pytest>=8", "tlparse>=0.4"]))
 EOF
 quiet_pip() { grep -v "is ignored: it is neither" || true; }
 status=0
@@ -56,7 +56,8 @@ for version in $VERSIONS; do
   ready=$SECONDS
   echo "nbprof: torch $("$venv/bin/python" -c 'import torch; print(torch.__version__)') ready in $((ready - start)) s"
   PYTHONPATH="$ROOT" "$venv/bin/python" -m pytest -p no:cacheprovider \
-    tests/test_live_torch.py tests/test_torch_versions.py tests/test_native_output.py tests/test_modules.py "$@" \
+    tests/test_live_torch.py tests/test_torch_versions.py tests/test_native_output.py tests/test_modules.py \
+    tests/test_compile.py "$@" \
     || status=1
   echo "nbprof: torch $version tested in $((SECONDS - ready)) s"
   exec 9>&-

@@ -84,9 +84,10 @@ def pip_install(python: Path, *args: str, timeout: float = 900) -> None:
 
 
 def without_pythonpath() -> dict[str, str]:
-    """This process's environment without PYTHONPATH, for another environment's Python: a checkout
-    on it (a worktree under test) would shadow the nbprof installed there."""
-    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    """This process's environment for another environment's Python: without PYTHONPATH (a checkout
+    on it, a worktree under test, would shadow the nbprof installed there) and without VIRTUAL_ENV
+    (which names this Python's venv, see ``_subprocesses_run_this_python``)."""
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
 
 
 def trace_path(name: str) -> Path:
@@ -160,6 +161,23 @@ def reports(captured) -> list[dict]:
 
 
 os.environ.setdefault("NBPROF_TESTING", "1")
+
+
+def _subprocesses_run_this_python() -> None:
+    """The tests start this Python (``sys.executable``) in subprocesses: IPython shells, kernels,
+    scripts. Run from a shell where another virtualenv is activated, VIRTUAL_ENV would name that
+    one, and IPython would warn "Attempting to work in a virtualenv" on the stderr of every shell
+    and kernel (which the tests that read a process's stderr whole take for nbprof's output) and
+    put the other venv's packages on sys.path, in the test shell of this process too. So
+    VIRTUAL_ENV names this Python's own venv, as activating it would, or none outside a venv. Run
+    when pytest loads this file, before any shell starts."""
+    if sys.prefix != sys.base_prefix:
+        os.environ["VIRTUAL_ENV"] = sys.prefix
+    else:
+        os.environ.pop("VIRTUAL_ENV", None)
+
+
+_subprocesses_run_this_python()
 
 
 def frames_equal(a, b) -> None:

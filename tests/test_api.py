@@ -27,9 +27,12 @@ PUBLIC = [
     "compare",
     "controls",
     "cuda_collection",
+    "from_profiler",
+    "lightning",
     "load_ipython_extension",
     "load_trace",
     "step",
+    "trace_handler",
     "unload_ipython_extension",
 ]
 
@@ -80,6 +83,10 @@ def test_signatures():
     assert list(inspect.signature(nbprof.compare).parameters)[:2] == ["before", "after"]
     assert list(inspect.signature(nbprof.cuda_collection).parameters) == ["on"]
     assert not inspect.signature(nbprof.step).parameters
+    assert list(inspect.signature(nbprof.from_profiler).parameters) == ["prof"]
+    # torch.profiler.tensorboard_trace_handler(dir_name, worker_name, use_gzip), then nbprof's own
+    assert list(inspect.signature(nbprof.trace_handler).parameters) == ["dir_name", "worker_name", "use_gzip", "show",
+                                                                        "keep"]
 
 
 def test_import_is_light():
@@ -92,11 +99,12 @@ def test_import_is_light():
 # The result objects' public members (instance attributes: meta, profiler). Adding one is fine and
 # deliberate: add it here and to the README's "Results are data".
 RESULT_MEMBERS = {
-    "TorchProfile": ["alive_at", "allocations", "collected", "collectives", "device_stats", "events", "findings",
+    "TorchProfile": ["alive_at", "allocations", "collected", "collectives", "compilation", "device_stats", "events",
+                     "findings",
                      "from_trace", "kernels", "key_averages", "kind", "launches", "memory_curve", "modules",
-                     "overview", "queue_length", "ranges", "ranks", "report", "save", "step_breakdown", "steps",
+                     "overview", "queue_length", "range_ops", "ranges", "ranks", "report", "save", "step_breakdown", "steps",
                      "summary", "timeline", "timeline_view", "to_chrome_trace", "to_html"],
-    "PythonProfile": ["call_tree", "callees", "callers", "dump", "edges", "findings", "flame", "kind", "pstats",
+    "PythonProfile": ["action_stats", "actions", "call_tree", "callees", "callers", "dump", "edges", "findings", "flame", "kind", "pstats",
                       "report", "stats", "to_html", "total_s"],
     "Comparison": ["html", "kind", "metric", "table", "text"],
 }

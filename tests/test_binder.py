@@ -134,15 +134,18 @@ def test_binder_environment_has_cpu_torch_and_the_shipped_traces(binder_venv, tm
         "p = nbprof.load_trace(data / 'cnn_train_cuda.trace.json.gz')\n"
         "print(torch.__version__, torch.cuda.is_available(), len(names), p.summary.has_device)\n"
         "print(pathlib.Path(nbprof.__file__).parent)\n"
+        "import lightning, accelerate\n"  # notebook 08's frameworks
+        "print(lightning.__version__, accelerate.__version__, type(nbprof.lightning.Profiler()).__mro__[2].__module__)\n"
     )
     result = subprocess.run([str(binder_venv), "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300,
                             env=without_pythonpath())
     assert result.returncode == 0, result.stderr[-3000:]
-    first, where = result.stdout.split("\n")[:2]
+    first, where, frameworks = result.stdout.split("\n")[:3]
     version, cuda, n_traces, has_device = first.split()
     assert version.endswith("+cpu") and cuda == "False"
     assert n_traces == "4" and has_device == "True"
     assert "site-packages" in where  # the installed package, not the working tree
+    assert frameworks.split()[2] == "lightning.pytorch.profilers.profiler"  # a Lightning profiler of that package
 
 
 MAGIC_CELLS = [

@@ -123,10 +123,10 @@ BAD_FLAGS = [
     ("torch", ["--sort", "wallclock"], "unknown sort key 'wallclock'; choose one of: self_cpu_us"),
     ("torch", ["--limit", "-3"], "--limit -3: must be 0 (all rows) or a positive number"),
     ("torch", ["--export", "trace.txt"], "must end with .json or .json.gz"),
-    ("torch", ["--export", "/no/such/dir/t.json"], "the folder /no/such/dir does not exist"),
+    ("torch", ["--export", "job.py/sub/t.json"], "job.py is a file, not a folder"),
     ("torch", ["--schedule", "1,x,2"], "--schedule 1,x,2: expected wait,warmup,active"),
     ("cprofile", ["-l", "-1"], "--limit -1: must be 0 (all rows)"),
-    ("cprofile", ["--dump", "/no/such/dir/out.prof"], "the folder /no/such/dir does not exist"),
+    ("cprofile", ["--dump", "job.py/out.prof"], "job.py is a file, not a folder"),
 ]
 
 

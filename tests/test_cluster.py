@@ -309,9 +309,9 @@ def test_an_interrupt_stops_every_worker(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow  # spawns worker processes: ~5-15 s
-def test_a_worker_that_dies_is_one_line_and_the_others_stop(tmp_path):
-    """A worker killed (as the kernel's OOM killer would) while the ranks load: a one-line
-    TraceError naming the folder, and no worker left."""
+def test_a_worker_that_dies_as_it_starts_is_one_line_and_the_others_stop(tmp_path):
+    """A worker killed while it starts (before it reads a rank): a one-line TraceError naming the
+    folder and the signal, and no worker left."""
     import signal
     import threading
 
@@ -333,8 +333,89 @@ def test_a_worker_that_dies_is_one_line_and_the_others_stop(tmp_path):
         nbprof.load_trace(folder, workers=2, progress=False)
     killer.join()
     assert killed
-    assert str(e.value).startswith(f"{folder}: a worker process died") and "\n" not in str(e.value)
+    assert str(e.value).startswith(f"{folder}: a worker process was killed by SIGKILL as it started, "
+                                   "before reading a rank") and "\n" not in str(e.value)
+    assert "6 ranks not read" in str(e.value)
     assert spawned_workers() == []
+
+
+def big_rank(path: Path, ops: int, rank: int) -> Path:
+    """A rank whose file takes a worker a second or more to read (``ops`` top-level ops)."""
+    t = Trace(rank=rank)
+    for k in range(ops):
+        t.op(f"aten::op{k % 50}", 10.0 * k, 5.0)
+    return t.write(path)
+
+
+@pytest.mark.slow  # spawns worker processes and reads two ~20 MB ranks: ~10-20 s
+def test_a_worker_killed_while_reading_a_rank_names_it_and_its_size(tmp_path):
+    """What the out-of-memory killer does (SIGKILL) to a worker while it reads a rank: the error
+    says how it ended, that it most likely ran out of memory, and which rank, with its size."""
+    import signal
+    import threading
+
+    folder = tmp_path / "big"
+    folder.mkdir()
+    files = [big_rank(folder / f"r{r}.json", 150_000, r) for r in range(2)]
+    killed: list[Path] = []
+
+    def kill_a_worker_reading_a_rank() -> None:  # the file is open while the worker parses it
+        for _ in range(30_000):
+            for pid in spawned_workers():
+                try:
+                    open_files = {os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
+                except OSError:
+                    continue
+                for f in files:
+                    if str(f) in open_files:
+                        os.kill(int(pid), signal.SIGKILL)
+                        killed.append(f)
+                        return
+            threading.Event().wait(0.002)
+
+    killer = threading.Thread(target=kill_a_worker_reading_a_rank)
+    killer.start()
+    with pytest.raises(TraceError) as e:
+        nbprof.load_trace(folder, workers=2, progress=False)
+    killer.join()
+    assert killed, "no worker was seen reading a rank"
+    msg = str(e.value)
+    size = killed[0].stat().st_size
+    assert msg.startswith(f"{folder}: a worker process was killed by SIGKILL while reading {killed[0].name} "
+                          f"({size / 2**20:.2f} MiB on disk): "), msg
+    assert "most likely ran out of memory" in msg and "fewer workers= (now 2" in msg and "\n" not in msg
+    assert spawned_workers() == []
+
+
+SCRIPT_WITHOUT_GUARD = """\
+import sys
+import nbprof
+with open(sys.argv[2], "a") as f:  # the script's top level, counted: it must run once
+    f.write("ran\\n")
+p = nbprof.load_trace(sys.argv[1], workers=2, progress=False)
+print("ranks", p.rank_labels, p.summary.events, round(p.summary.self_cpu_us, 3))
+"""
+
+
+@pytest.mark.slow  # fresh Pythons spawning workers: ~10-20 s
+@pytest.mark.parametrize("how", ["python", "nbprof cli"])
+def test_a_script_without_a_main_guard_loads_a_folder_in_workers(tmp_path, how):
+    """``python script.py`` (and ``python -m nbprof cprofile script.py``) where the script loads a
+    folder at its top level, with no ``if __name__ == "__main__":``: the workers never run it."""
+    import subprocess
+    import sys
+
+    folder = cpu_only_folder(tmp_path / "cpu")
+    script = tmp_path / "load_ranks.py"
+    script.write_text(SCRIPT_WITHOUT_GUARD)
+    marker = tmp_path / "runs.txt"
+    cmd = [str(script)] if how == "python" else ["-m", "nbprof", "cprofile", "-q", "--no-html", str(script)]
+    r = subprocess.run([sys.executable, *cmd, str(folder), str(marker)], capture_output=True, text=True,
+                       timeout=300, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert marker.read_text() == "ran\n"  # once: not again in each worker
+    # what the raw JSON says: three ranks of two ops each, mm 100/130/100 µs + relu 10 µs
+    assert r.stdout.strip().splitlines()[-1] == "ranks [0, 1, 2] 6 360.0"
 
 
 def spawned_workers() -> list[str]:

@@ -193,10 +193,14 @@ def test_a_selected_span_lists_what_each_rank_ran(tmp_path):
                 assert got.loc[n, "calls"] == calls[n]
     # rank 1's gemms are 3x slower: more of its span is device time
     assert per_rank[1].device_busy_us > per_rank[0].device_busy_us
-    from nbprof.cluster_timeline import selection_html
+    from nbprof.cluster_timeline import selection_data
 
-    html = selection_html(a, b, sorted(per_rank.items()))
-    assert html.count("<tr data-rank=") == 2 and html.count("<details") == 2
+    shown = selection_data(a, b, sorted(per_rank.items()))
+    ranks = shown["tables"][0]
+    assert ranks["ranks"] == ["0", "1"] and [row[0] for row in ranks["rows"]] == ["rank 0", "rank 1"]
+    for row, (r, s) in zip(ranks["rows"], sorted(per_rank.items())):  # each rank's top op and kernel
+        assert row[3] == s.ops["name"].iat[0] and row[6] == s.kernels["name"].iat[0]
+    assert {t["rank"] for t in shown["tables"][1:]} == {"0", "1"}
 
 
 def test_the_clock_aligned_on_an_event(tmp_path):
@@ -246,7 +250,7 @@ def test_showing_the_report_and_the_timeline_never_merges_the_ranks(tmp_path, mo
     s = live.state
     d = s.window(view.data.t0_us + 1000, view.data.t0_us + 2000, 800)
     assert d.events_drawn > 0 and s.spec()["data"]
-    assert "Each rank in the span" in s.select(view.data.t0_us + 1000, view.data.t0_us + 2000)
+    assert s.select(view.data.t0_us + 1000, view.data.t0_us + 2000)["tables"][0]["title"] == "ranks"
     assert "events match" in s.find("gemm")
     p.timeline(window_us=(view.data.t0_us, view.data.t0_us + 500))
     assert "_merged" not in p.__dict__ and p._one is None

@@ -401,10 +401,10 @@ def test_memory_axis_ticks_are_round_in_binary_units(shell):
     p = shell.user_ns["mem"]
     ev = p.events
     svg = memory_curve_svg(p._memory_curve, float((ev["start_us"] + ev["dur_us"]).max()))
-    labels = re.findall(r'text-anchor="end" fill="#555">([\d.]+) (B|KB|MB|GB)</text>', svg)
+    labels = re.findall(r'text-anchor="end" fill="#555">([\d.]+) (B|KiB|MiB|GiB)</text>', svg)
     assert len(labels) >= 2 and len({u for _, u in labels}) <= 2
-    values = [float(v) * {"B": 1, "KB": 2**10, "MB": 2**20, "GB": 2**30}[u] for v, u in labels]
-    unit = {"B": 1, "KB": 2**10, "MB": 2**20, "GB": 2**30}[labels[-1][1]]
+    values = [float(v) * {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}[u] for v, u in labels]
+    unit = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}[labels[-1][1]]
     steps = {round((b - a) / unit, 6) for a, b in zip(values, values[1:])}
     assert len(steps) == 1
     [step] = steps
@@ -413,5 +413,5 @@ def test_memory_axis_ticks_are_round_in_binary_units(shell):
     assert round(step / 10 ** math.floor(math.log10(step)), 6) in (1, 2, 2.5, 5)
     assert all(abs(v / unit / step - round(v / unit / step)) < 1e-6 for v in values)
     fig = p.memory_curve()
-    assert list(fig.layout.yaxis.ticktext)[1:] and all(re.fullmatch(r"[\d.]+ (B|KB|MB|GB)", t)
+    assert list(fig.layout.yaxis.ticktext)[1:] and all(re.fullmatch(r"[\d.]+ (B|KiB|MiB|GiB)", t)
                                                        for t in fig.layout.yaxis.ticktext)

@@ -119,3 +119,26 @@ def test_line_magic_profiles_the_statement_without_nbprof_or_ipython_rows(shell)
     assert work["ncalls"] == 1 and work["cumtime_s"] > 0
     tree = shell.user_ns["line_cp"].call_tree()
     assert len(tree) > 1 and tree.loc[tree["parent"] == -1, "value_s"].iloc[0] > 0
+
+
+def test_actions_group_calls_by_the_innermost_action(shell):
+    """A framework's actions (Lightning's hooks report them through the run's collector): each call
+    is in the profile of the action that was innermost when it was made, counted once; the
+    enclosing action's profile records again when a nested one ends."""
+    run(shell, "def a():\n    return sum(range(10))\ndef b():\n    return [a() for _ in range(3)]")
+    result, _ = run(shell, "%%cprofile -q -o ac\nfrom nbprof import runner\nc = runner.active().collector\na()\n"
+                           "c.begin_action('X')\nb()\nc.begin_action('Y')\na()\nc.end_action('Y')\na()\n"
+                           "c.end_action('X')\na()\nc.end_action('never began')")
+    assert result.success, result.error_in_exec
+    ac = shell.user_ns["ac"]
+    calls = {(x.action, x.function): x.ncalls for x in ac.action_stats().itertuples() if x.function in ("a", "b")}
+    assert calls == {("(outside every action)", "a"): 2, ("X", "a"): 4, ("X", "b"): 1, ("Y", "a"): 1}
+    st = ac.stats.set_index("function")
+    assert st.loc["a", "ncalls"] == 7 and st.loc["b", "ncalls"] == 1
+    actions = ac.actions().set_index("action")
+    assert actions["count"].to_dict() == {"(outside every action)": 1, "X": 1, "Y": 1}
+    assert actions["share_of_total"].sum() == pytest.approx(1.0)
+    assert not any("another" in n for n in ac.meta.notes)  # nbprof's own switches are no takeover
+    with pytest.raises(OptionError, match="no single action 'Z'"):
+        ac.action_stats("Z")
+    assert ac.action_stats("Y")["function"].tolist().count("a") == 1

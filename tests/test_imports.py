@@ -29,10 +29,14 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("views", ("nbprof.views",)),
     ("results", ("nbprof.export", "nbprof.model", "nbprof.cluster", "nbprof.cluster_timeline", "nbprof.loading",
                  "nbprof.comparison")),
-    ("runner", ("nbprof.flags", "nbprof.runner")),
+    ("runner", ("nbprof.flags", "nbprof.runner", "nbprof.profilers")),
     ("front ends", ("nbprof._cell", "nbprof.magics", "nbprof.extension", "nbprof.cli", "nbprof.widgets",
-                    "nbprof.__main__", "nbprof")),
+                    "nbprof.__main__", "nbprof", "nbprof.huggingface", "nbprof.lightning")),
 ]
+
+# Modules that import a training framework (the user imports them to use it): they import alone
+# where the framework is installed, and raise MissingDependencyError where it is not.
+ADAPTERS = ("nbprof.huggingface",)
 
 # Known exceptions, each with the reason, to be emptied rather than grown.
 EXPECTED_TO_BE_FIXED: set[tuple[str, str]] = set()
@@ -182,8 +186,10 @@ def test_every_module_imports_alone_and_nbprof_imports_no_heavy_package():
                 del sys.modules[loaded]
             try:
                 importlib.import_module(name)
-            except BaseException:
-                failed[name] = traceback.format_exc(limit=-3)
+            except BaseException as e:
+                # a framework adapter where its framework is not installed: its one-line error
+                if not (type(e).__name__ == "MissingDependencyError" and name in {ADAPTERS!r}):
+                    failed[name] = traceback.format_exc(limit=-3)
         print(json.dumps({{"heavy": heavy, "failed": failed, "from": nbprof.__file__}}))
         """
     )
@@ -193,3 +199,54 @@ def test_every_module_imports_alone_and_nbprof_imports_no_heavy_package():
     assert Path(report["from"]).resolve() == PACKAGE / "__init__.py"
     assert report["heavy"] == []
     assert report["failed"] == {}, "\n".join(report["failed"].values())
+
+
+FRAMEWORKS = ("transformers", "accelerate", "lightning", "pytorch_lightning")
+
+
+def test_frameworks_are_imported_only_by_their_adapters():
+    """nbprof imports no training framework unless the user does: not on ``import nbprof`` or
+    ``%load_ext nbprof``, not for a ``%%torchprof`` / ``%%cprofile`` cell (which look for
+    Lightning's profiler classes), ``from_profiler``, ``trace_handler``, ``load_trace`` or
+    ``import nbprof.lightning``. Importing an adapter (``nbprof.huggingface``) is the user
+    asking for its framework. A fresh interpreter, a real IPython shell."""
+    code = textwrap.dedent(
+        f"""
+        import json, sys
+        frameworks = {FRAMEWORKS!r}
+        seen = {{}}
+        import nbprof
+        seen["import nbprof"] = [m for m in frameworks if m in sys.modules]
+        from IPython.testing.globalipapp import start_ipython
+        ip = start_ipython()
+        ip.run_line_magic("load_ext", "nbprof")
+        seen["load_ext"] = [m for m in frameworks if m in sys.modules]
+        cells = ["%%cprofile -q\\nsorted(range(9))", "%%torchprof -q -o p\\nimport torch\\ntorch.ones(3).sum()",
+                 "import torch.profiler\\nwith torch.profiler.profile() as prof:\\n    torch.ones(3).sum()\\n"
+                 "q = nbprof.from_profiler(prof)\\nh = nbprof.trace_handler(show=False)\\n"
+                 "p.save(sys.argv[1])\\nr = nbprof.load_trace(sys.argv[1])"]
+        ip.run_cell("import nbprof, sys")
+        for cell in cells:
+            r = ip.run_cell(cell)
+            assert r.error_in_exec is None, r.error_in_exec
+        seen["profiles"] = [m for m in frameworks if m in sys.modules]
+        import nbprof.lightning  # its Profiler class is made from the Lightning the user imported
+        seen["nbprof.lightning"] = [m for m in frameworks if m in sys.modules]
+        import nbprof.huggingface
+        seen["nbprof.huggingface"] = "transformers" in sys.modules
+        print(json.dumps(seen))
+        """
+    )
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        out = subprocess.run([sys.executable, "-c", code, f"{folder}/t.json"], cwd=ROOT, capture_output=True, text=True,
+                             timeout=300)
+    if "needs Hugging Face transformers" in out.stderr:
+        import pytest
+
+        pytest.skip("transformers is not installed here")
+    assert out.returncode == 0, out.stderr[-3000:]
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert seen == {"import nbprof": [], "load_ext": [], "profiles": [], "nbprof.lightning": [],
+                    "nbprof.huggingface": True}

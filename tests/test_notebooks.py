@@ -31,7 +31,7 @@ def test_every_tutorial_has_a_solution_and_they_match_their_sources():
     build = load_build()
     sources = build.sources()
     assert [f"{s}.ipynb" for s in sources] == sorted(p.name for p in NOTEBOOKS.glob("[0-9]*.ipynb"))
-    assert len(sources) == 6
+    assert len(sources) == 8
     problems = [p for stem, cells in sources.items() for p in build.check(stem, cells)]
     assert not problems, "\n".join(problems)
 
@@ -52,6 +52,100 @@ def test_exercises_have_a_task_and_a_check():
             if c.cell_type == "code":
                 if "# NBVAL_CHECK_OUTPUT" not in c.source:
                     assert not c.outputs and c.execution_count is None, (rel, c.id)
+
+
+@pytest.mark.notebook  # starts two kernels
+def test_each_tutorial_ends_with_a_cell_that_shuts_the_kernel_down_on_binder(tmp_path):
+    """Binder gives all of a user's kernels ~2 GB: each tutorial's last cell stops its kernel
+    there (mybinder.org sets BINDER_REPO_URL / BINDER_LAUNCH_HOST in the user's server) and
+    nowhere else. Run in real kernels, one as on Binder, one not."""
+    import nbformat
+    from jupyter_client.manager import KernelManager
+
+    last = set()
+    for rel in tutorial_notebooks():
+        nb = nbformat.read(NOTEBOOKS / rel, as_version=4)
+        code = [c.source for c in nb.cells if c.cell_type == "code"]
+        last.add(code[-1])
+        assert "shuts this kernel down" in nb.cells[-2].source, rel  # the markdown that says why
+    [cell] = last  # the same cell in every notebook
+    import os
+
+    for on_binder in (False, True):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("BINDER_")}
+        if on_binder:
+            env["BINDER_REPO_URL"] = "https://github.com/nbprof/nbprof"
+        km = KernelManager(kernel_name="python3")
+        km.start_kernel(cwd=str(tmp_path), env=env)
+        kc = km.client()
+        kc.start_channels()
+        try:
+            kc.wait_for_ready(timeout=60)
+            kc.execute(cell)
+            for _ in range(200):  # ~20 s: the kernel ends shortly after the cell ran
+                if not km.is_alive():
+                    break
+                import time
+
+                time.sleep(0.1)
+            assert km.is_alive() is (not on_binder), on_binder
+            if not on_binder:
+                assert kc.execute_interactive("1 + 1", timeout=30)["content"]["status"] == "ok"
+        finally:
+            kc.stop_channels()
+            if km.is_alive():
+                km.shutdown_kernel(now=True)
+            else:
+                km.cleanup_resources()
+
+
+@pytest.mark.notebook
+@pytest.mark.slow  # ~60-80 s: the notebook runs once, sampled
+def test_notebook_06_with_its_processes_stays_under_1_gib(tmp_path):
+    """Binder gives ~2 GB in all: notebook 6, the heaviest (a DDP job: torchrun and two ranks, next to
+    its kernel), peaks under 1 GiB. Measured as a container is charged: the proportional set size
+    (PSS: each shared page, libtorch's, counted once over the processes that map it) of the kernel
+    and every process under it, sampled every 0.1 s while nbclient runs the notebook."""
+    import threading
+    import time
+
+    import nbformat
+    import psutil
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(NOTEBOOKS / "solutions" / "06-long-training-loops.ipynb", as_version=4)
+    client = NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}})
+    peak = {"pss": 0, "processes": 0}
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            proc = getattr(getattr(client.km, "provisioner", None), "process", None) if client.km else None
+            if proc is not None:
+                try:
+                    procs = [psutil.Process(proc.pid)]
+                    procs += procs[0].children(recursive=True)
+                except psutil.NoSuchProcess:
+                    procs = []
+                pss = 0
+                for p in procs:
+                    try:
+                        pss += p.memory_full_info().pss
+                    except (psutil.NoSuchProcess, psutil.AccessDenied):
+                        pass
+                if pss > peak["pss"]:
+                    peak.update(pss=pss, processes=len(procs))
+            time.sleep(0.1)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        client.execute()
+    finally:
+        done.set()
+        sampler.join()
+    assert peak["processes"] >= 4  # the DDP job was seen: kernel, torchrun, two ranks
+    assert peak["pss"] < 2**30, f"peak {peak['pss'] / 2**20:.0f} MiB in {peak['processes']} processes"
 
 
 def test_gpu_notebook_reads_the_traces_shipped_in_the_package():
@@ -192,15 +286,15 @@ def test_sanitizer_patterns_cover_nbprof_numbers():
     a = textwrap.dedent("""\
         torch profile: 40 events · span 47.97 ms · self CPU 47.33 ms
         top by self CPU: aten::mm (97.6%)
-        aten::mm                 97.6%  46.17 ms   46.18 ms  15.39 ms   192.00 KB     192.00 KB      3
+        aten::mm                 97.6%  46.17 ms   46.18 ms  15.39 ms   192.00 KiB    192.00 KiB      3
         ✅ Done: 10.0x faster (1097 ms → 109 ms); 448 calls → 4 (7% of the time), 3 steps""")
     b = textwrap.dedent("""\
         torch profile: 40 events · span 5.1 ms · self CPU 4.93 ms
         top by self CPU: aten::relu (51.0%)
-        aten::mm                 48.2%  980.2 µs  990.0 µs  326.7 µs   192.00 KB     192.00 KB      3
+        aten::mm                 48.2%  980.2 µs  990.0 µs  326.7 µs   192.00 KiB    192.00 KiB      3
         ✅ Done: 9.7x faster (1,316 ms → 136 ms); 448 calls → 4 (12% of the time), 3 steps""")
     assert clean(a) == clean(b)
-    assert "192.00 KB" in clean(a) and "448 calls → 4" in clean(a) and "3 steps" in clean(a)
+    assert "192.00 KiB" in clean(a) and "448 calls → 4" in clean(a) and "3 steps" in clean(a)
     html = '<style>x</style><div class="nbprof-report"><b>cProfile</b> 12 ms</div>'
     assert clean(html) == "NBPROF-REPORT-HTML"
     assert json.dumps(clean("2,002 function calls")) == json.dumps("2,002 function calls")

@@ -31,6 +31,8 @@ EXPECTED = {
     "04-memory.ipynb": {REPORT: 4, TABLE: 4, PLOT: 4},
     "05-gpu-and-the-timeline.ipynb": {REPORT: 1, TABLE: 1, PLOT: 5},
     "06-long-training-loops.ipynb": {REPORT: 2, TABLE: 2, PLOT: 1},
+    "07-torch-compile.ipynb": {REPORT: 3, TABLE: 6, PLOT: 3},
+    "08-lightning-and-accelerate.ipynb": {REPORT: 4, TABLE: 4, PLOT: 3},
 }
 
 

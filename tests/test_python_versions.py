@@ -63,6 +63,33 @@ SCRIPT = textwrap.dedent(
           len(p.timeline().data) > 0, len(p.findings) > 0)
     c = nbprof.compare(ip.user_ns["cp"], cp2)
     print("compare", len(c.table) > 0, "text/html" in c._repr_mimebundle_())
+    # a profiler the cell starts itself: nbprof's cProfile yields to it and says so (3.12+: the other's
+    # enable() raised "Another profiling tool is already active"); a sys.setprofile hook replaces
+    # cProfile's before 3.12 only
+    ip.run_cell("import cProfile, pstats\\ndef before():\\n    return sum(range(100))\\ndef after():\\n    return sum(range(100))")
+    r = ip.run_cell("%%cprofile -q -o tk\\nbefore()\\ninner = cProfile.Profile()\\ninner.enable()\\nafter()\\ninner.disable()")
+    fns = set(ip.user_ns["tk"].stats["function"])
+    import pstats
+    inner = {k[2] for k in pstats.Stats(ip.user_ns["inner"]).stats}
+    print("takeover", r.error_in_exec is None, "before" in fns and "after" not in fns, "after" in inner,
+          any(n.startswith("another Python profiler (cProfile.Profile.enable") for n in ip.user_ns["tk"].meta.notes),
+          sys.getprofile() is None)
+    r = ip.run_cell("%%cprofile -q -o sp\\nimport sys\\nbefore()\\nsys.setprofile(lambda *a: None)\\nafter()\\nsys.setprofile(None)")
+    print("setprofile", r.error_in_exec is None, "after" in set(ip.user_ns["sp"].stats["function"]),
+          any("sys.setprofile" in n for n in ip.user_ns["sp"].meta.notes))
+    # actions (Lightning's hooks report them so): each call in the profile of the innermost one,
+    # nbprof's own switches between its profiles no takeover (3.12+: sys.monitoring's one tool)
+    ip.run_cell("def a():\\n    return sum(range(10))\\ndef b():\\n    return [a() for _ in range(3)]")
+    r = ip.run_cell("%%cprofile -q -o ac\\nfrom nbprof import runner\\nc = runner.active().collector\\na()\\n"
+                    "c.begin_action('X')\\nb()\\nc.begin_action('Y')\\na()\\nc.end_action('Y')\\na()\\n"
+                    "c.end_action('X')\\na()")
+    ac = ip.user_ns["ac"]
+    calls = {(x.action, x.function): x.ncalls for x in ac.action_stats().itertuples() if x.function in ("a", "b")}
+    print("actions", r.error_in_exec is None, calls == {("(outside every action)", "a"): 2, ("X", "a"): 4,
+          ("X", "b"): 1, ("Y", "a"): 1}, int(ac.stats.set_index("function").loc["a", "ncalls"]) == 7,
+          not any("another" in n for n in ac.meta.notes), sys.getprofile() is None)
+    r = ip.run_cell("%%cprofile -q -o nxt\\nafter()")
+    print("next", r.error_in_exec is None, "after" in set(ip.user_ns["nxt"].stats["function"]), ip.user_ns["nxt"].meta.notes == [])
     import pandas
     print("pandas", pandas.__version__)
     """
@@ -122,5 +149,11 @@ def test_nbprof_on_python(version, tmp_path):
     assert lines["cprofile_report"] == "True True True"
     assert lines["trace_report"] == "True True True True"
     assert lines["compare"] == "True True"
+    assert lines["takeover"] == "True True True True True"
+    # before 3.12 a profile function replaces cProfile's (said, the calls after it are not in the
+    # report); from 3.12 it runs beside cProfile's sys.monitoring hooks (nothing lost, nothing said)
+    assert lines["setprofile"] == ("True False True" if version < "3.12" else "True True False")
+    assert lines["next"] == "True True True"
+    assert lines["actions"] == "True True True True True"
     if version == "3.10":  # pandas 3 needs 3.11+: here the 2.x line is what users get
         assert lines["pandas"].startswith("2."), lines["pandas"]

@@ -154,3 +154,88 @@ with record_function("other"):
         assert row["count"] == theirs[label].count
         assert row["total_us"] == pytest.approx(theirs[label].cpu_time_total, abs=0.01)
     assert (r["device_us"] == 0).all()
+
+
+def test_share_of_parent_and_of_the_outermost_range_from_the_raw_file():
+    name = "cnn_train_cuda"
+    ann = [e for e in raw(name) if e.get("cat") == "user_annotation"]
+    total = {}
+    for e in ann:
+        total[e["name"]] = total.get(e["name"], 0.0) + e["dur"]
+    r = nbprof.load_trace(trace_path(name)).ranges().set_index("label")
+    parent_of = {"forward": "train_step", "backward": "train_step", "optimizer": "train_step",
+                 "Optimizer.step#SGD.step": "optimizer", "Optimizer.zero_grad#SGD.zero_grad": "optimizer"}
+    for label, row in r.iterrows():
+        if label == "train_step":
+            assert np.isnan(row["share_of_parent"]) and row["share_of_root"] == 1.0
+            continue
+        assert row["share_of_parent"] == pytest.approx(total[label] / total[parent_of[label]])
+        assert row["share_of_root"] == pytest.approx(total[label] / total["train_step"])
+
+
+def test_operators_under_each_range_from_the_raw_file():
+    """Every op of the process that starts while an instance of the label is open, by name: count
+    and self CPU time (its duration minus its direct child ops', from the file's nesting)."""
+    name = "cnn_train_cuda"
+    ev = raw(name)
+    p = nbprof.load_trace(trace_path(name))
+    # self CPU time from the file: an event's duration minus its direct children's on its thread
+    # (ops, ranges and runtime calls nest, as in torch's tree; the profiler's overhead events,
+    # "pid -1, tid 0" in the file, come out of the main thread's op, as torch does)
+    main = next(e["pid"] for e in ev if e.get("cat") == "cpu_op")
+    cpu = [dict(e, pid=main, tid=main) if e.get("cat") == "overhead" else e for e in ev
+           if e.get("cat") in ("cpu_op", "user_annotation", "cuda_runtime", "cuda_driver", "overhead")
+           and e.get("ph") == "X"]
+    cpu.sort(key=lambda e: (e["pid"], e["tid"], e["ts"], -e["dur"]))
+    parent = {}
+    stack = []
+    for e in cpu:
+        while stack and not (stack[-1]["pid"] == e["pid"] and stack[-1]["tid"] == e["tid"]
+                             and e["ts"] < stack[-1]["ts"] + stack[-1]["dur"]):
+            stack.pop()
+        parent[id(e)] = stack[-1] if stack else None
+        stack.append(e)
+    # torch's rule: an only child with its parent's name is merged into it (counted once)
+    merged = set()
+    while True:
+        children = {}
+        for e in cpu:
+            if id(e) not in merged and parent[id(e)] is not None:
+                children.setdefault(id(parent[id(e)]), []).append(e)
+        new = [e for e in cpu if id(e) not in merged and parent[id(e)] is not None
+               and parent[id(e)]["name"] == e["name"] and len(children[id(parent[id(e)])]) == 1]
+        if not new:
+            break
+        for e in new:
+            merged.add(id(e))
+            for c in children.get(id(e), []):
+                parent[id(c)] = parent[id(e)]
+    self_us = {id(e): e["dur"] - sum(c["dur"] for c in children.get(id(e), [])) for e in cpu}
+    ops = [e for e in cpu if e["cat"] == "cpu_op" and id(e) not in merged]
+    ann = [e for e in ev if e.get("cat") == "user_annotation"]
+    table = p.range_ops()
+    assert list(table.columns) == ["path", "label", "name", "count", "self_cpu_us", "self_device_us"]
+    for label in ("train_step", "forward", "backward", "Optimizer.step#SGD.step"):
+        instances = [(a["ts"], a["ts"] + a["dur"], a["pid"]) for a in ann if a["name"] == label]
+        expected: dict[str, list] = {}
+        for e in ops:
+            if any(s <= e["ts"] < t and pid == e["pid"] for s, t, pid in instances):
+                expected.setdefault(e["name"], []).append(self_us[id(e)])
+        ours = p.range_ops(label).set_index("name")
+        assert set(ours.index) == set(expected), label
+        for op, selfs in expected.items():
+            assert ours.loc[op, "count"] == len(selfs), (label, op)
+            assert ours.loc[op, "self_cpu_us"] == pytest.approx(sum(selfs), abs=1e-3), (label, op)
+        assert ours["self_cpu_us"].is_monotonic_decreasing
+    # every op ran in a train_step: its operators' self times are torch's own
+    theirs = {row["key"]: row for row in oracle(name)["rows"] if row["device_type"].endswith("CPU")}
+    step = p.range_ops("train_step").set_index("name")
+    for op, row in step.iterrows():
+        assert row["count"] == theirs[op]["count"], op
+        assert row["self_cpu_us"] == pytest.approx(theirs[op]["self_cpu_time_total"], abs=0.01), op
+    # backward's ops run on autograd's thread: they are under backward all the same
+    assert len(p.range_ops("backward")) > 5
+    with pytest.raises(nbprof.OptionError, match="no single range 'Optimizer'"):
+        p.range_ops("Optimizer")  # two labels contain it
+    assert len(p.range_ops("zero_grad")) == 0  # a range with no operator under it (set_to_none)
+    assert p.range_ops("SGD.step").equals(p.range_ops("train_step › optimizer › Optimizer.step#SGD.step"))

@@ -217,7 +217,7 @@ def test_a_bad_time_drops_the_event_not_the_file(tmp_path):
     p = nbprof.load_trace(write(tmp_path, events))
     assert p.events["name"].astype(str).tolist() == ["k0", "k2"]
     assert p.events["dur_us"].tolist() == [5.0, 12.5]
-    assert p.meta.notes == ["1 events with an unreadable `ts`: left out"]
+    assert p.meta.notes == ["1 event with an unreadable `ts`: left out"]
 
 
 def test_unknown_categories_are_said_and_counted(tmp_path):
@@ -243,7 +243,7 @@ def test_folder_of_ranks_keeps_each_files_notes(tmp_path):
     write(tmp_path / "ranks", [kernel(0), {**kernel(1), "ts": "x"}], "r0.json")
     write(tmp_path / "ranks", [kernel(0)], "r1.json")
     p = nbprof.load_trace(tmp_path / "ranks")
-    assert p.meta.notes == ["r0.json: 1 events with an unreadable `ts`: left out"]
+    assert p.meta.notes == ["r0.json: 1 event with an unreadable `ts`: left out"]
 
 
 # ------------------------------------------------------------------------------ sync kind, ties

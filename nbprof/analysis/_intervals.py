@@ -21,6 +21,7 @@ __all__ = [
     "launch_points",
     "assign_points",
     "sum_in_intervals",
+    "points_in_intervals",
 ]
 
 
@@ -205,3 +206,30 @@ def sum_in_intervals(
     a = np.searchsorted(kp, iv_group * stride + (iv_start - base), side="left")
     b = np.searchsorted(kp, iv_group * stride + (iv_end - base), side="left")
     return cum[b] - cum[a], (b - a).astype(np.int64)
+
+
+def points_in_intervals(
+    point_group: np.ndarray,
+    point_t: np.ndarray,
+    iv_group: np.ndarray,
+    iv_start: np.ndarray,
+    iv_end: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Every (interval, point) pair of one group with ``start <= t < end``, as two index arrays
+    (intervals in order; points of an interval by time). Intervals may overlap or nest: a point
+    is paired with each interval holding it."""
+    z = np.zeros(0, dtype=np.int64)
+    if len(iv_start) == 0 or len(point_t) == 0:
+        return z, z.copy()
+    base, stride = _stride(np.r_[point_t, iv_start], np.r_[point_t, iv_end])
+    kp = np.asarray(point_group, dtype=np.int64) * stride + (np.asarray(point_t, dtype=np.int64) - base)
+    order = np.argsort(kp, kind="stable")
+    kp = kp[order]
+    g = np.asarray(iv_group, dtype=np.int64) * stride
+    lo = np.searchsorted(kp, g + (np.asarray(iv_start, dtype=np.int64) - base), side="left")
+    hi = np.searchsorted(kp, g + (np.asarray(iv_end, dtype=np.int64) - base), side="left")
+    n = np.maximum(hi - lo, 0)
+    total = int(n.sum())
+    iv_index = np.repeat(np.arange(len(n), dtype=np.int64), n)
+    within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(n) - n, n)
+    return iv_index, order[np.repeat(lo, n) + within]

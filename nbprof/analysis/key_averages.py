@@ -7,7 +7,9 @@ torch is wrong (see ``docs/differences.md``):
   "437 %"); its time is in the Ranges view, and the CPU annotation row has the kernels launched
   under it as device time;
 - kernels are counted once, also under ops that a profiler overhead event interrupted;
-- Python frames (``--stack``) are not operator rows; they make the ``stack`` grouping.
+- Python frames (``--stack``) are not operator rows; they make the ``stack`` grouping;
+- torch.compile's ranges (``... (dynamo_timed)`` and its phases) are not operator rows: they are
+  compilation (``analysis.compilation``, the Compile tab).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from ..events import (
     time_ns,
 )
 from ..errors import OptionError
+from .compilation import compile_range_mask
 
 __all__ = ["key_averages", "KEY_AVERAGE_COLUMNS", "GROUP_BY", "averaged_rows"]
 
@@ -70,7 +73,9 @@ def averaged_rows(events: pd.DataFrame) -> np.ndarray:
     work = kind_mask(kind, DEVICE_WORK_CODES)
     # memory events outside every CPU event are rows of their own ("[memory]"), as in torch
     loose_memory = kind_mask(kind, MEMORY_CODES) & _outside_all(events, kind)
-    return tree | work | loose_memory
+    # torch.compile's own ranges ("... (dynamo_timed)", its phases) are compilation, not operators:
+    # the Compile view holds them (torch's key_averages() lists them; docs/differences.md)
+    return (tree & ~compile_range_mask(events)) | work | loose_memory
 
 
 def key_averages(

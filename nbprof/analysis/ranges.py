@@ -4,12 +4,16 @@ One row per label *path* (a label under its enclosing labels: "train_step › fo
 order (each label right after its parent; siblings in the order they first ran):
 
     label, path, depth, count, total_us, mean_us, min_us, max_us, share_of_span,
-    device_us, kernels, gpu_span_us
+    share_of_parent, share_of_root, device_us, kernels, gpu_span_us
 
 - ``label``: the ``record_function`` name; all ``ProfilerStep#N`` are one label, "ProfilerStep*"
   (as torch's tables); ``depth``: how many labels enclose it (the view indents by it).
 - ``count``, ``total_us``, ``mean_us``, ``min_us``, ``max_us``: over the label's instances (CPU
-  wall time from enter to exit); ``share_of_span``: ``total_us`` over the profiled span.
+  wall time from enter to exit); ``share_of_span``: ``total_us`` over the profiled span;
+  ``share_of_parent``: over the enclosing label's ``total_us`` (NaN at the top);
+  ``share_of_root``: over the outermost enclosing label's (1 at the top). A Lightning fit
+  (``nbprof.lightning``) is one label, "[Trainer].fit", that its actions nest under: there
+  ``share_of_root`` is each action's share of the fit, as Lightning's simple profiler reports it.
 - ``device_us`` / ``kernels``: the device work (kernels, copies, memsets) *launched while the
   label was open*, by any thread of the same process, each launch counted once per row however
   many instances were open. So ``backward`` gets the kernels that autograd's own thread launched
@@ -18,6 +22,15 @@ order (each label right after its parent; siblings in the order they first ran):
   annotation's span as if it were kernel time).
 - ``gpu_span_us``: the total span of the label's GPU annotations (``gpu_user_annotation``: first
   to last kernel of the range on the device, idle gaps included); 0 when the trace has none.
+
+``range_ops``: the operators under each path, one row per (path, operator name):
+
+    path, label, name, count, self_cpu_us, self_device_us
+
+the operators (``op`` events, on any thread of the process: autograd's backward ops included)
+that started while the label was open, their count and self times (CPU time in the operator
+itself, device time of the kernels it launched itself); so summed over the names, a path's
+``self_cpu_us`` is the CPU time its operators took. Nested labels hold their operators too.
 """
 
 from __future__ import annotations
@@ -28,10 +41,11 @@ import pandas as pd
 
 from ..meta import TraceMeta
 from ..events import KIND_CODE, key_names, time_ns
-from ._intervals import launch_points, sum_in_intervals, union_segments
+from ._intervals import launch_points, points_in_intervals, sum_in_intervals, union_segments
 from .device_stats import process_codes, profiled_windows, span_ns
 
-__all__ = ["ranges", "RANGE_COLUMNS", "PATH_SEP", "range_labels", "annotation_parents"]
+__all__ = ["ranges", "range_ops", "RANGE_COLUMNS", "RANGE_OP_COLUMNS", "PATH_SEP", "range_labels",
+           "annotation_parents"]
 
 PATH_SEP = " › "
 
@@ -45,10 +59,14 @@ RANGE_COLUMNS = (
     "min_us",
     "max_us",
     "share_of_span",
+    "share_of_parent",
+    "share_of_root",
     "device_us",
     "kernels",
     "gpu_span_us",
 )
+
+RANGE_OP_COLUMNS = ("path", "label", "name", "count", "self_cpu_us", "self_device_us")
 
 
 def range_labels(names: pd.Series) -> np.ndarray:
@@ -190,6 +208,13 @@ def ranges(events: pd.DataFrame, meta: TraceMeta | None = None) -> pd.DataFrame:
     span = float(span_ns(windows, len(rank_labels)).sum())
 
     path_text = _path_text(paths)
+    parent_path = paths["parent_path"].to_numpy()
+    has_parent = parent_path >= 0
+    parent_total = np.where(has_parent, total[np.maximum(parent_path, 0)], np.nan)
+    root = _roots(parent_path)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share_of_parent = np.where(has_parent & (parent_total > 0), total / parent_total, np.nan)
+        share_of_root = np.where(total[root] > 0, total / total[root], np.nan)
     out = pd.DataFrame(
         {
             "label": paths["label"].to_numpy(),
@@ -201,6 +226,8 @@ def ranges(events: pd.DataFrame, meta: TraceMeta | None = None) -> pd.DataFrame:
             "min_us": mins / 1000.0,
             "max_us": maxs / 1000.0,
             "share_of_span": total / span if span > 0 else np.nan,
+            "share_of_parent": share_of_parent,
+            "share_of_root": share_of_root,
             "device_us": device_ns / 1000.0,
             "kernels": kernels,
             "gpu_span_us": gpu_span / 1000.0,
@@ -208,6 +235,66 @@ def ranges(events: pd.DataFrame, meta: TraceMeta | None = None) -> pd.DataFrame:
     )
     order = _tree_order(paths["parent_path"].to_numpy(), paths["depth"].to_numpy(), firsts)
     return out.iloc[order].reset_index(drop=True)
+
+
+def range_ops(events: pd.DataFrame) -> pd.DataFrame:
+    """The operators under each label path (see the module doc), paths in ``ranges``' order and
+    each path's operators by self CPU time."""
+    kind = events["kind"].cat.codes.to_numpy()
+    merged = events["merged"].to_numpy()
+    ann = np.flatnonzero((kind == KIND_CODE["annotation"]) & ~merged)
+    ops = np.flatnonzero((kind == KIND_CODE["op"]) & ~merged & (events["thread"].to_numpy() >= 0))
+    if len(ann) == 0:
+        return pd.DataFrame({c: pd.Series(dtype=object if c in ("path", "label", "name") else
+                                          (np.int64 if c == "count" else np.float64)) for c in RANGE_OP_COLUMNS})
+    labels = range_labels(events["name"])
+    path_of, paths = _paths(events, ann, labels)
+    start = time_ns(events["start_us"].to_numpy())
+    end = start + time_ns(events["dur_us"].to_numpy())
+    _, process = _lanes(events)
+    n_proc = int(process.max()) + 1 if len(process) else 1
+    seg_g, seg_s, seg_e = union_segments(start[ann], end[ann], path_of[ann] * n_proc + process[ann])
+    seg_index, op_index = points_in_intervals(process[ops], start[ops], seg_g % n_proc, seg_s, seg_e)
+    path = seg_g[seg_index] // n_proc
+    op = ops[op_index]
+    name_codes = events["name"].cat.codes.to_numpy()[op]
+    frame = pd.DataFrame({"path_id": path, "name_code": name_codes,
+                          "self_cpu_us": events["self_cpu_us"].to_numpy()[op],
+                          "self_device_us": events["self_device_us"].to_numpy()[op]})
+    out = frame.groupby(["path_id", "name_code"], sort=False).agg(
+        count=("self_cpu_us", "size"), self_cpu_us=("self_cpu_us", "sum"), self_device_us=("self_device_us", "sum"),
+    ).reset_index()
+    # paths in ranges' (tree) order, then each path's operators by self CPU time
+    firsts = np.full(len(paths), np.iinfo(np.int64).max)
+    np.minimum.at(firsts, path_of[ann], start[ann])
+    tree_rank = np.empty(len(paths), dtype=np.int64)
+    tree_rank[_tree_order(paths["parent_path"].to_numpy(), paths["depth"].to_numpy(), firsts)] = np.arange(len(paths))
+    out["rank"] = tree_rank[out["path_id"].to_numpy()]
+    out = out.sort_values(["rank", "self_cpu_us"], ascending=[True, False], kind="stable")
+    path_text = _path_text(paths)
+    categories = events["name"].cat.categories
+    return pd.DataFrame(
+        {
+            "path": path_text[out["path_id"].to_numpy()],
+            "label": paths["label"].to_numpy()[out["path_id"].to_numpy()],
+            "name": np.asarray(categories, dtype=object)[out["name_code"].to_numpy()],
+            "count": out["count"].to_numpy(dtype=np.int64),
+            "self_cpu_us": out["self_cpu_us"].to_numpy(dtype=np.float64),
+            "self_device_us": out["self_device_us"].to_numpy(dtype=np.float64),
+        },
+        columns=list(RANGE_OP_COLUMNS),
+    )
+
+
+def _roots(parent: np.ndarray) -> np.ndarray:
+    """The outermost ancestor of each path (itself at the top)."""
+    root = np.arange(len(parent))
+    up = parent.copy()
+    while (up >= 0).any():
+        climb = up >= 0
+        root[climb] = up[climb]
+        up[climb] = parent[up[climb]]
+    return root
 
 
 def _lanes(events: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..format import plural
 from ..meta import TraceMeta
 from ..events import DEVICE_WORK_CODES, KIND_CODE, KINDS, TREE_CODES, category_mask, kind_mask
 from .breakdown import (BREAKDOWN_COLUMNS, COMM_PATTERN, HTA_BREAKDOWN_COLUMNS, HTA_IDLE_COLUMNS, breakdown_table,
@@ -73,8 +74,8 @@ class RankReport:
          **{c: np.zeros(0) for c in HTA_IDLE_COLUMNS}}), np.zeros(0, dtype=object)))
 
     def __repr__(self) -> str:
-        return (f"<RankReport {len(self.table)} ranks, slowest {self.slowest}, imbalance {self.imbalance:.1%}, "
-                f"{len(self.differences)} differing rows>")
+        return (f"<RankReport {plural(len(self.table), 'rank')}, slowest {self.slowest}, imbalance {self.imbalance:.1%}, "
+                f"{plural(len(self.differences), 'differing row')}>")
 
 
 def rank_table(events: pd.DataFrame, meta: TraceMeta | None = None, stats: DeviceStats | None = None,

@@ -66,6 +66,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import TraceError
+from ..format import plural
 from ..meta import TraceMeta
 from ..events import (
     ARG_COLUMNS,
@@ -226,6 +227,7 @@ class _Trace(msgspec.Struct, gc=False):
     baseTimeNanoseconds: int = 0
     traceName: str = ""
     distributedInfo: dict[str, Any] | None = None
+    nbprofCompileLog: dict[str, Any] | None = None  # torch.compile's log, as nbprof's exporter writes it
 
 
 class _LooseTrace(msgspec.Struct, gc=False):
@@ -239,6 +241,7 @@ class _LooseTrace(msgspec.Struct, gc=False):
     baseTimeNanoseconds: Any = 0
     traceName: Any = ""
     distributedInfo: Any = None
+    nbprofCompileLog: Any = None
 
 
 _DECODER = msgspec.json.Decoder(_Trace)
@@ -358,6 +361,10 @@ def _category_code(cat: str) -> tuple[int, bool]:
 # at two spaces), compact JSON from json.dumps (kineto's writer in some builds; events start with
 # "ph") and from msgspec (nbprof's exporter). A slice is cut between "}," and the next "{".
 _EVENT_BOUNDARIES = (b"},\n  {", b'}, {"ph": ', b'},{"ph":')
+# the end of the note of a file none of whose entries is an event (a live run's own file, where a
+# cell ran no operator, leaves it out: there is no file of the user's to speak of)
+NO_EVENT_READ = "an event nbprof reads"
+
 _SLICE_BYTES = 1 << 18  # ~700-1,500 events: their objects stay in the CPU cache; ~2 MiB of buffers in all
 
 
@@ -951,6 +958,7 @@ class _Reader:
             world_size=dist.get("world_size"),
             main_thread=main_tid,
             span_us=(span[0][1] if span else None),
+            compile_log=trace.nbprofCompileLog if isinstance(trace.nbprofCompileLog, dict) else None,
             reader_notes=self._notes(),
         )
         return TraceData(events=events, meta=meta)
@@ -958,18 +966,19 @@ class _Reader:
     def _notes(self) -> list[str]:
         """What was not read or not understood, counted: a profile that holds less than its file
         always says so."""
-        notes = [f"{count:,} events with an unreadable `{name}`: left out"
+        notes = [f"{plural(count, 'event')} with an unreadable `{name}`: left out"
                  for name, count in sorted(self.unreadable.items())]
         unknown = {cat: count for cat, count in self.unknown.items() if count}
         if unknown:
             listed = ", ".join(f"{cat} ({count:,})" for cat, count in sorted(unknown.items(), key=lambda x: -x[1]))
-            notes.append(f"{sum(unknown.values()):,} events in categories nbprof does not know, read as "
+            notes.append(f"{plural(sum(unknown.values()), 'event')} in categories nbprof does not know, read as "
                          f'"other": {listed}')
         if self.begin_end:
             notes.append(f'{self.begin_end:,} begin/end ("B"/"E") events not read: nbprof reads complete '
                          '("X") and instant ("i") events')
         if self.n == 0 and self.seen:
-            notes.append(f"none of the file's {self.seen:,} entries is an event nbprof reads")
+            notes.append(f"none of the file's {self.seen:,} entries is {NO_EVENT_READ}" if self.seen > 1 else
+                         f"the file's one entry is not {NO_EVENT_READ}")
         return notes
 
     def _raw_texts(self, attr: str, codes: np.ndarray, text: Callable[[bytes], str]) -> pd.Categorical:

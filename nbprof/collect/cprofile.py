@@ -9,22 +9,38 @@ What cProfile sees: only the thread that runs the cell (Python < 3.12: ``sys.set
 per thread; 3.12+: cProfile's ``sys.monitoring`` hooks also see other threads' calls, but time
 them as if on one stack, which is wrong). Work in other threads or processes (DataLoader workers)
 is not attributed to its functions; use ``%%torchprof`` for those.
+
+Actions (Lightning's hooks, reported through ``begin_action`` / ``end_action``): one
+``cProfile.Profile`` per action name, and one for the code outside every action; at each
+boundary the current one is disabled and the innermost open action's enabled, as Lightning's
+``AdvancedProfiler`` keeps a profile per action (which re-enables none when a nested action ends;
+here the enclosing action's profile records again). So each call is counted once, in the
+profile of the action that was innermost when it was made: the merged stats (the report's
+totals, ``pstats``' own ``add`` of the profiles) have the call counts one profiler would have.
+Times have one limit, said in the report: disabling a profile closes the calls still running
+at that moment (cProfile's ``flush_unmatched``), so a function that was running when an action
+began (``Trainer.fit``, the loops) is timed until then, and its own time after that is in no
+profile.
 """
 
 from __future__ import annotations
 
+import _lsprof
 import cProfile
 import os
 import sys
+import threading
+import time
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ..errors import ProfilerBusyError
-from .collector import Collector
+from .collector import Collector, Takeover, code_sites
 
-__all__ = ["CProfileSession", "raw_stats", "stats_tables", "stats_table", "edges_table", "STATS_COLUMNS", "EDGE_COLUMNS", "another_profiler_active"]
+__all__ = ["CProfileSession", "MergedProfile", "OUTSIDE_ACTIONS", "raw_stats", "raw_stats_of", "merge_raw", "stats_tables", "stats_table", "edges_table", "STATS_COLUMNS", "EDGE_COLUMNS", "another_profiler_active",
+           "ProfilerHookWatch"]
 
 STATS_COLUMNS = (
     "function",
@@ -53,6 +69,8 @@ EDGE_COLUMNS = (
 _NBPROF_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Calls nbprof itself makes while the profiler runs (starting/stopping it).
 _OWN_BUILTINS = ("<method 'disable' of '_lsprof.Profiler' objects>",)
+# the profile of the code outside every action
+OUTSIDE_ACTIONS = ""
 
 
 def another_profiler_active() -> str | None:
@@ -71,25 +89,61 @@ def another_profiler_active() -> str | None:
 
 class CProfileSession(Collector):
     """``begin()``, run the code, ``end()``; then ``result()`` (and ``raw``) is cProfile's stats
-    dict, without nbprof's own frames."""
+    dict, without nbprof's own frames.
+
+    Python runs one profile function per thread (3.12+: one ``sys.monitoring`` profiler), so a
+    profiler the code starts itself (a ``cProfile.Profile().enable()``, Lightning's advanced
+    profiler, ``profile.Profile``, ``sys.setprofile``) replaces nbprof's, silently: on 3.11 the
+    report then held only the calls before it, on 3.12+ the other one's ``enable()`` raised
+    "Another profiling tool is already active" in the user's code. :class:`ProfilerHookWatch` sees
+    them start (every one: before 3.12 through the audit event Python raises for any profile
+    function, a C extension's too; from 3.12 only another cProfile can take cProfile's place):
+    nbprof's cProfile ends there, the other one starts as it would without nbprof, and
+    ``takeover`` says when. At the end the other one is left running if it still is.
+
+    With actions reported (``begin_action`` / ``end_action``, see the module doc): ``by_action``
+    holds each action's stats dict (``OUTSIDE_ACTIONS``: the code outside them),
+    ``action_counts`` how many times each began, and ``raw`` their merge; nbprof's switches
+    between its own profiles are not another profiler.
+    """
 
     def __init__(self) -> None:
-        self.profiler: cProfile.Profile | None = None
+        self.profiler: Any = None  # the live cProfile.Profile; a MergedProfile once actions ran
         self.raw: dict[Any, Any] = {}
+        self.by_action: dict[str, dict[Any, Any]] = {}
+        self.action_counts: dict[str, int] = {}
+        self._profiles: dict[str, cProfile.Profile] = {}  # per action, OUTSIDE_ACTIONS included
+        self._open: list[str] = []  # the open actions, innermost last
+        self._current: cProfile.Profile | None = None  # the enabled one
         self._running = False
+        self._yielded = False
+        self._own = False
+        self._disabled = False
+        self._began_at = 0.0
+        self._watch = ProfilerHookWatch(self)
 
     def begin(self) -> None:
         busy = another_profiler_active()
         if busy:
             raise ProfilerBusyError(f"cannot start cProfile: {busy}; stop it first (e.g. its .disable())")
         # recorded before enable(): an interrupt right after enable() must still find it to stop
-        self.profiler = cProfile.Profile()
+        self.profiler = self._current = cProfile.Profile()
+        self._profiles = {OUTSIDE_ACTIONS: self.profiler}
         self._running = True
+        self._watch.install()  # before enable(): nothing of it is recorded
+        self._began_at = time.perf_counter()
+        self._own = True  # nbprof's own enable() sets the profile function: not another profiler
         try:
             self.profiler.enable()
         except ValueError as e:  # Python 3.12+: "Another profiling tool is already active"
-            self.profiler, self._running = None, False
+            self._watch.remove()
+            self.profiler, self._current, self._running = None, None, False
             raise ProfilerBusyError(f"cannot start cProfile: {e}") from None
+        except BaseException:
+            self._watch.remove()
+            raise
+        finally:
+            self._own = False
 
     def step(self) -> None:
         """cProfile records every call, with no notion of steps: nothing to do (so a loop that
@@ -98,16 +152,224 @@ class CProfileSession(Collector):
     def toggle_cuda(self, on: bool) -> None:
         """cProfile records no CUDA activity: nothing to pause or resume."""
 
+    def begin_action(self, name: str) -> None:
+        """From now on, calls go to ``name``'s profile (see the module doc)."""
+        if not self.live():
+            return
+        self._open.append(name)
+        self.action_counts[name] = self.action_counts.get(name, 0) + 1
+        self._switch(name)
+
+    def end_action(self, name: str) -> None:
+        """Calls go back to the enclosing action's profile (or the one outside every action)."""
+        if not self.live() or name not in self._open:
+            return
+        at = len(self._open) - 1 - self._open[::-1].index(name)
+        del self._open[at]
+        self._switch(self._open[-1] if self._open else OUTSIDE_ACTIONS)
+
+    def owns(self, profiler: Any) -> bool:
+        """``profiler`` is one of this session's own profiles (enabling it is no takeover)."""
+        return any(profiler is p for p in self._profiles.values())
+
+    def _switch(self, name: str) -> None:
+        profile = self._profiles.get(name)
+        if profile is None:
+            profile = self._profiles[name] = cProfile.Profile()
+        if profile is self._current:
+            return
+        self._own = True  # nbprof's own disable() / enable(): not another profiler
+        try:
+            if self._current is not None:
+                self._current.disable()
+            self._current = profile
+            profile.enable()
+        finally:
+            self._own = False
+
+    def live(self) -> bool:
+        """nbprof's cProfile is recording (started, not ended, not replaced)."""
+        return self._running and not self._yielded and not self._own
+
+    def hook_changing(self) -> None:
+        """The thread's profile function is about to be replaced (Python < 3.12's audit event),
+        by someone else unless nbprof is starting or stopping its own. Python refuses to set a
+        profile function from inside this event ("Cannot install a profile function while
+        another profile function is being installed"), so nbprof's cProfile is not disabled
+        here: the new function simply replaces it; ``end`` disables it, keeping the other's."""
+        if self.live() and threading.get_ident() == self._watch.thread:
+            self._yield("sys.setprofile", time.perf_counter())
+
+    def yield_to(self, by: str) -> None:
+        """Another cProfile is starting (``by``: how): stop nbprof's first, so that its stats end
+        there (the frames still running are closed at this moment). Before 3.12 another
+        thread's profile function is its own: only this thread's counts."""
+        if not self.live() or self._current is None:
+            return
+        if _SETPROFILE_REPLACES and threading.get_ident() != self._watch.thread:
+            return
+        now = time.perf_counter()
+        self._yielded = True
+        self._current.disable()  # first: what follows is nbprof's, not the cell's
+        self._disabled = True
+        self._yield(by, now)
+
+    def _yield(self, by: str, now: float) -> None:
+        self._yielded = True
+        self.takeover = Takeover(by=by, at_s=now - self._began_at, sites=code_sites((_NBPROF_DIR,)))
+
     def end(self) -> None:
         if not self._running or self.profiler is None:
             return
-        self._running = False
-        self.profiler.disable()
-        self.profiler.create_stats()  # the live profiler stays what pstats.Stats(result.profiler) reads
-        self.raw = _without_own_frames(raw_stats(self.profiler))
+        current = self._current if self._current is not None else self.profiler
+        self._own = True  # nbprof's own disable() clears the profile function
+        try:
+            if not self._yielded:
+                # no other call first: cProfile would record it among the cell's calls
+                current.disable()
+            else:
+                assert self.takeover is not None
+                self.takeover.still_running = _hook_owner(current) is not None
+                if not self._disabled:  # replaced through sys.setprofile: still enabled underneath
+                    _disable_keeping_the_others(current)
+        finally:
+            self._running = False
+            self._own = False
+            self._current = None
+            self._open = []
+            self._watch.remove()
+        if len(self._profiles) == 1:
+            self.profiler.create_stats()  # the live profiler stays what pstats.Stats(result.profiler) reads
+            self.raw = _without_own_frames(raw_stats(self.profiler))
+            return
+        names = list(self._profiles)
+        raws = raw_stats_of([self._profiles[n] for n in names])
+        self.by_action = {n: _without_own_frames(r) for n, r in zip(names, raws)}
+        self.raw = merge_raw(self.by_action.values())
+        self.profiler = MergedProfile(self.raw, self._profiles)
 
     def result(self) -> dict[Any, Any]:
         return self.raw
+
+
+class MergedProfile:
+    """What ``result.profiler`` is when a run recorded actions: the merged stats as pstats reads
+    a profile (``pstats.Stats(result.profiler)``, ``print_stats``, ``dump_stats``), and each
+    action's own ``cProfile.Profile`` in ``profiles`` (``OUTSIDE_ACTIONS``: outside them)."""
+
+    def __init__(self, raw: dict[Any, Any], profiles: dict[str, cProfile.Profile]) -> None:
+        self.stats = raw
+        self.profiles = profiles
+
+    def create_stats(self) -> None:
+        """pstats calls it before reading ``stats``: they are final already."""
+
+    def print_stats(self, sort: Any = -1) -> None:
+        import pstats
+
+        pstats.Stats(self).strip_dirs().sort_stats(sort).print_stats()  # type: ignore[arg-type]
+
+    def dump_stats(self, file: str) -> None:
+        import marshal
+
+        with open(file, "wb") as f:
+            marshal.dump(self.stats, f)
+
+
+def _hook_owner(ours: cProfile.Profile) -> str | None:
+    """What holds the profiling hook now that nbprof's cProfile yielded it: another profiler
+    (its type or sys.monitoring tool name), or None."""
+    monitoring = getattr(sys, "monitoring", None)
+    if monitoring is not None:  # 3.12+: cProfile holds sys.monitoring's PROFILER_ID
+        tool = monitoring.get_tool(monitoring.PROFILER_ID)
+        return None if tool is None else str(tool)
+    hook = sys.getprofile()
+    if hook is None or hook is ours:
+        return None
+    return type(getattr(hook, "__self__", hook)).__name__
+
+
+def _disable_keeping_the_others(ours: cProfile.Profile) -> None:
+    """Stop nbprof's cProfile, whose ``disable`` clears the thread's profile function whoever set
+    it (Python < 3.12), and give the other profiler its hook back."""
+    hook = sys.getprofile()
+    ours.disable()
+    if hook is None or hook is ours:
+        return
+    if isinstance(hook, _lsprof.Profiler):
+        hook.enable()
+    else:
+        sys.setprofile(hook)
+
+
+# Before Python 3.12 every profile function (cProfile's, profile.Profile's, sys.setprofile's, a C
+# extension's) is the thread's one, and setting one raises the audit event "sys.setprofile" first;
+# from 3.12 cProfile profiles through sys.monitoring, a sys.setprofile hook runs beside it, and a
+# second cProfile cannot start at all ("Another profiling tool is already active").
+_SETPROFILE_REPLACES = sys.version_info < (3, 12)
+_watched: "CProfileSession | None" = None  # the session the audit hook stands for
+_audit_hook_added = False
+
+
+def _audit(event: str, args: Any) -> None:
+    """sys.addaudithook's hook (added once a process: audit hooks cannot be removed); a no-op
+    unless a ``%%cprofile`` session records. Kept minimal: it runs at every audited event."""
+    if event == "sys.setprofile":
+        session = _watched
+        if session is not None:
+            session.hook_changing()
+
+
+class ProfilerHookWatch:
+    """While installed, another profiler starting stops nbprof's cProfile first
+    (``CProfileSession.yield_to``): ``cProfile.Profile.enable`` (any cProfile, Lightning's
+    advanced profiler's too), and before Python 3.12 anything that sets the thread's profile
+    function (``profile.Profile``, ``sys.setprofile``, C extensions), seen through the audit event
+    Python raises first: a wrapper around ``sys.setprofile`` would itself be a Python frame whose
+    return the new profile function sees (``profile.Profile`` then fails with "Bad return")."""
+
+    def __init__(self, session: CProfileSession) -> None:
+        self._session = session
+        self.thread = 0
+        self._installed: tuple[Any, bool, Any] | None = None  # (what was there, held by the class, wrapper)
+
+    def install(self) -> None:
+        global _watched, _audit_hook_added
+        if self._installed is not None:
+            return
+        self.thread = threading.get_ident()
+        session = self._session
+        enable_before = cProfile.Profile.enable  # _lsprof's, or someone's own override
+
+        def enable(prof: Any, *args: Any, **kwargs: Any) -> Any:
+            if not session.owns(prof):  # nbprof's per-action profiles are its own
+                session.yield_to("cProfile.Profile.enable")
+            return enable_before(prof, *args, **kwargs)
+
+        enable.__doc__ = enable_before.__doc__
+        had = "enable" in vars(cProfile.Profile)
+        cProfile.Profile.enable = enable  # type: ignore[method-assign,assignment]
+        self._installed = (enable_before, had, enable)
+        if _SETPROFILE_REPLACES:
+            _watched = session
+            if not _audit_hook_added:
+                sys.addaudithook(_audit)
+                _audit_hook_added = True
+
+    def remove(self) -> None:
+        global _watched
+        if _watched is self._session:
+            _watched = None
+        if self._installed is None:
+            return
+        before, had, wrapper = self._installed
+        self._installed = None
+        if vars(cProfile.Profile).get("enable") is not wrapper:
+            return  # replaced again since: leave it
+        if had:
+            cProfile.Profile.enable = before  # type: ignore[method-assign]
+        else:
+            del cProfile.Profile.enable
 
 
 def raw_stats(profiler: cProfile.Profile) -> dict[Any, Any]:
@@ -121,14 +383,21 @@ def raw_stats(profiler: cProfile.Profile) -> dict[Any, Any]:
     callers (measured on Python 3.11). nbprof holds the live profiler, whose ``getstats()`` gives
     every code object apart: those that would share a key are told apart by the column they start
     at ("<listcomp> at col 5"), every other key is pstats' own."""
-    entries = profiler.getstats()
+    return raw_stats_of([profiler])[0]
+
+
+def raw_stats_of(profilers: list[cProfile.Profile]) -> list[dict[Any, Any]]:
+    """``raw_stats`` of several profiles of one run (one per action), each code object named the
+    same in all of them (names told apart over the union), so that their stats merge by key."""
+    all_entries = [profiler.getstats() for profiler in profilers]
     codes: dict[tuple[str, int, str], list[Any]] = {}
-    for entry in entries:
-        code = entry.code
-        if not isinstance(code, str):
-            same = codes.setdefault((code.co_filename, code.co_firstlineno, code.co_name), [])
-            if not any(c is code for c in same):
-                same.append(code)
+    for entries in all_entries:
+        for entry in entries:
+            code = entry.code
+            if not isinstance(code, str):
+                same = codes.setdefault((code.co_filename, code.co_firstlineno, code.co_name), [])
+                if not any(c is code for c in same):
+                    same.append(code)
     names: dict[int, tuple[str, int, str]] = {}
     for (filename, line, name), same in codes.items():
         if len(same) == 1:
@@ -144,7 +413,11 @@ def raw_stats(profiler: cProfile.Profile) -> dict[Any, Any]:
             return ("~", 0, code)
         return names.get(id(code)) or (code.co_filename, code.co_firstlineno, code.co_name)
 
-    # cProfile.Profile.snapshot_stats, keyed by these labels
+    return [_snapshot(entries, label) for entries in all_entries]
+
+
+def _snapshot(entries: Any, label: Any) -> dict[Any, Any]:
+    """cProfile.Profile.snapshot_stats, keyed by ``label(code)``."""
     stats: dict[Any, Any] = {}
     callers_of: dict[int, dict[Any, Any]] = {}
     for entry in entries:
@@ -164,6 +437,24 @@ def raw_stats(profiler: cProfile.Profile) -> dict[Any, Any]:
                 nc, cc, tt, ct = nc + p_nc, cc + p_cc, tt + p_tt, ct + p_ct
             of_callee[caller] = (nc, cc, tt, ct)
     return stats
+
+
+def merge_raw(raws: Any) -> dict[Any, Any]:
+    """Several raw stats dicts of one run -> one, added up as ``pstats.Stats.add`` does: each
+    function's four numbers, and each caller edge's."""
+    out: dict[Any, Any] = {}
+    for raw in raws:
+        for key, (cc, nc, tt, ct, callers) in raw.items():
+            have = out.get(key)
+            if have is None:
+                out[key] = (cc, nc, tt, ct, dict(callers))
+                continue
+            h_cc, h_nc, h_tt, h_ct, h_callers = have
+            for caller, edge in callers.items():
+                old = h_callers.get(caller)
+                h_callers[caller] = edge if old is None else tuple(a + b for a, b in zip(old, edge))
+            out[key] = (h_cc + cc, h_nc + nc, h_tt + tt, h_ct + ct, h_callers)
+    return out
 
 
 def _where_on_the_line(code: Any) -> str:

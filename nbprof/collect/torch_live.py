@@ -8,29 +8,45 @@ trace format has no FLOPs field.
 
 Whatever happens between ``begin`` and ``end`` (an exception, KeyboardInterrupt), ``end`` disables
 the profiler; ``_force_disable`` is the last resort when torch's own ``__exit__`` is interrupted.
+
+torch runs one profiler session at a time. Another one starting while nbprof's runs (a ``with
+torch.profiler.profile()`` in the cell, Accelerate's or Lightning's profiler) ends nbprof's
+session inside torch without a word: torch 2.13 then hands nbprof's profiler empty results whose
+``save`` crashed the process (a segmentation fault in ``ActivityTraceWrapper::save``), torch 2.4
+raises at its ``__exit__``. So while nbprof's session runs, :class:`ForeignStartWatch` sees every
+other profiler start (torch's module-level ``_prepare_profiler`` / ``_enable_profiler`` /
+``_enable_profiler_legacy``, through which every torch profiler starts): nbprof stops its own
+session there, reads what it recorded, and lets the other one start, as it would have without
+nbprof (``Takeover`` says when and who). At the end, results torch emptied are never saved
+(``lost_session``).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
 import tempfile
+import threading
+import time
 import warnings
 import weakref
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Callable
 
 import numpy as np
 
 from ..errors import MissingDependencyError, ProfilerBusyError
+from ..format import fmt_bytes
 from ..events import TraceData
 from ..settings import TorchOptions
-from .chrome_trace import read_trace_file
-from .collector import Collector
+from .chrome_trace import NO_EVENT_READ, read_trace_file
+from .collector import Collector, Takeover, code_sites
+from .compile_state import CompileWatch
 from .native_output import NativeStderrFilter, summarize_native_warnings
 
-__all__ = ["TorchSession", "SavedResults", "import_torch", "check_torch_version", "cuda_available", "MIN_TORCH",
-           "SHM_MIN_FREE_BYTES"]
+__all__ = ["TorchSession", "OpenRanges", "SavedResults", "ForeignStartWatch", "read_results", "lost_session",
+           "import_torch", "check_torch_version", "cuda_available", "MIN_TORCH", "SHM_MIN_FREE_BYTES"]
 
 # Use /dev/shm only with this much room: Docker gives containers 64 MB by default, and a trace
 # of a million events is ~400 MB.
@@ -105,8 +121,15 @@ class TorchSession(Collector):
         self.profiler: Any = None  # the live torch.profiler.profile
         self._stderr: NativeStderrFilter | None = None
         self._started = False
+        self._stopped = False  # nbprof's session is over (ended, or yielded to another profiler)
+        self._began_at = 0.0
+        self._torch: Any = None
+        self._recording: tuple[Any, ...] = ()  # the schedule's actions in which torch's session runs
         self._recorded: TraceData | None = None
+        self._watch = ForeignStartWatch(self._yield_to_other)
         self.cycles: list[TraceData] = []  # one per completed --schedule cycle
+        self.compile = CompileWatch()  # torch.compile's structured log and kernel profiling, for the cell
+        self.actions = OpenRanges()  # a framework's actions (Lightning's hooks) as ranges
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -117,8 +140,10 @@ class TorchSession(Collector):
                 "a torch profiler is already running in this process; "
                 "stop it (or let its `with` block end) before profiling this cell"
             )
-        from torch.profiler import ProfilerActivity, profile
+        from torch.profiler import ProfilerAction, ProfilerActivity, profile
 
+        self._torch = torch
+        self._recording = (ProfilerAction.WARMUP, ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
         activities = [ProfilerActivity.CPU]
         if self.options.cuda:
             activities.append(ProfilerActivity.CUDA)
@@ -149,13 +174,18 @@ class TorchSession(Collector):
         _skip_inductor_import(True)
         try:
             self.profiler = profile(**kwargs)
-            self.profiler.__enter__()
+            with self._watch.own_calls():
+                self._watch.install()
+                self.profiler.__enter__()
         except BaseException:
+            self._watch.remove()
             _skip_inductor_import(False)
             self._force_disable()
             self._stderr.stop()
             raise
+        self.compile.begin()
         self._started = True
+        self._began_at = time.perf_counter()
 
     def end(self) -> None:
         """Stop the profiler (always), then read what it recorded."""
@@ -163,21 +193,15 @@ class TorchSession(Collector):
             return
         self._started = False
         try:
-            try:
-                self.profiler.__exit__(None, None, None)
-            except BaseException:
-                self._force_disable()
-                raise
-            finally:
-                _skip_inductor_import(False)
+            if self.takeover is not None:
+                self.takeover.still_running = bool(self._torch.autograd._profiler_enabled())
             # still under the stderr filter: torch's trace writer logs too (torch 2.4's CUDA
             # builds print Kineto's "gpuGetDeviceCount failed" on a machine without a GPU when
             # the trace is saved)
-            if self.options.schedule is not None:
-                self._recorded = self._merge_cycles()
-            else:
-                self._recorded = self._read(self.profiler)
+            self._stop_and_read()
         finally:
+            self._watch.remove()
+            self.compile.end()  # the cell's compile log, also after another profiler took over
             if self._stderr is not None:
                 self._stderr.stop()
 
@@ -188,20 +212,84 @@ class TorchSession(Collector):
         return summarize_native_warnings(self._stderr.captured if self._stderr else [])
 
     def step(self) -> None:
-        if self._started and self.profiler is not None:
-            with warnings.catch_warnings():
+        """Once nbprof's session is over (another profiler took over), a no-op: a step of the
+        stopped profiler's schedule would start a session again, on top of the other one."""
+        if self._started and not self._stopped and self.profiler is not None:
+            with warnings.catch_warnings(), self._watch.own_calls():
                 # torch warns that a repeating schedule drops each cycle's events unless
                 # acc_events=True; we read every cycle as it ends (on_trace_ready), none is lost
                 warnings.filterwarnings("ignore", message=".*Profiler clears events at the end of each cycle")
                 self.profiler.step()
 
+    def begin_action(self, name: str) -> None:
+        """The action becomes a ``record_function`` range named as the framework names it (in the
+        profiler that runs: another one, once it took over)."""
+        if self._started:
+            self.actions.enter(name)
+
+    def end_action(self, name: str) -> None:
+        self.actions.exit(name)
+
     def toggle_cuda(self, on: bool) -> None:
         """Pause / resume CUDA collection (a no-op when this run does not record CUDA)."""
-        if not self._started or self.profiler is None or not self.options.cuda:
+        if not self._started or self._stopped or self.profiler is None or not self.options.cuda:
             return
         from torch.profiler import ProfilerActivity
 
         self.profiler.toggle_collection_dynamic(on, [ProfilerActivity.CUDA])
+
+    def _stop_and_read(self) -> None:
+        """Stop nbprof's session and read it, once: at the end of the run, or when another
+        profiler starts (``_yield_to_other``)."""
+        if self._stopped:
+            return
+        self._stopped = True
+        lost = False
+        try:
+            # nothing imported before __exit__: with --stack, torch's Python tracer would record it
+            lost = self._session_lost()
+            if lost:
+                # ended by code nbprof did not see: torch holds nothing for it (its __exit__
+                # raises on torch 2.4, returns results that crash at save on 2.13)
+                if self.takeover is None:
+                    self.takeover = Takeover(by="", at_s=None)
+                self._torch.autograd.profiler._run_on_profiler_stop()
+            else:
+                try:
+                    self.actions.close_all()  # an action still open (the code raised) ends with the profile
+                    self.profiler.__exit__(None, None, None)
+                except BaseException:
+                    self._force_disable()
+                    raise
+        finally:
+            _skip_inductor_import(False)
+        if self.options.schedule is not None:
+            self._recorded = self._merge_cycles()  # the cycles that ended before
+        elif not lost:
+            self._recorded = self._read(self.profiler)
+
+    def _session_lost(self) -> bool:
+        """nbprof's profiler should hold torch's session now (it is in a recording part of its
+        schedule: always, without one), but torch has none: other code ended it."""
+        return self.profiler.current_action in self._recording and not self._torch.autograd._profiler_enabled()
+
+    def _yield_to_other(self, entry: str) -> None:
+        """Another profiler is starting (``entry``: the torch function it called): stop nbprof's
+        session first and read it, then let the other one start, as it would without nbprof."""
+        if not self._started or self._stopped:
+            return
+        takeover = self.takeover = Takeover(by="a torch profiler", at_s=time.perf_counter() - self._began_at)
+        try:
+            self._stop_and_read()  # first: with --stack, torch would record what follows as the cell's frames
+        except Exception as e:  # nbprof's own stop must not break the other profiler's start
+            takeover.read_error = f"{type(e).__name__}: {e}".splitlines()[0][:200]
+        by, other = _starting_profiler()
+        takeover.by, takeover.sites = by, code_sites(_package_dirs())
+        takeover.other = weakref.ref(other) if other is not None else None
+        if entry == "_enable_profiler":
+            # emit_itt / emit_nvtx set torch's Python-side "a profiler runs" flag before they enable;
+            # stopping nbprof's cleared it
+            self._torch.autograd.profiler._run_on_profiler_start()
 
     def _force_disable(self) -> None:
         """Make sure no profiler is left enabled in this process."""
@@ -230,16 +318,187 @@ class TorchSession(Collector):
         return concat_traces(self.cycles, label_column="cycle")
 
     def _read(self, prof: Any) -> TraceData | None:
-        results = getattr(prof.profiler, "kineto_results", None) if prof.profiler else None
-        if results is None:
+        if prof.profiler is None:
             return None
-        trace, saved = _save_and_read(results, self.progress)
-        # torch's own API on the profiler keeps working: its later saves read nbprof's file
-        prof.profiler.kineto_results = SavedResults(results, saved)
-        if self.options.flops:
-            _add_flops(trace, results)
+        if lost_session(prof.profiler.kineto_results):  # ended by code the watch did not see
+            if self.takeover is None:
+                self.takeover = Takeover(by="", at_s=None)
+            return None
         # what was asked to be recorded becomes metadata in one place, the runner (TorchMeta)
-        return trace
+        return read_results(prof.profiler, progress=self.progress, flops=self.options.flops)
+
+
+def _package_dirs() -> tuple[str, ...]:
+    """torch's and nbprof's folders: frames there are not the code that started a profiler."""
+    import torch
+
+    return (os.path.dirname(torch.__file__), os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _starting_profiler() -> tuple[str, Any]:
+    """Which profiler is starting, read from the calling frames: its public name, and the object
+    the user holds when ``nbprof.from_profiler`` can read it (a ``torch.profiler.profile`` or
+    ``torch.autograd.profiler.profile``; not emit_itt or the legacy profiler)."""
+    import sys
+
+    import torch
+
+    kineto = torch.profiler.profiler._KinetoProfile
+    found: Any = None
+    frame: Any = sys._getframe(1)
+    for _ in range(16):
+        if frame is None:
+            break
+        obj = frame.f_locals.get("self")
+        if isinstance(obj, kineto):
+            found = obj
+            break
+        if found is None and obj is not None and type(obj).__module__.startswith("torch.autograd.profiler"):
+            found = obj
+        frame = frame.f_back
+    if found is None:
+        return "a torch profiler", None
+    cls = type(found)
+    module = cls.__module__
+    if module == "torch.profiler.profiler":
+        module = "torch.profiler"
+    readable = isinstance(found, (kineto, torch.autograd.profiler.profile))
+    return f"{module}.{cls.__qualname__}", found if readable else None
+
+
+class ForeignStartWatch:
+    """While installed, every torch profiler that starts calls ``on_start(entry)`` first, unless
+    nbprof itself is starting or stepping its own (``own_calls``).
+
+    Every torch profiler starts through one of torch's module-level functions: ``_prepare_profiler``
+    (then ``_enable_profiler``) for ``torch.profiler.profile`` and ``torch.autograd.profiler.profile``
+    (whatever wraps them: Accelerate, Lightning, a schedule's warmup), ``_enable_profiler`` alone
+    for ``emit_itt`` / ``emit_nvtx``, ``_enable_profiler_legacy`` for the legacy profiler; torch
+    looks each up in its module at every call, so a wrapper there sees them all. Installed only
+    while nbprof's session runs; ``record_function`` and everything else is untouched.
+    """
+
+    _ENTRIES = (("torch.autograd.profiler", "_prepare_profiler"), ("torch.autograd.profiler", "_enable_profiler"),
+                ("torch.autograd.profiler_legacy", "_enable_profiler_legacy"))
+
+    def __init__(self, on_start: Callable[[str], None]) -> None:
+        self._on_start = on_start
+        self._saved: list[tuple[Any, str, Any, Any]] = []  # (module, name, torch's function, our wrapper)
+        self._own = threading.local()
+
+    def install(self) -> None:
+        import importlib
+
+        if self._saved:
+            return
+        for module_name, name in self._ENTRIES:
+            try:
+                module = importlib.import_module(module_name)
+                original = getattr(module, name)
+            except (ImportError, AttributeError):  # not in this torch: nothing starts through it
+                continue
+            wrapper = self._wrap(original, name)
+            setattr(module, name, wrapper)
+            self._saved.append((module, name, original, wrapper))
+
+    def remove(self) -> None:
+        while self._saved:
+            module, name, original, wrapper = self._saved.pop()
+            if getattr(module, name, None) is wrapper:
+                setattr(module, name, original)
+
+    def own_calls(self) -> "_OwnCalls":
+        """``with watch.own_calls():`` nbprof's own profiler starts or steps: not another one."""
+        return _OwnCalls(self._own)
+
+    def _wrap(self, original: Any, name: str) -> Any:
+        @functools.wraps(original)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if not getattr(self._own, "on", False):
+                self._on_start(name)
+            return original(*args, **kwargs)
+
+        return wrapper
+
+
+class _OwnCalls:
+    def __init__(self, state: threading.local) -> None:
+        self._state = state
+        self._was = False
+
+    def __enter__(self) -> None:
+        self._was = getattr(self._state, "on", False)
+        self._state.on = True
+
+    def __exit__(self, *exc: object) -> None:
+        self._state.on = self._was
+
+
+def lost_session(results: Any) -> bool:
+    """torch's results of a session another profiler ended: empty, with no start time, and their
+    ``save`` crashes the process (torch 2.13: a segmentation fault in ``ActivityTraceWrapper::save``).
+    Never saved."""
+    if results is None or isinstance(results, SavedResults):
+        return False
+    try:
+        return int(results.trace_start_ns()) == 0
+    except Exception:
+        return False
+
+
+def read_results(profiler: Any, *, progress: Any = None, flops: bool = False) -> TraceData:
+    """A stopped ``torch.autograd.profiler.profile``'s kineto results -> the events table, through
+    torch's trace writer (``_save_and_read``): the one way every live profile is read, nbprof's
+    own and one the user ran (``nbprof.from_profiler``).
+
+    torch's ``save`` is one-shot: the results are replaced on the profiler by :class:`SavedResults`,
+    so torch's own API on it (``export_chrome_trace``) keeps working, and reading them again reads
+    the same trace."""
+    results = profiler.kineto_results
+    trace, saved = _save_and_read(results, progress)
+    base = results._results if isinstance(results, SavedResults) else results
+    profiler.kineto_results = SavedResults(base, saved)
+    if flops:
+        _add_flops(trace, base)
+    return trace
+
+
+class OpenRanges:
+    """``record_function`` ranges opened and closed by name, as a framework reports its actions
+    (``begin_action`` / ``end_action``): torch records one range per action, in whatever torch
+    profiler is running (nbprof's, or one the user started). Ranges of the same name nest; one
+    closed out of order (Lightning's fetch of the next batch can end after the batch) ends as
+    torch allows, by its handle."""
+
+    def __init__(self) -> None:
+        self._open: list[tuple[str, Any]] = []  # in the order they opened
+
+    def enter(self, name: str) -> None:
+        from torch.autograd.profiler import record_function
+
+        rf = record_function(name)
+        rf.__enter__()
+        self._open.append((name, rf))
+
+    def exit(self, name: str) -> None:
+        for i in range(len(self._open) - 1, -1, -1):
+            if self._open[i][0] == name:
+                _, rf = self._open.pop(i)
+                rf.__exit__(None, None, None)
+                return
+
+    def close_all(self) -> None:
+        """End every range still open, innermost first (before the profiler stops: their end is
+        the profile's end)."""
+        while self._open:
+            _, rf = self._open.pop()
+            try:
+                rf.__exit__(None, None, None)
+            except Exception:
+                pass
+
+    def __len__(self) -> int:
+        return len(self._open)
 
 
 def _import_before_profiling(torch: Any) -> None:
@@ -307,9 +566,12 @@ def _save_and_read(results: Any, progress: Any = None) -> tuple[TraceData, Binar
             if progress is not None:
                 size = os.path.getsize(path)
                 progress.start_if_big(size)
-                progress.stage(f"reading the profile ({size / 2**20:,.0f} MB of trace)")
+                progress.stage(f"reading the profile ({fmt_bytes(size)} of trace)")
             trace = read_trace_file(path)
             trace.meta.source = "live"
+            # torch's file of a run that recorded nothing still holds a few entries (process
+            # names): that the cell ran no torch operator is the whole story, not this file
+            trace.meta.reader_notes = [n for n in trace.meta.reader_notes if not n.endswith(NO_EVENT_READ)]
             return trace, file
         except Exception as e:  # a full /dev/shm truncates the file: try the next folder
             if file is not None:

@@ -1,7 +1,7 @@
 """Interactive tables: itables (DataTables), offline, with the static preview as fallback.
 
 The DataFrame handed to itables keeps raw numbers, so a click on a header sorts by value; small
-render functions humanize them for display only (µs/ms/s, B/KB/MB, bars for shares, long names
+render functions humanize them for display only (µs/ms/s, B/KiB/MiB, bars for shares, long names
 cut with the full name on hover): one per unit of ``views.table.Column``, the JavaScript twins of
 ``nbprof.format.formatter`` (same thresholds, same texts). The static preview of the first rows
 (``views.table.static_html``) sits next to the interactive table and is swapped out when its
@@ -19,7 +19,8 @@ from typing import Any
 
 import pandas as pd
 
-from .assets import UNZIP_JS, gzip_base64
+from ..format import BYTE_UNITS, esc, script_json_text
+from .assets import UNZIP_JS, gzip_base64, with_nonce
 from .table import Column, static_html
 
 __all__ = ["datatable_html", "library_html", "MAX_ROWS"]
@@ -36,15 +37,14 @@ _JS_TIME_US = """function (d, type) {
   return d.toFixed(1) + ' µs';
 }"""
 _JS_TIME_S = _JS_TIME_US.replace("var a = Math.abs(d);", "d = d * 1e6; var a = Math.abs(d);")
+# fmt_bytes' twin, from the same table of units (format.BYTE_UNITS)
 _JS_BYTES = """function (d, type) {
   if (type !== 'display' && type !== 'filter') return d;
   if (d === null || d === undefined || Number.isNaN(d)) return '—';
   var a = Math.abs(d);
-  if (a >= 1073741824) return (d / 1073741824).toFixed(2) + ' GB';
-  if (a >= 1048576) return (d / 1048576).toFixed(2) + ' MB';
-  if (a >= 1024) return (d / 1024).toFixed(2) + ' KB';
+%s
   return Math.trunc(d) + ' B';
-}"""
+}""" % "\n".join(f"  if (a >= {size}) return (d / {size}).toFixed(2) + ' {unit}';" for unit, size in BYTE_UNITS)
 _JS_COUNT = """function (d, type) {
   if (type !== 'display') return d;
   if (d === null || d === undefined || Number.isNaN(Number(d))) return '—';
@@ -71,10 +71,23 @@ _JS_SHARE = """function (d, type) {
   return '<span class="nbprof-bar" style="display:inline-block;height:0.75em;vertical-align:middle;' +
          'margin-right:4px;background:#e8710a;width:' + w.toFixed(1) + 'px"></span>' + p.toFixed(1) + '%';
 }"""
+# The tables' one escape (``nbprof.format.esc``'s twin): a value as HTML text. Every render
+# function that shows a value from the data goes through it, for display and for search (DataTables
+# decodes a search text that holds "&" through innerHTML); nbprof's own markup (the share bar, the
+# <span title> around a cut name) is the only HTML a cell holds.
+_JS_ESC = """function (s) { return String(s).replace(/[&<>"']/g, function (c) {
+    return {'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;'}[c]; }); }"""
+
+# text as it is (a kind, a rank, a grid, a collective's name): escaped, never read as HTML
+_JS_TEXT = """function (d, type) {
+  if (type !== 'display' && type !== 'filter') return d;
+  if (d === null || d === undefined) return '';
+  return ESC(d);
+}"""
+
 _JS_NAME = """function (d, type) {
-  if (type !== 'display') return d;
-  var esc = function (s) { return String(s).replace(/[&<>"']/g, function (c) {
-    return {'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;'}[c]; }); };
+  var esc = ESC;
+  if (type !== 'display') return type === 'filter' ? esc(d) : d;
   var s = String(d), short = s.length > LIMIT ? s.slice(0, LIMIT - 1) + '…' : s;
   return '<span title="' + esc(s) + '">' + esc(short) + '</span>';
 }"""
@@ -82,9 +95,8 @@ _JS_NAME = """function (d, type) {
 # a kernel's C++ signature, readable: no "void", no argument list, no namespaces (the full
 # signature on hover); the Python twin is format.short_kernel_name
 _JS_KERNEL = r"""function (d, type) {
-  if (type !== 'display') return d;
-  var esc = function (s) { return String(s).replace(/[&<>"']/g, function (c) {
-    return {'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;'}[c]; }); };
+  var esc = ESC;
+  if (type !== 'display') return type === 'filter' ? esc(d) : d;
   var s = String(d), t = s.split('(anonymous namespace)::').join(''), depth = 0, cut = -1;
   if (t.indexOf('void ') === 0) {  // a C++ signature: its argument list goes
     t = t.slice(5);
@@ -103,9 +115,8 @@ _JS_KERNEL = r"""function (d, type) {
 
 # "file:line(function)" with the directories cut to the last two (full text on hover)
 _JS_LOCATION = """function (d, type) {
-  if (type !== 'display') return d;
-  var esc = function (s) { return String(s).replace(/[&<>"']/g, function (c) {
-    return {'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;'}[c]; }); };
+  var esc = ESC;
+  if (type !== 'display') return type === 'filter' ? esc(d) : d;
   var s = String(d), m = s.match(/^(.*?):(\\d+)\\((.*)\\)$/), short = s;
   if (m && m[1].indexOf('/') >= 0) {
     var parts = m[1].split('/');
@@ -136,6 +147,10 @@ _RENDERERS = {
 
 
 
+def _with_esc(js: str) -> str:
+    return js.replace("ESC", _JS_ESC)
+
+
 def _signed(js: str) -> str:
     """A renderer that shows the magnitude with "+" / "−" / "±" in front (``format.signed``)."""
     return ("function (d, type) {\n  var f = " + js + ";\n  if (type !== 'display' && type !== 'filter') return d;\n"
@@ -148,7 +163,7 @@ def library_html() -> str:
     968 KB): once per page. It sets the promise and sends the event that itables' table template
     waits for, as itables' own loader does (not its banner "is your notebook trusted?", which
     would show in our reports wherever scripts do not run)."""
-    return _library_html()
+    return with_nonce(_library_html())
 
 
 @lru_cache(maxsize=1)
@@ -189,21 +204,25 @@ def datatable_html(
     from itables import JavascriptFunction
 
     rows = frame.head(MAX_ROWS)
+    # plain object columns (not categorical: itables would render categories itself, as HTML)
     data = pd.DataFrame({i: rows[c.key].to_numpy() for i, c in enumerate(columns)})
-    data.columns = [c.header for c in columns]  # pstats has two "percall" columns
+    # headers as HTML text (itables writes them as they are: allow_html below is for our renderers)
+    data.columns = [esc(c.header) for c in columns]  # pstats has two "percall" columns
     defs: list[dict[str, Any]] = []
     for i, c in enumerate(columns):
         if c.unit in ("name", "kernel"):
             js = _JS_NAME if c.unit == "name" else _JS_KERNEL
-            defs.append({"targets": [i], "render": JavascriptFunction(js.replace("LIMIT", str(c.width))),
+            defs.append({"targets": [i], "render": JavascriptFunction(_with_esc(js.replace("LIMIT", str(c.width)))),
                          "className": "dt-left nbprof-name"})
         elif c.unit == "location":
-            defs.append({"targets": [i], "render": JavascriptFunction(_JS_LOCATION), "className": "dt-left nbprof-name"})
+            defs.append({"targets": [i], "render": JavascriptFunction(_with_esc(_JS_LOCATION)),
+                         "className": "dt-left nbprof-name"})
         elif c.unit in _RENDERERS:
             js = _signed(_RENDERERS[c.unit]) if c.sign else _RENDERERS[c.unit]
             defs.append({"targets": [i], "render": JavascriptFunction(js), "className": f"dt-{c.alignment}"})
-        else:
-            defs.append({"targets": [i], "className": f"dt-{c.alignment}"})
+        else:  # text: shown as text, whatever it holds
+            defs.append({"targets": [i], "render": JavascriptFunction(_with_esc(_JS_TEXT)),
+                         "className": f"dt-{c.alignment}"})
     index = {c.key: i for i, c in enumerate(columns)}
     dt_order = [[index[k], d] for k, d in (order or []) if k in index]
     n = len(rows)
@@ -221,7 +240,7 @@ def datatable_html(
     table = _itables_html(
         data,
         static_html(rows.head(page_length or len(rows)), columns, total=len(rows)),
-        caption=caption,
+        caption=esc(caption) if caption else None,
         connected=False,
         allow_html=True,
         showIndex=False,
@@ -262,7 +281,19 @@ def _itables_html(data: pd.DataFrame, fallback: str, caption: str | None = None,
     connected = dt_args.pop("connected")
     logo = dt_args.pop("display_logo_when_loading", False)
     check_itable_arguments(dict(dt_args), DTForITablesOptions)
-    return html_table_from_template(
+    # itables writes its arguments (the rows among them) as plain JSON into a <script>: a value
+    # holding "</script>" or "<!--" would end or break it. A placeholder stands for the static
+    # preview while the one JSON object after "let dt_args = " is escaped (format.script_json_text);
+    # the preview goes in after, so nothing in it can be taken for that JSON.
+    out = html_table_from_template(
         table_id=table_id, dt_url=dt_url, connected=connected, display_logo_when_loading=logo,
-        kwargs=dt_args, fallback_html=fallback,
+        kwargs=dt_args, fallback_html=_FALLBACK,
     )
+    start = out.index(_ARGS) + len(_ARGS)
+    _, end = json.JSONDecoder().raw_decode(out, start)
+    out = out[:start] + script_json_text(out[start:end]) + out[end:]
+    return with_nonce(out).replace(_FALLBACK, fallback, 1)
+
+
+_ARGS = "let dt_args = "
+_FALLBACK = "<!--nbprof: the static preview-->"

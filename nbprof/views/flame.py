@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..format import esc, fmt_s
+from ..format import esc, esc_plotly, fmt_s, plural
 from .figure import drawing_html, rendering_figure
 
 __all__ = ["flame_figure", "flame_svg", "flame_colors", "FAMILY_COLORS", "FAMILY_LABELS"]
@@ -86,7 +86,7 @@ def _legend(tree: pd.DataFrame) -> list[tuple[str, str]]:
         order = pkgs.groupby("package")["value_s"].sum().sort_values(ascending=False).index.tolist()
         items += [(_family_color("package", p), p) for p in order[:6]]
         if len(order) > 6:
-            items.append((FAMILY_COLORS["other"], f"{len(order) - 6} more packages"))
+            items.append((FAMILY_COLORS["other"], f"{plural(len(order) - 6, 'more package')}"))
     return items
 
 
@@ -106,16 +106,16 @@ def _hover_texts(tree: pd.DataFrame) -> list[str]:
         if p >= 0 and values[p] > 0 and kind != "root":
             pct += f", {100 * v / values[p]:.1f}% of its caller"
         if kind == "root":
-            head = f"<b>{esc(label)}</b><br>time inside profiled functions"
+            head = f"<b>{esc_plotly(label)}</b><br>time inside profiled functions"
             lines = [head, f"cumtime {fmt_s(v)}"]
         elif kind == "other":
-            lines = [f"<b>{esc(label)}</b><br>small calls merged", f"cumtime {fmt_s(v)} ({pct})",
+            lines = [f"<b>{esc_plotly(label)}</b><br>small calls merged", f"cumtime {fmt_s(v)} ({pct})",
                      f"tottime {fmt_s(s)}", f"ncalls {_calls(n)}"]
         else:
             where = label if fn in ("", "~") or fn.startswith("<") else f"{fn}:{line}({func})"
-            lines = [f"<b>{esc(label)}</b>"]
+            lines = [f"<b>{esc_plotly(label)}</b>"]
             if where != label:
-                lines.append(f"<span style='font-size:10px'>{esc(where)}</span>")
+                lines.append(f"<span style='font-size:10px'>{esc_plotly(where)}</span>")
             if kind == "recursive":
                 lines.append("<i>recursive call: deeper levels not expanded</i>")
             lines += [f"cumtime {fmt_s(v)} ({pct})", f"tottime {fmt_s(s)}", f"ncalls {_calls(n)}"]
@@ -145,7 +145,7 @@ def flame_figure(tree: pd.DataFrame, *, maxdepth: int = 6, height: int | None = 
         type="icicle",
         ids=[str(i) for i in tree["id"].tolist()],
         parents=["" if p < 0 else str(p) for p in tree["parent"].tolist()],
-        labels=tree["name"].tolist(),
+        labels=[esc_plotly(n) for n in tree["name"].tolist()],  # plotly reads labels as its markup
         values=values,
         text=[fmt_s(v) for v in values],
         branchvalues="total",
@@ -164,7 +164,7 @@ def flame_figure(tree: pd.DataFrame, *, maxdepth: int = 6, height: int | None = 
         root=dict(color=FAMILY_COLORS["root"]),
     )
     legend = _legend(tree)
-    legend_html = "   ".join(f"<span style='color:{c}'>■</span> {esc(t)}" for c, t in legend)
+    legend_html = "   ".join(f"<span style='color:{c}'>■</span> {esc_plotly(t)}" for c, t in legend)
     rows = min(maxdepth, int(tree["depth"].max()) + 1 if len(tree) else 1)
     annotations = [dict(text=legend_html, showarrow=False, xref="paper", yref="paper", x=0, y=0, yshift=-20,
                         xanchor="left", yanchor="bottom", font=dict(size=11, color="#555555"))] if legend else []
@@ -181,7 +181,7 @@ def flame_figure(tree: pd.DataFrame, *, maxdepth: int = 6, height: int | None = 
         uniformtext=dict(minsize=9, mode="hide"),
     )
     if title:
-        layout["title"] = dict(text=esc(title), x=0.01, y=0.98, font=dict(size=14))
+        layout["title"] = dict(text=esc_plotly(title), x=0.01, y=0.98, font=dict(size=14))
     return rendering_figure(dict(data=[icicle], layout=layout), html=lambda: drawing_html(flame_svg(tree), "the flame view"),
                             text=_describe(tree))
 

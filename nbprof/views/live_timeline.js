@@ -50,6 +50,59 @@ const CSS = `
 .nbprof-live-sel-table .more{color:#888}
 `;
 
+// An element with its text and attributes. Names come from the trace: they are set as text and
+// attribute values, never parsed as HTML.
+function h(tag, text, attrs) {
+  const e = document.createElement(tag);
+  if (text !== undefined && text !== null) e.textContent = text;
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+  return e;
+}
+
+// A selected span's head line and tables (LiveTimelineState.select's data). A table: its title,
+// rows of cells (text), "more" names left out; optionally its column heads ("columns"; default
+// name, calls, in selection, total), which cells are names ("names": column indexes, default the
+// first), each row's rank ("ranks": a data-rank attribute), and the rank it belongs to ("rank",
+// "group": the tables of one rank together in a <details> headed by "group").
+function selectionNodes(s) {
+  const head = h("div", null, { class: "nbprof-live-sel-head" });
+  head.append(h("b", "Selection"), " " + s.head);
+  const out = [head];
+  const groups = new Map();
+  for (const t of s.tables) {
+    const box = h("div", null, { class: "nbprof-live-sel-table", "data-table": t.title });
+    const table = h("table");
+    const headRow = h("tr");
+    for (const c of t.columns || ["name", "calls", "in selection", "total"]) headRow.append(h("th", c));
+    table.append(h("thead"), h("tbody"));
+    table.tHead.append(headRow);
+    const names = new Set(t.names || [0]);
+    t.rows.forEach((cells, i) => {
+      const row = h("tr", null, t.ranks ? { "data-rank": t.ranks[i] } : {});
+      cells.forEach((cell, j) => {
+        row.append(names.has(j)
+          ? h("td", cell.length <= 90 ? cell : cell.slice(0, 89) + "…", { class: "n", title: cell })
+          : h("td", cell));
+      });
+      table.tBodies[0].append(row);
+    });
+    box.append(h("div", t.title, { class: "t" }), table);
+    if (t.more > 0) box.append(h("div", "+" + t.more + (t.more === 1 ? " more name" : " more names"), { class: "more" }));
+    if (t.group === undefined) {
+      out.push(box);
+      continue;
+    }
+    if (!groups.has(t.group)) {
+      const details = h("details", null, { class: "nbprof-live-sel-rank", "data-rank": t.rank });
+      details.append(h("summary", t.group));
+      groups.set(t.group, details);
+      out.push(details);
+    }
+    groups.get(t.group).append(box);
+  }
+  return out;
+}
+
 function render({ model, el }) {
   const root = document.createElement("div");
   root.className = "nbprof-live";
@@ -120,7 +173,7 @@ function render({ model, el }) {
       if (msg.find !== undefined) findStatus.textContent = msg.find;
       root.dataset.rendered = String(msg.seq);
     } else if (msg.type === "selection") {
-      sel.innerHTML = msg.html;
+      sel.replaceChildren(...selectionNodes(msg.selection));
     } else if (msg.type === "flow") {
       const f = msg.flow;
       if (!f) return;

@@ -36,7 +36,7 @@ import numpy as np
 from ..analysis.timeline import TimelineData, timeline_rects
 from ..analysis.timeline_tracks import flows
 from ..analysis.timeline_window import find_events, window_summary
-from ..format import esc, fmt_us
+from ..format import esc_plotly, fmt_us, plural
 from .figure import DEFAULT_CONFIG
 from .timeline import _events_and_meta, _row_y, describe, figure_spec, prepare_timeline, static_html
 
@@ -141,20 +141,22 @@ class LiveTimelineState:
         total = float(self.events["dur_us"].to_numpy()[hits].sum())
         names = len(set(self.events["name"].cat.codes.to_numpy()[hits].tolist()))
         shown = int(self._matching(self.current).sum())
-        return (f"{len(hits):,} events match “{self.query}” ({names} name{'s' if names != 1 else ''}), "
-                f"total {fmt_us(total)} · {shown:,} rects on screen")
+        return (f"{plural(len(hits), 'event')} match{'es' if len(hits) == 1 else ''} “{self.query}” "
+                f"({plural(names, 'name')}), total {fmt_us(total)} · {plural(shown, 'rect')} on screen")
 
     # ---- select
-    def select(self, x0_us: float, x1_us: float) -> str:
-        """The HTML table of a selected span: its ops and kernels by time inside it."""
+    def select(self, x0_us: float, x1_us: float) -> dict:
+        """A selected span: its head line and its ops' and kernels' tables (by time inside it), as
+        data: the browser builds the tables with the names as text."""
         s = window_summary(self.events, x0_us, x1_us)
-        head = (f"<div class='nbprof-live-sel-head'><b>Selection</b> {s.t0_us / 1000:.3f} – {s.t1_us / 1000:.3f} ms "
-                f"· {fmt_us(s.span_us)}")
+        head = f"{s.t0_us / 1000:.3f} – {s.t1_us / 1000:.3f} ms · {fmt_us(s.span_us)}"
         if len(s.kernels):
             head += f" · device busy {fmt_us(s.device_busy_us)} ({100 * s.device_busy_us / max(s.span_us, 1e-9):.0f} %)"
-        head += "</div>"
-        return head + "".join(_table(title, t) for title, t in (("Operators and ranges", s.ops), ("Kernels", s.kernels))
-                              if len(t))
+        tables = [dict(title=title, more=max(len(t) - SUMMARY_ROWS, 0),
+                       rows=[[str(n), f"{c:,}", fmt_us(w), fmt_us(tt)]
+                             for n, c, w, tt in t.head(SUMMARY_ROWS).itertuples(index=False, name=None)])
+                  for title, t in (("Operators and ranges", s.ops), ("Kernels", s.kernels)) if len(t)]
+        return dict(head=head, tables=tables)
 
     # ---- hover
     def flow(self, trace: int, x_ms: float) -> dict | None:
@@ -192,17 +194,33 @@ class LiveTimelineState:
             return None
         name = str(self.events["name"].iat[work])
         return dict(x0=float(start[launch]) / 1000.0, y0=float(y[row_of[launch]]), x1=float(start[work]) / 1000.0,
-                    y1=float(y[row_of[work]]), text=esc(name[:60]), delay_us=float(start[work] - start[launch]))
+                    y1=float(y[row_of[work]]), text=esc_plotly(name[:60]), delay_us=float(start[work] - start[launch]))
 
+    # ---- the browser's messages
+    def answer(self, content: dict) -> dict | None:
+        """The reply to one message of the browser (``live_timeline.js``): a zoom ("window"), a
+        search ("find"), a selected span ("select"), a hover ("hover"), plotly.js ("plotly")."""
+        kind = content.get("type")
+        if kind == "plotly":
+            return {"type": "plotly", "source": _plotly_source()}
+        if kind == "window":
+            x0, x1 = content.get("x0"), content.get("x1")
+            self.window(None if x0 is None else float(x0) * 1000.0, None if x1 is None else float(x1) * 1000.0,
+                        int(content.get("width_px") or 1000))
+            reply = {"type": "spec", "seq": content.get("seq"), "spec": self.spec(), "status": describe(self.current)}
+            if self.query:  # the search's line counts the rects on screen: they changed
+                reply["find"] = self.find(self.query)
+            return reply
+        if kind == "find":
+            status = self.find(str(content.get("text", "")))
+            return {"type": "spec", "seq": content.get("seq"), "spec": self.spec(), "find": status}
+        if kind == "select":
+            return {"type": "selection", "selection": self.select(float(content["x0"]) * 1000.0,
+                                                                  float(content["x1"]) * 1000.0)}
+        if kind == "hover":
+            return {"type": "flow", "flow": self.flow(int(content["trace"]), float(content["x"]))}
+        return None
 
-def _table(title: str, t: Any) -> str:
-    rows = "".join(f"<tr><td class='n' title='{esc(n)}'>{esc(n if len(n) <= 90 else n[:89] + '…')}</td><td>{c:,}</td>"
-                   f"<td>{fmt_us(w)}</td><td>{fmt_us(tt)}</td></tr>"
-                   for n, c, w, tt in t.head(SUMMARY_ROWS).itertuples(index=False, name=None))
-    more = f"<div class='more'>+{len(t) - SUMMARY_ROWS} more names</div>" if len(t) > SUMMARY_ROWS else ""
-    return (f"<div class='nbprof-live-sel-table' data-table='{esc(title)}'><div class='t'>{esc(title)}</div>"
-            "<table><thead><tr><th>name</th><th>calls</th><th>in selection</th><th>total</th></tr></thead>"
-            f"<tbody>{rows}</tbody></table>{more}</div>")
 
 
 @lru_cache(maxsize=None)
@@ -231,29 +249,12 @@ def _widget_class() -> type:
             return self._state
 
         def _message(self, _widget: Any, content: dict, _buffers: Any) -> None:
-            kind = content.get("type")
-            s = self._state
             try:
-                if kind == "plotly":
-                    self.send({"type": "plotly", "source": _plotly_source()})
-                elif kind == "window":
-                    x0, x1 = content.get("x0"), content.get("x1")
-                    s.window(None if x0 is None else float(x0) * 1000.0, None if x1 is None else float(x1) * 1000.0,
-                             int(content.get("width_px") or 1000))
-                    reply = {"type": "spec", "seq": content.get("seq"), "spec": s.spec(), "status": describe(s.current)}
-                    if s.query:  # the search's line counts the rects on screen: they changed
-                        reply["find"] = s.find(s.query)
-                    self.send(reply)
-                elif kind == "find":
-                    status = s.find(str(content.get("text", "")))
-                    self.send({"type": "spec", "seq": content.get("seq"), "spec": s.spec(), "find": status})
-                elif kind == "select":
-                    html = s.select(float(content["x0"]) * 1000.0, float(content["x1"]) * 1000.0)
-                    self.send({"type": "selection", "html": html})
-                elif kind == "hover":
-                    self.send({"type": "flow", "flow": s.flow(int(content["trace"]), float(content["x"]))})
+                reply = self._state.answer(content)
             except Exception as e:  # the browser shows it in the status line; the kernel stays up
-                self.send({"type": "error", "text": f"{type(e).__name__}: {e}"})
+                reply = {"type": "error", "text": f"{type(e).__name__}: {e}"}
+            if reply is not None:
+                self.send(reply)
 
         def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> Any:
             bundle: Any = super()._repr_mimebundle_(include=include, exclude=exclude, **kwargs)

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis.memory import downsample_max, memory_peaks
-from ..format import esc, fmt_bytes, fmt_us
+from ..format import esc, esc_plotly, fmt_bytes, fmt_us
 from .figure import drawing_html, rendering_figure
 
 __all__ = ["memory_curve_svg", "memory_curve_figure", "describe"]
@@ -28,8 +28,8 @@ def _nice_ticks(lo: float, hi: float, count: int = 5) -> np.ndarray:
 
 
 def _byte_ticks(lo: float, hi: float, count: int) -> np.ndarray:
-    """Nice ticks in the binary unit ``fmt_bytes`` labels them in (KB = 1024 B, MB = 1024 KB, ...):
-    20 / 40 MB rather than 23.84 / 47.68 MB (decimal steps of 25,000,000 B read in MB)."""
+    """Nice ticks in the binary unit ``fmt_bytes`` labels them in (KiB = 1024 B, MiB = 1024 KiB, ...):
+    20 / 40 MiB rather than 23.84 / 47.68 MiB (decimal steps of 25,000,000 B read in MiB)."""
     unit = 1024.0 ** max(int(np.floor(np.log(max(hi, 1.0)) / np.log(1024.0))), 0)
     return _nice_ticks(lo / unit, hi / unit, count) * unit
 
@@ -79,7 +79,7 @@ def memory_curve_svg(curve: pd.DataFrame, end_us: float, width: int = 760, panel
                 y = y_of(tick)
                 parts.append(f'<line x1="{left}" x2="{left + pw}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eee"/>')
                 parts.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end" fill="#555">'
-                             f"{esc(fmt_bytes(tick))}</text>")
+                             f"{esc(fmt_bytes(tick, compact=True))}</text>")
         t, b = downsample_max(t, b, pw)
         # a step curve from the profile's start: the total holds until the next event
         xs = np.r_[x_of(t0), np.repeat(x_of(t), 2), x_of(t1)]
@@ -130,23 +130,30 @@ def memory_curve_figure(curve: pd.DataFrame, end_us: float) -> Any:
                 y=d["allocated_bytes"].to_numpy(),
                 mode="lines",
                 line_shape="hv",
-                name=f"{device} allocated",
-                customdata=np.stack([d["op"].to_numpy(), d["delta_bytes"].to_numpy()], axis=1),
+                name=f"{esc_plotly(device)} allocated",
+                # the op's name goes into plotly's markup: escaped once per distinct name
+                customdata=np.stack([_plotly_names(d["op"]), d["delta_bytes"].to_numpy()], axis=1),
                 hovertemplate="%{y:,} B allocated<br>%{customdata[1]:+,} B in %{customdata[0]}<extra>%{fullData.name}</extra>",
             )
         )
         fig.add_trace(
             go.Scatter(x=(d["time_us"].to_numpy() - t0) / 1000.0, y=d["reserved_bytes"].to_numpy(), mode="lines",
-                       line_shape="hv", line_dash="dot", name=f"{device} reserved")
+                       line_shape="hv", line_dash="dot", name=f"{esc_plotly(device)} reserved")
         )
     for p in memory_peaks(curve):
         fig.add_annotation(x=(p.peak_time_us - t0) / 1000.0, y=p.peak_allocated_bytes,
-                           text=f"peak {fmt_bytes(p.peak_allocated_bytes)}" + (f" · {p.peak_op}" if p.peak_op else ""),
+                           text=f"peak {fmt_bytes(p.peak_allocated_bytes)}" + (f" · {esc_plotly(p.peak_op)}" if p.peak_op else ""),
                            showarrow=True, arrowhead=2)
     if not curve.empty:  # the same binary-unit ticks as the static chart
         top = float(max(curve["allocated_bytes"].max(), curve["reserved_bytes"].max(), 1))
         ticks = _byte_ticks(0.0, top, 4)
-        fig.update_yaxes(tickvals=ticks.tolist(), ticktext=[fmt_bytes(t) for t in ticks])
+        fig.update_yaxes(tickvals=ticks.tolist(), ticktext=[fmt_bytes(t, compact=True) for t in ticks])
     fig.update_layout(title="Allocated memory", xaxis_title="time (ms)", yaxis_title="bytes", height=320,
                       margin=dict(l=60, r=20, t=40, b=40), template="plotly_white")
     return fig
+
+
+def _plotly_names(names: pd.Series) -> np.ndarray:
+    """Each name escaped for plotly's markup (``format.esc_plotly``), once per distinct name."""
+    codes, uniques = pd.factorize(names.astype(object), use_na_sentinel=False)
+    return np.asarray([esc_plotly(u) for u in uniques], dtype=object)[codes]

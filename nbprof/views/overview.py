@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from ..analysis.overview import CATEGORIES, overview_advice
-from ..format import esc, fmt_share, fmt_us
+from ..format import esc, fmt_share, fmt_us, plural
 
 __all__ = ["overview_html", "overview_text", "MAX_BARS"]
 
@@ -63,7 +63,7 @@ def overview_html(profile: Any) -> str:
     longest = float(shown["duration_us"].max()) if len(shown) else 0.0
     bars = [_bar(label, row, longest) for label, (_, row) in zip(labels, shown.iterrows())]
     if len(steps) > MAX_BARS:
-        bars.append(f'<div class="nbprof-sub">{len(steps) - MAX_BARS} more steps: p.overview()</div>')
+        bars.append(f'<div class="nbprof-sub">{plural(len(steps) - MAX_BARS, "more step")}: p.overview()</div>')
     legend = " ".join(f'<span style="white-space:nowrap"><span style="display:inline-block;width:10px;height:10px;'
                       f'background:{_COLOR[c]}"></span> {_LABEL[c]}</span>' for c in CATEGORIES)
     has_device = bool(profile.summary.has_device)
@@ -72,7 +72,8 @@ def overview_html(profile: Any) -> str:
         ranked = "rank" in o.columns
         who = f"rank {total['rank']}, " if ranked else ""
         n = int((steps["rank"] == total["rank"]).sum()) if ranked else len(steps)
-        lines.append(f'<div class="nbprof-sub">{esc(who)}all {n} steps, {esc(fmt_us(total["duration_us"]))}: '
+        lines.append(f'<div class="nbprof-sub">{esc(who)}{"the one step" if n == 1 else f"all {n} steps"}, '
+                     f'{esc(fmt_us(total["duration_us"]))}: '
                      f'{esc(_shares(total))}</div>')
         lines += [f'<div class="nbprof-finding">→ {esc(a)}</div>' for a in overview_advice(total, has_device)]
     return ('<div class="nbprof-overview" style="margin:6px 0">'
@@ -92,6 +93,6 @@ def overview_text(profile: Any) -> list[str]:
         ranked = "rank" in o.columns
         n = int((steps["rank"] == total["rank"]).sum()) if ranked else len(steps)
         who = f"rank {total['rank']} " if ranked else ""
-        out.append(f"{who}step time ({n} steps, {fmt_us(total['duration_us'])}): {_shares(total)}")
+        out.append(f"{who}step time ({plural(n, 'step')}, {fmt_us(total['duration_us'])}): {_shares(total)}")
         out += [f"advice: {a}" for a in overview_advice(total, bool(profile.summary.has_device))]
     return out

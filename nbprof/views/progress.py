@@ -11,6 +11,8 @@ import sys
 import time
 from typing import Any
 
+from ..format import esc
+
 __all__ = ["Progress", "RankProgress", "BIG_TRACE_BYTES"]
 
 # ~400 bytes per event in torch's trace JSON; post-processing runs at a few µs per event, so
@@ -38,7 +40,7 @@ class Progress:
         line = f"nbprof: {text} ({elapsed:.1f} s)"
         bundle = {
             "text/plain": line,
-            "text/html": f'<div style="color:#666;font-style:italic">{line}</div>',
+            "text/html": f'<div style="color:#666;font-style:italic">{esc(line)}</div>',
         }
         try:
             from IPython.display import display

@@ -24,7 +24,7 @@ from typing import Any
 import pandas as pd
 
 from ..analysis.flame import pstats_location
-from ..format import esc, fmt_bytes, fmt_count, fmt_s, fmt_share, fmt_us
+from ..format import esc, fmt_bytes, fmt_s, fmt_share, fmt_us, plural
 from ..settings import DEFAULT_LIMIT, resolve_python_sort, resolve_torch_sort
 from .datatable import library_html
 from .figure import DRAWING_CSS, in_colab
@@ -136,7 +136,8 @@ def _report_html(report: Any, registry: list[Tab], head: list[str], include_libr
     else:
         panels = panels or {}
         bodies = [(t.title, panels[t.title] if t.title in panels else t.html(report)) for t in tabs]
-        selected = next((i for i, t in enumerate(tabs) if selected_group and t.group_by == selected_group), 0)
+        # the tab it opens on: a grouping's table (group_by), or a tab by its title ("Ranges")
+        selected = next((i for i, t in enumerate(tabs) if selected_group and selected_group in (t.group_by, t.title)), 0)
         parts.append(tabs_html(uid, bodies, selected=selected))
     parts.append("</div>")
     return "".join(parts)
@@ -148,6 +149,14 @@ def _limit(asked: int | None, profile_default: int | None) -> int:
         if limit is not None:
             return int(limit)
     return DEFAULT_LIMIT
+
+
+def _is_lightning_stage(profile: Any) -> bool:
+    """The profile holds a Lightning stage (``nbprof.lightning``'s "[Trainer].fit" range)."""
+    from ..collect.lightning import stage_action
+
+    labels = profile.ranges()["label"]
+    return bool(labels.astype(str).str.startswith(stage_action("")).any()) if len(labels) else False
 
 
 class TorchReport:
@@ -172,8 +181,11 @@ class TorchReport:
             self.notes.append("Python stacks were not recorded: run with --stack to group by stack")
             group_by = "op"
         self.group_by = group_by
-        # the tab it opens on: the operators table of the grouping asked for
+        # the tab it opens on: the operators table of the grouping asked for; a Lightning fit's
+        # actions (the stage's range, "[Trainer].fit") where no grouping was asked for
         self.opens_on: str | None = group_by
+        if group_by == "op" and any(t.title == "Ranges" for t in self.tabs) and _is_lightning_stage(profile):
+            self.opens_on = "Ranges"
         self.uid = 0  # set by html(): the id of its tabs (the call graph's script finds its panel by it)
         if self.sort not in profile.key_averages(group_by).columns:
             raise ValueError(f"cannot sort by {self.sort!r}")
@@ -182,7 +194,7 @@ class TorchReport:
 
     def summary_parts(self) -> list[str]:
         s = self.profile.summary
-        parts = [f"{fmt_count(s.events)} events", f"span {fmt_us(s.span_us)}", f"self CPU {fmt_us(s.self_cpu_us)}"]
+        parts = [plural(s.events, "event"), f"span {fmt_us(s.span_us)}", f"self CPU {fmt_us(s.self_cpu_us)}"]
         if s.has_device:
             parts.append(f"self CUDA {fmt_us(s.self_device_us)}")
             for device, busy in sorted(self.profile.device_stats.busy_fraction.items()):
@@ -228,9 +240,17 @@ class TorchReport:
 
     @property
     def empty_message(self) -> str | None:
-        if self.profile.summary.events == 0:
-            return "The profile recorded no events: the cell ran no torch operators."
-        return None
+        """Why there is nothing to show, as true as the profile can tell: what the run knows
+        (a --schedule that never reached an active step), else a live run's code ran no torch
+        operator, else the trace file holds no event nbprof reads (its note says what it holds)."""
+        if self.profile.summary.events:
+            return None
+        meta = self.profile.meta
+        if meta.empty_reason:
+            return f"The profile recorded no events: {meta.empty_reason}."
+        if meta.source == "live":
+            return f"The profile recorded no events: the {'script' if meta.script else 'cell'} ran no torch operators."
+        return "The trace holds no events nbprof reads."
 
     def _findings(self) -> list[str]:
         findings = self.profile.findings
@@ -322,7 +342,7 @@ class PythonReport:
         st = self.profile.stats
         calls = int(st["ncalls"].sum())
         prim = int(st["primitive_calls"].sum())
-        text = f"{calls:,} function calls"
+        text = plural(calls, "function call")
         if prim != calls:
             text += f" ({prim:,} primitive calls)"
         text += f" in {fmt_s(self.profile.total_s)}"

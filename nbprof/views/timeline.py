@@ -39,7 +39,7 @@ from ..analysis.timeline_tracks import gpu_busy_track, memory_track
 from ..meta import TraceMeta
 from ..events import DEVICE_WORK_KINDS, KIND_CODE, values_at
 from .figure import drawing_html, rendering_figure
-from ..format import esc, fmt_bytes, fmt_us
+from ..format import esc, esc_plotly, fmt_bytes, fmt_us, plural
 
 __all__ = [
     "prepare_timeline",
@@ -136,7 +136,7 @@ def _wrap(text: str, width: int = 90, lines: int = 3) -> str:
     parts = [text[i : i + width] for i in range(0, len(text), width)][:lines]
     if len(text) > width * lines:
         parts[-1] = parts[-1][: width - 1] + "…"
-    return "<br>".join(_html.escape(p, quote=False) for p in parts)
+    return "<br>".join(esc_plotly(p) for p in parts)
 
 
 @functools.lru_cache(maxsize=8192)
@@ -146,7 +146,7 @@ def _esc_name(name: str, width: int = 70, short: bool = False) -> str:
     name = _short_name(str(name)) if short else str(name)
     if len(name) > width:
         name = name[: width - 1] + "…"
-    return _html.escape(name, quote=False)
+    return esc_plotly(name)
 
 
 @functools.lru_cache(maxsize=8192)
@@ -268,7 +268,7 @@ def _hover_texts(data: TimelineData, detail: int, mark_at: bool = False) -> np.n
                 lines.append("launched by " + _esc_name(str(launcher[j]), 80))
             if launch is not None and launch[0][j]:
                 grid, block, regs, occ = (a[j] for a in launch)
-                text = f"grid {grid} · block {block} · {regs} regs/thread"
+                text = f"grid {_esc_name(str(grid), 40)} · block {_esc_name(str(block), 40)} · {regs} regs/thread"
                 lines.append(text + (f" · est. occupancy {occ:g}%" if occ == occ else ""))
         elif cpu_side[j] and device_total[j] > 0:
             lines.append(f"CUDA time {fmt_us(device_total[j])}")
@@ -350,7 +350,7 @@ def merge_note(data: TimelineData) -> str:
     if data.events_drawn == 0:
         return "no events"
     if data.merged_rects == 0:
-        return f"all {data.events_drawn:,} events drawn"
+        return "the one event drawn" if data.events_drawn == 1 else f"all {data.events_drawn:,} events drawn"
     if data.px_us <= 0:  # not merged to pixels: events hidden under an overlapping one on their row
         return (f"all {data.events_drawn:,} events drawn ({data.merged_events:,} overlapping on their rows "
                 f"in {data.merged_rects:,} rects)")
@@ -359,8 +359,8 @@ def merge_note(data: TimelineData) -> str:
         what = "below 1 px"
     else:
         what = f"below {px:.0f} px"
-    return (f"{data.merged_events:,} events {what} ({fmt_us(data.px_us)}) merged into "
-            f"{data.merged_rects:,} rects")
+    return (f"{plural(data.merged_events, 'event')} {what} ({fmt_us(data.px_us)}) merged into "
+            f"{plural(data.merged_rects, 'rect')}")
 
 
 def _zoom_hint(data: TimelineData, live: bool = False) -> str:
@@ -375,9 +375,9 @@ def describe(data: TimelineData) -> str:
     lanes = len(data.lanes)
     if data.events_drawn == 0:
         return "Timeline: no events"
-    text = f"Timeline: {lanes} lane{'s' if lanes != 1 else ''}, {data.events_drawn:,} events"
+    text = f"Timeline: {plural(lanes, 'lane')}, {plural(data.events_drawn, 'event')}"
     if data.merged_rects:
-        text += f" ({data.merged_events:,} merged into {data.merged_rects:,} rects)"
+        text += f" ({data.merged_events:,} merged into {plural(data.merged_rects, 'rect')})"
     return text
 
 
@@ -385,7 +385,7 @@ def _hidden_note(data: TimelineData, python: bool) -> str:
     notes = []
     py = data.hidden.get("python", 0)
     if py and not python:
-        notes.append(f"{py:,} Python frames hidden (python=True shows them)")
+        notes.append(f"{plural(py, 'Python frame')} hidden (python=True shows them)")
     return " · ".join(notes)
 
 
@@ -452,8 +452,10 @@ SELECT_CONFIG = {"modeBarButtonsToRemove": ["lasso2d", "autoScale2d"]}
 # names drawn there, not exact per-event sums: the live timeline asks the kernel for those.
 STATIC_SELECTION_JS = r"""
 window.nbprofTimelineSelection = function (gd, out) {
-  var decode = document.createElement('textarea');
-  function plain(html) { decode.innerHTML = html.replace(/<br>/g, ''); return decode.value; }
+  // a name as format.esc_plotly wrote it (&amp; &lt; &gt;, wrapped with <br>), back to its text
+  function plain(html) {
+    return html.replace(/<br>/g, '').replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
+  }
   function nameOf(text) {
     var m = /^<b>([\s\S]*?)<\/b>(?:<br>([^<]*))?/.exec(text || '');
     if (!m) return null;
@@ -464,7 +466,7 @@ window.nbprofTimelineSelection = function (gd, out) {
   gd.on('plotly_selected', function (ev) {
     if (!ev || !ev.range || !ev.range.x) return;
     var a = Math.min(ev.range.x[0], ev.range.x[1]), b = Math.max(ev.range.x[0], ev.range.x[1]);
-    var time = {}, rects = 0;
+    var time = Object.create(null), rects = 0;
     gd._fullData.forEach(function (t) {
       if (t.type !== 'heatmap') return;
       var x = t.x, z = t.z[0], h = t.hovertext[0];
@@ -477,12 +479,31 @@ window.nbprofTimelineSelection = function (gd, out) {
       }
     });
     var names = Object.keys(time).sort(function (p, q) { return time[q] - time[p] || (p < q ? -1 : 1); });
-    var esc = function (s) { var d = document.createElement('div'); d.textContent = s; return d.innerHTML; };
-    out.innerHTML = '<div><b>Selection</b> ' + a.toFixed(3) + ' \u2013 ' + b.toFixed(3) + ' ms \u00b7 ' + fmt(b - a) +
-      ' \u00b7 ' + rects + ' rects</div><table class="nbprof-selection"><thead><tr><th>name drawn</th><th>time drawn in the span</th></tr></thead><tbody>' +
-      names.slice(0, 15).map(function (n) { return '<tr><td title="' + esc(n) + '">' + esc(n.length > 90 ? n.slice(0, 89) + '\u2026' : n) +
-        '</td><td style="text-align:right">' + fmt(time[n]) + '</td></tr>'; }).join('') + '</tbody></table>' +
-      (names.length > 15 ? '<div style="color:#888">+' + (names.length - 15) + ' more names</div>' : '');
+    // built as DOM with the names as text (never as HTML: a name is the trace's data)
+    function el(tag, text, attrs) {
+      var e = document.createElement(tag);
+      if (text !== undefined) e.textContent = text;
+      for (var k in attrs || {}) e.setAttribute(k, attrs[k]);
+      return e;
+    }
+    var head = el('div');
+    head.append(el('b', 'Selection'), ' ' + a.toFixed(3) + ' \u2013 ' + b.toFixed(3) + ' ms \u00b7 ' + fmt(b - a) +
+                ' \u00b7 ' + rects + ' rects');
+    var table = el('table', undefined, {'class': 'nbprof-selection'});
+    var tr = el('tr');
+    tr.append(el('th', 'name drawn'), el('th', 'time drawn in the span'));
+    table.append(el('thead'));
+    table.tHead.append(tr);
+    var body = el('tbody');
+    names.slice(0, 15).forEach(function (n) {
+      var row = el('tr');
+      row.append(el('td', n.length > 90 ? n.slice(0, 89) + '\u2026' : n, {title: n}),
+                 el('td', fmt(time[n]), {style: 'text-align:right'}));
+      body.append(row);
+    });
+    table.append(body);
+    out.replaceChildren(head, table);
+    if (names.length > 15) out.append(el('div', '+' + (names.length - 15) + ' more names', {style: 'color:#888'}));
   });
 };
 """
@@ -512,7 +533,7 @@ def counter_tracks(data: TimelineData, bins: int = TRACK_BINS) -> list[dict]:
             traces.append(dict(type="scatter", mode="lines", x=mid, y=g["busy_pct"].to_numpy(), yaxis="y2",
                                fill="tozeroy", line=dict(width=1, shape="hvh", color=_TRACK_COLORS[i % 4]),
                                name=f"{device} busy", showlegend=False,
-                               hovertemplate=f"{esc(device)} busy %{{y:.1f}}%<extra></extra>"))
+                               hovertemplate=f"{esc_plotly(device)} busy %{{y:.1f}}%<extra></extra>"))
         out.append(dict(name="gpu_busy", axis="y2", title="GPU busy %", traces=traces))
     codes = ev["kind"].cat.codes.to_numpy()
     if (codes == KIND_CODE["memory"]).any():
@@ -524,7 +545,7 @@ def counter_tracks(data: TimelineData, bins: int = TRACK_BINS) -> list[dict]:
                                yaxis="y3" if out else "y2", line=dict(width=1.2, shape="hv", color=_TRACK_COLORS[(i + 1) % 4]),
                                name=f"{device} allocated", showlegend=False,
                                text=np.asarray([fmt_bytes(v) for v in b.tolist()], dtype=object),
-                               hovertemplate=f"{esc(device)} allocated %{{text}}<extra></extra>"))
+                               hovertemplate=f"{esc_plotly(device)} allocated %{{text}}<extra></extra>"))
         if traces:
             out.append(dict(name="memory", axis="y3" if out else "y2", title="allocated MiB", traces=traces))
     return out
@@ -611,7 +632,7 @@ def _label_trace(data: TimelineData, plot_px: float = 900.0, char_px: float = 6.
             label = ""
         elif len(label) > fit:
             label = label[: fit - 1] + "…"
-        text.append(_html.escape(label, quote=False))
+        text.append(esc_plotly(label))
         fonts.append("#ffffff" if _luminance(c) < 0.55 else "#1f2328")
     return [dict(
         type="scatter", mode="text", x=xs, y=y, text=np.asarray(text, dtype=object), hoverinfo="skip",
@@ -706,9 +727,9 @@ def _layout(data: TimelineData, python: bool, height: int | None, tracks: list |
                                  font=dict(size=12, color="#1f2328")))
     return dict(**track_axes,
         template=dict(layout=dict()),
-        title=dict(text=f"<b>Timeline</b> · {len(lanes)} lane{'s' if len(lanes) != 1 else ''} · {data.events_drawn:,} events · "
+        title=dict(text=f"<b>Timeline</b> · {plural(len(lanes), 'lane')} · {plural(data.events_drawn, 'event')} · "
                         f"span {fmt_us(data.span_us)}",
-                   subtitle=dict(text=esc(subtitle), font=dict(size=12, color="#666")),
+                   subtitle=dict(text=esc_plotly(subtitle), font=dict(size=12, color="#666")),
                    x=0.01, xanchor="left", y=0.985, yanchor="top", font=dict(size=15)),
         height=h,
         margin=dict(l=min(24 + int(longest * 6.8), 320), r=16, t=top, b=bottom),
@@ -745,7 +766,7 @@ def _layout(data: TimelineData, python: bool, height: int | None, tracks: list |
 
 
 def _lane_label(lane: Any) -> str:
-    return esc(lane.label)
+    return esc_plotly(lane.label)
 
 
 def _band(lane: Any) -> int:
@@ -857,7 +878,7 @@ def timeline_svg(
     head_h, axis_h = 46, 34
     font = "font-family=\"Inter,-apple-system,'Segoe UI',Roboto,Helvetica,Arial,sans-serif\""
     n_lanes = len(data.lanes)
-    title = (f"Timeline · {n_lanes} lane{'s' if n_lanes != 1 else ''} · {data.events_drawn:,} events · "
+    title = (f"Timeline · {plural(n_lanes, 'lane')} · {plural(data.events_drawn, 'event')} · "
              f"span {fmt_us(data.span_us)}"
              if not data.empty else "Timeline")
     note = merge_note(data)

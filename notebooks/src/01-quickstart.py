@@ -259,3 +259,17 @@ else:
 # - `02-find-the-bottleneck.ipynb`: make a slow Python pipeline fast with `%%cprofile`.
 # - `03-pytorch-profiler-basics.ipynb`: operators, self vs total, labels, input shapes.
 # - `04-memory.ipynb`, `05-gpu-and-the-timeline.ipynb`, `06-long-training-loops.ipynb`.
+
+# %% [markdown]
+# ## On Binder: free this kernel's memory
+#
+# Binder gives all your open notebooks about 2 GB together, and a kernel that ran this tutorial
+# holds a few hundred MB (torch, pandas, the profiles). When you are done, run the cell below: on
+# Binder it shuts this kernel down and frees that memory for the next tutorial (Kernel → Shut Down
+# Kernel does the same); anywhere else it does nothing.
+
+# %%
+import os
+
+if os.environ.get("BINDER_REPO_URL") or os.environ.get("BINDER_LAUNCH_HOST"):  # set on mybinder.org
+    exit()  # the kernel stops; a fresh, empty one may start in its place

@@ -262,3 +262,17 @@ nbprof.compare(slow, fast)
 #   tell you when something runs far more often than it should.
 # - cProfile slows down code that makes many small calls, so compare profiles with profiles (as
 #   here), not with a run without the profiler.
+
+# %% [markdown]
+# ## On Binder: free this kernel's memory
+#
+# Binder gives all your open notebooks about 2 GB together, and a kernel that ran this tutorial
+# holds a few hundred MB (torch, pandas, the profiles). When you are done, run the cell below: on
+# Binder it shuts this kernel down and frees that memory for the next tutorial (Kernel → Shut Down
+# Kernel does the same); anywhere else it does nothing.
+
+# %%
+import os
+
+if os.environ.get("BINDER_REPO_URL") or os.environ.get("BINDER_LAUNCH_HOST"):  # set on mybinder.org
+    exit()  # the kernel stops; a fresh, empty one may start in its place

@@ -331,3 +331,17 @@ nbprof.compare(before, after)
 #   per-item loops over a tensor multiply every fixed cost by the number of items.
 # - `--modules` adds the time up per `nn.Module`; with steps, the report's breakdown says whether a
 #   step waits for data, the CPU or the GPU.
+
+# %% [markdown]
+# ## On Binder: free this kernel's memory
+#
+# Binder gives all your open notebooks about 2 GB together, and a kernel that ran this tutorial
+# holds a few hundred MB (torch, pandas, the profiles). When you are done, run the cell below: on
+# Binder it shuts this kernel down and frees that memory for the next tutorial (Kernel → Shut Down
+# Kernel does the same); anywhere else it does nothing.
+
+# %%
+import os
+
+if os.environ.get("BINDER_REPO_URL") or os.environ.get("BINDER_LAUNCH_HOST"):  # set on mybinder.org
+    exit()  # the kernel stops; a fresh, empty one may start in its place

@@ -15,7 +15,7 @@
 import torch
 
 torch.manual_seed(0)
-MB = 2**20
+MiB = 2**20  # sizes in binary units, labelled as nbprof labels them
 
 # %% [markdown]
 # ## Training keeps activations; inference does not have to
@@ -66,14 +66,14 @@ memory_curve(with_grad).tail()
 
 # %% [markdown]
 # Allocations are exact byte counts, the same on every run: a 256 × 512 float32 tensor is
-# 256 · 512 · 4 = 512 KB. With autograd on, all four layer outputs are still allocated at the end;
+# 256 · 512 · 4 = 512 KiB. With autograd on, all four layer outputs are still allocated at the end;
 # without it, only what is left.
 
 # %%
 # NBVAL_CHECK_OUTPUT
 for name, p in [("with grad", with_grad), ("no_grad", no_grad)]:
     curve = memory_curve(p)
-    print(f"{name:>9}: peak {peak_bytes(p) / MB:.2f} MB, still allocated at the end {curve['allocated'].iloc[-1] / MB:.2f} MB")
+    print(f"{name:>9}: peak {peak_bytes(p) / MiB:.2f} MiB, still allocated at the end {curve['allocated'].iloc[-1] / MiB:.2f} MiB")
 
 # %% [markdown]
 # The same curves as a plot, from the DataFrames (plotly):
@@ -84,9 +84,9 @@ import plotly.graph_objects as go
 fig = go.Figure()
 for name, p in [("with grad", with_grad), ("no_grad", no_grad)]:
     curve = memory_curve(p)
-    fig.add_scatter(x=(curve["start_us"] - curve["start_us"].min()) / 1e3, y=curve["allocated"] / MB,
+    fig.add_scatter(x=(curve["start_us"] - curve["start_us"].min()) / 1e3, y=curve["allocated"] / MiB,
                     mode="lines", line_shape="hv", name=name)
-fig.update_layout(xaxis_title="time since the first allocation (ms)", yaxis_title="allocated (MB)",
+fig.update_layout(xaxis_title="time since the first allocation (ms)", yaxis_title="allocated (MiB)",
                   height=320, margin=dict(t=30, b=40, l=60, r=20))
 fig
 
@@ -116,7 +116,7 @@ ka.sort_values("self_cpu_mem_bytes", ascending=False, kind="stable")[["name", "c
 # %% [markdown]
 # **What is held at the peak?** Every allocation is paired with its free (by address):
 # `naive.allocations()` lists the blocks, and `naive.alive_at(time_us, device)` the ones held at a
-# moment. At the peak, both `[256, 512, 64]` tensors (32 MB each) are alive at once: the
+# moment. At the peak, both `[256, 512, 64]` tensors (32 MiB each) are alive at once: the
 # differences have not been freed yet when the squares are allocated. The *Memory* tab of the
 # report shows the same table under the curve.
 
@@ -149,7 +149,7 @@ diff_bytes = 256 * 512 * 64 * torch.float32.itemsize  # 8,388,608 elements × 4 
 ka = naive.key_averages().set_index("name")
 recorded = int(ka.loc["aten::sub", "self_cpu_mem_bytes"])
 if diff_bytes == recorded:
-    print(f"✔ Right: {recorded:,} bytes ({recorded / MB:.0f} MB), exactly what the profile recorded for aten::sub.")
+    print(f"✔ Right: {recorded:,} bytes ({recorded / MiB:.0f} MiB), exactly what the profile recorded for aten::sub.")
 else:
     print(f"✘ Not yet: you have diff_bytes={diff_bytes!r}; the profile recorded {recorded:,} bytes for aten::sub.")
 
@@ -157,7 +157,7 @@ else:
 # ### Exercise 2: cut the peak by 4×
 #
 # Write `sq_distances(a, b)` so that it returns the same `[256, 512]` result (up to float rounding)
-# with a peak at least **4× lower** than the naive version's. Hint: the result itself is only 512 KB;
+# with a peak at least **4× lower** than the naive version's. Hint: the result itself is only 512 KiB;
 # avoid the `[256, 512, 64]` intermediates. Either expand the square,
 # ‖a − b‖² = ‖a‖² + ‖b‖² − 2 a·b (a matrix multiply), or use `torch.cdist`.
 #
@@ -183,10 +183,10 @@ before, after = peak_bytes(naive), peak_bytes(better)
 if not torch.allclose(d_better, d, rtol=1e-4, atol=1e-3):
     print("✘ Not yet: sq_distances gives a different result than the naive version.")
 elif after * 4 <= before:
-    print(f"✔ Done: same result; peak {before / MB:.1f} MB → {after / MB:.1f} MB ({before / after:.0f}x lower).")
+    print(f"✔ Done: same result; peak {before / MiB:.1f} MiB → {after / MiB:.1f} MiB ({before / after:.0f}x lower).")
 else:
-    print(f"✘ Not yet: same result, but the peak is {after / MB:.1f} MB vs {before / MB:.1f} MB before; "
-          f"the goal is {before / 4 / MB:.1f} MB or less.")
+    print(f"✘ Not yet: same result, but the peak is {after / MiB:.1f} MiB vs {before / MiB:.1f} MiB before; "
+          f"the goal is {before / 4 / MiB:.1f} MiB or less.")
 
 # %% [markdown]
 # ## Takeaways
@@ -200,3 +200,17 @@ else:
 #   right away.
 # - On a GPU, look at the CUDA memory columns; the report's summary also shows the caching
 #   allocator's *reserved* memory, which is what `nvidia-smi` sees.
+
+# %% [markdown]
+# ## On Binder: free this kernel's memory
+#
+# Binder gives all your open notebooks about 2 GB together, and a kernel that ran this tutorial
+# holds a few hundred MB (torch, pandas, the profiles). When you are done, run the cell below: on
+# Binder it shuts this kernel down and frees that memory for the next tutorial (Kernel → Shut Down
+# Kernel does the same); anywhere else it does nothing.
+
+# %%
+import os
+
+if os.environ.get("BINDER_REPO_URL") or os.environ.get("BINDER_LAUNCH_HOST"):  # set on mybinder.org
+    exit()  # the kernel stops; a fresh, empty one may start in its place

@@ -453,3 +453,17 @@ else:
 #   GPU, use pinned memory and `non_blocking=True`.
 # - `nbprof.cuda_collection(False/True)` limits the GPU recording to the part you care about.
 # - A recorded trace (`nbprof.load_trace`) gives the same tables and views as a live profile.
+
+# %% [markdown]
+# ## On Binder: free this kernel's memory
+#
+# Binder gives all your open notebooks about 2 GB together, and a kernel that ran this tutorial
+# holds a few hundred MB (torch, pandas, the profiles). When you are done, run the cell below: on
+# Binder it shuts this kernel down and frees that memory for the next tutorial (Kernel → Shut Down
+# Kernel does the same); anywhere else it does nothing.
+
+# %%
+import os
+
+if os.environ.get("BINDER_REPO_URL") or os.environ.get("BINDER_LAUNCH_HOST"):  # set on mybinder.org
+    exit()  # the kernel stops; a fresh, empty one may start in its place

@@ -153,7 +153,7 @@ import sys
 # notebook's memory: the result (a `ClusterProfile`) opens on the **Ranks** tab, with a progress
 # bar (ranks loaded / total) while the ranks load. Worker processes of this machine by default
 # (`workers=` sets how many; a folder this small is read in the notebook's own process), or a Dask
-# cluster (`client=`, with `pip install nbprof[dask]`).
+# cluster (`client=`, with `pip install "dask[distributed]"`).
 #
 # Below, two CPU processes train the same model with DDP (gloo backend, no GPU needed); rank 1
 # takes 20 ms longer to load each batch (`time.sleep` inside a `record_function("load_batch")`).
@@ -318,3 +318,17 @@ else:
 # - Export with `--export` (Perfetto, chrome://tracing) or `--tensorboard`, and load any trace back
 #   with `nbprof.load_trace`, in a notebook or on another machine.
 # - Outside notebooks, `python -m nbprof torch train.py` does the same for a script.
+
+# %% [markdown]
+# ## On Binder: free this kernel's memory
+#
+# Binder gives all your open notebooks about 2 GB together, and a kernel that ran this tutorial
+# holds a few hundred MB (torch, pandas, the profiles). When you are done, run the cell below: on
+# Binder it shuts this kernel down and frees that memory for the next tutorial (Kernel → Shut Down
+# Kernel does the same); anywhere else it does nothing.
+
+# %%
+import os
+
+if os.environ.get("BINDER_REPO_URL") or os.environ.get("BINDER_LAUNCH_HOST"):  # set on mybinder.org
+    exit()  # the kernel stops; a fresh, empty one may start in its place

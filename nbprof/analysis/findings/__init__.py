@@ -33,13 +33,16 @@ import pandas as pd
 from . import (
     collective_wait,
     comm_exposed,
+    compile_time,
     copy,
     dataloader,
     gpu_idle,
+    graph_break,
     hot_function,
     launch_bound,
     launch_delay,
     memory_peak,
+    recompile,
     small_grid,
     straggler,
     sync,
@@ -53,9 +56,9 @@ __all__ = ["torch_findings", "python_findings", "kinds_markdown", "thresholds", 
            "TORCH_KINDS", "PYTHON_KINDS", "SEVERITIES"]
 
 # The registry, in the order the checks run.
-TORCH_CHECKS: tuple[ModuleType, ...] = (top_op, sync, copy, gpu_idle, launch_bound, small_grid, tensor_cores,
-                                        dataloader, comm_exposed, collective_wait, launch_delay,
-                                        memory_peak, straggler)
+TORCH_CHECKS: tuple[ModuleType, ...] = (compile_time, recompile, graph_break, top_op, sync, copy, gpu_idle,
+                                        launch_bound, small_grid, tensor_cores, dataloader, comm_exposed,
+                                        collective_wait, launch_delay, memory_peak, straggler)
 PYTHON_CHECKS: tuple[ModuleType, ...] = (top_function, hot_function)
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ...events import KIND_CODE, category_mask
-from ...format import fmt_us
+from ...format import fmt_us, plural
 from .._intervals import union_segments
 from ._common import Finding, TorchContext, pct
 
@@ -46,7 +46,7 @@ def find(ctx: TorchContext) -> Iterator[Finding]:
     multi = any("MultiProcessing" in n for n in loader_names)
     mean = total_ns / batches / 1000.0 if batches else float("nan")
     msg = f"Waiting for data takes {pct(share)} of the span ({fmt_us(total_ns / 1000)}"
-    msg += f" over {batches:,} batches, {fmt_us(mean)} each). " if batches else "). "
+    msg += f" over {plural(batches, 'batch', 'batches')}, {fmt_us(mean)} each). " if batches else "). "
     if multi:
         msg += ("The workers do not keep up: raise num_workers or prefetch_factor, use persistent_workers=True, "
                 "and make __getitem__ cheaper (decode or tokenize once, cache).")

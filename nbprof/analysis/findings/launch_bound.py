@@ -60,9 +60,9 @@ def find(ctx: TorchContext) -> Iterator[Finding]:
     in_runs = frame[frame["run"].isin(bound.index)]
     median = float(np.median(in_runs["d"])) / 1000.0
     longest = bound.assign(w=bound["e"] - bound["s"]).sort_values("w", ascending=False).iloc[0]
-    msg = (f"{kernels:,} kernels in {len(bound)} stretches of tiny kernels (median {fmt_us(median)}) cost more CPU "
+    msg = (f"{kernels:,} kernels in {len(bound)} stretch{'' if len(bound) == 1 else 'es'} of tiny kernels (median {fmt_us(median)}) cost more CPU "
            f"time to launch ({fmt_us(launch_ns / 1000)}) than they ran on the GPU ({fmt_us(kernel_ns / 1000)}); "
-           f"those stretches span {pct(share)} of the profile. Fuse them (torch.compile), replay them as a CUDA graph "
+           f"{'that stretch spans' if len(bound) == 1 else 'those stretches span'} {pct(share)} of the profile. Fuse them (torch.compile), replay them as a CUDA graph "
            "(torch.compile(mode='reduce-overhead'), torch.cuda.graphs) or give each kernel more work (bigger batches).")
     severity = "high" if share >= LAUNCH_HIGH_SHARE else "medium"
     yield Finding(severity, msg,

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ...events import DEVICE_WORK_CODES, kind_mask, time_ns
-from ...format import fmt_us, short_kernel_name
+from ...format import fmt_us, plural, short_kernel_name
 from .._intervals import measure_within, union_segments
 from ..launches import stream_groups
 from ._common import Finding, TorchContext, pct
@@ -83,7 +83,7 @@ def find(ctx: TorchContext) -> Iterator[Finding]:
     names = launches["name"].to_numpy()[long]
     by_name = pd.Series(start[long] - begin[long]).groupby(names).sum().sort_values(ascending=False)
     top = [short_kernel_name(str(name), 50) for name in by_name.index[:3]]
-    msg = (f"{int(long.sum())} launches waited {fmt_us(LAUNCH_STALL_MIN_US)} or more after their launch call returned, "
+    msg = (f"{plural(int(long.sum()), 'launch', 'launches')} waited {fmt_us(LAUNCH_STALL_MIN_US)} or more after their launch call returned, "
            f"with their stream free, and the GPU ran nothing for {fmt_us(idle_ns / 1000)} of those waits "
            f"({pct(share)} of the span); most before {', '.join(top)}. They waited for something other than "
            "the CPU and the GPU: an event (cudaStreamWaitEvent), a synchronization, another rank.")

@@ -81,7 +81,7 @@ def find(ctx: TorchContext) -> Iterator[Finding]:
              .agg(["size", "sum"]).sort_values("sum", ascending=False))
     scalar_reads = int(category_mask(ctx.names, lambda n: n in SCALAR_READ_OPS).sum())
     top = by_op.index[0]
-    msg = (f"The CPU waited for the GPU {len(rows):,} times, {fmt_us(blocked_ns / 1000)} in all "
+    msg = (f"The CPU waited for the GPU {'once' if len(rows) == 1 else f'{len(rows):,} times'}, {fmt_us(blocked_ns / 1000)} in all "
            + (f"({pct(share)} of the span), " if waiting_ns == blocked_ns else
               f"on several threads at once (a thread was waiting {pct(share)} of the span), ")
            + f"most under {top}. ")

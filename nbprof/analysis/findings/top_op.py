@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Iterator
 
-from ...format import fmt_share, fmt_us
+from ...format import fmt_share, fmt_us, plural
 from ..breakdown import COMM_PATTERN
 from ..summary import top_row
 from ._common import SCALAR_READ_OPS, Finding, TorchContext, to_python
@@ -35,7 +35,7 @@ def find(ctx: TorchContext) -> Iterator[Finding]:
     row = ops[ops["name"] == name].iloc[0]
     count = int(row["count"])
     where = "self CUDA time" if ctx.has_device else "self CPU time"
-    msg = (f"{name} takes {fmt_share(share)} of {where} ({fmt_us(value)} in {count:,} calls, "
+    msg = (f"{name} takes {fmt_share(share)} of {where} ({fmt_us(value)} in {plural(count, 'call')}, "
            f"{fmt_us(value / max(count, 1))} each). ")
     msg += _advice(ctx, name)
     severity = "medium" if share >= TOP_OP_MEDIUM_SHARE else "low"

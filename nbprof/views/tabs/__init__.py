@@ -6,8 +6,10 @@ A tab is a module of this package defining a :class:`~.base.Tab` (title, ``appli
 
 from __future__ import annotations
 
+from .actions import ACTIONS
 from .base import Tab
 from .callgraph import CALLGRAPH
+from .compile import COMPILE
 from .flame import FLAME
 from .functions import FUNCTIONS
 from .kernels import KERNELS
@@ -21,7 +23,7 @@ from .timeline import TIMELINE
 
 __all__ = ["Tab", "TORCH_TABS", "CLUSTER_TABS", "PYTHON_TABS"]
 
-TORCH_TABS: list[Tab] = [OPERATORS, BY_SHAPE, BY_STACK, MEMORY, KERNELS, MODULES, RANGES, STEPS, RANKS, TIMELINE]
+TORCH_TABS: list[Tab] = [OPERATORS, BY_SHAPE, BY_STACK, MEMORY, KERNELS, COMPILE, MODULES, RANGES, STEPS, RANKS, TIMELINE]
 # a folder of ranks summarized apart (nbprof.cluster): what the summaries hold, the ranks first
 CLUSTER_TABS: list[Tab] = [CLUSTER_RANKS, OPERATORS, KERNELS, STEPS, TIMELINE]
-PYTHON_TABS: list[Tab] = [FUNCTIONS, CALLGRAPH, FLAME]
+PYTHON_TABS: list[Tab] = [FUNCTIONS, ACTIONS, CALLGRAPH, FLAME]

@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 
 from ...format import esc, fmt_s
+from ..assets import script_open
 from ..table import Column, static_html
 from .base import Tab
 
@@ -33,13 +34,13 @@ def render(report: Any, top: int = 40) -> str:
         options.append(f'<option value="{i}">{esc(label)}</option>')
         panels.append(
             f'<div class="nbprof-cg" data-i="{i}"><div style="margin:6px 0 2px"><b>{esc(location)}</b>: '
-            f'{esc(frame.at[row, "ncalls_text"])} calls, tottime {fmt_s(frame.at[row, "tottime_s"])}, '
+            f'{esc(frame.at[row, "ncalls_text"])} call{"" if frame.at[row, "ncalls_text"] == "1" else "s"}, tottime {fmt_s(frame.at[row, "tottime_s"])}, '
             f'cumtime {fmt_s(frame.at[row, "cumtime_s"])}</div>'
             + _edges_html("called by", edges, edges.callers(key), edges.caller, names)
             + _edges_html("calls", edges, edges.callees(key), edges.callee, names) + "</div>"
         )
     script = (
-        "<script>(function(){var root=document.getElementById('nbprof-cg-%d');if(!root)return;"
+        script_open() + "(function(){var root=document.getElementById('nbprof-cg-%d');if(!root)return;"
         "var sel=root.querySelector('select');function show(){root.querySelectorAll('.nbprof-cg')"
         ".forEach(function(p){p.style.display=p.dataset.i===sel.value?'':'none';});}"
         "sel.style.display='';sel.addEventListener('change',show);show();})();</script>" % uid
