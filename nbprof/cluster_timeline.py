@@ -9,7 +9,7 @@ under this session's cache directory (``$NBPROF_CACHE_DIR``, else ``~/.cache/nbp
 folders of sessions that died. ~45 bytes an event (1 M events: 45 MB), ~0.05 s.
 
 **When the timeline is first shown**, the workers draw each rank's full view from its cache
-(:func:`full_part`, ~0.3 s a rank of 1 M events, not paid by a load that never shows it): its
+(:func:`full_part`, ~0.5 s of CPU a rank of 1 M events, not paid by a load that never shows it): its
 rectangles merged to pixel resolution over its own span (``analysis.timeline``) to a budget of
 rectangles shared by the ranks, with each event's hover text (its start time marked: the rank's
 place on the common clock is known here, not there), its launch -> kernel pairs and its
@@ -22,8 +22,8 @@ the budget. The workers are the loader's kind (:class:`RankPool`): spawned proce
 the first zoom and kept while zooms come (``IDLE_S`` idle ends them, the next zoom starts them
 again); Dask, each rank on the worker that wrote its cache; or this process, for a folder read in
 this process. Measured on 8 ranks x 1 M events, 2 workers (benchmarks/RESULTS.md): a 1 ms zoom
-answers in ~0.1-0.3 s with the workers kept, where starting them costs ~1.5 s and re-reading
-the ranks' trace files ~5 s a rank.
+answers in 0.09 s with the workers kept, 1.0 s where they start for it, 51 s reading the ranks'
+trace files again instead of the caches.
 
 **In this process**: :func:`~nbprof.analysis.timeline.stack_timelines` puts the ranks' parts
 one under the other on one clock (as recorded: the traces' own clocks; or aligned (``align``) on
@@ -746,7 +746,7 @@ def selection_data(t0_us: float, t1_us: float, per_rank: list[tuple[Any, WindowS
         kernels = int(s.kernels["calls"].sum()) if len(s.kernels) else 0
         rows.append([f"rank {label}", busy, f"{ops:,}", *top(s.ops), f"{kernels:,}", *top(s.kernels)])
         labels.append(str(label))
-    tables: list[dict] = [dict(title="ranks", rows=rows, ranks=labels, more=0, names=[3, 6],
+    tables: list[dict] = [dict(title="Each rank in the span", rows=rows, ranks=labels, more=0, names=[3, 6],
                                columns=["rank", "device busy", "ops", "top op", "in span", "kernels", "top kernel",
                                         "in span"])]
     for label, s in per_rank:

@@ -231,17 +231,17 @@ def test_a_selected_span_lists_what_each_rank_ran(session):
     cell.locator(".nbprof-live-select").click()
     _drag(session, index, a, b)
     session.wait_for_function("() => document.querySelectorAll('.nbprof-live')[1].querySelector("
-                              "\".nbprof-live-sel-table[data-table='ranks'] tbody tr\")", timeout=60_000)
+                              "\".nbprof-live-sel-table[data-table='Each rank in the span'] tbody tr\")", timeout=60_000)
     sel = [float(v) for v in session.evaluate("() => document.querySelectorAll('.nbprof-live')[1].dataset.selection")
            .split(",")]
     assert sel[0] == pytest.approx(a, abs=0.05) and sel[1] == pytest.approx(b, abs=0.05)
     lo, hi = origin + sel[0] * 1000, origin + sel[1] * 1000
-    rows = cell.locator(".nbprof-live-sel-table[data-table='ranks'] tbody tr")
+    rows = cell.locator(".nbprof-live-sel-table[data-table='Each rank in the span'] tbody tr")
     docs = raw(session.root / folder)
     assert rows.count() == len(docs) == 8
     for d in docs:
         rank = d["distributedInfo"]["rank"]
-        row = cell.locator(f".nbprof-live-sel-table[data-table='ranks'] tbody tr[data-rank='{rank}']")
+        row = cell.locator(f".nbprof-live-sel-table[data-table='Each rank in the span'] tbody tr[data-rank='{rank}']")
         # its top op and top kernel: the names with the most time inside the span, from its JSON
         for cats, col in ((CPU, 3), (DEVICE, 6)):
             totals: dict[str, float] = {}

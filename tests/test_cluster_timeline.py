@@ -250,7 +250,7 @@ def test_showing_the_report_and_the_timeline_never_merges_the_ranks(tmp_path, mo
     s = live.state
     d = s.window(view.data.t0_us + 1000, view.data.t0_us + 2000, 800)
     assert d.events_drawn > 0 and s.spec()["data"]
-    assert s.select(view.data.t0_us + 1000, view.data.t0_us + 2000)["tables"][0]["title"] == "ranks"
+    assert s.select(view.data.t0_us + 1000, view.data.t0_us + 2000)["tables"][0]["title"] == "Each rank in the span"
     assert "events match" in s.find("gemm")
     p.timeline(window_us=(view.data.t0_us, view.data.t0_us + 500))
     assert "_merged" not in p.__dict__ and p._one is None
