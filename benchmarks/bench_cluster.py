@@ -1,7 +1,10 @@
-"""A folder of ranks (issue 14): ``nbprof.load_trace(folder)`` on 8 and 64 ranks of ~1 M events
-each, against one rank's load, and HolisticTraceAnalysis (HTA) side by side.
+"""A folder of ranks (issues 14, 23): ``nbprof.load_trace(folder)`` on 8 and 64 ranks of ~1 M
+events each, against one rank's load, its timeline (drawn, zoomed), and HolisticTraceAnalysis (HTA)
+side by side.
 
     python benchmarks/bench_cluster.py                       # 8 and 64 ranks x 1 M events, ~15 min
+    python benchmarks/bench_cluster.py --ranks 8 --repeat 3  # one rank and 8 ranks alternating, 3 pairs
+    python benchmarks/bench_cluster.py --timeline 8,64       # + the timeline of 8 and 64 ranks
     python benchmarks/bench_cluster.py --hta ~/.cache/hta-venv/bin/python   # + HTA on 2 and 8 ranks
     python benchmarks/bench_cluster.py --events 20000 --ranks 2,4            # a quick smoke run
     python benchmarks/bench_cluster.py --markdown benchmarks/RESULTS.md      # also write the results
@@ -27,6 +30,14 @@ through the same path (``load_trace(folder of one, workers=1)`` is a plain profi
 ``TraceAnalysis(trace_dir=folder)`` (its parse; its own process pool) under an address-space limit
 of ``--hta-limit-gb`` per process, so that a run that needs more fails in one line rather than
 taking the machine down (it is shared).
+
+**Timeline** (``--timeline``), in one fresh process per folder: ``load_trace(folder)``, then the
+stacked full view (each rank's view drawn by the workers from its cache) and its SVG; 1 ms zooms
+at the densest spots (the rectangles merging most events), timed three ways: the workers kept
+between zooms (the median of 5), the workers started again for the zoom (``p.close()`` first:
+what starting them per zoom would cost), and every rank's trace file read again (the caches
+removed first: what a zoom without caches would cost; up to 8 ranks); the notebook process's peak
+over all of it.
 """
 
 from __future__ import annotations
@@ -142,6 +153,25 @@ p.ranks().table; p.key_averages(); p.findings; p.kernels(); p.steps()
 assert len(p.rank_labels) == {ranks}"""
 SUMMARY_WORK = "nbprof.cluster.summarize_ranks([{file!r}], workers=1, progress=False)"
 PLAIN_WORK = "nbprof.load_trace({file!r})"
+TIMELINE_WORK = """p = nbprof.load_trace({folder!r}, progress=False)
+import json as _json, os as _os, shutil as _shutil, statistics as _st, time as _time
+_t = _time.perf_counter(); _v = p.timeline_view(); _d = _v.data; _svg = _v.svg(); _full = _time.perf_counter() - _t
+_tl = _v.timeline
+_spots = _d.rects.sort_values("count", ascending=False)["x0_us"].to_numpy()[:5]
+def _zoom(a):
+    _t = _time.perf_counter(); _w = _tl.window(a, a + 1000.0, 1200); return _time.perf_counter() - _t, _w
+_kept = [_zoom(a) for a in _spots]
+p.close()
+_fresh = _zoom(_spots[0])
+p.close()
+_reread = (float("nan"), None)
+if len(p.rank_labels) <= 8:  # every file read again: minutes for 64 ranks, and the point is made with 8
+    for _s in p.rank_summaries:
+        _shutil.rmtree(_s.timeline.cache, ignore_errors=True)
+    _reread = _zoom(_spots[1])
+print("EXTRA " + _json.dumps({{"full_view_s": _full, "rects": len(_d.rects), "events_drawn": int(_d.events_drawn),
+    "zoom_kept_s": _st.median([k for k, _ in _kept]), "zoom_events": int(_st.median([w.events_drawn for _, w in _kept])),
+    "zoom_fresh_workers_s": _fresh[0], "zoom_reread_s": _reread[0], "svg_kb": len(_svg) / 1024}}))"""
 HTA_IMPORTS = "from hta.trace_analysis import TraceAnalysis"
 HTA_WORK = "TraceAnalysis(trace_dir={folder!r})"
 
@@ -156,9 +186,13 @@ def probe(python: str, imports: str, work: str, limit_gb: float | None = None, t
         run = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"error": f"did not finish in {timeout:.0f} s", "wall": time.perf_counter() - t0}
+    extra: dict = {}
+    for line in run.stdout.splitlines():
+        if line.startswith("EXTRA "):
+            extra = json.loads(line[6:])
     for line in run.stdout.splitlines():
         if line.startswith("RESULT "):
-            return json.loads(line[7:])
+            return {**json.loads(line[7:]), **extra}
     tail = (run.stderr.strip().splitlines() or ["(no output)"])[-1]
     return {"error": f"exit {run.returncode}: {tail[:200]}", "wall": time.perf_counter() - t0}
 
@@ -175,14 +209,16 @@ def main() -> None:
     ap.add_argument("--ranks", default="8,64")
     ap.add_argument("--repeat", type=int, default=1, help="measure one rank and the first --ranks this many times, "
                     "alternating (the machine is shared: the ratio of neighbours is the one to trust)")
+    ap.add_argument("--timeline", default="", help="ranks whose folder's timeline to draw and zoom, e.g. 8,64")
     ap.add_argument("--hta", help="a Python with HolisticTraceAnalysis installed (its own venv)")
     ap.add_argument("--hta-ranks", default="2,8")
     ap.add_argument("--hta-limit-gb", type=float, default=10.0)
     ap.add_argument("--markdown", help="append the results as a section to this file")
     args = ap.parse_args()
     root = Path(args.dir)
-    counts = sorted({int(x) for x in args.ranks.split(",")} | ({int(x) for x in args.hta_ranks.split(",")}
-                                                                 if args.hta else set()))
+    timeline = sorted({int(x) for x in args.timeline.split(",") if x})
+    counts = sorted({int(x) for x in args.ranks.split(",") if x} | ({int(x) for x in args.hta_ranks.split(",")}
+                                                                 if args.hta else set()) | set(timeline))
     rows: list[tuple[str, dict]] = []
     notes = [f"start {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC, load average {loadavg()}, "
              f"{os.cpu_count()} cores"]
@@ -201,7 +237,7 @@ def main() -> None:
 
     record("one rank: plain load_trace(file)", probe(py, NBPROF_IMPORTS, PLAIN_WORK.format(file=one)))
     record("one rank: summarize_ranks([file], workers=1)", probe(py, NBPROF_IMPORTS, SUMMARY_WORK.format(file=one)))
-    ranks = sorted(int(x) for x in args.ranks.split(","))
+    ranks = sorted(int(x) for x in args.ranks.split(",") if x)
     pairs = []
     for k in range(1, args.repeat):  # more neighbours: one rank, then the first folder, alternating
         a = probe(py, NBPROF_IMPORTS, SUMMARY_WORK.format(file=one))
@@ -213,6 +249,8 @@ def main() -> None:
     for n in ranks:
         record(f"{n} ranks: load_trace(folder)",
                probe(py, NBPROF_IMPORTS, CLUSTER_WORK.format(folder=str(folders[n]), ranks=n)))
+    for n in timeline:
+        record(f"{n} ranks: load_trace(folder) + timeline", probe(py, NBPROF_IMPORTS, TIMELINE_WORK.format(folder=str(folders[n]))))
     if args.hta:
         for n in sorted(int(x) for x in args.hta_ranks.split(",")):
             record(f"{n} ranks: HTA TraceAnalysis(trace_dir)",
@@ -233,6 +271,15 @@ def main() -> None:
         lines.append(f"| {label} | {r['seconds']:.1f} | {r['seconds'] / base:.2f} | {r['seconds'] / plain:.2f} | "
                      f"{r['cpu_s']:.1f} | {r['cpu_s'] / base_cpu:.2f} | {r['peak_mb']:.0f} | "
                      f"{r['worker_peak_mb']:.0f} | {r['load']} |")
+    tl_rows = [(label, r) for label, r in rows if "zoom_kept_s" in r]
+    if tl_rows:
+        lines += ["", "| run | full view (s) | rects | 1 ms zoom, workers kept (s, median of 5) | events in it | "
+                      "workers started for it (s) | trace files read again (s) | notebook process peak MB |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for label, r in tl_rows:
+            lines.append(f"| {label} | {r['full_view_s']:.1f} | {r['rects']:,} | {r['zoom_kept_s']:.2f} | "
+                         f"{r['zoom_events']:,} | {r['zoom_fresh_workers_s']:.1f} | {r['zoom_reread_s']:.1f} | "
+                         f"{r['peak_mb']:.0f} |")
     if pairs:
         wall = sorted(p[0] for p in pairs)[len(pairs) // 2]
         cpu = sorted(p[1] for p in pairs)[len(pairs) // 2]

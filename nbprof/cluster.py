@@ -30,8 +30,10 @@ interrupt, ends every worker before the error goes on (nothing is left running).
 
 Every per-rank table comes from the one function :func:`rank_summary`; a new per-rank analysis is
 a field there and its merge here. ``p.rank(r)`` loads one rank's full profile (every view works on
-it; the last one is kept). What needs every event (``p.events``, the timeline, ranges, memory,
-exports) merges all ranks on first use, as ``load_trace`` did before, and says so.
+it; the last one is kept). The timeline is drawn from each rank's view computed in its worker and
+zooms ask the workers again (``nbprof.cluster_timeline``): no events here either. What needs every
+event (``p.events``, ranges, memory, exports) merges all ranks on first use, as ``load_trace`` did
+before, and says so.
 """
 
 from __future__ import annotations
@@ -44,8 +46,9 @@ import os
 import sys
 import time
 import types
+import weakref
 from dataclasses import dataclass
-from typing import Any, Callable, Generator, Iterator
+from typing import Any, Callable, Generator
 
 import numpy as np
 import pandas as pd
@@ -54,8 +57,10 @@ from .analysis.device_stats import DeviceStats
 from .analysis.findings import FINDING_COLUMNS, SEVERITIES, collective_wait, straggler
 from .analysis.key_averages import KEY_AVERAGE_COLUMNS
 from .analysis.kernels import kernel_parts, kernels_from_parts
-from .analysis.ranks import RankReport, differences_from_times, name_times, rank_table, report_of
+from .analysis.ranks import RankReport, differences_from_times, name_times, report_of
 from .analysis.summary import TorchSummary, default_sort, top_row
+from .cluster_timeline import (ClusterTimeline, ClusterTimelineView, RankPool, RankTimeline, new_cache_dir,
+                               rank_timeline, remove_cache)
 from .errors import OptionError, TraceError
 from .format import fmt_bytes, plural
 from .meta import TorchMeta, TraceMeta
@@ -86,6 +91,8 @@ class RankSummary:
     end_us: float
     rank_row: pd.DataFrame
     """Its row of ``ranks().table`` (the rank label is set when all ranks are back)."""
+    hta_idle: pd.DataFrame
+    """``ranks().hta_idle``: HTA's idle time breakdown, per stream and category."""
     key_averages: pd.DataFrame
     """``key_averages("op")``: sums and counts, which add up across ranks."""
     kernel_parts: pd.DataFrame
@@ -105,34 +112,44 @@ class RankSummary:
     """``collectives()``: per collective and process group (the Ranks tab's Cluster section)."""
     queue_length: pd.DataFrame
     """``queue_length()``: per device and stream."""
+    timeline: RankTimeline
+    """Its collective calls and where its events' cache is, for the timeline (its view is drawn from
+    the cache when first shown: ``nbprof.cluster_timeline``)."""
     seconds: float
     """Time to read and summarize it."""
 
 
-def rank_summary(path: str, limit: Any = None) -> RankSummary:
+def rank_summary(path: str, cache_root: str | None = None, limit: Any = None) -> RankSummary:
     """Read one rank's trace and summarize it (runs in a worker; a bad file: TraceError naming it,
-    and so is running out of memory on it; ``limit``: ``read_trace_file``'s ``max_bytes``)."""
+    and so is running out of memory on it). ``cache_root``: where to write its events' cache for
+    the timeline (None: none; the timeline then reads the file again); ``limit``:
+    ``read_trace_file``'s ``max_bytes``."""
     try:
-        return _summarize(path, limit)
+        return _summarize(path, cache_root, limit)
     except MemoryError:
         raise TraceError(f"{path}: out of memory reading this rank ({_file_size(path)}); try fewer workers= "
                          "(0 reads one rank at a time in this process)") from None
 
 
-def _summarize(path: str, limit: Any = None) -> RankSummary:
+def _summarize(path: str, cache_root: str | None, limit: Any = None) -> RankSummary:
     t0 = time.perf_counter()
     p = TorchProfile.from_trace(_read(path, limit))
     ev = p._events
     start = float(ev["start_us"].min()) if len(ev) else 0.0
     end = float((ev["start_us"] + ev["dur_us"]).max()) if len(ev) else 0.0
     trace_meta = TraceMeta(**p.meta.trace_fields())
+    device_times = name_times(ev, device_work=True)
+    # the ops' times stand in for the kernels' only where no rank ran device work: not this one's
+    cpu_times = name_times(ev, device_work=False) if len(device_times) == 0 else device_times.iloc[0:0]
     return RankSummary(
         file=path, meta=trace_meta, events=len(ev), start_us=start, end_us=end,
-        rank_row=rank_table(ev, p.meta, p.device_stats), key_averages=p.key_averages("op"),
-        kernel_parts=kernel_parts(ev), device_times=name_times(ev, device_work=True),
-        cpu_times=name_times(ev, device_work=False), steps=p.steps(), step_breakdown=p.step_breakdown(),
+        rank_row=p.ranks().table, hta_idle=p.ranks().hta_idle, key_averages=p.key_averages("op"),
+        kernel_parts=kernel_parts(ev), device_times=device_times,
+        cpu_times=cpu_times, steps=p.steps(), step_breakdown=p.step_breakdown(),
         device_stats=p.device_stats, summary=p.summary, findings=p.findings, overview=p.overview(),
-        collectives=p.collectives(), queue_length=p.queue_length(), seconds=time.perf_counter() - t0,
+        collectives=p.collectives(), queue_length=p.queue_length(),
+        timeline=rank_timeline(ev, p.meta, path, cache_root=cache_root),
+        seconds=time.perf_counter() - t0,
     )
 
 
@@ -150,27 +167,42 @@ def _read(path: str, limit: Any = None) -> Any:
 # -- running the summaries -------------------------------------------------------------------------
 
 
-def summarize_ranks(files: list[str], *, workers: int | None = None, client: Any = None,
-                    progress: bool = True, limit: Any = None) -> list[RankSummary]:
-    """:func:`rank_summary` of each file (in ``files``' order), where the module doc says."""
-    summarize = functools.partial(rank_summary, limit=limit)
+def plan(files: list[str], workers: int | None = None, client: Any = None) -> tuple[int, Any]:
+    """Where the ranks are read: (worker processes, 0 for this process; the Dask client or None)."""
     if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool) or workers < 0):
         raise OptionError(f"workers must be a number of processes (0: in this process); got {workers!r}")
     if client is None and workers is None:
         client = _active_dask_client()
     if client is not None:
-        return _run(files, _dask_runner(client, summarize), progress, "Dask")
+        return 0, client
     if workers is None:
         small = sum(os.path.getsize(f) for f in files) < IN_PROCESS_BYTES
         workers = 0 if small else min(os.cpu_count() or 1, len(files))
-    if workers == 0:
-        return _run(files, functools.partial(_in_process, summarize=summarize), progress, "")
-    n = min(workers, len(files))
-    return _run(files, functools.partial(_in_workers, workers=n, limit=limit), progress,
-                f"{n} worker process{'es' if n > 1 else ''}")
+    return min(workers, len(files)), None
+
+
+def summarize_ranks(files: list[str], *, workers: int | None = None, client: Any = None,
+                    progress: bool = True, limit: Any = None) -> list[RankSummary]:
+    """:func:`rank_summary` of each file (in ``files``' order), where the module doc says; their
+    timelines' caches in a new folder (``cluster_timeline.new_cache_dir``: the profile removes it).
+    ``limit``: ``read_trace_file``'s ``max_bytes``."""
+    workers, client = plan(files, workers, client)
+    cache = new_cache_dir()
+    work = functools.partial(rank_summary, cache_root=cache, limit=limit)
+    try:
+        if client is not None:
+            return _run(files, _dask_runner(client, work), progress, "Dask")
+        if workers == 0:
+            return _run(files, functools.partial(_in_process, work=work), progress, "")
+        return _run(files, functools.partial(_in_workers, workers=workers, cache_root=cache, limit=limit), progress,
+                    f"{workers} worker process{'es' if workers > 1 else ''}")
+    except BaseException:
+        remove_cache(cache, client)
+        raise
 
 
 Runner = Callable[[list[str]], Generator[tuple[int, RankSummary], None, None]]
+Work = Callable[[str], RankSummary]
 
 
 def _run(files: list[str], runner: Runner, progress: bool, how: str) -> list[RankSummary]:
@@ -189,13 +221,12 @@ def _run(files: list[str], runner: Runner, progress: bool, how: str) -> list[Ran
     return [s for s in out if s is not None]
 
 
-def _in_process(files: list[str], summarize: Callable[[str], RankSummary] = rank_summary
-                ) -> Generator[tuple[int, RankSummary], None, None]:
+def _in_process(files: list[str], work: Work = rank_summary) -> Generator[tuple[int, RankSummary], None, None]:
     for i, f in enumerate(files):
-        yield i, summarize(f)
+        yield i, work(f)
 
 
-def _in_workers(files: list[str], workers: int, limit: Any = None
+def _in_workers(files: list[str], workers: int, cache_root: str | None = None, limit: Any = None
                 ) -> Generator[tuple[int, RankSummary], None, None]:
     """Spawned worker processes that never run the caller's ``__main__`` (:class:`_WorkerContext`);
     on an error or an interrupt (KeyboardInterrupt) every worker is stopped before the error goes
@@ -206,7 +237,7 @@ def _in_workers(files: list[str], workers: int, limit: Any = None
     pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_tell_starts_to,
                                   initargs=(started,))
     try:
-        futures = {pool.submit(_summary_in_worker, i, f, limit): i for i, f in enumerate(files)}
+        futures = {pool.submit(_summary_in_worker, i, f, cache_root, limit): i for i, f in enumerate(files)}
         # the workers are started by submit(): kept here to read how one ended (the pool drops them)
         processes = list((getattr(pool, "_processes", None) or {}).values())
         for fut in cf.as_completed(futures):
@@ -264,10 +295,10 @@ def _tell_starts_to(queue: Any) -> None:
     _starts = queue
 
 
-def _summary_in_worker(index: int, path: str, limit: Any = None) -> RankSummary:
+def _summary_in_worker(index: int, path: str, cache_root: str | None = None, limit: Any = None) -> RankSummary:
     if _starts is not None:
         _starts.put((os.getpid(), index))
-    return rank_summary(path, limit)
+    return rank_summary(path, cache_root, limit)
 
 
 def _death(files: list[str], processes: list[Any], started: Any, left: int) -> str:
@@ -346,11 +377,11 @@ def _active_dask_client() -> Any:
         return None
 
 
-def _dask_runner(client: Any, summarize: Callable[[str], RankSummary] = rank_summary) -> Runner:
+def _dask_runner(client: Any, work: Work = rank_summary) -> Runner:
     def run(files: list[str]) -> Generator[tuple[int, RankSummary], None, None]:
         from distributed import as_completed
 
-        futures = client.map(summarize, files, pure=False)
+        futures = client.map(work, files, pure=False)
         index = {f.key: i for i, f in enumerate(futures)}
         try:
             for fut in as_completed(futures):
@@ -376,11 +407,17 @@ def labels_of(metas: list[TraceMeta]) -> list[Any]:
 class ClusterProfile(TorchProfile):
     """A folder of ranks, summarized apart (see the module doc): the merged report's tables
     (``ranks()``, ``key_averages()``, ``kernels()``, ``steps()``, ``overview()``, ``collectives()``,
-    ``queue_length()``, ``device_stats``, ``findings``, ``summary``) from the ranks' summaries; ``rank(r)``: one rank's full profile; what needs every
-    event (``events``, ``timeline()``, ``ranges()``, ``launches()`` (a row per launch), ``modules()``,
-    exports) merges all ranks on first use."""
+    ``collective_calls()``, ``queue_length()``, ``device_stats``, ``findings``, ``summary``) from the
+    ranks' summaries; ``timeline()`` / ``timeline_view()``: every rank's lanes on one clock, drawn
+    from the views the workers computed, zooms read by the workers (``nbprof.cluster_timeline``);
+    ``rank(r)``: one rank's full profile; what needs every event (``events``, ``ranges()``,
+    ``launches()`` (a row per launch), ``modules()``, exports) merges all ranks on first use.
 
-    def __init__(self, folder: str, summaries: list[RankSummary], limit: Any = None) -> None:
+    ``workers`` / ``client``: where the timeline's zooms run (as the ranks were read: ``plan``);
+    ``limit``: ``read_trace_file``'s ``max_bytes``, for the ranks read again."""
+
+    def __init__(self, folder: str, summaries: list[RankSummary], *, workers: int = 0, client: Any = None,
+                 limit: Any = None) -> None:
         self._summaries = summaries
         self._limit = limit  # read_trace_file's max_bytes, for the ranks read again here
         self._labels = labels_of([s.meta for s in summaries])
@@ -400,6 +437,11 @@ class ClusterProfile(TorchProfile):
         self.profiler = None
         self._averages: dict[str, pd.DataFrame] = {}
         self._one: tuple[Any, TorchProfile] | None = None
+        self._pool = RankPool(workers, client, _WorkerContext())
+        self._views: dict[Any, ClusterTimelineView] = {}
+        roots = {os.path.dirname(s.timeline.cache) for s in summaries if s.timeline.cache}
+        # the caches and the zoom workers go with the profile (or at exit)
+        self._finalizer = weakref.finalize(self, _release, self._pool, sorted(roots), client)
 
     @classmethod
     def from_trace(cls, trace: Any, *, profiler: Any = None, **run: Any) -> TorchProfile:
@@ -551,7 +593,8 @@ class ClusterProfile(TorchProfile):
         device = any(s.summary.has_device for s in self._summaries)
         times = pd.concat([(s.device_times if device else s.cpu_times).assign(rank=codes[r])
                            for r, s, _ in self._ranked()], ignore_index=True)
-        return report_of(table, differences_from_times(times, np.asarray(self._order(), dtype=object)))
+        hta_idle = self._per_rank(lambda s: s.hta_idle)
+        return report_of(table, differences_from_times(times, np.asarray(self._order(), dtype=object)), hta_idle)
 
     @functools.cached_property
     def _overview(self) -> pd.DataFrame:
@@ -603,6 +646,53 @@ class ClusterProfile(TorchProfile):
         """(label, summary, shift of its clock in µs) in rank order."""
         return sorted(zip(self._labels, self._summaries, self._shift_us), key=lambda x: x[0])
 
+    # -- the timeline ---------------------------------------------------------------------------
+
+    def _timeline(self, align: str | None = None) -> ClusterTimeline:
+        ranks = [(r, s.timeline, shift) for r, s, shift in self._ranked()]
+        return ClusterTimeline(ranks, self._pool, align=align, owner=self)
+
+    def timeline_view(self, align: str | None = None) -> Any:
+        """The timeline for display (the report's overview, the figure, the live widget), every
+        rank's lanes on one clock: as recorded, or aligned on an event on every rank (``align``:
+        ``"collective"``, the first collective call; or a name, e.g. ``"ProfilerStep#3"``)."""
+        if align not in self._views:
+            self._views[align] = ClusterTimelineView(self._timeline(align))
+        return self._views[align]
+
+    def timeline(self, *, python: bool = False, window_us: tuple[float, float] | None = None,
+                 window: tuple[float, float] | None = None, max_rects: int | None = None,
+                 height: int | None = None, align: str | None = None) -> Any:
+        """Every rank's lanes (threads, streams) on one clock, a plotly ``Figure`` as a profile's
+        ``timeline()``: each rank's view computed by its worker, ``window_us=(start_us, end_us)``
+        (µs on the view's clock) read from each rank by the workers, in full detail. A
+        collective's calls on every rank are joined, the rank that arrived last marked. ``align``:
+        see :meth:`timeline_view`."""
+        if python:
+            raise OptionError("timeline(python=True) draws one rank's Python frames: p.rank(r).timeline(python=True)")
+        if window is not None:
+            if window_us is not None:
+                raise OptionError("timeline: pass window_us=(start_us, end_us), not window= as well")
+            window_us = (float(window[0]) * 1000.0, float(window[1]) * 1000.0)
+        tl = self._timeline(align)
+        if max_rects is not None:
+            tl.max_rects = int(max_rects)
+        view = ClusterTimelineView(tl, window_us=window_us, height=height)
+        return view.figure
+
+    def collective_calls(self) -> pd.DataFrame:
+        """One row per collective call of every rank (from the summaries), joined per collective:
+        ``rank, process_group, seq, name, start_us, dur_us`` (on the common clock, as recorded),
+        ``ranks`` (ranks that made that call), ``last`` (this rank's call started last: the
+        others waited for it), ``wait_us`` (how long before the last one it started), ``names``
+        (``nbprof.analysis.collectives.match_calls``)."""
+        return self._timeline().calls()
+
+    def close(self) -> None:
+        """End the timeline's zoom workers now (they end by themselves after a while idle; the next
+        zoom starts them again)."""
+        self._pool.close()
+
     # -- display ----------------------------------------------------------------------------------
 
     def report(self, **view: Any) -> Any:
@@ -611,10 +701,13 @@ class ClusterProfile(TorchProfile):
         return ClusterReport(self, **view)
 
     def _ipython_display_(self) -> None:
-        """The report only: its timeline would merge every rank (``p.rank(r).timeline()``)."""
+        """The report, then the timeline as an output of its own (live in a kernel), as a
+        profile's; neither merges the ranks' events."""
         from IPython.display import display
 
         display(self.report())
+        if self.summary.events:
+            display(self.timeline_view().display_object())
 
     def __repr__(self) -> str:
         s = self.summary
@@ -622,6 +715,12 @@ class ClusterProfile(TorchProfile):
         if s.has_device:
             parts.append(f"self CUDA {s.self_device_us / 1e3:.3f} ms")
         return f"<ClusterProfile {', '.join(parts)}>"
+
+
+def _release(pool: RankPool, roots: list[str], client: Any) -> None:
+    pool.close()
+    for root in roots:
+        remove_cache(root, client)
 
 
 def _sum_averages(frames: list[pd.DataFrame]) -> pd.DataFrame:

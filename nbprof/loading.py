@@ -42,8 +42,9 @@ def load_trace(path: Any, *, workers: int | None = None, client: Any = None, pro
         files = trace_files(path)
         if len(files) == 1:
             return TorchProfile.from_trace(read_trace_file(files[0], max_bytes=limit))
-        from .cluster import ClusterProfile, summarize_ranks
+        from .cluster import ClusterProfile, plan, summarize_ranks
 
-        summaries = summarize_ranks(files, workers=workers, client=client, progress=progress, limit=limit)
-        return ClusterProfile(path, summaries, limit=limit)
+        n, dask = plan(files, workers, client)
+        summaries = summarize_ranks(files, workers=n, client=dask, progress=progress, limit=limit)
+        return ClusterProfile(path, summaries, workers=n, client=dask, limit=limit)
     return TorchProfile.from_trace(read_trace_file(path, max_bytes=limit))

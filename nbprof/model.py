@@ -340,7 +340,7 @@ class TorchProfile:
     def _ranks(self) -> Any:
         from .analysis.ranks import rank_report
 
-        return rank_report(self._events, self.meta)
+        return rank_report(self._events, self.meta, self.device_stats)  # device stats computed once
 
     def collectives(self) -> pd.DataFrame:
         """One row per rank, collective and process group: count, total_us, mean_us, max_us, bytes

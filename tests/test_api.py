@@ -109,7 +109,8 @@ RESULT_MEMBERS = {
     "Comparison": ["html", "kind", "metric", "table", "text"],
 }
 # a folder of ranks (nbprof.cluster): a TorchProfile, and one rank's profile on demand
-RESULT_MEMBERS["ClusterProfile"] = sorted(RESULT_MEMBERS["TorchProfile"] + ["rank", "rank_labels", "rank_summaries"])
+RESULT_MEMBERS["ClusterProfile"] = sorted(RESULT_MEMBERS["TorchProfile"] + ["close", "collective_calls", "rank",
+                                                                              "rank_labels", "rank_summaries"])
 
 
 def test_result_objects_members():

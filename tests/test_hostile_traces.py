@@ -455,7 +455,7 @@ def test_every_recorded_trace_reads_without_a_note():
     """No real trace is flagged: not ns-looking, no duplicates, nothing left out (and no warning)."""
     files = sorted(DATA.glob("*.trace.json.gz")) + sorted((DATA / "ddp_gloo").glob("*.json.gz")) + sorted(
         p for p in WILD.iterdir() if p.name.endswith((".json", ".json.gz")))
-    assert len(files) == 17
+    assert len(files) == 18  # hta_cases is made by hand (HTA's quirks), the others recorded
     for path in files:
         p = loaded(path)
         raw = json.loads(gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes())

@@ -19,6 +19,13 @@ kernel's or range's name (``ncclDevKernel_AllReduce_Sum_f32_RING_LL`` -> ``all_r
 ``process_group`` / ``process_group_ranks``: the trace's "Process Group Name" / "Process Group
 Ranks" ("" where not written). ``bytes``: "In msg nelems" times the size of its "dtype", summed
 over the calls; -1 where a call does not say (gloo on the CPU writes neither).
+
+:func:`collective_calls`: one row per call (the same events), numbered per rank and process
+group in the order they start (``seq``: c10d numbers a process group's collectives in the order
+each rank issues them, the same on every rank; the trace does not write the number, so the
+order of the calls' starts stands for it). :func:`match_calls` joins the ranks' calls of the
+same process group and number: one collective, and the rank whose call started last is the one
+the others waited for (``last``; ``wait_us``: how long each rank's call started before it).
 """
 
 from __future__ import annotations
@@ -30,7 +37,8 @@ from ..events import DEVICE_WORK_CODES, KIND_CODE, TREE_CODES, category_map, kin
 from .breakdown import COMM, work_categories
 from .device_stats import process_codes
 
-__all__ = ["COLLECTIVE_COLUMNS", "DTYPE_BYTES", "collective_name", "collective_table"]
+__all__ = ["COLLECTIVE_COLUMNS", "CALL_COLUMNS", "DTYPE_BYTES", "collective_name", "collective_table",
+           "collective_calls", "match_calls"]
 
 COLLECTIVE_COLUMNS = ("rank", "name", "process_group", "process_group_ranks", "count", "total_us", "mean_us",
                       "max_us", "bytes")
@@ -116,3 +124,66 @@ def collective_table(events: pd.DataFrame) -> pd.DataFrame:
     out["rank"] = labels[code]
     order = np.lexsort((-out["total_us"].to_numpy(), code))  # by rank, the largest first
     return out.iloc[order][list(COLLECTIVE_COLUMNS)].reset_index(drop=True)
+
+
+CALL_COLUMNS = ("rank", "process_group", "seq", "name", "start_us", "dur_us", "event")
+
+
+def collective_calls(events: pd.DataFrame) -> pd.DataFrame:
+    """One row per collective call (the events :func:`collective_table` sums): ``rank, process_group,
+    seq, name, start_us, dur_us, event`` (its position in ``events``), ``seq`` numbering the calls
+    of each rank and process group from 0 in the order they start (see the module doc)."""
+    rank, labels = process_codes(events)
+    rows, _ = _rows(events)
+    if len(rows) == 0:
+        return pd.DataFrame({"rank": pd.Series(dtype=object), "process_group": pd.Series(dtype=object),
+                             "seq": pd.Series(dtype=np.int64), "name": pd.Series(dtype=object),
+                             "start_us": pd.Series(dtype=np.float64), "dur_us": pd.Series(dtype=np.float64),
+                             "event": pd.Series(dtype=np.int64)})
+    from_arg = category_map(events["collective"], collective_name, rows=rows)
+    names = np.where(from_arg != "", from_arg, category_map(events["name"], collective_name, rows=rows))
+    group = values_at(events["process_group"], rows)
+    start = events["start_us"].to_numpy()[rows]
+    r = rank[rows]
+    group_codes, _ = pd.factorize(group)
+    order = np.lexsort((rows, start, group_codes, r))  # by rank, group, start (then the file's order)
+    r, group_codes, rows = r[order], group_codes[order], rows[order]
+    first = np.r_[True, (r[1:] != r[:-1]) | (group_codes[1:] != group_codes[:-1])]
+    idx = np.arange(len(rows))
+    seq = idx - np.maximum.accumulate(np.where(first, idx, 0))
+    out = pd.DataFrame({"rank": labels[r], "process_group": group[order], "seq": seq.astype(np.int64),
+                        "name": names[order], "start_us": start[order],
+                        "dur_us": events["dur_us"].to_numpy()[rows], "event": rows.astype(np.int64)})
+    return out.sort_values(["start_us", "event"], kind="stable").reset_index(drop=True)[list(CALL_COLUMNS)]
+
+
+def match_calls(calls: pd.DataFrame) -> pd.DataFrame:
+    """The calls of several ranks (``collective_calls`` of each, ``start_us`` on one clock) joined
+    per collective (process group and ``seq``): ``calls``' columns and ``ranks`` (how many ranks
+    made that call), ``last`` (this rank's call started last: the one the others waited for),
+    ``wait_us`` (the last start minus this one's), ``names`` (the distinct names the ranks gave it;
+    ranks that disagree on a collective's name have lost step). Sorted by the collective's first
+    start, then rank."""
+    if len(calls) == 0:
+        return calls.assign(ranks=np.zeros(0, dtype=np.int64), last=np.zeros(0, dtype=bool),
+                            wait_us=np.zeros(0), names=np.zeros(0, dtype=object))
+    key = calls["process_group"].astype(str) + "\x00" + calls["seq"].astype(str)
+    codes, _ = pd.factorize(key.to_numpy())
+    start = calls["start_us"].to_numpy(dtype=np.float64)
+    n = int(codes.max()) + 1
+    last_start = np.full(n, -np.inf)
+    np.maximum.at(last_start, codes, start)
+    first_start = np.full(n, np.inf)
+    np.minimum.at(first_start, codes, start)
+    count = np.bincount(codes, minlength=n)
+    names = calls.groupby(codes, sort=False)["name"].agg(lambda s: sorted(set(s)))
+    out = calls.copy()
+    out["ranks"] = count[codes].astype(np.int64)
+    # one "last" per collective: the latest start, the first such row where several tie
+    is_max = start == last_start[codes]
+    first_max = pd.Series(is_max).groupby(codes).cumsum().to_numpy() == 1
+    out["last"] = is_max & first_max & (count[codes] > 1)
+    out["wait_us"] = last_start[codes] - start
+    out["names"] = names.reindex(codes).to_numpy()
+    order = np.lexsort((calls["rank"].astype(str).to_numpy(), codes, first_start[codes]))
+    return out.iloc[order].reset_index(drop=True)

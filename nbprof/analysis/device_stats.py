@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from ..meta import TraceMeta
-from ..events import DEVICE_WORK_CODES, KIND_CODE, category_mask, kind_mask, time_ns
+from ..events import DEVICE_WORK_CODES, KIND_CODE, category_mask, kind_mask, time_ns, values_at
 from ._intervals import measure_within, union_segments
 from .kernels import uses_tensor_cores
 from .memory import allocated_totals
@@ -194,7 +194,7 @@ def device_stats(events: pd.DataFrame, meta: TraceMeta | None = None) -> DeviceS
     n_ranks = len(rank_labels)
     has_rank = "rank" in events.columns
     kind = events["kind"].cat.codes.to_numpy()
-    device = events["device"].astype(str).to_numpy()
+    device = values_at(events["device"])  # by category: astype(str) made 1 M strings (0.05 s)
     work = kind_mask(kind, DEVICE_WORK_CODES)
     is_mem = (kind == KIND_CODE["memory"]) & (device != "cpu")
 

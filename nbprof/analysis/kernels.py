@@ -117,45 +117,57 @@ _PART_KEY = ["name", "kind", "device", "stream", "launcher", "grid", "block"]
 def kernel_parts(events: pd.DataFrame) -> pd.DataFrame:
     """The kernel table's parts (see ``_PART_KEY``): ``count, dur_sum, dur_min, dur_max, bytes``,
     the largest ``registers_per_thread`` and ``shared_memory_bytes`` of a launch, and the
-    duration-weighted sums (``*_w``) and their durations (``*_d``) of the launch estimates."""
+    duration-weighted sums (``*_w``) and their durations (``*_d``) of the launch estimates.
+
+    Grouped on the columns' integer codes, the names written once per part (grouping on the
+    strings hashed each of them: 0.1 s at 120k kernels)."""
     kind = events["kind"].cat.codes.to_numpy()
     rows = np.flatnonzero(kind_mask(kind, DEVICE_WORK_CODES))
-    sub = events.iloc[rows]
-    parent = sub["parent"].to_numpy()
-    launcher = np.where(parent >= 0, values_at(events["name"], np.maximum(parent, 0)), "")
-    dur = sub["dur_us"].to_numpy()
-    grid = sub["grid"].astype(str).to_numpy()
-    launched = grid != ""
-    frame = pd.DataFrame(
-        {
-            "name": sub["name"].astype(str).to_numpy(),
-            "kind": sub["kind"].astype(str).to_numpy(),
-            "device": sub["device"].astype(str).to_numpy(),
-            "stream": sub["stream"].to_numpy(),
-            "launcher": launcher.astype(str) if len(rows) else np.zeros(0, dtype=object),
-            "grid": grid,
-            "block": sub["block"].astype(str).to_numpy(),
-            "dur": dur,
-            "bytes": sub["bytes"].to_numpy(),
-        }
-    )
+    name_codes = events["name"].cat.codes.to_numpy().astype(np.int64)
+    parent = events["parent"].to_numpy()[rows]
+    dur = events["dur_us"].to_numpy()[rows]
+    grid_codes = events["grid"].cat.codes.to_numpy()[rows].astype(np.int64)
+    grid_names = np.asarray(events["grid"].cat.categories.astype(str), dtype=object)
+    launched = (grid_codes >= 0) & (np.append(grid_names, "")[grid_codes] != "")
+    codes = pd.DataFrame({
+        "name": name_codes[rows],
+        "kind": kind[rows].astype(np.int64),
+        "device": events["device"].cat.codes.to_numpy()[rows].astype(np.int64),
+        "stream": events["stream"].to_numpy()[rows],
+        "launcher": np.where(parent >= 0, name_codes[np.maximum(parent, 0)], -1),
+        "grid": grid_codes,
+        "block": events["block"].cat.codes.to_numpy()[rows].astype(np.int64),
+    })
+    frame = codes.assign(dur=dur, bytes=events["bytes"].to_numpy()[rows])
     for column in ("registers_per_thread", "shared_memory_bytes"):
         # not a launch, or the field not written (the events' -1): unknown, never a number
-        v = sub[column].to_numpy().astype(np.float64)
+        v = events[column].to_numpy()[rows].astype(np.float64)
         frame[column] = np.where(~launched | (v < 0), np.nan, v)
     # duration-weighted sums; a launch without an estimate (NaN) weighs nothing
     for column in ("blocks_per_sm", "occupancy_pct"):
-        v = sub[column].to_numpy().astype(np.float64)
+        v = events[column].to_numpy()[rows].astype(np.float64)
         known = ~np.isnan(v)
         frame[column + "_w"] = np.where(known, v * dur, 0.0)
         frame[column + "_d"] = np.where(known, dur, 0.0)
-    g = frame.groupby(_PART_KEY, sort=False, dropna=False)
-    return g.agg(count=("dur", "size"), dur_sum=("dur", "sum"), dur_min=("dur", "min"), dur_max=("dur", "max"),
-                 bytes=("bytes", "sum"), registers_per_thread=("registers_per_thread", "max"),
-                 shared_memory_bytes=("shared_memory_bytes", "max"),
-                 blocks_per_sm_w=("blocks_per_sm_w", "sum"), blocks_per_sm_d=("blocks_per_sm_d", "sum"),
-                 occupancy_pct_w=("occupancy_pct_w", "sum"), occupancy_pct_d=("occupancy_pct_d", "sum")
-                 ).reset_index()
+    g = frame.groupby(_PART_KEY, sort=False)
+    out = g.agg(count=("dur", "size"), dur_sum=("dur", "sum"), dur_min=("dur", "min"), dur_max=("dur", "max"),
+                bytes=("bytes", "sum"), registers_per_thread=("registers_per_thread", "max"),
+                shared_memory_bytes=("shared_memory_bytes", "max"),
+                blocks_per_sm_w=("blocks_per_sm_w", "sum"), blocks_per_sm_d=("blocks_per_sm_d", "sum"),
+                occupancy_pct_w=("occupancy_pct_w", "sum"), occupancy_pct_d=("occupancy_pct_d", "sum")
+                ).reset_index()
+
+    def text(column: str, key: str) -> np.ndarray:  # codes back to the strings (-1: "")
+        cats = np.append(np.asarray(events[column].cat.categories.astype(str), dtype=object), "")
+        return cats[out[key].to_numpy()] if len(out) else np.zeros(0, dtype=object)
+
+    out["name"] = text("name", "name")
+    out["launcher"] = text("name", "launcher")
+    out["kind"] = text("kind", "kind")
+    out["device"] = text("device", "device")
+    out["grid"] = text("grid", "grid")
+    out["block"] = text("block", "block")
+    return out
 
 
 def kernels_from_parts(parts: pd.DataFrame) -> pd.DataFrame:

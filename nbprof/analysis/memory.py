@@ -52,11 +52,10 @@ def memory_curve(events: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=["device", "time_us", "allocated_bytes", "reserved_bytes", "delta_bytes", "op"])
     sub = events.iloc[rows]
     parent = sub["parent"].to_numpy()
-    names = events["name"].astype(str).to_numpy()
-    op = np.where(parent >= 0, names[np.maximum(parent, 0)], "")
+    op = np.where(parent >= 0, values_at(events["name"], np.maximum(parent, 0)), "")
     out = pd.DataFrame(
         {
-            "device": sub["device"].astype(str).to_numpy(),
+            "device": values_at(events["device"], rows),
             "time_us": sub["start_us"].to_numpy(),
             "allocated_bytes": allocated_totals(events, rows),
             "reserved_bytes": sub["total_reserved_bytes"].to_numpy(),

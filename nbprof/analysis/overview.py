@@ -175,10 +175,11 @@ def overview(events: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame({c: pd.Series(dtype=object if c in ("step", "rank") else np.float64) for c in columns})
     w_start, w_end = _stretch_over_device(events, group, start, end, w_group, w_start, w_end)
     covered = np.zeros((len(CATEGORIES), len(w_start)), dtype=np.int64)
-    rows = np.zeros(0, dtype=np.int64)
+    sg = ss = se = np.zeros(0, dtype=np.int64)
     for r, role in enumerate(_role_rows(events)):
-        rows = np.r_[rows, role]  # this category and every one before it
-        sg, ss, se = union_segments(start[rows], end[rows], group[rows])
+        # this category and every one before it: the union so far (its few segments) with this one's
+        # events, not every earlier event sorted again (0.15 -> 0.06 s at 1 M events)
+        sg, ss, se = union_segments(np.r_[ss, start[role]], np.r_[se, end[role]], np.r_[sg, group[role]])
         covered[r] = measure_each(sg, ss, se, w_group, w_start, w_end).astype(np.int64)
     duration = w_end - w_start
     covered[-1] = duration

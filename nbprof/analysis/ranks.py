@@ -5,7 +5,9 @@
     rank, span_us, self_cpu_us, ops, device_us, kernels, device_busy_us, device_busy_fraction,
     comm_us, compute_us, breakdown_window_us, breakdown_compute_us, breakdown_comm_us,
     breakdown_memcpy_us, breakdown_idle_us, breakdown_exposed_comm_us, breakdown_exposed_memcpy_us,
-    overlap_pct, idle_host_wait_us, idle_kernel_wait_us, idle_other_us
+    overlap_pct, idle_host_wait_us, idle_kernel_wait_us, idle_other_us, hta_idle_host_wait_us,
+    hta_idle_kernel_wait_us, hta_idle_other_us, hta_breakdown_idle_us, hta_breakdown_compute_us,
+    hta_breakdown_non_compute_us, hta_overlap_pct
 
 - ``device_us``, ``kernels``: device work (kernels, copies, memsets), its time and how many, as in
   ``steps()`` (``device_stats``' ``kernel_us`` is kernels only);
@@ -18,7 +20,12 @@
   device work): what each rank itself had to do. The **slowest rank** is the one with the most;
   ``imbalance = (max - median) / median`` of ``compute_us``;
 - ``breakdown_*``, ``overlap_pct``, ``idle_*``: HTA's temporal breakdown, comm-compute overlap and
-  idle split, exact (``nbprof.analysis.breakdown``: the definitions and where HTA differs).
+  idle split, exact (``nbprof.analysis.breakdown``: the definitions and where HTA differs);
+- ``hta_*``: the same analyses as HTA 0.5.0 defines them, equal to its numbers (for users who
+  compare): ``hta_idle_*`` its idle time breakdown (per stream, summed over the rank's streams: one
+  idle moment counts once per idle stream; its 30 µs kernel-wait threshold), ``hta_breakdown_*``
+  its temporal breakdown and ``hta_overlap_pct`` its comm-comp overlap (stream waits counted as
+  kernels, kernels typed by name). The per-stream rows: ``RankReport.hta_idle``.
 
 :func:`rank_differences`: the kernels (without device work: the ops and ``record_function``
 labels, by self CPU time, not the ProfilerStep markers) whose count or time differs across
@@ -27,7 +34,8 @@ ranks, with each rank's numbers side by side.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -36,7 +44,8 @@ import pandas as pd
 from ..format import plural
 from ..meta import TraceMeta
 from ..events import DEVICE_WORK_CODES, KIND_CODE, KINDS, TREE_CODES, category_mask, kind_mask
-from .breakdown import BREAKDOWN_COLUMNS, COMM_PATTERN, breakdown_table, is_comm
+from .breakdown import (BREAKDOWN_COLUMNS, COMM_PATTERN, HTA_BREAKDOWN_COLUMNS, HTA_IDLE_COLUMNS, breakdown_table,
+                        hta_breakdown_table, hta_idle_rows, hta_idle_table, is_comm)
 from .device_stats import DeviceStats, device_stats, process_codes, profiled_windows, span_ns
 
 __all__ = ["RankReport", "rank_report", "report_of", "rank_table", "rank_differences", "name_times",
@@ -52,21 +61,27 @@ RANK_MIN_SHARE = 0.01
 
 @dataclass(frozen=True)
 class RankReport:
-    """``table`` (per rank), ``slowest`` (rank label), ``imbalance``, ``differences``."""
+    """``table`` (per rank), ``slowest`` (rank label), ``imbalance``, ``differences``; ``hta_idle``:
+    HTA's idle time breakdown as HTA's ``get_idle_time_breakdown`` returns it, one row per rank,
+    stream and category (``rank, device, stream, idle_category, idle_time_us, idle_time_ratio``)."""
 
     table: pd.DataFrame
     slowest: Any
     imbalance: float
     differences: pd.DataFrame
+    hta_idle: pd.DataFrame = field(default_factory=lambda: hta_idle_rows(pd.DataFrame(
+        {"rank": np.zeros(0, dtype=np.int64), "device": np.zeros(0, dtype=object), "stream": np.zeros(0, dtype=np.int64),
+         **{c: np.zeros(0) for c in HTA_IDLE_COLUMNS}}), np.zeros(0, dtype=object)))
 
     def __repr__(self) -> str:
         return (f"<RankReport {plural(len(self.table), 'rank')}, slowest {self.slowest}, imbalance {self.imbalance:.1%}, "
                 f"{plural(len(self.differences), 'differing row')}>")
 
 
-def rank_table(events: pd.DataFrame, meta: TraceMeta | None = None, stats: DeviceStats | None = None) -> pd.DataFrame:
+def rank_table(events: pd.DataFrame, meta: TraceMeta | None = None, stats: DeviceStats | None = None,
+               hta_idle: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per rank (see the module doc); ``stats``: the events' ``device_stats`` when already
-    computed (a profile caches them)."""
+    computed (a profile caches them); ``hta_idle``: their ``hta_idle_table`` when already computed."""
     rank, labels = process_codes(events)
     n = len(labels)
     kind = events["kind"].cat.codes.to_numpy()
@@ -118,6 +133,12 @@ def rank_table(events: pd.DataFrame, meta: TraceMeta | None = None, stats: Devic
     breakdown = breakdown_table(events, rank, n, windows)
     for column in BREAKDOWN_COLUMNS:
         table[column] = breakdown[column].to_numpy()
+    idle = hta_idle_table(events, rank) if hta_idle is None else hta_idle
+    for column in HTA_IDLE_COLUMNS:
+        table[column] = np.bincount(idle["rank"].to_numpy(), weights=idle[column].to_numpy(), minlength=n)[:n]
+    hta = hta_breakdown_table(events, rank, n)
+    for column in HTA_BREAKDOWN_COLUMNS:
+        table[column] = hta[column].to_numpy()
     return table
 
 
@@ -220,18 +241,22 @@ def _empty_differences(labels: np.ndarray) -> pd.DataFrame:
     return pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
 
 
-def rank_report(events: pd.DataFrame, meta: TraceMeta | None = None) -> RankReport:
-    table = rank_table(events, meta)
+def rank_report(events: pd.DataFrame, meta: TraceMeta | None = None, stats: DeviceStats | None = None) -> RankReport:
+    """``stats``: the events' ``device_stats`` when already computed (see :func:`rank_table`)."""
+    rank, labels = process_codes(events)
+    idle = hta_idle_table(events, rank)
+    table = rank_table(events, meta, stats, idle)
     if len(table) == 0:
         return RankReport(table, None, 0.0, _empty_differences(np.zeros(0, dtype=object)))
-    return report_of(table, rank_differences(events))
+    return report_of(table, rank_differences(events), hta_idle_rows(idle, labels))
 
 
-def report_of(table: pd.DataFrame, differences: pd.DataFrame) -> RankReport:
+def report_of(table: pd.DataFrame, differences: pd.DataFrame, hta_idle: pd.DataFrame | None = None) -> RankReport:
     """The report of a rank table (one row per rank, as :func:`rank_table`) and its differences:
-    the slowest rank (most ``compute_us``) and the imbalance."""
+    the slowest rank (most ``compute_us``) and the imbalance; ``hta_idle``: see ``RankReport``."""
     compute = table["compute_us"].to_numpy()
     i = int(np.argmax(compute))
     med = float(np.median(compute))
     imbalance = (float(compute[i]) - med) / med if med > 0 else 0.0
-    return RankReport(table=table, slowest=table["rank"].iloc[i], imbalance=imbalance, differences=differences)
+    report = RankReport(table=table, slowest=table["rank"].iloc[i], imbalance=imbalance, differences=differences)
+    return report if hta_idle is None else dataclasses.replace(report, hta_idle=hta_idle)

@@ -33,6 +33,7 @@ __all__ = [
     "TimelineData",
     "timeline_rects",
     "remerge",
+    "stack_timelines",
     "merge_groups",
     "aggregate",
     "clip_overlaps",
@@ -72,6 +73,8 @@ class TimelineData:
     unmerged rectangle's event, -1 for a merged one), ``names`` (merged: [(name, events), ...] of
     the names with the most busy time), ``distinct`` (names in the rectangle). ``lanes``: ``lane, label, kind`` (cpu / python / device), ``rank,
     pid, thread, device, stream, levels, first_row, events``. ``rows``: ``row, lane, level``.
+    Several ranks' timelines stacked (:func:`stack_timelines`) have no ``events``; ``links`` joins
+    the calls of each collective across them (drawn as lines, the last arrival marked).
     """
 
     rects: pd.DataFrame
@@ -88,6 +91,7 @@ class TimelineData:
     hidden: dict = field(default_factory=dict)  # kind -> events not drawn (python, memory, ...)
     events: pd.DataFrame | None = None  # the events table, for hover details of unmerged rects
     event_row: np.ndarray | None = None  # the row of each event of ``events`` (-1: not drawn)
+    links: pd.DataFrame | None = None  # collectives across ranks: ``group, row, x_us, last, text`` per call
 
     @property
     def span_us(self) -> float:
@@ -545,6 +549,16 @@ def remerge(data: TimelineData, width_px: int, max_rects: int | None = None) -> 
         "names": names,
         "distinct": distinct,
     })
+    # other columns (a rank's hover texts, written in its worker): a group of one keeps its value,
+    # a merged rectangle has none (the view writes its own)
+    for column in r.columns:
+        if column in rects.columns or column == "color":
+            continue
+        kept = r[column].to_numpy()[first]
+        if kept.dtype.kind == "f":
+            rects[column] = np.where(size == 1, kept, np.nan)
+        else:
+            rects[column] = np.where(size == 1, kept.astype(object), None)
     merged = agg["count"] > 1
     return TimelineData(
         rects=rects,
@@ -561,7 +575,72 @@ def remerge(data: TimelineData, width_px: int, max_rects: int | None = None) -> 
         hidden=data.hidden,
         events=data.events,
         event_row=data.event_row,
+        links=data.links,
     )
+
+
+def stack_timelines(parts: list[TimelineData], labels: list, shifts_us: list[float], *, width_px: int,
+                    max_rects: int, window: tuple[float, float] | None = None,
+                    links: pd.DataFrame | None = None) -> tuple[TimelineData, np.ndarray]:
+    """Several ranks' timelines on one clock, one lane group per rank: each part's lanes (labelled
+    ``rank <label> · ...``, ``rank`` set) under the previous part's, its times moved by its shift
+    (the rank's clock to the common one), then merged again over the common span to ``max_rects``
+    (:func:`remerge`). ``window``: the span on the common clock (default: the parts' span).
+    ``links``: collective calls (``row`` in its part's rows, see ``TimelineData.links``, and a
+    ``part`` column) placed on the stacked rows. Returns the stacked timeline and each part's first
+    row. The parts have no events: their rectangles carry what the view needs (``hover``, ...)."""
+    rects, lanes, rows = [], [], []
+    row_base, lane_base = 0, 0
+    first_rows = np.zeros(len(parts), dtype=np.int64)
+    lane_first = np.zeros(len(parts), dtype=np.int64)
+    for k, (part, label, shift) in enumerate(zip(parts, labels, shifts_us)):
+        first_rows[k], lane_first[k] = row_base, lane_base
+        r = part.rects.copy()
+        r["row"] = r["row"].to_numpy() + row_base
+        r["lane"] = r["lane"].to_numpy() + lane_base
+        r["x0_us"] = r["x0_us"].to_numpy() + shift
+        r["x1_us"] = r["x1_us"].to_numpy() + shift
+        rects.append(r)
+        ln = part.lanes.copy()
+        ln["lane"] = ln["lane"].to_numpy() + lane_base
+        ln["first_row"] = ln["first_row"].to_numpy() + row_base
+        ln["rank"] = [label] * len(ln)
+        ln["label"] = [f"rank {label} · {x}" for x in ln["label"].tolist()]
+        ln["band"] = k
+        lanes.append(ln)
+        rw = part.rows.copy()
+        rw["row"] = rw["row"].to_numpy() + row_base
+        rw["lane"] = rw["lane"].to_numpy() + lane_base
+        rows.append(rw)
+        row_base += len(part.rows)
+        lane_base += len(part.lanes)
+    drawn = [p for p, s in zip(parts, shifts_us) if p.events_drawn]
+    if window is not None:
+        t0, t1 = float(window[0]), float(window[1])
+    elif drawn:
+        t0 = min(p.t0_us + s for p, s in zip(parts, shifts_us) if p.events_drawn)
+        t1 = max(p.t1_us + s for p, s in zip(parts, shifts_us) if p.events_drawn)
+    else:
+        t0 = t1 = 0.0
+    hidden: dict = {}
+    for p in parts:
+        for kind, n in p.hidden.items():
+            hidden[kind] = hidden.get(kind, 0) + n
+    all_rects = pd.concat(rects, ignore_index=True) if rects else pd.DataFrame(columns=list(_RECT_COLUMNS))
+    if links is not None and len(links):
+        links = links.assign(row=links["row"].to_numpy() + first_rows[links["part"].to_numpy()])
+    stacked = TimelineData(
+        rects=all_rects,
+        lanes=pd.concat(lanes, ignore_index=True) if lanes else pd.DataFrame(),
+        rows=pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=["row", "lane", "level"]),
+        t0_us=t0, t1_us=t1, px_us=max((p.px_us for p in parts), default=0.0), width_px=int(width_px),
+        events_drawn=sum(p.events_drawn for p in parts),
+        merged_events=sum(p.merged_events for p in parts), merged_rects=sum(p.merged_rects for p in parts),
+        max_rects=int(max_rects), hidden=hidden, links=links,
+    )
+    if len(all_rects) > max_rects:
+        stacked = remerge(stacked, width_px, max_rects)
+    return stacked, first_rows
 
 
 # --------------------------------------------------------------------------------------- helpers

@@ -59,27 +59,46 @@ function h(tag, text, attrs) {
   return e;
 }
 
-// A selected span's head line and tables (LiveTimelineState.select's data).
+// A selected span's head line and tables (LiveTimelineState.select's data). A table: its title,
+// rows of cells (text), "more" names left out; optionally its column heads ("columns"; default
+// name, calls, in selection, total), which cells are names ("names": column indexes, default the
+// first), each row's rank ("ranks": a data-rank attribute), and the rank it belongs to ("rank",
+// "group": the tables of one rank together in a <details> headed by "group").
 function selectionNodes(s) {
   const head = h("div", null, { class: "nbprof-live-sel-head" });
   head.append(h("b", "Selection"), " " + s.head);
   const out = [head];
+  const groups = new Map();
   for (const t of s.tables) {
     const box = h("div", null, { class: "nbprof-live-sel-table", "data-table": t.title });
     const table = h("table");
     const headRow = h("tr");
-    for (const c of ["name", "calls", "in selection", "total"]) headRow.append(h("th", c));
+    for (const c of t.columns || ["name", "calls", "in selection", "total"]) headRow.append(h("th", c));
     table.append(h("thead"), h("tbody"));
     table.tHead.append(headRow);
-    for (const [name, calls, inside, total] of t.rows) {
-      const row = h("tr");
-      row.append(h("td", name.length <= 90 ? name : name.slice(0, 89) + "…", { class: "n", title: name }),
-                 h("td", calls), h("td", inside), h("td", total));
+    const names = new Set(t.names || [0]);
+    t.rows.forEach((cells, i) => {
+      const row = h("tr", null, t.ranks ? { "data-rank": t.ranks[i] } : {});
+      cells.forEach((cell, j) => {
+        row.append(names.has(j)
+          ? h("td", cell.length <= 90 ? cell : cell.slice(0, 89) + "…", { class: "n", title: cell })
+          : h("td", cell));
+      });
       table.tBodies[0].append(row);
-    }
+    });
     box.append(h("div", t.title, { class: "t" }), table);
     if (t.more > 0) box.append(h("div", "+" + t.more + (t.more === 1 ? " more name" : " more names"), { class: "more" }));
-    out.push(box);
+    if (t.group === undefined) {
+      out.push(box);
+      continue;
+    }
+    if (!groups.has(t.group)) {
+      const details = h("details", null, { class: "nbprof-live-sel-rank", "data-rank": t.rank });
+      details.append(h("summary", t.group));
+      groups.set(t.group, details);
+      out.push(details);
+    }
+    groups.get(t.group).append(box);
   }
   return out;
 }

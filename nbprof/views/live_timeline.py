@@ -40,7 +40,7 @@ from ..format import esc_plotly, fmt_us, plural
 from .figure import DEFAULT_CONFIG
 from .timeline import _events_and_meta, _row_y, describe, figure_spec, prepare_timeline, static_html
 
-__all__ = ["live_available", "live_timeline", "FADED"]
+__all__ = ["live_available", "live_timeline", "live_widget", "LiveTimelineState", "FADED"]
 
 FADED = "#eceef1"  # a rectangle that does not match the search
 SUMMARY_ROWS = 12  # rows of each table under a selected span
@@ -271,4 +271,11 @@ def _widget_class() -> type:
 def live_timeline(profile: Any, data: TimelineData, *, python: bool = False, max_rects: int, height: int | None = None) -> Any:
     """The live timeline widget of ``profile`` whose full view is ``data`` (prepared)."""
     state = LiveTimelineState(profile, data, python=python, max_rects=max_rects, height=height)
-    return _widget_class()(state, lambda: static_html(data, python), describe(data))
+    return live_widget(state, lambda: static_html(data, python), describe(data))
+
+
+def live_widget(state: LiveTimelineState, static: Any, text: str) -> Any:
+    """The widget around a state that answers its messages (``LiveTimelineState``, or one with the
+    same methods: a folder of ranks' asks its workers); ``static()``: the output's HTML without a
+    kernel; ``text``: its text/plain."""
+    return _widget_class()(state, static, text)

@@ -1,5 +1,5 @@
 """A status line while a big profile is post-processed, so the user knows the kernel works; a
-progress bar while a folder of ranks loads (:class:`RankProgress`).
+progress bar while a folder of ranks loads (:class:`RankProgress`, through tqdm).
 
 Shown only when the work is big enough to take about a second (judged from the size of the
 trace torch wrote), updated at each stage, and cleared once the report is on screen.
@@ -63,12 +63,12 @@ class Progress:
 
 
 class RankProgress:
-    """Ranks loaded so far while ``load_trace(folder)`` reads a folder of ranks: a bar with ranks
-    done / total and the time since the start, updated as each rank comes back.
-
-    In a notebook (a kernel with a display), one output updated in place, left with its last
-    line ("8 of 8 ranks in 41.2 s"); elsewhere (a terminal, a script), one line on stderr
-    rewritten with ``\\r``. ``enabled=False``: no output at all."""
+    """Ranks loaded so far while ``load_trace(folder)`` reads a folder of ranks, updated as each
+    rank comes back, through tqdm (``tqdm.auto``) where a display can be redrawn: in a Jupyter
+    kernel a progress widget (``tqdm.notebook``), in a terminal one line redrawn with ``\\r``.
+    Where stderr is no terminal (a log, CI, a pipe), tqdm would still write ``\\r`` and the
+    updates would run together on one line: there, one plain line per rank, nothing else.
+    ``enabled=False``: no output at all."""
 
     def __init__(self, total: int, enabled: bool = True, how: str = "") -> None:
         self.total = total
@@ -76,46 +76,47 @@ class RankProgress:
         self.enabled = enabled and total > 0
         self.how = how  # "2 worker processes", "Dask", ...
         self._started = time.perf_counter()
-        self._handle: Any = None
-        self._kernel = _in_kernel()
-        self.lines: list[str] = []  # what was shown, for tests
-        if self.enabled:
-            self._show()
+        self._bar: Any = None
+        self.mode = "off"  # "bar" (tqdm: a widget or a redrawn line) or "lines" (one line per rank)
+        self.lines: list[str] = []  # what was written in "lines" mode, for tests
+        if not self.enabled:
+            return
+        if _in_kernel() or _is_terminal(sys.stderr):
+            from tqdm.auto import tqdm
+
+            self.mode = "bar"
+            self._bar = tqdm(total=total, desc="nbprof: ranks loaded", unit="rank", leave=True, file=sys.stderr,
+                             postfix=how or None)
+        else:
+            self.mode = "lines"
+            self._write(f"nbprof: loading {total} rank{'s' if total != 1 else ''}" + (f" ({how})" if how else ""))
 
     def advance(self) -> None:
         self.done += 1
-        if self.enabled:
-            self._show()
+        if self._bar is not None:
+            self._bar.update(1)
+        elif self.mode == "lines":
+            elapsed = time.perf_counter() - self._started
+            self._write(f"nbprof: {self.done} of {self.total} ranks loaded in {elapsed:.1f} s")
 
-    def _line(self) -> str:
-        elapsed = time.perf_counter() - self._started
-        how = f", {self.how}" if self.how else ""
-        return f"nbprof: {self.done} of {self.total} ranks loaded in {elapsed:.1f} s{how}"
-
-    def _show(self) -> None:
-        line = self._line()
+    def _write(self, line: str) -> None:
         self.lines.append(line)
-        if self._kernel:
-            from IPython.display import display
-
-            bar = (f'<progress value="{self.done}" max="{self.total}" style="width:16em;vertical-align:middle">'
-                   "</progress> ")
-            bundle = {"text/plain": line, "text/html": f'<div style="color:#666">{bar}{esc(line)}</div>'}
-            if self._handle is None:
-                self._handle = display(bundle, raw=True, display_id=True)
-            else:
-                self._handle.update(bundle, raw=True)
-        else:
-            end = "\n" if self.done == self.total else ""
-            sys.stderr.write("\r" + line + end)
-            sys.stderr.flush()
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
 
     def close(self) -> None:
-        """Stop (also when loading failed): a terminal's line is ended."""
-        if self.enabled and not self._kernel and self.done != self.total:
-            sys.stderr.write("\n")
-            sys.stderr.flush()
+        """Stop (also when loading failed: the bar stays at the ranks that were read)."""
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
         self.enabled = False
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return False
 
 
 def _in_kernel() -> bool:

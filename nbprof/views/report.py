@@ -300,7 +300,8 @@ class TorchReport:
 
 class ClusterReport(TorchReport):
     """The report of a folder of ranks summarized apart (:class:`~nbprof.cluster.ClusterProfile`):
-    the Ranks tab first, then the tabs its summaries have (no events: no timeline, no memory)."""
+    the Ranks tab first, then the tabs its summaries have, and the timeline stacked from the ranks'
+    views (no events: no memory, no ranges)."""
 
     tabs = CLUSTER_TABS
 
@@ -308,7 +309,7 @@ class ClusterReport(TorchReport):
         super().__init__(profile, sort, limit, group_by)
         self.opens_on = None  # the Ranks tab, first
         self.notes.append(f"{len(profile.rank_labels)} ranks summarized apart: p.rank(r) is one rank's full profile "
-                          "(timeline, memory, ranges); p.events merges every rank's events into this process")
+                          "(memory, ranges); p.events merges every rank's events into this process")
 
 
 class PythonReport:

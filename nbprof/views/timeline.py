@@ -27,6 +27,7 @@ import dataclasses
 import functools
 import html as _html
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -157,26 +158,46 @@ def _at(us: float) -> str:
     return f"{us / 1000:.3f} ms"
 
 
+# A rank's worker writes its events' hover texts before the rank's place on the common clock is
+# known (``nbprof.cluster_timeline``): their start times are marked, ``AT_MARK`` + µs + ``AT_MARK``,
+# and :func:`resolve_at` writes them once the rank's shift is known.
+AT_MARK = "\x1f"
+_AT_MARKED = re.compile(AT_MARK + "([^" + AT_MARK + "]*)" + AT_MARK)
+
+
+def resolve_at(texts: np.ndarray, shift_us: float) -> np.ndarray:
+    """Hover texts with their marked start times (``AT_MARK``) written as times, moved by ``shift_us``."""
+    out = np.empty(len(texts), dtype=object)
+
+    def write(m: re.Match) -> str:
+        return _at(float(m.group(1)) + shift_us)
+
+    for i, t in enumerate(texts.tolist()):
+        out[i] = _AT_MARKED.sub(write, t) if isinstance(t, str) and AT_MARK in t else t
+    return out
+
+
 # Hover text is most of a figure's JSON (numbers go as compact typed arrays). Past this many
 # characters, hover texts lose detail (shapes, long names, the list of merged names) until they fit.
 HOVER_BUDGET = 2_500_000
 
 
-def hover_texts(data: TimelineData, budget: int = HOVER_BUDGET) -> np.ndarray:
+def hover_texts(data: TimelineData, budget: int = HOVER_BUDGET, mark_at: bool = False) -> np.ndarray:
     """The hover text of each rectangle (plotly's pseudo-HTML: <b>, <br>, entities).
 
     An event: name, kind, duration, start, input shapes, and for a kernel / memcpy its launching
     op (its ``parent``), for an op its CUDA time. A merged rectangle: how many events, the names
     with the most time, busy time over its extent, start. Over ``budget`` characters in all, the
-    texts get shorter (detail 1: long names cut, fewer shapes; detail 2: names and times only)."""
+    texts get shorter (detail 1: long names cut, fewer shapes; detail 2: names and times only).
+    ``mark_at``: an event's start marked for :func:`resolve_at`, not written."""
     for detail in (0, 1):
-        out = _hover_texts(data, detail)
-        if sum(len(t) for t in out.tolist()) <= budget:
+        out = _hover_texts(data, detail, mark_at)
+        if sum(len(t) for t in out.tolist() if t is not None) <= budget:
             return out
-    return _hover_texts(data, 2)
+    return _hover_texts(data, 2, mark_at)
 
 
-def _hover_texts(data: TimelineData, detail: int) -> np.ndarray:
+def _hover_texts(data: TimelineData, detail: int, mark_at: bool = False) -> np.ndarray:
     r = data.rects
     out = np.empty(len(r), dtype=object)
     if len(r) == 0:
@@ -234,7 +255,8 @@ def _hover_texts(data: TimelineData, detail: int) -> np.ndarray:
     for j, i in enumerate(idx.tolist()):
         k = kind[j]
         lines = [f"<b>{_wrap_cached(str(rect_name[i]), *wrap)}</b>",
-                 f"{KIND_LABELS.get(k, k)} · {fmt_us(dur[j])} · at {_at(start[j])}"]
+                 f"{KIND_LABELS.get(k, k)} · {fmt_us(dur[j])} · at "
+                 + (f"{AT_MARK}{float(start[j])!r}{AT_MARK}" if mark_at else _at(start[j]))]
         sh = shapes[j]
         if shape_width and sh and sh != "[]":
             lines.append("shapes " + _wrap_cached(sh if len(sh) <= shape_width else sh[: shape_width - 1] + "…",
@@ -295,16 +317,32 @@ def prepare_timeline(
 
 
 def _decorate(data: TimelineData) -> TimelineData:
-    if "hover" not in data.rects.columns:
-        data.rects["color"] = rect_colors(data.rects)
-        data.rects["hover"] = hover_texts(data)
+    r = data.rects
+    if "color" not in r.columns:
+        r["color"] = rect_colors(r)
+    if "hover" not in r.columns:
+        r["hover"] = hover_texts(data)
+    else:  # rectangles merged after their hover was written (several ranks stacked) have none yet
+        missing = np.flatnonzero(r["hover"].isna().to_numpy())
+        if len(missing):
+            part = dataclasses.replace(data, rects=r.iloc[missing].reset_index(drop=True))
+            hover = r["hover"].to_numpy(dtype=object).copy()
+            hover[missing] = hover_texts(part)
+            r["hover"] = hover
     return data
 
 
-def _row_y(data: TimelineData, lane_gap: float = 0.6) -> np.ndarray:
-    """Vertical position of each row: rows one unit apart, lanes ``lane_gap`` apart."""
+def _row_y(data: TimelineData, lane_gap: float = 0.6, rank_gap: float = 0.8) -> np.ndarray:
+    """Vertical position of each row: rows one unit apart, lanes ``lane_gap`` apart, and the lane
+    groups of stacked ranks (their ``band``) ``rank_gap`` more."""
     rows = data.rows
-    return rows["row"].to_numpy() + rows["lane"].to_numpy() * lane_gap
+    lane = rows["lane"].to_numpy()
+    y = rows["row"].to_numpy() + lane * lane_gap
+    if "band" in data.lanes.columns and len(rows):
+        band = np.zeros(int(data.lanes["lane"].max()) + 1)
+        band[data.lanes["lane"].to_numpy()] = data.lanes["band"].to_numpy()
+        y = y + band[lane] * rank_gap
+    return y
 
 
 def merge_note(data: TimelineData) -> str:
@@ -313,6 +351,9 @@ def merge_note(data: TimelineData) -> str:
         return "no events"
     if data.merged_rects == 0:
         return "the one event drawn" if data.events_drawn == 1 else f"all {data.events_drawn:,} events drawn"
+    if data.px_us <= 0:  # not merged to pixels: events hidden under an overlapping one on their row
+        return (f"all {data.events_drawn:,} events drawn ({data.merged_events:,} overlapping on their rows "
+                f"in {data.merged_rects:,} rects)")
     px = data.px_us * data.width_px / max(data.span_us, 1e-9)
     if px <= 1.01:
         what = "below 1 px"
@@ -388,6 +429,7 @@ def figure_spec(data: TimelineData, python: bool = False, height: int | None = N
     row_px = lanes_h / (float(_row_y(data).max()) + 1.5)
     if row_px >= 13:  # names inside rectangles only where a level is tall enough for the text
         traces += _label_trace(data)
+    traces += _link_traces(data)
     traces += _legend_traces(data)
     traces += [t for track in tracks for t in track["traces"]]
     k = len(colors)
@@ -658,7 +700,7 @@ def _layout(data: TimelineData, python: bool, height: int | None, tracks: list |
         ticks.append(float(y[sel].min()))
         texts.append(_lane_label(lane))
         shapes.append(dict(type="rect", xref="paper", x0=0, x1=1, yref="y", y0=y_top - 0.25, y1=y_bot + 0.25,
-                           fillcolor="#f4f6f9" if lane.lane % 2 == 0 else "#ffffff", line=dict(width=0),
+                           fillcolor="#f4f6f9" if _band(lane) % 2 == 0 else "#ffffff", line=dict(width=0),
                            layer="below"))
     if capped and ticks:
         texts = _thin_labels(ticks, texts, (h - tracks_px - top - bottom) / (float(y.max()) + 1.5))
@@ -725,6 +767,46 @@ def _layout(data: TimelineData, python: bool, height: int | None, tracks: list |
 
 def _lane_label(lane: Any) -> str:
     return esc_plotly(lane.label)
+
+
+def _band(lane: Any) -> int:
+    """Which background band a lane is drawn on (alternating): its rank's, when the lanes are
+    several ranks' (``band``: every lane of one rank on one band), else its own."""
+    band = getattr(lane, "band", None)
+    return int(lane.lane if band is None else band)
+
+
+# ---------------------------------------------------------------------------------- collective links
+
+LINK_COLOR = "rgba(215,38,61,0.55)"
+LAST_COLOR = "#d7263d"
+
+
+def _link_traces(data: TimelineData) -> list:
+    """A collective's calls on every rank joined by a line (``data.links``: one row per call, the
+    calls of one collective together, in rank order), and a marker on the call of the rank that
+    arrived last (the one the others waited for), with what it says on hover."""
+    links = data.links
+    if links is None or len(links) == 0:
+        return []
+    y = _row_y(data)
+    group = links["group"].to_numpy()
+    x = links["x_us"].to_numpy(dtype=np.float64) / 1000.0
+    ly = y[links["row"].to_numpy()]
+    # one polyline per collective, None between them
+    brk = np.flatnonzero(np.r_[group[1:] != group[:-1], True])
+    xs = np.insert(x, brk + 1, np.nan)
+    ys = np.insert(ly, brk + 1, np.nan)
+    last = links["last"].to_numpy(dtype=bool)
+    out = [dict(type="scatter", mode="lines", x=xs, y=ys, line=dict(color=LINK_COLOR, width=1.2, dash="dot"),
+                hoverinfo="skip", showlegend=False, name="collective links", connectgaps=False)]
+    if last.any():
+        out.append(dict(type="scatter", mode="markers", x=x[last], y=ly[last] - 0.5,
+                        marker=dict(symbol="triangle-down", size=9, color=LAST_COLOR, line=dict(width=0)),
+                        text=links["text"].to_numpy(dtype=object)[last],
+                        hovertemplate="%{text}<extra></extra>", showlegend=True, name="arrived last",
+                        legendgroup="links"))
+    return out
 
 
 def _thin_labels(ticks: list, texts: list, px_per_unit: float, min_px: float = 14.0) -> list:
@@ -856,7 +938,7 @@ def timeline_svg(
             continue
         top = Y(float(ys[sel].min()) - 0.5) - 0.25 * row_px
         bot = Y(float(ys[sel].max()) + 0.5) + 0.25 * row_px
-        fill = "#f4f6f9" if lane.lane % 2 == 0 else "#fff"
+        fill = "#f4f6f9" if _band(lane) % 2 == 0 else "#fff"
         out.append(f'<rect x="0" y="{top:.1f}" width="{width}" height="{bot - top:.1f}" fill="{fill}"/>')
         fit = max(int((label_w - 14) / 6.4), 8)
         label = lane.label if len(lane.label) <= fit else lane.label[: fit - 1] + "…"
@@ -906,10 +988,10 @@ def timeline_svg(
     counts = r["count"].to_numpy()
     widest = np.sort(widest)
     # hover text for the tooltips only (the figure needs one per rectangle, the SVG a few hundred)
-    if "hover" in r.columns:
-        hover = r["hover"].to_numpy()[widest]
-    else:
-        hover = _hover_texts(dataclasses.replace(data, rects=r.iloc[widest].reset_index(drop=True)), 0)
+    hover = r["hover"].to_numpy(dtype=object)[widest] if "hover" in r.columns else np.full(len(widest), None)
+    missing = np.flatnonzero(pd.isna(hover))  # none yet, or merged here after it was written
+    if len(missing):
+        hover[missing] = _hover_texts(dataclasses.replace(data, rects=r.iloc[widest[missing]].reset_index(drop=True)), 0)
     for tip_i, i in enumerate(widest.tolist()):
         c = colors[i]
         tip = _svg_tooltip(hover[tip_i])
@@ -923,6 +1005,23 @@ def timeline_svg(
             tc = "#fff" if _luminance(c) < 0.55 else "#1f2328"
             out.append(f'<text x="{rx0[i] + 3:.1f}" y="{ry[i] + rh / 2 + 3.5:.1f}" fill="{tc}" font-size="10" '
                        f'pointer-events="none">{esc(label)}</text>')
+
+    # collective links: a dotted line through a collective's calls, a triangle over the last arrival
+    if data.links is not None and len(data.links):
+        lk = data.links
+        lxs = X(lk["x_us"].to_numpy(dtype=np.float64))
+        lys = Y(ys[lk["row"].to_numpy()])
+        g = lk["group"].to_numpy()
+        for a, b in zip(*(lambda e: (e[:-1], e[1:]))(np.flatnonzero(np.r_[True, g[1:] != g[:-1], True]))):
+            if b - a > 1:
+                pts = " ".join(f"{px:.1f},{py:.1f}" for px, py in zip(lxs[a:b].tolist(), lys[a:b].tolist()))
+                out.append(f'<polyline points="{pts}" fill="none" stroke="{LINK_COLOR}" stroke-width="1" '
+                           f'stroke-dasharray="2 2"/>')
+        texts = lk["text"].to_numpy(dtype=object)
+        for i in np.flatnonzero(lk["last"].to_numpy(dtype=bool)).tolist():
+            tx, ty = lxs[i], lys[i] - 0.5 * row_px
+            out.append(f'<path d="M{tx - 4:.1f} {ty - 6:.1f}h8l-4 6z" fill="{LAST_COLOR}">'
+                       f"<title>{esc(_svg_tooltip(str(texts[i])))}</title></path>")
 
     # legend
     lx = width - right if legend_y == 9 else 10 + legend_w

@@ -10,7 +10,7 @@ from typing import Iterator
 import numpy as np
 import pandas as pd
 
-from ...events import KIND_CODE
+from ...events import KIND_CODE, values_at
 from ...format import fmt_us
 from ._common import Finding, TorchContext, pct
 
@@ -26,8 +26,7 @@ def find(ctx: TorchContext) -> Iterator[Finding]:
     kern = np.flatnonzero(ctx.kind == KIND_CODE["kernel"])
     if len(kern) < LAUNCH_MIN_KERNELS:
         return
-    device = ctx.events["device"].astype(str).to_numpy()
-    dev_codes, dev_labels = pd.factorize(device[kern], sort=True)
+    dev_codes, dev_labels = pd.factorize(values_at(ctx.events["device"], kern), sort=True)
     key = ctx.rank[kern] * len(dev_labels) + dev_codes
     order = np.lexsort((ctx.start_ns[kern], key))
     k = kern[order]

@@ -26,10 +26,12 @@ def find(ctx: TorchContext) -> Iterator[Finding]:
     mem = np.flatnonzero((ctx.kind == KIND_CODE["memory"]) & (ev["total_allocated_bytes"].to_numpy() >= 0))
     if len(mem) == 0:
         return
-    device = ev["device"].astype(str).to_numpy()
-    on_device = device[mem] != "cpu"
+    # each memory event's device by its category (astype(str) of the whole column: 0.04 s at 1 M events)
+    device = np.append(np.asarray(ev["device"].cat.categories.astype(str), dtype=object), "")
+    device = device[ev["device"].cat.codes.to_numpy()[mem]]
+    on_device = device != "cpu"
     if on_device.any():
-        mem = mem[on_device]  # GPU memory when there is any; else the CPU's
+        mem, device = mem[on_device], device[on_device]  # GPU memory when there is any; else the CPU's
     total_mem = {}
     for prop in ctx.meta.device_properties:
         try:
@@ -46,7 +48,7 @@ def find(ctx: TorchContext) -> Iterator[Finding]:
     alloc = ev["total_allocated_bytes"].to_numpy()
     reserved = ev["total_reserved_bytes"].to_numpy()
     nbytes = ev["bytes"].to_numpy()
-    key = pd.DataFrame({"rank": ctx.rank[mem], "device": device[mem], "alloc": alloc[mem]})
+    key = pd.DataFrame({"rank": ctx.rank[mem], "device": device, "alloc": alloc[mem]})
     peaks = key.groupby(["device", "rank"], sort=True)["alloc"].max()
     if "rank" in ev.columns:  # one finding per device: its rank with the highest peak
         keep = peaks.groupby(level="device").idxmax().tolist()

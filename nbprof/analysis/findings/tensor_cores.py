@@ -16,7 +16,7 @@ from typing import Iterator
 import numpy as np
 import pandas as pd
 
-from ...events import KIND_CODE, values_at
+from ...events import KIND_CODE, category_map, values_at
 from ...format import fmt_us
 from ..kernels import TENSOR_CORE_OPS, uses_tensor_cores
 from ._common import Finding, TorchContext, pct
@@ -43,10 +43,10 @@ def find(ctx: TorchContext) -> Iterator[Finding]:
         return
     parent = ev["parent"].to_numpy()[kern]
     launcher = np.where(parent >= 0, values_at(ev["name"], np.maximum(parent, 0)), "")
-    eligible = np.isin(launcher, list(ELIGIBLE_OPS))
-    names = values_at(ev["name"], kern)
-    distinct, inverse = np.unique(names, return_inverse=True)
-    on_tc = np.array([uses_tensor_cores(n) for n in distinct], dtype=bool)[inverse.reshape(-1)]
+    # each test once per distinct name (category), not per kernel: 1 M events took 0.25 s in isin/unique
+    eligible = (parent >= 0) & category_map(ev["name"], lambda n: n in ELIGIBLE_OPS, dtype=bool, missing=False,
+                                            rows=np.maximum(parent, 0))
+    on_tc = category_map(ev["name"], uses_tensor_cores, dtype=bool, missing=False, rows=kern)
     dur = ctx.dur_ns[kern].astype(np.float64)
     device = values_at(ev["device"], kern)
     capability = _capabilities(ctx.meta.device_properties)

@@ -1,7 +1,8 @@
 """The Ranks tab: a profile merged from several ranks (``load_trace(folder)``): time per rank,
 the slowest rank and its imbalance, what differs across ranks, and the Cluster section: each
 rank's GPU window as one bar (compute, communication and copies not hidden behind it, and idle
-time by cause: HTA's temporal breakdown and idle split), and the collectives per rank.
+time by cause: HTA's temporal breakdown and idle split; HTA's own per-stream idle split beside
+it), and the collectives per rank.
 
 Rendered from ``profile.ranks()`` and ``profile.collectives()`` only, so a profile that keeps
 per-rank summaries rather than every event renders it the same. The bar is an inline SVG (no
@@ -20,7 +21,7 @@ from ..figure import drawing_html
 from ..table import Column
 from .base import Tab
 
-__all__ = ["RANKS", "CLUSTER_RANKS", "breakdown_svg"]
+__all__ = ["RANKS", "CLUSTER_RANKS", "breakdown_svg", "hta_idle_html"]
 
 # the parts of a rank's bar, which add up to its window: (column, label, colour)
 BAR_PARTS = (
@@ -66,6 +67,7 @@ def cluster_section(report: Any, table: pd.DataFrame | None) -> str:
         out += ('<div class="nbprof-sub">Cluster: each rank\'s GPU time, from its first kernel to its last '
                 "(communication and copies count where no compute runs beside them; idle time by cause)</div>")
         out += drawing_html(breakdown_svg(table), "the per-rank breakdown", style=False)
+        out += hta_idle_html(report.profile.ranks().hta_idle)
     coll = report.profile.collectives()
     if len(coll):
         ccols = [Column("rank", "Rank", "text"), Column("name", "Collective", "text"),
@@ -76,6 +78,25 @@ def cluster_section(report: Any, table: pd.DataFrame | None) -> str:
                               caption="collectives per rank (a rank that spends longer in one waits there for "
                                       "the others)")
     return out
+
+
+def hta_idle_html(rows: pd.DataFrame) -> str:
+    """HTA's idle time breakdown beside the bar's (per stream, as HTA 0.5.0 computes it)."""
+    if len(rows) == 0:
+        return ""
+    wide = rows.pivot_table(index=["rank", "device", "stream"], columns="idle_category", values="idle_time_us",
+                            aggfunc="sum", fill_value=0.0, dropna=False, observed=True).reset_index()
+    wide.columns = [str(c) for c in wide.columns]
+    for c in ("host_wait", "kernel_wait", "other"):
+        if c not in wide.columns:
+            wide[c] = 0.0
+    cols = [Column("rank", "Rank", "text"), Column("device", "Device", "text"), Column("stream", "Stream", "text"),
+            Column("host_wait", "Host wait", "time_us"), Column("kernel_wait", "Kernel wait", "time_us"),
+            Column("other", "Other", "time_us")]
+    return datatable_html(wide, cols, order=[], page_length=0,
+                          caption="HTA's idle time breakdown (get_idle_time_breakdown, HTA 0.5.0's numbers): per "
+                                  "stream, so summed it counts a moment every idle stream shares once per stream; "
+                                  "kernel wait is a gap under 30 µs. The bar above splits the device's idle time")
 
 
 def breakdown_svg(table: pd.DataFrame, width: int = 760) -> str:
