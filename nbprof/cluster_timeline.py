@@ -860,19 +860,15 @@ class ClusterTimelineState(LiveTimelineState):
         return selection_data(t0, t1, self.timeline.selection(t0, t1))
 
     def flow(self, trace: int, x_ms: float) -> dict | None:
+        from .views.live_timeline import rect_at
         from .views.timeline import _row_y
 
         data = self.current
         r = data.rects
         if data.empty or "launch_row" not in r.columns:
             return None
-        rows = np.unique(r["row"].to_numpy())
-        if not 0 <= trace < len(rows):
-            return None
-        sel = np.flatnonzero(r["row"].to_numpy() == rows[trace])
-        x_us = float(x_ms) * 1000.0
-        j = sel[np.searchsorted(r["x0_us"].to_numpy()[sel], x_us, side="right") - 1] if len(sel) else -1
-        if j < 0 or not (r["x0_us"].iat[j] <= x_us <= r["x1_us"].iat[j]):
+        j = rect_at(data, trace, x_ms)
+        if j is None:
             return None
         lr, wr = r["launch_row"].iat[j], r["work_row"].iat[j]
         if lr is None or wr is None or not (lr >= 0 and wr >= 0):

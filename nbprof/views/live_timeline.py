@@ -166,13 +166,8 @@ class LiveTimelineState:
         r = data.rects
         if data.empty or self.events is None or data.event_row is None:
             return None
-        rows = np.unique(r["row"].to_numpy())
-        if not 0 <= trace < len(rows):
-            return None
-        sel = np.flatnonzero(r["row"].to_numpy() == rows[trace])
-        x_us = float(x_ms) * 1000.0
-        j = sel[np.searchsorted(r["x0_us"].to_numpy()[sel], x_us, side="right") - 1] if len(sel) else -1
-        if j < 0 or not (r["x0_us"].iat[j] <= x_us <= r["x1_us"].iat[j]):
+        j = rect_at(data, trace, x_ms)
+        if j is None:
             return None
         ev = int(r["event"].iat[j])
         if ev < 0:
@@ -279,3 +274,18 @@ def live_widget(state: LiveTimelineState, static: Any, text: str) -> Any:
     same methods: a folder of ranks' asks its workers); ``static()``: the output's HTML without a
     kernel; ``text``: its text/plain."""
     return _widget_class()(state, static, text)
+
+
+def rect_at(data: Any, trace: int, x_ms: float) -> int | None:
+    """The row of ``data.rects`` under the pointer: plotly's ``trace`` (one per lane, in row order)
+    at ``x_ms``; None where no rectangle is."""
+    r = data.rects
+    rows = np.unique(r["row"].to_numpy())
+    if not 0 <= trace < len(rows):
+        return None
+    sel = np.flatnonzero(r["row"].to_numpy() == rows[trace])
+    x_us = float(x_ms) * 1000.0
+    j = sel[np.searchsorted(r["x0_us"].to_numpy()[sel], x_us, side="right") - 1] if len(sel) else -1
+    if j < 0 or not (r["x0_us"].iat[j] <= x_us <= r["x1_us"].iat[j]):
+        return None
+    return int(j)
