@@ -178,6 +178,28 @@ def test_kernel_of_a_merged_child_is_its_survivors(tmp_path):
     assert p.summary.self_device_us == 40
 
 
+@pytest.mark.parametrize("tid,thread", [(-549452224, 3745515072), ("MainThread", None)])
+def test_ops_on_a_thread_whose_id_reads_negative_are_in_the_tree(tmp_path, tid, thread):
+    """kineto writes thread ids as signed 32-bit numbers: HTA's NCCL trace has runtime calls on
+    thread -549452224 (3,745,515,072 unsigned); hand-made traces name threads. Their ops are ops
+    like any other: in the tree, in key averages, in the self CPU total (they were dropped)."""
+    t = Trace()
+    t.op("aten::linear", 0, 100, tid=tid)
+    t.op("aten::mm", 10, 60, tid=tid)
+    t.op("aten::relu", 200, 10)
+    p = t.load(tmp_path)
+    k = p.key_averages().set_index("name")
+    assert k.loc["aten::linear", "count"] == 1 and k.loc["aten::linear", "self_cpu_us"] == 40
+    assert k.loc["aten::mm", "self_cpu_us"] == 60
+    assert p.summary.self_cpu_us == 100 + 10
+    ev = p.events
+    linear = ev[ev["name"] == "aten::linear"].iloc[0]
+    assert ev.loc[ev["name"] == "aten::mm", "parent"].iloc[0] == linear.name and linear["depth"] == 0
+    assert linear["thread"] >= 0 and linear["thread"] != TID
+    if thread is not None:
+        assert linear["thread"] == thread
+
+
 # -------------------------------------------------------------------------------- the thresholds
 
 
@@ -519,6 +541,7 @@ def _tc_trace(off_us: float, tc_us: float, other_us: float, cc: tuple[int, int] 
 
 @pytest.mark.parametrize("off,tc,other,cc,expected", [
     (500, 0, 500, (6, 1), None),  # Pascal: no Tensor Cores
+    (500, 0, 500, (6, 9), None),  # (no such GPU: the threshold is 7.0)
     (500, 0, 500, (7, 0), "medium"),  # Volta: 50 % of the kernel time off them
     (199, 0, 801, (8, 0), None),  # matmuls are 19.9 % of the kernel time
     (200, 0, 800, (8, 0), "low"),  # 20 %, all off the Tensor Cores
@@ -538,7 +561,8 @@ def test_tensor_cores_thresholds(tmp_path, off, tc, other, cc, expected):
         assert ev["input_dtypes"] == ["float"] and ev["ops"] == {"aten::mm": pytest.approx(off)}
 
 
-@pytest.mark.parametrize("cc,advice", [((8, 0), "TF32 keeps float32 tensors"), ((7, 5), "torch.float16")])
+@pytest.mark.parametrize("cc,advice", [((8, 0), "TF32 keeps float32 tensors"), ((7, 5), "torch.float16"),
+                                       ((7, 9), "torch.float16")])  # (no such GPU: TF32 from 8.0)
 def test_tensor_cores_advice_follows_the_compute_capability(tmp_path, cc, advice):
     p = _tc_trace(500, 0, 500, cc, dtypes=["float", "float"]).load(tmp_path)
     msg = p.findings.set_index("kind").loc["tensor_cores", "message"]
