@@ -30,9 +30,10 @@ from hypothesis import strategies as st
 import nbprof
 from nbprof.format import esc
 
+from . import htmltext
 from .conftest import DATA, TRACES, trace_path, union_length
 from .reference import Model, read
-from .synthetic import PID, TID, Trace, collectives_folder, training_loop
+from .synthetic import TID, Trace, collectives_folder, training_loop
 
 # Bounded and the same examples every run in the fast tier; a long hunt for new ones:
 # NBPROF_HYPOTHESIS_EXAMPLES=1000 NBPROF_HYPOTHESIS_RANDOM=1 pytest tests/test_invariants.py
@@ -254,46 +255,11 @@ def test_invariants_of_random_traces(tmp_path_factory, doc):
 # ------------------------------------------------------------------------------------------ HTML
 
 
-class _Text(html.parser.HTMLParser):
-    """The text of a document, and of the elements with a given class."""
-
-    def __init__(self, cls: str | None = None) -> None:
-        super().__init__(convert_charrefs=True)
-        self.cls, self.depth, self.parts, self.current = cls, 0, [], []
-        self.text = []
-
-    def handle_starttag(self, tag, attrs):
-        if self.depth:
-            self.depth += 1
-        elif self.cls and self.cls in (dict(attrs).get("class") or "").split():
-            self.depth = 1
-
-    def handle_endtag(self, tag):
-        if self.depth:
-            self.depth -= 1
-            if self.depth == 0:
-                self.parts.append("".join(self.current))
-                self.current = []
-
-    def handle_data(self, data):
-        self.text.append(data)
-        if self.depth:
-            self.current.append(data)
-
-
-def read_text(markup: str, cls: str | None = None) -> _Text:
-    parser = _Text(cls)
-    parser.feed(markup)
-    parser.close()
-    return parser
-
-
 @PROPERTY
 @given(text=st.text())
 def test_escaped_text_reads_back_as_itself(text):
     """esc() of any string, inside an element or an attribute, is that string to an HTML parser."""
-    parsed = read_text(f"<div>{esc(text)}</div>")
-    assert "".join(parsed.text) == text
+    assert htmltext.text(f"<div>{esc(text)}</div>") == text
     attrs = []
     parser = html.parser.HTMLParser(convert_charrefs=True)
     parser.handle_starttag = lambda tag, a: attrs.extend(a)  # type: ignore[method-assign]
@@ -318,11 +284,8 @@ def test_an_ops_name_reads_back_from_the_report(tmp_path_factory, name):
     t.op("aten::relu", 200, 10)
     path = t.write(tmp_path_factory.mktemp("names") / "trace.json")
     report = nbprof.load_trace(path).report().html(include_library=False)
-    [top] = [p for p in read_text(report, "nbprof-finding").parts if " takes " in p]
+    [top] = [p for p in htmltext.texts_of(report, "nbprof-finding") if " takes " in p]
     assert top.startswith(f"• {name} takes ")
-    # the name made no element of its own
-    tags = []
-    parser = html.parser.HTMLParser()
-    parser.handle_starttag = lambda tag, a: tags.append(tag)  # type: ignore[method-assign]
-    parser.feed(report.split('class="nbprof-finding"', 1)[1].split("</div>", 1)[0])
-    assert tags == []
+    # the name made no element of its own: the findings are one <div> each, with only text inside
+    findings = report[report.index('class="nbprof-finding"'):]
+    assert htmltext.tags("<div " + findings.split("</div>", 1)[0] + "</div>") == ["div"]
