@@ -13,16 +13,18 @@ import pytest
 
 from .conftest import HAS_TORCH, run
 
+pytestmark = pytest.mark.gpu
 
-def _cuda() -> bool:
+
+@pytest.fixture(autouse=True)
+def _cuda_device():
+    """Skips without a CUDA device (asked when a test runs: collecting imports no torch)."""
     if not HAS_TORCH:
-        return False
+        pytest.skip("needs torch with CUDA")
     import torch
 
-    return bool(torch.cuda.is_available())
-
-
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _cuda(), reason="needs a CUDA device")]
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
 
 TRAIN = """
 import torch

@@ -38,7 +38,8 @@ from .synthetic import TID, Trace, collectives_folder, training_loop
 # Bounded and the same examples every run in the fast tier; a long hunt for new ones:
 # NBPROF_HYPOTHESIS_EXAMPLES=1000 NBPROF_HYPOTHESIS_RANDOM=1 pytest tests/test_invariants.py
 EXAMPLES = int(os.environ.get("NBPROF_HYPOTHESIS_EXAMPLES", "40"))
-PROPERTY = settings(max_examples=EXAMPLES, deadline=None, derandomize=not os.environ.get("NBPROF_HYPOTHESIS_RANDOM"),
+PROPERTY = settings(max_examples=EXAMPLES, deadline=None, database=None,
+                    derandomize=not os.environ.get("NBPROF_HYPOTHESIS_RANDOM"),
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
                                            HealthCheck.data_too_large])
 
