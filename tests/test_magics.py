@@ -84,7 +84,8 @@ def test_cell_runs_in_the_user_namespace(shell, magic):
 
 @pytest.mark.parametrize("magic", MAGICS)
 def test_last_expression_is_the_cells_value(shell, magic):
-    shell.user_ns.pop("_", None)  # IPython never overwrites a `_` the user assigned (earlier tests loop with _)
+    for unders in ("_", "__", "___"):  # IPython updates none of them if the user assigned one (tests loop with _)
+        shell.user_ns.pop(unders, None)
     result, captured = run(shell, f"%%{magic}\nx = 20\nx * 2 + 2")
     assert result.result == 42
     assert shell.user_ns["_"] == 42
@@ -115,7 +116,8 @@ def test_the_value_comes_before_the_report(shell, magic, monkeypatch):
 
     monkeypatch.setattr(sys, "stdout", Stdout())
     monkeypatch.setattr(shell.display_pub, "publish", publish)
-    shell.user_ns.pop("_", None)
+    for unders in ("_", "__", "___"):
+        shell.user_ns.pop(unders, None)
     result = shell.run_cell(f"%%{magic}\nx = 20\nx * 2 + 2", store_history=True)
     monkeypatch.undo()
     assert result.result == 42
