@@ -48,7 +48,8 @@ def test_fmt_count():
 
 @pytest.mark.parametrize("n,text", [
     (0, "—"), (None, "—"), (1, "1 FLOP"), (999, "999 FLOP"), (1000, "1.00 kFLOP"), (999_999, "1000.00 kFLOP"),
-    (1e6, "1.00 MFLOP"), (2.5e9, "2.50 GFLOP"), (3e12, "3.00 TFLOP"), (4.5e15, "4500.00 TFLOP"),
+    (1e6, "1.00 MFLOP"), (1e9, "1.00 GFLOP"), (2.5e9, "2.50 GFLOP"), (1e12, "1.00 TFLOP"), (3e12, "3.00 TFLOP"),
+    (4.5e15, "4500.00 TFLOP"),
 ])
 def test_fmt_flops(n, text):
     assert F.fmt_flops(n) == text
@@ -76,6 +77,7 @@ def test_signed_puts_the_sign_before_the_magnitude():
     s = F.signed(F.fmt_us)
     assert (s(1200), s(-3), s(0), s(math.nan), s(None)) == ("+1.20 ms", "−3.0 µs", "±0", "—", "—")
     assert F.signed(F.fmt_count)(-1234) == "−1,234"
+    assert (F.signed(F.fmt_share)(0.5), F.signed(F.fmt_share)(-0.5)) == ("+50.0%", "−50.0%")  # |v| < 1 too
 
 
 def test_formatter_by_unit():
@@ -137,6 +139,8 @@ def test_shorten(text, width, short):
     ("void f<(int)3>(float)", "f<(int)3>"),  # a "(" inside the template's brackets is not the argument list
     ("void a>b(c)", "a>b"),  # a stray ">" does not make the depth negative
     ("void (x)", "(x)"),  # a "(" first is not an argument list
+    ("void a(x)", "a"),  # ... the second is
+    ("void f<a<b>(c)>(x)", "f<a<b>(c)>"),  # nested brackets: the depth counts each one
     ("Memset (Device)", "Memset (Device)"),  # not a C++ signature: its parentheses stay
     ("ampere_sgemm_128x64_nn", "ampere_sgemm_128x64_nn"),
     ("std::vector<c10::Half> ns1::ns_2::op", "vector<Half> op"),
@@ -153,7 +157,8 @@ def test_short_kernel_name_cuts_at_the_width_with_an_ellipsis():
 
 
 @pytest.mark.parametrize("path,keep,short", [
-    ("", 2, ""), ("<string>", 2, "<string>"), ("~", 2, "~"), ("/a/b", 2, "/a/b"), ("a/b/c", 2, "a/b/c"),
+    ("", 2, ""), ("<string>", 2, "<string>"), ("<frozen a/b/c/d>", 2, "<frozen a/b/c/d>"), ("~", 2, "~"),
+    ("/a/b", 2, "/a/b"), ("a/b/c", 2, "a/b/c"),
     ("/usr/lib/python3.11/site-packages/torch/nn/modules/module.py", 2, "…/modules/module.py"),
     ("/usr/lib/python3.11/site-packages/torch/nn/modules/module.py", 1, "…/module.py"),
     ("/usr/lib/python3.11/site-packages/torch/nn/modules/module.py", 3, "…/nn/modules/module.py"),
