@@ -15,7 +15,7 @@ from nbprof import format as F
     (None, "—"), (math.nan, "—"), (0, "0"), (0.0, "0"),
     (0.04, "0.0 µs"), (812.44, "812.4 µs"), (999.94, "999.9 µs"),
     (1000, "1.00 ms"), (3210, "3.21 ms"), (999_999, "1000.00 ms"),
-    (1_000_000, "1.000 s"), (1_842_000, "1.842 s"),
+    (1_000_000, "1.000 s"), (1_842_000, "1.842 s"), (1_000_500.5, "1.001 s"),  # (÷1e6 exactly: 1.0005005)
     (-5, "-5.0 µs"), (-1500, "-1.50 ms"), (-2_000_000, "-2.000 s"),
 ])
 def test_fmt_us(us, text):
@@ -24,6 +24,7 @@ def test_fmt_us(us, text):
 
 def test_fmt_s_is_fmt_us_of_seconds():
     assert (F.fmt_s(0.5), F.fmt_s(2), F.fmt_s(0.0000123), F.fmt_s(0)) == ("500.00 ms", "2.000 s", "12.3 µs", "0")
+    assert F.fmt_s(1.0004995) == "1.000 s"  # x 1e6 exactly (1.0004995 s, not 1.0005005)
 
 
 @pytest.mark.parametrize("n,number,scale", [
