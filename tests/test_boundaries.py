@@ -200,6 +200,43 @@ def test_ops_on_a_thread_whose_id_reads_negative_are_in_the_tree(tmp_path, tid, 
         assert linear["thread"] == thread
 
 
+def test_byte_counts_beyond_floats_exact_range_stay_exact(tmp_path):
+    """2**53 + 1 bytes (a float64 would read 2**53): an op's bytes, its parent's, the parent's
+    self bytes (total less the child's: 0) and the key averages' sums stay exact integers."""
+    big = 2**53 + 1
+    t = Trace()
+    t.op("aten::outer", 0, 100)
+    t.op("aten::inner", 10, 10)
+    t.memory(15, big, total_allocated=big, total_reserved=big, device=-1)
+    t.memory(50, big, total_allocated=2 * big, total_reserved=2 * big, device=-1, addr=2)
+    t.op("aten::relu", 200, 10)
+    p = t.load(tmp_path)
+    inner, outer = _op_row(p, "aten::inner"), _op_row(p, "aten::outer")
+    assert int(inner["cpu_mem_bytes"]) == big and int(inner["self_cpu_mem_bytes"]) == big
+    assert int(outer["cpu_mem_bytes"]) == 2 * big and int(outer["self_cpu_mem_bytes"]) == big
+    k = p.key_averages().set_index("name")
+    assert int(k.loc["aten::outer", "cpu_mem_bytes"]) == 2 * big and int(k.loc["aten::outer", "self_cpu_mem_bytes"]) == big
+
+
+def test_times_decades_apart_nest_on_every_thread(tmp_path):
+    """Two threads and events 2.4e15 µs (76 years) apart: the nesting order falls back from one
+    packed integer key to a three-key sort; the tree is the same."""
+    t = Trace()
+    t.op("aten::a", 0, 100)
+    t.op("aten::b", 10, 10)
+    t.op("aten::c", 5, 45, tid=TID + 1)
+    t.op("aten::d", 6, 4, tid=TID + 1)
+    t.op("aten::late", 2.4e15, 10)
+    t.op("aten::later", 2.4e15, 5)  # the same start: the longer one first
+    p = t.load(tmp_path)
+    ev = p.events.set_index("name")
+    assert ev.loc["aten::b", "parent"] == p.events.index[p.events["name"] == "aten::a"][0]
+    assert ev.loc["aten::d", "parent"] == p.events.index[p.events["name"] == "aten::c"][0]
+    assert ev.loc["aten::later", "parent"] == p.events.index[p.events["name"] == "aten::late"][0]
+    k = p.key_averages().set_index("name")["self_cpu_us"].to_dict()
+    assert k == {"aten::a": 90, "aten::b": 10, "aten::c": 41, "aten::d": 4, "aten::late": 5, "aten::later": 5}
+
+
 # -------------------------------------------------------------------------------- the thresholds
 
 

@@ -134,6 +134,7 @@ def test_tables_equal_the_merged_events_path(tmp_path, name):
     assert isinstance(p, ClusterProfile)
     assert_model_tables(p, folder)
     m = p._merged
+    assert_model_tables(m, folder)  # the merged events: one tree over every rank's processes
     assert_frames(p.key_averages(), m.key_averages())  # same rows, same order
     assert_frames(p.kernels(), m.kernels(), sort=["name", "kind"])
     assert_frames(p.steps(), m.steps())
