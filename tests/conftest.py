@@ -102,9 +102,12 @@ def oracle(name: str) -> dict:
 @pytest.fixture(scope="session")
 def ip():
     """A real IPython shell (IPython's own test shell) with nbprof loaded."""
+    from IPython import get_ipython
     from IPython.testing.globalipapp import start_ipython
 
-    shell = start_ipython()
+    # start_ipython() starts a shell once per process and returns None after: pytest run twice in
+    # one process (mutmut's runs, scripts/mutation.sh) gets the shell the first run started
+    shell = start_ipython() or get_ipython()
     shell.run_line_magic("load_ext", "nbprof")
     yield shell
 

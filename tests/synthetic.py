@@ -68,11 +68,11 @@ class Trace:
                             "dur": gpu_dur, "args": args})
 
     def memory(self, ts: float, nbytes: int, total_allocated: int, total_reserved: int, device: int = 0,
-               tid: int = TID) -> None:
+               tid: int = TID, addr: int = 1) -> None:
         self.events.append({"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": PID,
                             "tid": tid, "ts": ts,
                             "args": {"Total Reserved": total_reserved, "Total Allocated": total_allocated,
-                                     "Bytes": nbytes, "Addr": 1, "Device Id": device,
+                                     "Bytes": nbytes, "Addr": addr, "Device Id": device,
                                      "Device Type": 1 if device >= 0 else 0}})
 
     def doc(self) -> dict[str, Any]:

@@ -47,8 +47,19 @@ def test_dir_shows_the_public_api_only():
 
 
 def test_every_public_name_resolves():
+    """Each name is the function or class of that name (not a stand-in bound to it); the version
+    is the package's; `lightning` is the submodule of that name."""
+    import types
+    from importlib.metadata import version
+
     for name in nbprof.__all__:
-        assert getattr(nbprof, name) is not None, name
+        obj = getattr(nbprof, name)
+        if name == "__version__":
+            assert obj == version("nbprof")
+        elif name == "lightning":
+            assert isinstance(obj, types.ModuleType) and obj.__name__ == "nbprof.lightning"
+        else:
+            assert (inspect.isfunction(obj) or inspect.isclass(obj)) and obj.__name__ == name, name
 
 
 def test_result_types_load_on_demand_and_are_the_real_classes():

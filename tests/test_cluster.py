@@ -27,6 +27,7 @@ from nbprof.cluster import ClusterProfile, RankSummary, _ranges, rank_summary
 from nbprof.errors import OptionError, TraceError
 
 from .conftest import DATA, trace_path
+from .reference import Model, ns, read
 from .synthetic import Trace, collectives_folder, training_loop
 
 WORK = ("kernel", "gpu_memcpy", "gpu_memset")
@@ -91,13 +92,49 @@ def assert_frames(a: pd.DataFrame, b: pd.DataFrame, sort: list[str] | None = Non
                                   check_categorical=False, rtol=1e-9, atol=1e-6)
 
 
+def assert_model_tables(p, folder: Path) -> None:
+    """The independent side beside the differential checks: every rank file rebuilt in plain
+    Python from its JSON (tests/reference.py), its key averages summed over the ranks, and each
+    rank's row of ranks().table (ops, self CPU, device work, span) from its own file."""
+    files = sorted(f for f in folder.iterdir() if f.name.endswith((".json", ".json.gz")))
+    total: dict = {}
+    rows = {}
+    for f in files:
+        doc = read(f)
+        model = Model(doc)
+        for key, row in model.key_averages().items():
+            acc = total.setdefault(key, dict.fromkeys(row, 0))
+            for c, v in row.items():
+                acc[c] += v
+        events = [e for e in doc["traceEvents"] if e.get("ph") in ("X", "i") and e.get("cat") not in (None, "Trace")]
+        span = max(ns(e["ts"]) + ns(e.get("dur", 0)) for e in events) - min(ns(e["ts"]) for e in events)
+        rank = (doc.get("distributedInfo") or {}).get("rank")
+        rows[rank] = {"ops": sum(1 for e in model.live() if e.kind == "op"),
+                      "self_cpu_us": sum(model.self_cpu(e) for e in model.live()) / 1000,
+                      "device_us": sum(w.dur for w in model.work) / 1000, "kernels": len(model.work),
+                      "span_us": span / 1000}
+    ours = {(r["name"], r["kind"]): r for r in p.key_averages().to_dict("records")}
+    assert set(ours) == set(total)
+    for key, want in total.items():
+        for c, v in want.items():
+            assert ours[key][c] == pytest.approx(v, abs=1e-6), (key, c)
+    table = p.ranks().table.set_index("rank")
+    assert sorted(table.index) == sorted(rows)
+    for rank, want in rows.items():
+        for c, v in want.items():
+            assert table.loc[rank, c] == pytest.approx(v, abs=1e-3), (rank, c)
+
+
 @pytest.mark.parametrize("name", sorted(FOLDERS))
 def test_tables_equal_the_merged_events_path(tmp_path, name):
     """Every table the cluster builds from summaries equals the one today's path builds from the
     merged events of every rank (``_merged``: concat_traces + TorchProfile, as load_trace did)."""
-    p = nbprof.load_trace(FOLDERS[name](tmp_path), workers=0, progress=False)
+    folder = FOLDERS[name](tmp_path)
+    p = nbprof.load_trace(folder, workers=0, progress=False)
     assert isinstance(p, ClusterProfile)
+    assert_model_tables(p, folder)
     m = p._merged
+    assert_model_tables(m, folder)  # the merged events: one tree over every rank's processes
     assert_frames(p.key_averages(), m.key_averages())  # same rows, same order
     assert_frames(p.kernels(), m.kernels(), sort=["name", "kind"])
     assert_frames(p.steps(), m.steps())
@@ -198,6 +235,7 @@ def test_workers_and_dask_give_the_same_tables(tmp_path):
         on_dask = nbprof.load_trace(folder, client=client, progress=False)
         # the session's active client is used when none is given
         active = nbprof.load_trace(folder, progress=False)
+    assert_model_tables(local, folder)
     for other in (pooled, on_dask, active):
         assert_frames(other.key_averages(), local.key_averages())
         assert_frames(other.kernels(), local.kernels())
@@ -236,6 +274,13 @@ def test_findings_of_ranks_are_one_line_per_kind_and_subject(tmp_path):
         assert set(row["evidence"]["by_rank"]) == {"0", "1", "2"}
     assert (f["message"].str.replace("Ranks 0-2 (the numbers of rank 0): ", "", regex=False).tolist()
             == single["message"].tolist())
+    # and the numbers are the file's: the top op by kernel time (the model of the JSON) and its share
+    model = Model(read(trace_path("two_streams")))
+    ops = {name: row["self_device_us"] for (name, kind), row in model.key_averages().items() if kind == "op"}
+    top = max(ops, key=ops.get)
+    evidence = f[f["kind"] == "top_op"].iloc[0]["evidence"]
+    assert evidence["op"] == top
+    assert evidence["share"] == pytest.approx(ops[top] / (sum(w.dur for w in model.work) / 1000))
 
 
 @pytest.mark.parametrize("name", ["collectives", "steps"])
@@ -257,7 +302,9 @@ def test_report_opens_with_ranks_and_leaves_out_what_needs_events(tmp_path, name
     # shell: an InteractiveShell singleton would stay for the tests after this one
     from IPython.core.formatters import DisplayFormatter
 
-    DisplayFormatter().format(p.report())
+    shown, _ = DisplayFormatter().format(p.report())
+    assert shown["text/plain"] == p.report().text()
+    assert f"slowest rank: {p.ranks().slowest}" in shown["text/html"]
     assert "_merged" not in p.__dict__
 
 

@@ -13,6 +13,8 @@ from nbprof.comparison import Comparison
 from nbprof.errors import OptionError
 
 from .conftest import needs_torch, run, trace_path
+from .reference import Model, read
+from .synthetic import Trace
 
 BEFORE, AFTER = "cnn_train_cuda", "cnn_cuda_toggled"
 
@@ -23,24 +25,68 @@ def pair():
 
 
 def test_every_row_carries_both_profiles_numbers(pair):
+    """Each row's before and after numbers are the rows of the two files, rebuilt in plain Python
+    from their JSON (tests/reference.py), not from nbprof's own key averages."""
     b, a = pair
     c = nbprof.compare(b, a)
     assert isinstance(c, Comparison)
     t = c.table
-    kb = b.key_averages().set_index(["name", "kind"])
-    ka = a.key_averages().set_index(["name", "kind"])
-    keys = set(kb.index) | set(ka.index)
+    kb = Model(read(trace_path(BEFORE))).key_averages()
+    ka = Model(read(trace_path(AFTER))).key_averages()
+    keys = set(kb) | set(ka)
     assert len(t) == len(keys)
     assert set(zip(t["name"], t["kind"])) == keys
     for _, row in t.iterrows():
         key = (row["name"], row["kind"])
         for m in ("count", "self_cpu_us", "cpu_total_us", "self_device_us", "device_total_us", "self_device_mem_bytes"):
-            vb = kb.loc[key, m] if key in kb.index else 0
-            va = ka.loc[key, m] if key in ka.index else 0
-            assert row[f"{m}_before"] == pytest.approx(vb) and row[f"{m}_after"] == pytest.approx(va)
-            assert row[f"{m}_change"] == pytest.approx(va - vb)
-        status = "both" if key in kb.index and key in ka.index else "removed" if key in kb.index else "added"
+            vb = kb[key][m] if key in kb else 0
+            va = ka[key][m] if key in ka else 0
+            assert row[f"{m}_before"] == pytest.approx(vb, abs=1e-6) and row[f"{m}_after"] == pytest.approx(va, abs=1e-6)
+            assert row[f"{m}_change"] == pytest.approx(va - vb, abs=1e-6)
+        status = "both" if key in kb and key in ka else "removed" if key in kb else "added"
         assert row["status"] == status
+
+
+def _two_runs(tmp_path):
+    """Before: aten::mm 3 calls (kernels 100 µs each), aten::relu 2 (10 µs each), aten::old 1
+    (5 µs). After: aten::mm 2 calls (50 µs each), aten::relu 2 (10 µs each), aten::new 1 (30 µs)."""
+    def trace(calls: dict[str, tuple[int, float]]) -> Trace:
+        t = Trace()
+        at = 0.0
+        for name, (n, kernel_us) in calls.items():
+            for _ in range(n):
+                ext = t.op(name, at, 20)
+                t.launch(f"{name[6:]}_kernel", ext, at + 1, 5, at + 10, kernel_us)
+                at += 200
+        return t
+
+    before = trace({"aten::mm": (3, 100), "aten::relu": (2, 10), "aten::old": (1, 5)}).load(tmp_path, "before.json")
+    after = trace({"aten::mm": (2, 50), "aten::relu": (2, 10), "aten::new": (1, 30)}).load(tmp_path, "after.json")
+    return before, after
+
+
+def test_changes_worked_out_by_hand(tmp_path):
+    before, after = _two_runs(tmp_path)
+    c = nbprof.compare(before, after)
+    assert c.metric == "self_device_us"
+    t = c.table[c.table["kind"] == "op"].set_index("name")
+    assert t.loc["aten::mm", ["count_before", "count_after", "count_change"]].tolist() == [3, 2, -1]
+    assert t.loc["aten::mm", ["self_device_us_before", "self_device_us_after", "self_device_us_change"]].tolist() == \
+        pytest.approx([300, 100, -200])
+    assert t.loc["aten::mm", "speedup"] == pytest.approx(3.0)
+    assert t.loc["aten::relu", "self_device_us_change"] == 0 and t.loc["aten::relu", "speedup"] == pytest.approx(1.0)
+    assert (t.loc["aten::old", "status"], t.loc["aten::new", "status"], t.loc["aten::mm", "status"]) == \
+        ("removed", "added", "both")
+    assert np.isinf(t.loc["aten::old", "speedup"]) and t.loc["aten::new", "self_device_us_after"] == 30
+    assert t.loc["aten::mm", "cpu_total_us_before"] == 60 and t.loc["aten::mm", "cpu_total_us_after"] == 40
+    # sorted by the size of the change: mm (-200), old (-5) and new (+30) between, relu (0) last
+    assert c.table["self_device_us_change"].abs().tolist() == sorted(c.table["self_device_us_change"].abs(),
+                                                                     reverse=True)
+    s = c.summary
+    assert s.total_before == pytest.approx(300 + 20 + 5) and s.total_after == pytest.approx(100 + 20 + 30)
+    assert s.speedup == pytest.approx(325 / 150)
+    assert (s.biggest_win, s.biggest_regression) == ("aten::mm", "aten::new")
+    assert (s.added, s.removed) == (2, 2)  # the op and its kernel each
 
 
 def test_main_metric_sorting_speedup_and_summary(pair):

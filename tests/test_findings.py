@@ -51,7 +51,8 @@ def test_findings_table_shape(name):
     assert order == sorted(order)
     assert all(isinstance(e, dict) for e in f["evidence"])
     assert all(m and "\n" not in m for m in f["message"])
-    json.dumps(f["evidence"].tolist())  # evidence is plain data
+    evidence = f["evidence"].tolist()  # plain data: JSON holds it as it is (no NaN, no numpy types)
+    assert json.loads(json.dumps(evidence, allow_nan=False)) == evidence
 
 
 def test_empty_profile_has_no_findings(tmp_path):
@@ -178,16 +179,41 @@ def test_pinned_copies_are_not_called_pageable(tmp_path):
 def test_gpu_idle_fires_on_the_recorded_traces(name):
     """All four recorded workloads are small: the GPU idles most of the time. The busy time is the
     union of the device intervals in the raw file, measured with a plain loop."""
+    from .reference import ns, read
+
     p = nbprof.load_trace(trace_path(name))
     busy = union_length([(e["ts"], e["ts"] + e["dur"]) for e in raw_events(name)
                          if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")])
+    # the span: the first event's start to the last one's end, in exact ns from the file
+    events = [e for e in read(trace_path(name))["traceEvents"] if e.get("ph") in ("X", "i") and e.get("cat")]
+    origin = min(ns(e["ts"]) for e in events)  # the profiler's own "Trace" span included
+    events = [e for e in events if e["cat"] != "Trace"]
+    span_us = (max(ns(e["ts"]) + ns(e.get("dur", 0)) for e in events) - min(ns(e["ts"]) for e in events)) / 1000
     ev = one(p.findings, "gpu_idle")["evidence"]
     assert ev["busy_us"] == pytest.approx(busy, abs=0.01)
-    assert ev["span_us"] == pytest.approx(p.summary.span_us, abs=0.001)
-    assert ev["busy_fraction"] == pytest.approx(busy / p.summary.span_us, abs=1e-6)
+    assert ev["span_us"] == pytest.approx(span_us, abs=0.001)
+    assert ev["busy_fraction"] == pytest.approx(busy / span_us, abs=1e-6)
     gaps = ev["largest_gaps"]
     assert gaps and gaps == sorted(gaps, key=lambda g: -g["dur_us"])
-    assert all(isinstance(g["cpu"], str) and g["cpu"] for g in gaps)
+    # what the CPU ran in the middle of each gap: the innermost event open on each thread, the
+    # main thread (its id is the process id) first
+    cpu = [e for e in events if e["cat"] in ("cpu_op", "user_annotation", "cuda_runtime")]
+    main = next(e["tid"] for e in cpu if e["pid"] == e["tid"])
+    for g in gaps:
+        mid = origin + round(g["start_us"] * 1000) + round(g["dur_us"] * 1000) // 2
+        inner: dict = {}
+        for e in cpu:
+            if ns(e["ts"]) <= mid < ns(e["ts"]) + ns(e["dur"]):
+                best = inner.get(e["tid"])
+                if best is None or (ns(e["ts"]), -ns(e["dur"])) > (ns(best["ts"]), -ns(best["dur"])):
+                    inner[e["tid"]] = e
+        parts = [f"{e['name']} ({'main thread' if tid == main else f'thread {tid}'})" for tid, e in inner.items()]
+        if not parts:
+            assert g["cpu"] == "nothing torch records (Python code, I/O or waiting)"
+            continue
+        assert sorted(g["cpu"].split("; ")) == sorted(parts)
+        if main in inner:
+            assert g["cpu"].startswith(f"{inner[main]['name']} (main thread)")
 
 
 def test_gpu_idle_names_what_the_cpu_did_in_the_longest_gap():
@@ -516,7 +542,9 @@ def test_hot_function_live(shell):
     [(key, value)] = [(k, v) for k, v in st.stats.items() if k[2] == "tiny"]
     assert ev["ncalls"] == value[1] == 100_000
     assert ev["cumtime_s"] == pytest.approx(value[3])
-    assert "In [" in row["message"] or "tiny" in row["message"]
+    # the function by its cell, as the notebook shows it, and pstats' line number
+    cell = shell.execution_count - 1  # the cell that just ran
+    assert row["message"].startswith(f"In [{cell}]:{key[1]}(tiny) was called 100,000 times, ")
 
 
 # ------------------------------------------------------------------------------------- thresholds

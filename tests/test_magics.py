@@ -84,17 +84,47 @@ def test_cell_runs_in_the_user_namespace(shell, magic):
 
 @pytest.mark.parametrize("magic", MAGICS)
 def test_last_expression_is_the_cells_value(shell, magic):
-    shell.user_ns.pop("_", None)  # IPython never overwrites a `_` the user assigned (earlier tests loop with _)
+    for unders in ("_", "__", "___"):  # IPython updates none of them if the user assigned one (tests loop with _)
+        shell.user_ns.pop(unders, None)
     result, captured = run(shell, f"%%{magic}\nx = 20\nx * 2 + 2")
     assert result.result == 42
     assert shell.user_ns["_"] == 42
-    # the value comes first, then the report
-    assert captured.stdout.index("42") >= 0
+    assert "42" in captured.stdout
     assert len(reports(captured)) == 1
     # a trailing ; hides the value (IPython reads it from the stored input, as kernels store it)
     result, captured = run(shell, f"%%{magic}\n7 * 6;")
     assert "42" not in captured.stdout
     assert len(reports(captured)) == 1
+
+
+@pytest.mark.parametrize("magic", MAGICS)
+def test_the_value_comes_before_the_report(shell, magic, monkeypatch):
+    """Out[]'s value is written first, then the report is displayed: what goes to stdout and to
+    the display publisher, recorded in one list in the order it happens."""
+    import io
+
+    happened: list[tuple[str, str]] = []
+
+    class Stdout(io.StringIO):
+        def write(self, text: str) -> int:
+            if text.strip():
+                happened.append(("stdout", text))
+            return len(text)
+
+    def publish(data, metadata=None, *args, **kwargs):
+        happened.append(("display", data.get("text/plain", "")))
+
+    monkeypatch.setattr(sys, "stdout", Stdout())
+    monkeypatch.setattr(shell.display_pub, "publish", publish)
+    for unders in ("_", "__", "___"):
+        shell.user_ns.pop(unders, None)
+    result = shell.run_cell(f"%%{magic}\nx = 20\nx * 2 + 2", store_history=True)
+    monkeypatch.undo()
+    assert result.result == 42
+    value = next(i for i, (where, text) in enumerate(happened) if where == "stdout" and "42" in text)
+    report = next(i for i, (where, text) in enumerate(happened)
+                  if where == "display" and text.startswith(("torch profile", "cProfile")))
+    assert value < report, happened
 
 
 @pytest.mark.parametrize("magic", MAGICS)
@@ -128,7 +158,17 @@ def test_line_numbers_in_tracebacks_are_the_cells(shell, magic):
 def test_line_magic(shell, magic):
     result, captured = run(shell, f"%{magic} -o line_result sum(i * i for i in range(100))")
     assert result.result == 328350
-    assert shell.user_ns["line_result"] is not None
+    kept = shell.user_ns["line_result"]
+    assert type(kept).__name__ == {"torchprof": "TorchProfile", "cprofile": "PythonProfile"}[magic]
+    if magic == "cprofile":  # cProfile's own count of the generator's frames, as the oracle
+        import cProfile
+        import pstats
+
+        oracle = cProfile.Profile()
+        oracle.runctx("sum(i * i for i in range(100))", {}, {})
+        [want] = [v[1] for k, v in pstats.Stats(oracle).stats.items() if k[2] == "<genexpr>"]
+        [got] = [v[1] for k, v in kept.pstats.stats.items() if k[2] == "<genexpr>"]
+        assert got == want
     assert len(reports(captured)) == 1
 
 
@@ -147,7 +187,9 @@ def test_output_flag_keeps_the_live_profiler(shell):
     run(shell, "%%torchprof -q -o kept\nimport torch\ntorch.ones(2) + 1")
     kept = shell.user_ns["kept"]
     assert isinstance(kept.profiler, profile)
-    assert len(kept.profiler.key_averages()) > 0  # torch's own API still works on it
+    # torch's own API still works on it: one torch.ones, one add
+    counts = {r.key: r.count for r in kept.profiler.key_averages()}
+    assert counts["aten::ones"] == 1 and counts["aten::add"] == 1
 
 
 # ---------------------------------------------------------------------------------- bad flags

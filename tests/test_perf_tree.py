@@ -113,41 +113,38 @@ def test_nesting_of_ties_and_zero_length_events():
     assert parent.tolist() == torch_stack_parents(s.tolist(), e.tolist(), t.tolist())
 
 
-def reference_key_averages(events: pd.DataFrame, group_by: str) -> dict:
-    from nbprof.analysis.key_averages import averaged_rows
-
-    sub = events[averaged_rows(events)]
-    out: dict = {}
-    for _, r in sub.iterrows():
-        name = "ProfilerStep*" if str(r["name"]).startswith("ProfilerStep#") else str(r["name"])
-        key = (name, str(r["input_shapes"]) if group_by == "shape" else "", str(r["kind"]))
-        acc = out.setdefault(key, {"count": 0, "cpu_total_us": 0.0, "self_cpu_us": 0.0,
-                                   "device_total_us": 0.0, "self_device_us": 0.0})
-        tree = r["kind"] not in ("kernel", "memcpy", "memset", "memory", "oom")
-        acc["count"] += 1
-        acc["cpu_total_us"] += r["dur_us"] if tree else 0.0
-        acc["self_cpu_us"] += r["self_cpu_us"] if tree else 0.0
-        acc["device_total_us"] += r["device_total_us"]
-        acc["self_device_us"] += r["self_device_us"]
-    return out
-
-
 @pytest.mark.parametrize("group_by", ["op", "shape"])
 def test_key_averages_equal_a_plain_groupby(group_by):
+    """Key averages against tests/reference.py: torch's tree, kernels and memory rebuilt from the
+    file in plain Python, one object per event (nothing of nbprof's). Grouped by shape, the rows
+    of a name add up to its row, and there is a row per distinct "Input Dims" of its calls."""
+    import json
+
     from .conftest import TRACES, trace_path
+    from .reference import Model, read
     import nbprof
 
     for name in TRACES:
         p = nbprof.load_trace(trace_path(name))
-        expected = reference_key_averages(p.events, group_by)
+        model = Model(read(trace_path(name)))
+        expected = model.key_averages()
         ours = p.key_averages(group_by)
-        assert len(ours) == len(expected)
-        for r in ours.to_dict("records"):
-            key = (r["name"], str(r.get("input_shapes", "")) if group_by == "shape" else "", r["kind"])
-            ref = expected[key]
-            assert r["count"] == ref["count"]
-            for c in ("cpu_total_us", "self_cpu_us", "device_total_us", "self_device_us"):
-                assert r[c] == pytest.approx(ref[c], abs=1e-6), (key, c)
+        sums = ours.groupby(["name", "kind"], sort=False)[["count", "cpu_total_us", "self_cpu_us", "device_total_us",
+                                                           "self_device_us"]].sum()
+        assert set(sums.index) == set(expected), name
+        for key, ref in expected.items():
+            for c in ("count", "cpu_total_us", "self_cpu_us", "device_total_us", "self_device_us"):
+                assert sums.loc[key, c] == pytest.approx(ref[c], abs=1e-6), (name, key, c)
+        if group_by == "shape":
+            doc = read(trace_path(name))
+            dims: dict = {}
+            for ev in model.live():
+                key = ("ProfilerStep*" if ev.name.startswith("ProfilerStep#") else ev.name, ev.kind)
+                shapes = doc["traceEvents"][ev.index].get("args", {}).get("Input Dims")
+                dims.setdefault(key, set()).add(json.dumps(shapes, default=str))
+            tree_rows = ours[ours["kind"].isin(["op", "annotation", "runtime", "overhead"])]
+            per_name = tree_rows.groupby(["name", "kind"]).size()
+            assert {k: int(v) for k, v in per_name.items()} == {k: len(v) for k, v in dims.items()}, name
 
 
 @pytest.mark.parametrize("seed", range(10))

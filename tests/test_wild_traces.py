@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import nbprof
+from nbprof.analysis import findings as F
 from nbprof.analysis.findings import sync as sync_finding
 
 WILD = Path(__file__).parent / "data" / "wild"
@@ -55,15 +56,27 @@ def test_every_view_works_on_every_sample(name):
     assert "nbprof" in html and "Traceback" not in html
     fig = p.timeline()
     assert len(fig.data) > 0
-    assert len(p.findings.columns) and len(p.key_averages()) > 0
+    # key averages: a row per kernel (copy, memset) name holding all of the file's device work
+    work = complete(doc, "kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset", "mtia_ccp_events")
+    k = p.key_averages()
+    device_rows = k[k["kind"].isin(WORK)]
+    on_device = ev[ev["kind"].isin(WORK)]
+    assert int(device_rows["count"].sum()) == len(on_device) > 0
+    assert device_rows["self_device_us"].sum() == pytest.approx(on_device["dur_us"].sum())
+    ops = [e for e in complete(doc, "cpu_op", "Operator") if e.get("dur", 0) > 0]
+    assert (k["kind"] == "op").any() == bool(ops)
+    f = p.findings
+    assert set(f["kind"]) <= set(F.KINDS) and set(f["severity"]) <= set(F.SEVERITIES)
     kernels = p.kernels()
     assert len(kernels) == len(set(zip(ev.loc[ev["kind"].isin(WORK), "name"].astype(str),
                                        ev.loc[ev["kind"].isin(WORK), "kind"].astype(str))))
     stats = p.device_stats.devices
     assert len(stats) >= 1 and (stats["busy_fraction"] <= 1.0).all()
-    p.steps()
+    # a step per ProfilerStep range of the CPU
+    steps = {e["name"] for e in complete(doc, "user_annotation", "cpu_op", "Operator")
+             if e["name"].startswith("ProfilerStep#")}
+    assert len(p.steps()) == len(steps)
     # a kernel's time is its time in the file
-    work = complete(doc, "kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset", "mtia_ccp_events")
     assert ev.loc[ev["kind"].isin(WORK + ("sync",)), "dur_us"].sum() == pytest.approx(sum(e["dur"] for e in work))
 
 

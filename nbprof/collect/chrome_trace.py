@@ -1076,7 +1076,7 @@ class _Reader:
 
     def _metadata(self, e: Any) -> None:
         if e.name == "thread_name" and isinstance(e.tid, int):
-            self.thread_names[e.tid] = e.args.name.strip()
+            self.thread_names[int(_thread_id(np.int64(e.tid)))] = e.args.name.strip()
         elif e.name == "process_labels" and isinstance(e.pid, int):
             self.process_labels[e.pid] = e.args.labels
 
@@ -1216,10 +1216,11 @@ class _Reader:
             pid = np.where(overhead, main_pid, pid)
 
         if any_device:
-            thread = np.where(is_device, -1, tid)
+            thread = np.where(is_device, -1, _thread_id(tid))
             stream = np.where(is_device, np.where(stream >= 0, stream, self._streams_named(tid)), -1)
         else:  # a CPU profile: threads as they are, no streams (stream is all -1 already)
-            thread = tid
+            thread = _thread_id(tid)
+        main_tid = None if main_tid is None else int(_thread_id(np.int64(main_tid)))
         del tid, is_device
 
         origin_ns = int(start_ns.min()) if n else 0
@@ -1546,6 +1547,14 @@ def _device_properties(entries: list) -> tuple[list[dict[str, Any]], int]:
                 wrong += 1
         out.append(keep)
     return out, wrong
+
+
+def _thread_id(tid: Any) -> Any:
+    """A CPU thread's id, never negative (-1 marks device rows, and rows with a negative thread
+    are in no op tree): kineto writes thread ids as signed 32-bit numbers, so a large one reads
+    negative (-549452224 in HTA's NCCL trace, for thread 3745515072), and string tids of hand-made
+    traces have negative ids; both read as the unsigned 32-bit number."""
+    return np.where(tid < 0, tid + (1 << 32), tid)
 
 
 def _main_thread(kind: np.ndarray, pid: np.ndarray, tid: np.ndarray) -> int | None:
