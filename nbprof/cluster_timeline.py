@@ -666,10 +666,13 @@ class ClusterTimeline:
         texts = []  # what the marker on the last arrival says (the rows' own rank: the last one there)
         for name, pg, seq, rank, wait in zip(m["name"], m["process_group"], m["seq"], m["rank"], waits):
             group = f" (process group {esc_plotly(str(pg))})" if str(pg) else ""
-            texts.append(f"<b>rank {esc_plotly(str(rank))} arrived last</b> at {esc_plotly(str(name))} #{int(seq)}{group}<br>"
-                         f"the others waited for it, the longest {fmt_us(float(wait))}")
+            what = f"{esc_plotly(str(name))} #{int(seq)}{group}"
+            texts.append(f"<b>rank {esc_plotly(str(rank))} arrived last</b> at {what}<br>"
+                         f"the others waited for it, the longest {fmt_us(float(wait))}" if wait > 0 else
+                         f"<b>every rank arrived at {what} together</b><br>none waited for another")
+        # a collective the ranks started at the same time has no last arrival to mark
         links = pd.DataFrame({"group": codes, "part": m["part"].to_numpy(), "row": m["row"].to_numpy(),
-                              "x_us": m["x_us"].to_numpy(), "last": m["last"].to_numpy(dtype=bool),
+                              "x_us": m["x_us"].to_numpy(), "last": m["last"].to_numpy(dtype=bool) & (waits > 0),
                               "text": np.asarray(texts, dtype=object)})
         # each collective's calls together, in the order of the stacked ranks (their rows)
         return links.sort_values(["group", "part"], kind="stable").reset_index(drop=True)

@@ -304,6 +304,11 @@ def test_collectives_without_device_work_are_the_backends_ranges(tmp_path):
     assert got.loc[(1, "broadcast"), "count"] == 2
     assert (got["bytes"] == -1).all()  # gloo's ranges say no sizes
     assert (got["process_group"] == "").all()
+    # the report's table says the size is not known ("—"), never "-1 B" (its static rows, shown
+    # before the JavaScript runs, and the data its renderer formats: null is "—" there)
+    html = p.report().html(include_library=False)
+    assert "-1 B" not in html
+    assert html.count('\\"all_reduce\\", \\"\\", 2, 600.0, 300.0, 300.0, \\"___NaN___\\"]') == 1  # null for itables
 
 
 def test_collective_names_have_one_spelling():

@@ -331,3 +331,18 @@ def test_caches_of_dead_sessions_on_this_machine_are_removed(tmp_path, monkeypat
     made = new_cache_dir()
     assert not stale.exists() and other_host.exists() and alive.exists()
     assert os.path.basename(made).startswith(f"{host}-{os.getpid()}-")
+
+
+def test_collectives_started_together_have_no_last_arrival(tmp_path):
+    """Two ranks start every gloo collective at the same microsecond: no rank waited, so none is
+    marked as the last to arrive (a tie once marked rank 0, "the longest 0")."""
+    from .test_cluster_analyses import gloo_rank, write_folder
+
+    p = load(write_folder(tmp_path, [gloo_rank(0, 300.0), gloo_rank(1, 120.5)]))
+    calls = p.collective_calls()
+    assert len(calls) == 8 and (calls["wait_us"] == 0).all()
+    links = p.timeline_view().data.links
+    assert len(links) == 8 and not links["last"].any()
+    assert all(t.startswith("<b>every rank arrived at ") and t.endswith("none waited for another")
+               for t in links["text"])
+    assert "arrived last" not in p.timeline_view().svg()

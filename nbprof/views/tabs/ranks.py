@@ -70,6 +70,7 @@ def cluster_section(report: Any, table: pd.DataFrame | None) -> str:
         out += hta_idle_html(report.profile.ranks().hta_idle)
     coll = report.profile.collectives()
     if len(coll):
+        coll = coll.assign(bytes=coll["bytes"].where(coll["bytes"] >= 0))  # -1: the size is not known, shown "—"
         ccols = [Column("rank", "Rank", "text"), Column("name", "Collective", "text"),
                  Column("process_group", "Process group", "text"), Column("count", "Calls", "count"),
                  Column("total_us", "Total", "time_us"), Column("mean_us", "Mean", "time_us"),
