@@ -14,6 +14,7 @@ from __future__ import annotations
 import pytest
 
 import nbprof
+import numpy as np
 from nbprof.analysis import findings as F
 
 from .synthetic import PID, TID, Trace
@@ -350,6 +351,8 @@ def test_recompile_count(tmp_path, recompiles, expected):
     assert sev == expected
     assert ev == {"frame": ev["frame"], "source": "…/u/model.py:7", "recompiles": recompiles, "reason": reason}
     assert "forward" in ev["frame"]
+    [row] = p.compilation().per_frame.to_dict("records")  # one function: compiled 1 + n times
+    assert (row["source"], row["compiles"], row["recompiles"]) == ("…/u/model.py:7", recompiles + 1, recompiles)
 
 
 def test_graph_breaks_name_the_three_places_with_most_breaks(tmp_path):
@@ -1000,3 +1003,60 @@ def test_hot_function_reports_the_three_biggest():
     p = _pstats({"a": (20_000, 0.11, 0.11), "b": (20_000, 0.2, 0.2), "c": (20_000, 0.15, 0.15),
                  "d": (20_000, 0.12, 0.12)}, total_s=1.0)
     assert [ev["function"] for _, ev in found(p, "hot_function")] == ["b", "c", "d"]
+
+
+# ------------------------------------------- what the mutation sample found untested (docs/testing.md)
+
+
+def test_graph_breaks_from_restart_reasons_where_torch_logs_no_break_artifact(tmp_path):
+    """torch 2.4 logs no `dynamo_graph_break_reason`: a break is a restart reason of the frame's
+    compilation, placed at the line its resume function is named for."""
+    def frame(cid: int, name: str, **more) -> dict:
+        return {"event": "compilation_metrics", "frame_id": cid, "frame_compile_id": 0,
+                "metrics": {"compile_id": f"{cid}/0", "co_name": name, "co_filename": "/home/u/model.py",
+                            "co_firstlineno": 3, **more}}
+    records = [frame(0, "forward", restart_reasons=["Unsupported: builtin: print\nmore detail"]),
+               frame(1, "torch_dynamo_resume_in_forward_at_15", resume_code="print(x)")]
+    p = compile_log_trace(records).load(tmp_path)
+    breaks = p.compilation().graph_breaks
+    assert breaks[["compile_id", "source", "code", "reason", "detail"]].to_dict("records") == [
+        {"compile_id": "0/0", "source": "…/u/model.py:15", "code": "print(x)",
+         "reason": "Unsupported: builtin: print", "detail": "Unsupported: builtin: print\nmore detail"}]
+    [(sev, ev)] = found(p, "graph_break")
+    assert sev == "medium" and ev["source"] == "…/u/model.py:15" and ev["count"] == 1
+
+
+def test_a_bounded_call_tree_keeps_the_biggest_functions():
+    """Twelve functions of 1..12 ms under <module>, a tree of at most 8 rows (one kept for each
+    expanded row's "other"): the root, <module>,
+    the four biggest (12, 11, 10, 9 ms, biggest first) and one "other" row for the eight others
+    (36 ms)."""
+    p = _pstats({f"f{i:02d}": (1, i / 1000, i / 1000) for i in range(1, 13)}, total_s=0.1)
+    tree = p.call_tree(min_fraction=0, max_nodes=8)
+    assert tree["name"].tolist() == ["cell", "<module>:1", "f12", "f11", "f10", "f09", "other (8 functions)"]
+    assert tree["value_s"].tolist() == pytest.approx([0.1, 0.1, 0.012, 0.011, 0.010, 0.009, 0.036])
+
+
+def test_a_stream_whose_launches_take_no_time_has_no_mean_queue_length(tmp_path):
+    """A kernel of 0 µs that starts when its launch call does: the stream's window is 0 µs, its
+    mean queue length is not a number (NaN, a float column), not 0 and not None."""
+    t = Trace()
+    ext = t.op("aten::zero_", 0, 10)
+    t.launch("k", ext, 1, 2, 1, 0)
+    q = nbprof.load_trace(t.write(tmp_path / "t.json")).queue_length()
+    assert q["mean_queue_length"].dtype == np.float64 and np.isnan(q["mean_queue_length"].iloc[0])
+    assert q["window_us"].iloc[0] == 0 and q["launches"].iloc[0] == 1
+
+
+def test_blocks_of_one_size_held_at_a_time_are_in_allocation_order(tmp_path):
+    """40 blocks of 4 KiB and one of 8 KiB: the biggest first, then the others in the order they
+    were allocated (a stable sort: quicksort mixes equal sizes above 16 of them)."""
+    t = Trace()
+    t.op("aten::empty", 0, 1000)
+    for i in range(40):
+        t.memory(10 + i, 4096, total_allocated=4096 * (i + 1), total_reserved=1 << 20, device=-1, addr=100 + i)
+    t.memory(60, 8192, total_allocated=4096 * 42, total_reserved=1 << 20, device=-1, addr=999)
+    p = t.load(tmp_path)
+    held = p.alive_at(500, "cpu")
+    assert held["bytes"].tolist() == [8192] + [4096] * 40
+    assert held["alloc_us"].tolist()[1:] == [10.0 + i for i in range(40)]
