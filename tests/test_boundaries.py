@@ -1060,3 +1060,18 @@ def test_blocks_of_one_size_held_at_a_time_are_in_allocation_order(tmp_path):
     held = p.alive_at(500, "cpu")
     assert held["bytes"].tolist() == [8192] + [4096] * 40
     assert held["alloc_us"].tolist()[1:] == [10.0 + i for i in range(40)]
+
+
+def test_byte_columns_are_integers_without_memory_events(tmp_path):
+    """A trace with no memory events: every byte column is an int64 of zeros (not float), in the
+    events table and in the key averages."""
+    t = Trace()
+    t.op("aten::a", 0, 10)
+    t.op("aten::b", 2, 5)
+    p = t.load(tmp_path)
+    cols = ["cpu_mem_bytes", "device_mem_bytes", "self_cpu_mem_bytes", "self_device_mem_bytes"]
+    for frame in (p.events, p.key_averages()):
+        for c in cols:
+            if c in frame.columns:
+                assert frame[c].dtype == np.int64 and (frame[c] == 0).all(), c
+    assert all(c in p.events.columns for c in cols)
