@@ -15,6 +15,7 @@ import pytest
 
 import nbprof
 import numpy as np
+import pandas as pd
 from nbprof.analysis import findings as F
 
 from .synthetic import PID, TID, Trace
@@ -1075,3 +1076,72 @@ def test_byte_columns_are_integers_without_memory_events(tmp_path):
             if c in frame.columns:
                 assert frame[c].dtype == np.int64 and (frame[c] == 0).all(), c
     assert all(c in p.events.columns for c in cols)
+
+
+def test_range_ops_are_in_tree_order_then_by_self_time(tmp_path):
+    """Paths as the tree reads: a parent before its children, siblings by their first start
+    ("later" is written first in the file, runs last); each path's operators by self CPU time."""
+    t = Trace()
+    t.annotation("later", 200, 100)
+    t.op("aten::z", 210, 10)
+    t.annotation("outer", 0, 100)
+    t.op("aten::x", 10, 5)
+    t.op("aten::w", 70, 20)
+    t.annotation("inner", 30, 30)
+    t.op("aten::y", 35, 10)
+    p = t.load(tmp_path)
+    got = list(zip(p.range_ops()["path"], p.range_ops()["name"], p.range_ops()["self_cpu_us"]))
+    assert got == [("outer", "aten::w", 20.0), ("outer", "aten::y", 10.0), ("outer", "aten::x", 5.0),
+                   ("outer › inner", "aten::y", 10.0), ("later", "aten::z", 10.0)]
+
+
+def test_collective_calls_of_a_trace_without_collectives_have_the_columns():
+    from nbprof.analysis.collectives import collective_calls
+    from nbprof.collect.chrome_trace import read_trace_file
+    from nbprof.model import TorchProfile
+
+    from .conftest import DATA
+
+    p = TorchProfile.from_trace(read_trace_file(str(DATA / "cnn_train_cuda.trace.json.gz")))
+    calls = collective_calls(p._events)
+    assert len(calls) == 0
+    assert list(calls.columns) == ["rank", "process_group", "seq", "name", "start_us", "dur_us", "event"]
+
+
+def test_memory_track_holds_an_event_at_the_windows_end():
+    """The window [t0, t1] is closed: a change of the allocated total exactly at t1 is drawn."""
+    from nbprof.analysis.timeline_tracks import memory_track
+
+    curve = pd.DataFrame({"device": ["cpu"] * 3, "time_us": [0.0, 50.0, 100.0],
+                          "allocated_bytes": [1024, 4096, 8192]})
+    track = memory_track(curve, 10.0, 100.0)
+    assert list(zip(track["time_us"], track["allocated_bytes"])) == [(10.0, 1024), (50.0, 4096), (100.0, 8192)]
+
+
+def test_code_sites_walks_a_stack_shallower_than_its_limit():
+    """Asked for more frames than the stack has: every frame (this test's first), then it stops."""
+    import sys
+
+    from nbprof.collect.collector import code_sites
+
+    sites = code_sites((), limit=10_000)
+    frames, f = [], sys._getframe()
+    while f is not None:  # this test's frame and every caller, but contextlib's (code_sites skips them)
+        if not f.f_code.co_filename.endswith("contextlib.py"):
+            frames.append((f.f_code.co_filename, f.f_code.co_name))
+        f = f.f_back
+    assert [(s[0], s[2]) for s in sites] == frames
+    assert sites[0][2] == "test_code_sites_walks_a_stack_shallower_than_its_limit"
+
+
+def test_a_compile_logs_files_include_those_its_graph_breaks_name():
+    """The source files a compile log names, from its frames' metrics and its break payloads'
+    tracebacks (the report keeps those files' lines)."""
+    from nbprof.collect.compile_state import log_files
+
+    payload = ('Graph Break Reason: Unsupported\nUser code traceback:\n  File "/home/u/layers.py", line 12, in forward\n'
+               "    print(x)\n")
+    log = {"records": [{"event": "compilation_metrics", "metrics": {"co_filename": "/home/u/model.py"}},
+                       {"event": "dynamo_graph_break_reason", "payload": payload}]}
+    assert log_files(log) >= {"/home/u/model.py", "/home/u/layers.py"}
+    assert log_files(None) == set()
