@@ -1023,6 +1023,8 @@ def test_graph_breaks_from_restart_reasons_where_torch_logs_no_break_artifact(tm
     assert breaks[["compile_id", "source", "code", "reason", "detail"]].to_dict("records") == [
         {"compile_id": "0/0", "source": "…/u/model.py:15", "code": "print(x)",
          "reason": "Unsupported: builtin: print", "detail": "Unsupported: builtin: print\nmore detail"}]
+    assert list(breaks.columns) == ["compile_id", "frame", "source", "code", "reason", "explanation", "detail"]
+    assert "forward" in breaks["frame"].iloc[0]
     [(sev, ev)] = found(p, "graph_break")
     assert sev == "medium" and ev["source"] == "…/u/model.py:15" and ev["count"] == 1
 
