@@ -4,7 +4,8 @@
 # line dropped) and runs, for each mutant, the fast-tier tests that call the mutated function; a
 # mutant no test fails "survived". Then the finding thresholds (module constants, which mutmut
 # leaves alone) are moved 3 % each way by scripts/threshold_mutants.py. Not part of the test tiers:
-# it takes hours for the whole scope; run it on a module at a time.
+# it takes days for the whole scope (~26,000 mutants); run it on a module at a time, or measure the
+# score on a random sample with scripts/mutation_sample.py (docs/testing.md).
 #
 #   scripts/mutation.sh                       everything in scope
 #   scripts/mutation.sh 'nbprof.format.*'     one module (mutmut's mutant names, globs allowed)

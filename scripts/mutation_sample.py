@@ -11,9 +11,11 @@ explained as equivalent in docs/testing.md.
     python scripts/mutation_sample.py 400 --seed 7   # another sample
     python scripts/mutation_sample.py 400 --report   # only the score of a sample already run
 
-mutmut must have generated the mutants first (``scripts/mutation.sh 'none'`` generates them and
-records which tests call which function, running no mutant). The mutants are run by mutmut
-itself (``mutmut run <names>``); this script only draws the names and reads mutmut's results.
+The first run has mutmut generate the mutants and record which tests call which function
+(~10 minutes). The mutants are run by mutmut itself (``mutmut run <names>``); this script only
+draws the names and reads mutmut's results. A mutant's status: killed (a test failed, or it
+hung past mutmut's timeout, or crashed the tests' process), or not (survived, or no test of the
+fast tier calls its function).
 """
 
 from __future__ import annotations
@@ -66,14 +68,20 @@ def main() -> int:
     ap.add_argument("--equivalent", type=Path, default=ROOT / "scripts" / "equivalent_mutants.txt",
                     help="mutants explained as equivalent (one name per line, # comments): left out of the score")
     args = ap.parse_args()
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(MUTANTS), os.environ.get("PYTHONPATH")]))}
     everything = all_mutants()
+    if not everything and not args.report:
+        # mutmut generates every mutant and maps the tests before it looks for the names it was
+        # given: a name that matches none does only that (and says it matched none)
+        subprocess.run([sys.executable, "-m", "mutmut", "run", "none.generate-only"], cwd=ROOT, env=env,
+                       check=False, stdout=subprocess.DEVNULL)
+        everything = all_mutants()
     if not everything:
-        print("no mutants: generate them first (scripts/mutation.sh 'none')", file=sys.stderr)
+        print("no mutants: mutmut generated none (run `python -m mutmut run none.x` to see why)", file=sys.stderr)
         return 2
     sample = draw(list(everything), args.n, args.seed)
     if not args.report:
-        env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1",
-               "PYTHONPATH": os.pathsep.join(filter(None, [str(MUTANTS), os.environ.get("PYTHONPATH")]))}
         subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(args.jobs), *sample],
                        cwd=ROOT, env=env, check=False)
         everything = all_mutants()
