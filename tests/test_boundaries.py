@@ -1147,3 +1147,20 @@ def test_a_compile_logs_files_include_those_its_graph_breaks_name():
                        {"event": "dynamo_graph_break_reason", "payload": payload}]}
     assert log_files(log) >= {"/home/u/model.py", "/home/u/layers.py"}
     assert log_files(None) == set()
+
+
+def test_merging_rectangles_again_adds_their_event_counts():
+    """The cluster view merges rectangles that are merges already (stacked ranks, merged again):
+    a group's per-name event counts are the sums of its inputs' counts, not how many inputs it has.
+    Three inputs: a (3 events, 1 µs busy) and b (2 events, 2 µs) of one name, c (4 events, 0.5 µs)
+    of another, all joined into one rectangle."""
+    from nbprof.analysis.timeline import aggregate
+
+    join = np.array([False, True, True])
+    x0, x1 = np.array([0.0, 1.0, 3.0]), np.array([1.0, 3.0, 3.5])
+    group, out = aggregate(join, x0, x1, count=np.array([3, 2, 4]), busy=np.array([1.0, 2.0, 0.5]),
+                           key=np.array([7, 7, 9]))
+    assert group.tolist() == [0, 0, 0]
+    assert out["count"].tolist() == [9] and out["size"].tolist() == [3] and out["distinct"].tolist() == [2]
+    assert out["top_keys"].tolist() == [[7, 9, -1]]  # by busy time: 3 µs, then 0.5 µs
+    assert out["top_counts"].tolist() == [[5, 4, 0]]
