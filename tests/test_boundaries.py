@@ -12,6 +12,7 @@ planted 0.10 -> 0.30) fails a test instead of moving the test along with it;
 from __future__ import annotations
 
 import pytest
+from pathlib import Path
 
 import nbprof
 import numpy as np
@@ -1164,3 +1165,31 @@ def test_merging_rectangles_again_adds_their_event_counts():
     assert out["count"].tolist() == [9] and out["size"].tolist() == [3] and out["distinct"].tolist() == [2]
     assert out["top_keys"].tolist() == [[7, 9, -1]]  # by busy time: 3 µs, then 0.5 µs
     assert out["top_counts"].tolist() == [[5, 4, 0]]
+
+
+def test_a_timeline_far_from_zero_draws_its_ticks_and_ends(tmp_path):
+    """A view that starts 4.6e15 µs in (the latest start the reader keeps) and spans 1 µs: t + step == t in
+    floating point there, and the tick loop once never ended (the fuzz test's OOM). Run in a child
+    process with a memory cap and a timeout, so that the bug, back, fails instead of taking the
+    machine down."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "far.py"
+    script.write_text(f"""
+import dataclasses, resource, sys, re
+resource.setrlimit(resource.RLIMIT_AS, (4 * 2**30, 4 * 2**30))
+sys.path.insert(0, {str(Path(__file__).resolve().parent.parent)!r})
+from tests.synthetic import Trace
+from nbprof.analysis.timeline import timeline_rects
+from nbprof.views.timeline import timeline_svg
+from pathlib import Path
+t = Trace(); t.op("aten::a", 0, 10); t.op("aten::b", 2, 5)
+p = t.load(Path({str(tmp_path)!r}))
+data = dataclasses.replace(timeline_rects(p._events, p.meta), t0_us=4.6e15, t1_us=4.6e15 + 1.0)
+svg = timeline_svg(data)
+print(len(re.findall(r'stroke="#e3e5e9"', svg)))
+""")
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert 1 <= int(run.stdout.split()[-1]) <= 64
