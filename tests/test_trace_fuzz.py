@@ -175,3 +175,13 @@ def test_any_trace_gives_every_view_or_nbprofs_error(doc, tmp_path):
     path = tmp_path / f"fuzz{suffix}"
     path.write_bytes(raw)
     load_checked(path, views=True)
+
+
+def test_the_largest_thread_id_reads_without_an_overflow(tmp_path):
+    """CI's fuzz run (derandomized) found it: a tid of 2**63 - 1 overflowed where negative ids
+    (kineto's signed 32-bit ones) are made unsigned; the warning is an error here, as for users."""
+    doc = {"traceEvents": [{}, {"ph": "X", "cat": "cpu_op", "name": "0", "tid": 2**63 - 1, "ts": 0}]}
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(doc))
+    load_checked(path, views=True)
+    assert nbprof.load_trace(path).events["thread"].tolist() == [2**63 - 1]

@@ -1554,7 +1554,8 @@ def _thread_id(tid: Any) -> Any:
     are in no op tree): kineto writes thread ids as signed 32-bit numbers, so a large one reads
     negative (-549452224 in HTA's NCCL trace, for thread 3745515072), and string tids of hand-made
     traces have negative ids; both read as the unsigned 32-bit number."""
-    return np.where(tid < 0, tid + (1 << 32), tid)
+    # 2**32 added to the negative ones only: added to every id, the largest int64 ids overflowed
+    return tid + np.where(tid < 0, 1 << 32, 0)
 
 
 def _main_thread(kind: np.ndarray, pid: np.ndarray, tid: np.ndarray) -> int | None:
