@@ -53,11 +53,12 @@ from typing import Any, Callable, Generator
 import numpy as np
 import pandas as pd
 
-from .analysis.device_stats import DeviceStats
+from .analysis.breakdown import hta_idle_rows, hta_idle_table
+from .analysis.device_stats import DeviceStats, process_codes
 from .analysis.findings import FINDING_COLUMNS, SEVERITIES, collective_wait, straggler
 from .analysis.key_averages import KEY_AVERAGE_COLUMNS
 from .analysis.kernels import kernel_parts, kernels_from_parts
-from .analysis.ranks import RankReport, differences_from_times, name_times, report_of
+from .analysis.ranks import RankReport, differences_from_times, name_times, rank_table, report_of
 from .analysis.summary import TorchSummary, default_sort, top_row
 from .cluster_timeline import (ClusterTimeline, ClusterTimelineView, RankPool, RankTimeline, new_cache_dir,
                                rank_timeline, remove_cache)
@@ -141,9 +142,14 @@ def _summarize(path: str, cache_root: str | None, limit: Any = None) -> RankSumm
     device_times = name_times(ev, device_work=True)
     # the ops' times stand in for the kernels' only where no rank ran device work: not this one's
     cpu_times = name_times(ev, device_work=False) if len(device_times) == 0 else device_times.iloc[0:0]
+    # the rank's row of ``ranks().table`` and its HTA idle rows; not ``p.ranks()``, whose differences
+    # between ranks (name_times again) one rank has none of: the folder's are from every rank's times
+    rank, labels = process_codes(ev)
+    idle = hta_idle_table(ev, rank)
+    rank_row = rank_table(ev, p.meta, p.device_stats, idle)
     return RankSummary(
         file=path, meta=trace_meta, events=len(ev), start_us=start, end_us=end,
-        rank_row=p.ranks().table, hta_idle=p.ranks().hta_idle, key_averages=p.key_averages("op"),
+        rank_row=rank_row, hta_idle=hta_idle_rows(idle, labels), key_averages=p.key_averages("op"),
         kernel_parts=kernel_parts(ev), device_times=device_times,
         cpu_times=cpu_times, steps=p.steps(), step_breakdown=p.step_breakdown(),
         device_stats=p.device_stats, summary=p.summary, findings=p.findings, overview=p.overview(),

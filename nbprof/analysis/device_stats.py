@@ -160,6 +160,9 @@ def profiled_windows(events: pd.DataFrame, meta: TraceMeta | None = None) -> pd.
         we = np.maximum(we, hi)
         seg = union_segments(ws, we)
         return pd.DataFrame({"rank_code": seg[0], "start_ns": seg[1], "end_ns": seg[2]})
+    if "rank" not in events.columns:  # one process: its first start to its last end, no grouping
+        return pd.DataFrame({"rank_code": np.zeros(1, dtype=np.int64), "start_ns": [int(start.min())],
+                             "end_ns": [int(end.max())]})
     frame = pd.DataFrame({"rank_code": rank, "s": start, "e": end})
     g = frame.groupby("rank_code", sort=True).agg(start_ns=("s", "min"), end_ns=("e", "max")).reset_index()
     return g[["rank_code", "start_ns", "end_ns"]]

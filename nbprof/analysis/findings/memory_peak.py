@@ -26,12 +26,14 @@ def find(ctx: TorchContext) -> Iterator[Finding]:
     mem = np.flatnonzero((ctx.kind == KIND_CODE["memory"]) & (ev["total_allocated_bytes"].to_numpy() >= 0))
     if len(mem) == 0:
         return
-    # each memory event's device by its category (astype(str) of the whole column: 0.04 s at 1 M events)
-    device = np.append(np.asarray(ev["device"].cat.categories.astype(str), dtype=object), "")
-    device = device[ev["device"].cat.codes.to_numpy()[mem]]
-    on_device = device != "cpu"
+    # each memory event's device by its category code (strings of the whole column, or grouping
+    # 160 k events by their device strings, cost 0.02-0.04 s at 1 M events)
+    labels = np.append(np.asarray(ev["device"].cat.categories.astype(str), dtype=object), "")
+    code = ev["device"].cat.codes.to_numpy()[mem]
+    code = np.where(code < 0, len(labels) - 1, code)
+    on_device = (labels != "cpu")[code]
     if on_device.any():
-        mem, device = mem[on_device], device[on_device]  # GPU memory when there is any; else the CPU's
+        mem, code = mem[on_device], code[on_device]  # GPU memory when there is any; else the CPU's
     total_mem = {}
     for prop in ctx.meta.device_properties:
         try:
@@ -48,14 +50,26 @@ def find(ctx: TorchContext) -> Iterator[Finding]:
     alloc = ev["total_allocated_bytes"].to_numpy()
     reserved = ev["total_reserved_bytes"].to_numpy()
     nbytes = ev["bytes"].to_numpy()
-    key = pd.DataFrame({"rank": ctx.rank[mem], "device": device, "alloc": alloc[mem]})
-    peaks = key.groupby(["device", "rank"], sort=True)["alloc"].max()
-    if "rank" in ev.columns:  # one finding per device: its rank with the highest peak
-        keep = peaks.groupby(level="device").idxmax().tolist()
-        key = key[pd.MultiIndex.from_arrays([key["device"], key["rank"]]).isin(keep)]
-    for (rcode, dev), grp in key.groupby(["rank", "device"], sort=True):
+    # one group per (rank, device), in that order (devices by their labels' order)
+    by_label = np.argsort(labels.astype(str), kind="stable")  # the codes in their labels' order
+    position = np.empty(len(labels), dtype=np.int64)
+    position[by_label] = np.arange(len(labels))
+    group_keys, group_of = np.unique(ctx.rank[mem] * len(labels) + position[code], return_inverse=True)
+    group_of = group_of.reshape(-1)
+    group_rank = group_keys // len(labels)
+    group_device = labels[by_label][group_keys % len(labels)]
+    group_peak = np.full(len(group_keys), np.iinfo(np.int64).min, dtype=np.int64)
+    np.maximum.at(group_peak, group_of, alloc[mem])
+    peaks_of_device = {dev: {int(r): int(v) for r, v, d in zip(group_rank, group_peak, group_device) if d == dev}
+                       for dev in dict.fromkeys(group_device.tolist())}
+    groups = range(len(group_keys))
+    if "rank" in ev.columns:  # one finding per device: its rank with the highest peak (the lowest of equals)
+        best = {dev: max(peaks, key=lambda r: (peaks[r], -r)) for dev, peaks in peaks_of_device.items()}
+        groups = [g for g in groups if best[group_device[g]] == group_rank[g]]
+    for g in groups:
+        rcode, dev = int(group_rank[g]), str(group_device[g])
+        rows = mem[group_of == g]
         rank_label = ctx.rank_labels[rcode]
-        rows = mem[grp.index.to_numpy()]
         rows = rows[np.argsort(ctx.start_ns[rows], kind="stable")]
         ipeak = int(np.argmax(alloc[rows]))
         peak_row = rows[ipeak]
@@ -95,5 +109,5 @@ def find(ctx: TorchContext) -> Iterator[Finding]:
                     "device_memory_bytes": capacity, "top_ops": top}  # top_ops: bytes held at the peak
         if "rank" in ev.columns:
             evidence["rank"] = to_python(rank_label)
-            evidence["peak_allocated_by_rank"] = {str(ctx.rank_labels[r]): int(v) for r, v in peaks[dev].items()}
+            evidence["peak_allocated_by_rank"] = {str(ctx.rank_labels[r]): v for r, v in peaks_of_device[dev].items()}
         yield Finding(severity, msg, evidence, score=use)
