@@ -900,6 +900,33 @@ def test_memory_peak_names_three_ops_held_at_the_peak_biggest_first(tmp_path):
                              {"op": "aten::op3", "bytes": 2 << 20}]
 
 
+def test_memory_peak_of_merged_ranks_names_each_devices_highest_rank(tmp_path):
+    """Every rank's events in one table (a folder's ``_merged``): one finding per device, for the
+    rank with its highest peak (cuda:0: rank 1's 6 MiB over rank 0's 4 MiB; cuda:1: only rank 0,
+    1 MiB), with every rank's peak on that device; a CPU allocation is left out (GPU memory)."""
+    from nbprof.collect.chrome_trace import read_trace_file
+    from nbprof.events import concat_traces
+    from nbprof.model import TorchProfile
+
+    mib = 1 << 20
+    traces = []
+    for rank, peaks in ((0, {0: 4, 1: 1}), (1, {0: 6})):
+        t = Trace(rank=rank)
+        t.op("aten::empty", 10, 100)
+        for device, peak in peaks.items():
+            t.memory(20 + device, peak * mib, total_allocated=peak * mib, total_reserved=8 * mib, device=device,
+                     addr=100 + device)
+        t.memory(30, 64 * mib, total_allocated=64 * mib, total_reserved=0, device=-1, addr=9)
+        t.op("aten::relu", 200, 10)
+        traces.append(read_trace_file(t.write(tmp_path / f"r{rank}.json")))
+    p = TorchProfile.from_trace(concat_traces(traces, labels=[0, 1], label_column="rank"))
+    got = {ev["device"]: ev for _, ev in found(p, "memory_peak")}
+    assert sorted(got) == ["cuda:0", "cuda:1"]
+    assert got["cuda:0"]["rank"] == 1 and got["cuda:0"]["peak_allocated_bytes"] == 6 * mib
+    assert got["cuda:0"]["peak_allocated_by_rank"] == {"0": 4 * mib, "1": 6 * mib}
+    assert got["cuda:1"]["rank"] == 0 and got["cuda:1"]["peak_allocated_by_rank"] == {"0": 1 * mib}
+
+
 # ------------------------------------------------------------------------------------- straggler
 
 
