@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Iterator
 
 import numpy as np
-import pandas as pd
 
 from ...events import KIND_CODE, category_mask, values_at
 from ...format import fmt_us, short_kernel_name
@@ -32,14 +31,25 @@ def find(ctx: TorchContext) -> Iterator[Finding]:
     if len(kern) == 0:
         return
     bps = ev["blocks_per_sm"].to_numpy()[kern]
-    device = values_at(ev["device"], kern)
-    rank = ctx.rank[kern]
-    names = values_at(ev["name"], kern)
+    # grouped by category codes, not by 100 k name and device strings (0.02 s at 1 M events)
+    device_labels = np.append(np.asarray(ev["device"].cat.categories.astype(str), dtype=object), "")
+    device_code = ev["device"].cat.codes.to_numpy()[kern]
+    device_code = np.where(device_code < 0, len(device_labels) - 1, device_code)
+    by_label = np.argsort(device_labels.astype(str), kind="stable")  # (rank, device) in the labels' order
+    position = np.empty(len(device_labels), dtype=np.int64)
+    position[by_label] = np.arange(len(device_labels))
+    group_keys, group_of = np.unique(ctx.rank[kern] * len(device_labels) + position[device_code],
+                                     return_inverse=True)
+    group_of = group_of.reshape(-1)
+    name_labels = np.append(np.asarray(ev["name"].cat.categories, dtype=object), "")
+    name_code = ev["name"].cat.codes.to_numpy()[kern]
+    name_code = np.where(name_code < 0, len(name_labels) - 1, name_code)
     dur = ctx.dur_ns[kern].astype(np.float64)
     busy = ctx.profile.device_stats.devices
     sms = {int(d.get("id", -1)): d.get("numSms") for d in ctx.meta.device_properties}
-    for (r, dev), rows in pd.Series(np.arange(len(kern))).groupby([rank, device]).groups.items():
-        rows = np.asarray(rows)
+    for g, key in enumerate(group_keys):
+        r, dev = int(key // len(device_labels)), str(device_labels[by_label][key % len(device_labels)])
+        rows = np.flatnonzero(group_of == g)
         total = float(dur[rows].sum())
         small = rows[bps[rows] < 1.0]
         small_ns = float(dur[small].sum())
@@ -52,15 +62,19 @@ def find(ctx: TorchContext) -> Iterator[Finding]:
             stats = stats[stats["rank"] == ctx.rank_labels[r]]
         busy_share = float(stats["busy_fraction"].iloc[0]) if len(stats) else float("nan")
         sm_eff = float(stats["sm_efficiency"].iloc[0]) if len(stats) else float("nan")
-        per = (pd.DataFrame({"name": names[small], "d": dur[small], "w": dur[small] * bps[small],
-                             "row": kern[small]})
-               .groupby("name", sort=False).agg(d=("d", "sum"), w=("w", "sum"), row=("row", "first"))
-               .sort_values("d", ascending=False).head(SMALL_GRID_SHOWN))
-        launched = ev["parent"].to_numpy()[per["row"].to_numpy()]  # the op that launched it (Kernels tab)
+        # per kernel name: its time, its time x blocks per SM, its first launch; the biggest first
+        # (equal times: the first launched first)
+        codes, first, per_name = np.unique(name_code[small], return_index=True, return_inverse=True)
+        per_name = per_name.reshape(-1)
+        d = np.bincount(per_name, weights=dur[small], minlength=len(codes))
+        w = np.bincount(per_name, weights=dur[small] * bps[small], minlength=len(codes))
+        in_launch_order = np.argsort(first, kind="stable")
+        shown = in_launch_order[np.argsort(-d[in_launch_order], kind="stable")][:SMALL_GRID_SHOWN]
+        launched = ev["parent"].to_numpy()[kern[small[first[shown]]]]  # the op that launched it (Kernels tab)
         op_names = values_at(ev["name"], np.maximum(launched, 0))
-        top = [{"kernel": n, "kernel_us": float(d) / 1000.0, "blocks_per_sm": float(w / d) if d else 0.0,
-                "launched_by": op if o >= 0 else ""}
-               for n, d, w, o, op in zip(per.index, per["d"], per["w"], launched, op_names)]
+        top = [{"kernel": str(name_labels[c]), "kernel_us": float(dk) / 1000.0,
+                "blocks_per_sm": float(wk / dk) if dk else 0.0, "launched_by": op if o >= 0 else ""}
+               for c, dk, wk, o, op in zip(codes[shown], d[shown], w[shown], launched, op_names)]
         first = top[0]
         n_sms = sms.get(int(dev.partition(":")[2] or 0)) if ":" in dev else None
         sm_text = f" ({n_sms} on this GPU)" if n_sms else ""
