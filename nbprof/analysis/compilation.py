@@ -702,6 +702,10 @@ def _kernels(events: pd.DataFrame, records: list[dict[str, Any]],
     kcols = ["name", "kind", "count", "total_us", "avg_us", "share", "aten_ops", "sources", "device"]
     lcols = ["source", "code", "kernels", "kernel_us", "count"]
     names = events["name"]
+    # most profiles compiled nothing: one look at the distinct names says so (no pass over the rows)
+    if not any(s.startswith(("## Call CompiledFxGraph", "Torch-Compiled Region")) or is_inductor_kernel(s)
+               for s in map(str, names.cat.categories)):
+        return pd.DataFrame(columns=kcols), pd.DataFrame(columns=lcols), False
     is_call = category_mask(names, lambda s: s.startswith(("## Call CompiledFxGraph", "Torch-Compiled Region")))
     compiled_calls = bool(is_call.any())
     is_kernel = category_mask(names, is_inductor_kernel)
