@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from ..meta import TraceMeta
-from ..events import DEVICE_WORK_CODES, KIND_CODE, category_mask, kind_mask, time_ns, values_at
+from ..events import DEVICE_WORK_CODES, KIND_CODE, category_mask, kind_mask, time_ns
 from ._intervals import measure_within, union_segments
 from .kernels import uses_tensor_cores
 from .memory import allocated_totals
@@ -197,16 +197,24 @@ def device_stats(events: pd.DataFrame, meta: TraceMeta | None = None) -> DeviceS
     n_ranks = len(rank_labels)
     has_rank = "rank" in events.columns
     kind = events["kind"].cat.codes.to_numpy()
-    device = values_at(events["device"])  # by category: astype(str) made 1 M strings (0.05 s)
+    # devices by their category codes (their labels once each: 1 M strings compared cost 0.05 s)
+    device_names = np.append(np.asarray(events["device"].cat.categories.astype(str), dtype=object), "")
+    device = events["device"].cat.codes.to_numpy().astype(np.int64)
+    device[device < 0] = len(device_names) - 1
     work = kind_mask(kind, DEVICE_WORK_CODES)
-    is_mem = (kind == KIND_CODE["memory"]) & (device != "cpu")
+    is_mem = (kind == KIND_CODE["memory"]) & (device_names != "cpu")[device]
 
     windows = profiled_windows(events, meta)
     spans = span_ns(windows, n_ranks)
 
-    # device keys: (rank, device label) of device work and device memory
+    # device keys: (rank, device label) of device work and device memory, the labels in order
     relevant = work | is_mem
-    dev_codes, dev_labels = pd.factorize(device[relevant], sort=True)
+    used = np.unique(device[relevant])
+    used = used[np.argsort(device_names[used].astype(str), kind="stable")]
+    dev_labels = device_names[used]
+    code_of = np.full(len(device_names), -1, dtype=np.int64)
+    code_of[used] = np.arange(len(used))
+    dev_codes = code_of[device[relevant]]
     n_dev = len(dev_labels)
     dev_of = np.full(len(events), -1, dtype=np.int64)
     dev_of[relevant] = dev_codes
@@ -258,9 +266,13 @@ def device_stats(events: pd.DataFrame, meta: TraceMeta | None = None) -> DeviceS
     w_end = np.full(n_ranks, -1, dtype=np.int64)  # a rank without steps: nothing falls in its window
     w_start[st_windows["rank_code"].to_numpy()] = st_windows["start_ns"].to_numpy()
     w_end[st_windows["rank_code"].to_numpy()] = st_windows["end_ns"].to_numpy()
-    clip_start = np.clip(start, w_start[rank], np.maximum(w_end[rank], w_start[rank]))
-    clip_dur = np.maximum(np.minimum(end, w_end[rank]) - clip_start, 0)
     krows = rows[kind[rows] == KIND_CODE["kernel"]]
+    # the kernels clipped to their rank's window (only theirs: the other rows are never read)
+    clip_start = np.zeros(len(events), dtype=np.int64)
+    clip_dur = np.zeros(len(events), dtype=np.int64)
+    kr = rank[krows]
+    clip_start[krows] = np.clip(start[krows], w_start[kr], np.maximum(w_end[kr], w_start[kr]))
+    clip_dur[krows] = np.maximum(np.minimum(end[krows], w_end[kr]) - clip_start[krows], 0)
     st_sm, st_occupancy = _launch_estimates(events, krows[clip_dur[krows] > 0], key_all, clip_start, clip_dur,
                                             n_keys)
 
