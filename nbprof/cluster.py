@@ -53,12 +53,12 @@ from typing import Any, Callable, Generator
 import numpy as np
 import pandas as pd
 
-from .analysis.breakdown import hta_idle_rows, hta_idle_table
+from .analysis.breakdown import hta_idle_rows
 from .analysis.device_stats import DeviceStats, process_codes
 from .analysis.findings import FINDING_COLUMNS, SEVERITIES, collective_wait, straggler
 from .analysis.key_averages import KEY_AVERAGE_COLUMNS
 from .analysis.kernels import kernel_parts, kernels_from_parts
-from .analysis.ranks import RankReport, differences_from_times, name_times, rank_table, report_of
+from .analysis.ranks import RankReport, differences_from_times, name_times, report_of
 from .analysis.summary import TorchSummary, default_sort, top_row
 from .cluster_timeline import (ClusterTimeline, ClusterTimelineView, RankPool, RankTimeline, new_cache_dir,
                                rank_timeline, remove_cache)
@@ -144,9 +144,8 @@ def _summarize(path: str, cache_root: str | None, limit: Any = None) -> RankSumm
     cpu_times = name_times(ev, device_work=False) if len(device_times) == 0 else device_times.iloc[0:0]
     # the rank's row of ``ranks().table`` and its HTA idle rows; not ``p.ranks()``, whose differences
     # between ranks (name_times again) one rank has none of: the folder's are from every rank's times
-    rank, labels = process_codes(ev)
-    idle = hta_idle_table(ev, rank)
-    rank_row = rank_table(ev, p.meta, p.device_stats, idle)
+    rank_row, idle = p._rank_parts
+    _, labels = process_codes(ev)
     return RankSummary(
         file=path, meta=trace_meta, events=len(ev), start_us=start, end_us=end,
         rank_row=rank_row, hta_idle=hta_idle_rows(idle, labels), key_averages=p.key_averages("op"),

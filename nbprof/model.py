@@ -340,7 +340,21 @@ class TorchProfile:
     def _ranks(self) -> Any:
         from .analysis.ranks import rank_report
 
-        return rank_report(self._events, self.meta, self.device_stats)  # device stats computed once
+        table, idle = self._rank_parts
+        return rank_report(self._events, self.meta, self.device_stats, table=table, idle=idle)
+
+    @functools.cached_property
+    def _rank_parts(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The ranks table and its per-stream HTA idle table: what ``ranks()``, the findings and a
+        folder's worker share, computed once (device stats too); without ``ranks()``'s differences
+        between ranks, which a worker's one rank has none of."""
+        from .analysis.breakdown import hta_idle_table
+        from .analysis.device_stats import process_codes
+        from .analysis.ranks import rank_table
+
+        rank, _ = process_codes(self._events)
+        idle = hta_idle_table(self._events, rank)
+        return rank_table(self._events, self.meta, self.device_stats, idle), idle
 
     def collectives(self) -> pd.DataFrame:
         """One row per rank, collective and process group: count, total_us, mean_us, max_us, bytes

@@ -241,11 +241,15 @@ def _empty_differences(labels: np.ndarray) -> pd.DataFrame:
     return pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
 
 
-def rank_report(events: pd.DataFrame, meta: TraceMeta | None = None, stats: DeviceStats | None = None) -> RankReport:
-    """``stats``: the events' ``device_stats`` when already computed (see :func:`rank_table`)."""
+def rank_report(events: pd.DataFrame, meta: TraceMeta | None = None, stats: DeviceStats | None = None, *,
+                table: pd.DataFrame | None = None, idle: pd.DataFrame | None = None) -> RankReport:
+    """``stats``: the events' ``device_stats`` when already computed (see :func:`rank_table`);
+    ``table`` and ``idle``: their ``rank_table`` and ``hta_idle_table`` when already computed."""
     rank, labels = process_codes(events)
-    idle = hta_idle_table(events, rank)
-    table = rank_table(events, meta, stats, idle)
+    if idle is None:
+        idle = hta_idle_table(events, rank)
+    if table is None:
+        table = rank_table(events, meta, stats, idle)
     if len(table) == 0:
         return RankReport(table, None, 0.0, _empty_differences(np.zeros(0, dtype=object)))
     return report_of(table, rank_differences(events), hta_idle_rows(idle, labels))

@@ -19,7 +19,7 @@ COMM_EXPOSED_HIGH_SHARE = 0.30
 def find(ctx: TorchContext) -> Iterator[Finding]:
     if not ctx.has_device:
         return
-    table = ctx.profile.ranks().table  # cached on the profile, shared with the Ranks tab
+    table = ctx.profile._rank_parts[0]  # ranks().table, cached on the profile (no differences computed)
     window = table["breakdown_window_us"].to_numpy(dtype=np.float64)
     exposed = table["breakdown_exposed_comm_us"].to_numpy(dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
