@@ -133,17 +133,19 @@ def allocations(events: pd.DataFrame) -> pd.DataFrame:
     if len(rows) == 0:
         return pd.DataFrame({c: pd.Series(dtype=object if c in ("device", "op", "top_op", "rank") else float)
                              for c in columns})
-    device = values_at(events["device"], rows)
-    dev_code, dev_labels = pd.factorize(device)
+    # devices by their category codes (not 160 k strings factorized again), one key with the rank's
+    device_labels = np.append(np.asarray(events["device"].cat.categories.astype(str), dtype=object), "")
+    dev_code = events["device"].cat.codes.to_numpy()[rows].astype(np.int64) % len(device_labels)  # -1: ""
     rank_code = pd.factorize(events["rank"].to_numpy()[rows])[0] if has_rank else np.zeros(len(rows), np.int64)
+    place = rank_code * len(device_labels) + dev_code
     addr = events["addr"].to_numpy()[rows]
     t = events["start_us"].to_numpy()[rows]
     nbytes = events["bytes"].to_numpy()[rows]
-    # by (rank, device, address), then time; rows keep their file order at equal times
-    order = np.lexsort((np.arange(len(rows)), t, addr, dev_code, rank_code))
+    # by (rank, device, address), then time; rows keep their file order at equal times (a stable sort)
+    order = np.lexsort((t, addr, place))
     same = np.zeros(len(rows), dtype=bool)
-    k_rank, k_dev, k_addr = rank_code[order], dev_code[order], addr[order]
-    same[:-1] = (k_rank[1:] == k_rank[:-1]) & (k_dev[1:] == k_dev[:-1]) & (k_addr[1:] == k_addr[:-1])
+    k_place, k_addr = place[order], addr[order]
+    same[:-1] = (k_place[1:] == k_place[:-1]) & (k_addr[1:] == k_addr[:-1])
     b = nbytes[order]
     is_alloc = b > 0
     is_free = b < 0
@@ -167,7 +169,7 @@ def allocations(events: pd.DataFrame) -> pd.DataFrame:
     top = _outermost_op(events, kind, parent, p)
     top_op = np.where((top >= 0) & ~np.isnan(alloc_t), values_at(events["name"], np.maximum(top, 0)), "")
     out = pd.DataFrame({
-        "device": device[src],
+        "device": device_labels[dev_code[src]],
         "addr": addr[src],
         "bytes": size.astype(np.int64),
         "alloc_us": alloc_t,

@@ -8,6 +8,7 @@ and more blocks would not make them faster."""
 
 from __future__ import annotations
 
+import math
 from typing import Iterator
 
 import numpy as np
@@ -67,14 +68,16 @@ def find(ctx: TorchContext) -> Iterator[Finding]:
         codes, first, per_name = np.unique(name_code[small], return_index=True, return_inverse=True)
         per_name = per_name.reshape(-1)
         d = np.bincount(per_name, weights=dur[small], minlength=len(codes))
-        w = np.bincount(per_name, weights=dur[small] * bps[small], minlength=len(codes))
         in_launch_order = np.argsort(first, kind="stable")
         shown = in_launch_order[np.argsort(-d[in_launch_order], kind="stable")][:SMALL_GRID_SHOWN]
         launched = ev["parent"].to_numpy()[kern[small[first[shown]]]]  # the op that launched it (Kernels tab)
         op_names = values_at(ev["name"], np.maximum(launched, 0))
+        # the shown kernels' blocks per SM summed exactly (fsum): a kernel launched alike every time
+        # reads its one value (bincount's running sum ends a few ulps off it)
+        exact_w = [math.fsum(dur[small][per_name == i] * bps[small][per_name == i]) for i in shown]
         top = [{"kernel": str(name_labels[c]), "kernel_us": float(dk) / 1000.0,
                 "blocks_per_sm": float(wk / dk) if dk else 0.0, "launched_by": op if o >= 0 else ""}
-               for c, dk, wk, o, op in zip(codes[shown], d[shown], w[shown], launched, op_names)]
+               for c, dk, wk, o, op in zip(codes[shown], d[shown], exact_w, launched, op_names)]
         first = top[0]
         n_sms = sms.get(int(dev.partition(":")[2] or 0)) if ":" in dev else None
         sm_text = f" ({n_sms} on this GPU)" if n_sms else ""
