@@ -237,6 +237,24 @@ steps = ddp.overview()
 print(steps[steps["step"] == "all"][["rank", "duration_us", "cpu_exec_us", "other_us"]].round(0).to_string(index=False))
 
 # %% [markdown]
+# ### Every rank on one clock
+#
+# `ddp.timeline()` draws every rank's threads (and, on GPUs, streams) one under the other on one
+# clock. The calls of one collective on every rank are joined by a line, and the rank that arrived
+# last is marked: the others waited for it. The report's *Timeline* tab is the same view, live:
+# drag to zoom, and the window is read again from each rank's file in full detail (in worker
+# processes for a big folder: the notebook never holds every rank's events); select a span to list
+# what each rank ran in it. `ddp.timeline_view(align="collective")` lines the ranks up on their
+# first collective instead of their recorded clocks (`align="ProfilerStep#3"`: on that step).
+# `collective_calls()` is the same as data: one row per call and rank, with who was last.
+
+# %%
+calls = ddp.collective_calls()
+late = calls[calls["last"]]
+print(f"{len(late)} collective calls; the last to arrive, by rank:", late["rank"].value_counts().sort_index().to_dict())
+ddp.timeline()
+
+# %% [markdown]
 # ## Exercises
 #
 # ### Exercise 1: skip the start-up
