@@ -361,6 +361,22 @@ def category_map(column: pd.Series, fn: Callable[[str], Any], dtype: Any = objec
     return per_category[codes if rows is None else codes[rows]]
 
 
+def category_codes(column: pd.Series, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``pd.factorize(values_at(column, rows), sort=True)`` of a categorical column, from its codes:
+    each row's code among the labels that occur (numbered in the labels' sorted order) and those
+    labels (``str``; a missing value is ""). No string is made or hashed per row (grouping 100 k
+    device strings cost 10-20 ms at 1 M events)."""
+    labels = np.append(np.asarray(column.cat.categories.astype(str), dtype=object), "")
+    codes = column.cat.codes.to_numpy()
+    codes = (codes if rows is None else codes[rows]).astype(np.int64)
+    codes[codes < 0] = len(labels) - 1
+    used = np.unique(codes)
+    distinct, code_of_used = np.unique(labels[used].astype(str), return_inverse=True)  # "" and missing: one
+    code_of = np.full(len(labels), -1, dtype=np.int64)
+    code_of[used] = code_of_used.reshape(-1)
+    return code_of[codes], np.asarray(distinct, dtype=object)
+
+
 def category_mask(column: pd.Series, test: Callable[[str], Any], rows: np.ndarray | None = None) -> np.ndarray:
     """``test(value)`` for each row of a categorical column, evaluated once per category."""
     return category_map(column, lambda v: bool(test(v)), dtype=bool, missing=False, rows=rows)

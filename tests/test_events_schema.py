@@ -222,3 +222,18 @@ def test_kind_groups_are_kinds():
             assert [E.KINDS[k] for k in codes] == list(kinds), group
     assert set(E.DEVICE_WORK_KINDS) < set(E.DEVICE_KINDS)
     assert set(E.TRACE_CATEGORY) == set(E.KINDS)
+
+
+@pytest.mark.parametrize("rows", [None, [0, 3, 6], [2, 5], []])
+def test_category_codes_equal_pandas_factorize_of_the_rows_strings(rows):
+    """Codes among the labels that occur, in sorted order, as ``pd.factorize(strings, sort=True)``
+    numbers them; a missing value and a category "" are one label ""; unused categories are not
+    labels."""
+    column = pd.Series(pd.Categorical(["cuda:1", "cpu", None, "cuda:0", "cpu", "", "cuda:1"],
+                                      categories=["zzz unused", "cuda:1", "cpu", "", "cuda:0"]))
+    strings = np.array(["" if v is None or v != v else str(v) for v in column.astype(object)], dtype=object)
+    picked = strings if rows is None else strings[np.asarray(rows, dtype=np.int64)]
+    expected_codes, expected_labels = pd.factorize(picked, sort=True)
+    codes, labels = E.category_codes(column, None if rows is None else np.asarray(rows, dtype=np.int64))
+    assert codes.tolist() == expected_codes.tolist()
+    assert labels.tolist() == list(expected_labels)

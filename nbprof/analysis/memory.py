@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..events import KIND_CODE, values_at
+from ..events import KIND_CODE, category_codes, values_at
 
 __all__ = ["memory_curve", "MemoryPeak", "memory_peaks", "downsample_max", "allocations", "alive_at",
            "ALLOCATION_COLUMNS"]
@@ -133,9 +133,8 @@ def allocations(events: pd.DataFrame) -> pd.DataFrame:
     if len(rows) == 0:
         return pd.DataFrame({c: pd.Series(dtype=object if c in ("device", "op", "top_op", "rank") else float)
                              for c in columns})
-    # devices by their category codes (not 160 k strings factorized again), one key with the rank's
-    device_labels = np.append(np.asarray(events["device"].cat.categories.astype(str), dtype=object), "")
-    dev_code = events["device"].cat.codes.to_numpy()[rows].astype(np.int64) % len(device_labels)  # -1: ""
+    # devices by their category codes (not 160 k strings factorized), one key with the rank's
+    dev_code, device_labels = category_codes(events["device"], rows)
     rank_code = pd.factorize(events["rank"].to_numpy()[rows])[0] if has_rank else np.zeros(len(rows), np.int64)
     place = rank_code * len(device_labels) + dev_code
     addr = events["addr"].to_numpy()[rows]

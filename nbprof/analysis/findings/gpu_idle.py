@@ -9,7 +9,7 @@ from typing import Any, Iterator
 import numpy as np
 import pandas as pd
 
-from ...events import KIND_CODE, values_at
+from ...events import KIND_CODE, category_codes
 from ...format import fmt_us
 from .._intervals import assign_points, gaps, union_segments
 from ._common import Finding, TorchContext, pct, to_python
@@ -22,8 +22,7 @@ GPU_IDLE_GAPS_SHOWN = 3
 def _device_segments(ctx: TorchContext) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Busy segments per (rank, device): (key, start, end), key labels (rank code, device)."""
     rows = np.flatnonzero(ctx.work)
-    device = values_at(ctx.events["device"], rows)
-    dev_codes, dev_labels = pd.factorize(device, sort=True)
+    dev_codes, dev_labels = category_codes(ctx.events["device"], rows)
     key = ctx.rank[rows] * len(dev_labels) + dev_codes
     seg = union_segments(ctx.start_ns[rows], ctx.end_ns[rows], key)
     return seg[0], seg[1], seg[2], np.asarray(dev_labels, dtype=object)

@@ -11,7 +11,7 @@ from typing import Any, Iterator
 import numpy as np
 import pandas as pd
 
-from ...events import KIND_CODE
+from ...events import KIND_CODE, category_codes, category_mask
 from ..memory import alive_at
 from ...format import fmt_bytes, fmt_us
 from ._common import Finding, TorchContext, pct, to_python
@@ -26,14 +26,11 @@ def find(ctx: TorchContext) -> Iterator[Finding]:
     mem = np.flatnonzero((ctx.kind == KIND_CODE["memory"]) & (ev["total_allocated_bytes"].to_numpy() >= 0))
     if len(mem) == 0:
         return
-    # each memory event's device by its category code (strings of the whole column, or grouping
-    # 160 k events by their device strings, cost 0.02-0.04 s at 1 M events)
-    labels = np.append(np.asarray(ev["device"].cat.categories.astype(str), dtype=object), "")
-    code = ev["device"].cat.codes.to_numpy()[mem]
-    code = np.where(code < 0, len(labels) - 1, code)
-    on_device = (labels != "cpu")[code]
+    on_device = ~category_mask(ev["device"], lambda d: d == "cpu", rows=mem)
     if on_device.any():
-        mem, code = mem[on_device], code[on_device]  # GPU memory when there is any; else the CPU's
+        mem = mem[on_device]  # GPU memory when there is any; else the CPU's
+    # each memory event's device by its category (grouping 160 k device strings cost 0.02-0.04 s)
+    code, labels = category_codes(ev["device"], mem)
     total_mem = {}
     for prop in ctx.meta.device_properties:
         try:
@@ -50,14 +47,11 @@ def find(ctx: TorchContext) -> Iterator[Finding]:
     alloc = ev["total_allocated_bytes"].to_numpy()
     reserved = ev["total_reserved_bytes"].to_numpy()
     nbytes = ev["bytes"].to_numpy()
-    # one group per (rank, device), in that order (devices by their labels' order)
-    by_label = np.argsort(labels.astype(str), kind="stable")  # the codes in their labels' order
-    position = np.empty(len(labels), dtype=np.int64)
-    position[by_label] = np.arange(len(labels))
-    group_keys, group_of = np.unique(ctx.rank[mem] * len(labels) + position[code], return_inverse=True)
+    # one group per (rank, device), in that order (devices in their labels' order)
+    group_keys, group_of = np.unique(ctx.rank[mem] * len(labels) + code, return_inverse=True)
     group_of = group_of.reshape(-1)
     group_rank = group_keys // len(labels)
-    group_device = labels[by_label][group_keys % len(labels)]
+    group_device = labels[group_keys % len(labels)]
     group_peak = np.full(len(group_keys), np.iinfo(np.int64).min, dtype=np.int64)
     np.maximum.at(group_peak, group_of, alloc[mem])
     peaks_of_device = {dev: {int(r): int(v) for r, v, d in zip(group_rank, group_peak, group_device) if d == dev}
