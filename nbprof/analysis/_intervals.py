@@ -130,8 +130,8 @@ def launch_points(events: pd.DataFrame, process: np.ndarray) -> pd.DataFrame:
     """
     kind = events["kind"].cat.codes.to_numpy()
     work = np.flatnonzero(kind_mask(kind, DEVICE_WORK_CODES))
-    start = time_ns(events["start_us"].to_numpy())
-    dur = time_ns(events["dur_us"].to_numpy())
+    start_us = events["start_us"].to_numpy()
+    dur_us = events["dur_us"].to_numpy()
     if len(work) == 0:
         z = np.zeros(0, dtype=np.int64)
         return pd.DataFrame({"row": z, "launch_ns": z, "process": z, "dur_ns": z, "runtime_row": z,
@@ -152,14 +152,15 @@ def launch_points(events: pd.DataFrame, process: np.ndarray) -> pd.DataFrame:
     ok = launch_row >= 0
     lr = launch_row[ok]
     rt = rt_row[ok]
+    # times in ns of these rows only (not of every event: a few ms a call at 1 M events)
     return pd.DataFrame(
         {
             "row": work[ok],
-            "launch_ns": start[lr],
+            "launch_ns": time_ns(start_us[lr]),
             "process": process[lr],
-            "dur_ns": dur[work[ok]],
+            "dur_ns": time_ns(dur_us[work[ok]]),
             "runtime_row": rt,
-            "runtime_dur_ns": np.where(rt >= 0, dur[np.maximum(rt, 0)], 0),
+            "runtime_dur_ns": np.where(rt >= 0, time_ns(dur_us[np.maximum(rt, 0)]), 0),
         }
     )
 
