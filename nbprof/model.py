@@ -354,7 +354,7 @@ class TorchProfile:
 
         rank, _ = process_codes(self._events)
         idle = hta_idle_table(self._events, rank)
-        return rank_table(self._events, self.meta, self.device_stats, idle), idle
+        return rank_table(self._events, self.meta, self.device_stats, idle, windows=self._windows), idle
 
     def collectives(self) -> pd.DataFrame:
         """One row per rank, collective and process group: count, total_us, mean_us, max_us, bytes
@@ -399,7 +399,15 @@ class TorchProfile:
     def _device_stats(self) -> Any:
         from .analysis.device_stats import device_stats
 
-        return device_stats(self._events, self.meta)
+        return device_stats(self._events, self.meta, windows=self._windows)
+
+    @functools.cached_property
+    def _windows(self) -> pd.DataFrame:
+        """The recorded stretches of time (``analysis.device_stats.profiled_windows``): what device
+        stats, the ranks table and the findings measure spans over, computed once."""
+        from .analysis.device_stats import profiled_windows
+
+        return profiled_windows(self._events, self.meta)
 
     def __repr__(self) -> str:
         s = self.summary

@@ -190,8 +190,10 @@ def span_ns(windows: pd.DataFrame, n_ranks: int) -> np.ndarray:
     return out
 
 
-def device_stats(events: pd.DataFrame, meta: TraceMeta | None = None) -> DeviceStats:
-    """Busy time and peak memory per device (and rank), busy time per stream."""
+def device_stats(events: pd.DataFrame, meta: TraceMeta | None = None, *,
+                 windows: pd.DataFrame | None = None) -> DeviceStats:
+    """Busy time and peak memory per device (and rank), busy time per stream; ``windows``: the
+    events' ``profiled_windows`` when already computed."""
     meta = meta or TraceMeta()
     rank, rank_labels = process_codes(events)
     n_ranks = len(rank_labels)
@@ -201,7 +203,7 @@ def device_stats(events: pd.DataFrame, meta: TraceMeta | None = None) -> DeviceS
     # by category (1 M device strings compared cost 0.05 s)
     is_mem = (kind == KIND_CODE["memory"]) & ~category_mask(events["device"], lambda d: d == "cpu")
 
-    windows = profiled_windows(events, meta)
+    windows = profiled_windows(events, meta) if windows is None else windows
     spans = span_ns(windows, n_ranks)
 
     # device keys: (rank, device label) of device work and device memory, the labels in order

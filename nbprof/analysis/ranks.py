@@ -79,9 +79,10 @@ class RankReport:
 
 
 def rank_table(events: pd.DataFrame, meta: TraceMeta | None = None, stats: DeviceStats | None = None,
-               hta_idle: pd.DataFrame | None = None) -> pd.DataFrame:
+               hta_idle: pd.DataFrame | None = None, *, windows: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per rank (see the module doc); ``stats``: the events' ``device_stats`` when already
-    computed (a profile caches them); ``hta_idle``: their ``hta_idle_table`` when already computed."""
+    computed (a profile caches them); ``hta_idle``: their ``hta_idle_table``, ``windows`` their
+    ``profiled_windows``, when already computed."""
     rank, labels = process_codes(events)
     n = len(labels)
     kind = events["kind"].cat.codes.to_numpy()
@@ -90,7 +91,7 @@ def rank_table(events: pd.DataFrame, meta: TraceMeta | None = None, stats: Devic
     self_cpu = events["self_cpu_us"].to_numpy()
     dur = events["dur_us"].to_numpy()
     comm = category_mask(events["name"], COMM_PATTERN.search)  # once per distinct name
-    windows = profiled_windows(events, meta)
+    windows = profiled_windows(events, meta) if windows is None else windows
     spans = span_ns(windows, n) / 1000.0
 
     cpu_total = np.bincount(rank[tree], weights=self_cpu[tree], minlength=n)

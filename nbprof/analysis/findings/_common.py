@@ -10,7 +10,7 @@ import pandas as pd
 
 from ...events import DEVICE_WORK_CODES, time_ns
 from .._intervals import launch_points
-from ..device_stats import process_codes, profiled_windows, span_ns
+from ..device_stats import process_codes, span_ns
 from ..flame import pstats_location
 from ..tree import lanes
 
@@ -57,7 +57,7 @@ class TorchContext:
         self.thread, self.process = lanes(ev)
         self.work = np.isin(self.kind, DEVICE_WORK_CODES)
         self.has_device = bool(self.work.any())
-        self.windows = profiled_windows(ev, self.meta)
+        self.windows = profile._windows  # profiled_windows, cached on the profile
         self.rank, self.rank_labels = process_codes(ev)
         self.span_ns = float(span_ns(self.windows, len(self.rank_labels)).sum())
         self._launches: pd.DataFrame | None = None
