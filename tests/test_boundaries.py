@@ -1133,6 +1133,8 @@ def test_code_sites_walks_a_stack_shallower_than_its_limit():
         if not f.f_code.co_filename.endswith("contextlib.py"):
             frames.append((f.f_code.co_filename, f.f_code.co_name))
         f = f.f_back
+    # under mutation testing (docs/testing.md) mutmut's trampoline calls code_sites: a frame of its own
+    sites = [s for s in sites if "/mutmut/mutation/" not in s[0].replace("\\", "/")]
     assert [(s[0], s[2]) for s in sites] == frames
     assert sites[0][2] == "test_code_sites_walks_a_stack_shallower_than_its_limit"
 
