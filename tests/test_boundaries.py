@@ -284,6 +284,16 @@ def found(profile, kind: str) -> list[tuple[str, dict]]:
     return list(zip(rows["severity"], rows["evidence"]))
 
 
+def scores(profile, kind: str) -> list[float]:
+    """The ordering scores the kind's check gave its findings (they order findings of one
+    severity, larger first: docs/findings.md)."""
+    from nbprof.analysis import findings
+    from nbprof.analysis.findings._common import TorchContext
+
+    [check] = [c for c in findings.TORCH_CHECKS if findings.kind_name(c) == kind]
+    return [f.score for f in check.find(TorchContext(profile))]
+
+
 def severity(profile, kind: str) -> str | None:
     """The kind's one finding's severity, None when it did not fire."""
     rows = found(profile, kind)
@@ -355,6 +365,24 @@ def test_recompile_count(tmp_path, recompiles, expected):
     assert "forward" in ev["frame"]
     [row] = p.compilation().per_frame.to_dict("records")  # one function: compiled 1 + n times
     assert (row["source"], row["compiles"], row["recompiles"]) == ("…/u/model.py:7", recompiles + 1, recompiles)
+
+
+def test_a_compilation_with_a_recompile_reason_is_a_recompile_without_a_compile_id(tmp_path):
+    """Two frame compilations in the trace and two metrics records (joined in order) that name no
+    compile id: the one with a recompile reason is the recompile."""
+    t = Trace()
+    span_markers(t, 100_000)
+    t.op("_compile.compile_inner (dynamo_timed)", 10, 1_000, cat="user_annotation")
+    t.op("_compile.compile_inner (dynamo_timed)", 5_000, 1_000, cat="user_annotation")
+    reason = "tensor 'x' size mismatch at index 0. expected 8, actual 16"
+    records = [{"event": "compilation_metrics", "metrics": {"co_name": "forward", "co_filename": "/home/u/model.py",
+                                                            "co_firstlineno": 7, **({"recompile_reason": r} if r else {})}}
+               for r in ("", reason)]
+    doc = t.doc
+    t.doc = lambda: {**doc(), "nbprofCompileLog": {"records": records}}  # type: ignore[method-assign]
+    frames = t.load(tmp_path).compilation().frames
+    assert frames[["compile_id", "frame", "kind", "recompile_reason"]].values.tolist() == [
+        ["", "forward", "frame", ""], ["", "forward", "recompile", reason]]
 
 
 def test_graph_breaks_name_the_three_places_with_most_breaks(tmp_path):
@@ -584,6 +612,7 @@ def test_launch_bound_thresholds(tmp_path, n, kernel_us, launch_us, span_us, exp
         assert ev["kernels"] == n and ev["stretches"] == 1
         assert ev["wall_us"] == pytest.approx(wall) and ev["share_of_span"] == pytest.approx(wall / span_us)
         assert ev["kernel_us"] == pytest.approx(n * kernel_us) and ev["launch_us"] == pytest.approx(n * launch_us)
+        assert scores(p, "launch_bound") == [pytest.approx(wall / span_us)]
 
 
 # ------------------------------------------------------------------------------------ small_grid
@@ -616,6 +645,26 @@ def test_small_grid_thresholds(tmp_path, small_us, bps, span_us, expected):
         assert ev["busy_fraction"] == pytest.approx(1000 / span_us)
         assert ev["top_kernels"][0]["kernel"] == "small_kernel"
         assert ev["top_kernels"][0]["launched_by"] == "aten::sum"
+        assert scores(p, "small_grid") == [pytest.approx(small_us / 1000 * 1000 / span_us)]  # share x busy
+
+
+def test_small_grid_severity_of_each_rank_is_by_its_own_devices_busy_time(tmp_path):
+    """Two ranks' events in one profile (as a cluster's events are merged on demand) with the
+    same small kernels: rank 0's GPU busy 50 % of its span (medium), rank 1's 49.75 % (low):
+    each rank's finding reads its own device's busy time."""
+    from nbprof.collect.chrome_trace import read_trace_file
+    from nbprof.events import concat_traces
+    from nbprof.model import TorchProfile
+
+    traces = []
+    for rank, span_us in ((0, 2000), (1, 2010)):
+        t = _grid_trace(300, 0.5, span_us)
+        t.rank = rank
+        traces.append(read_trace_file(t.write(tmp_path / f"host_{rank}.pt.trace.json")))
+    p = TorchProfile.from_trace(concat_traces(traces, labels=[0, 1], label_column="rank"))
+    got = found(p, "small_grid")
+    assert sorted((ev["device"], sev, ev["busy_fraction"]) for sev, ev in got) == [
+        ("rank 0 cuda:0", "medium", pytest.approx(1000 / 2000)), ("rank 1 cuda:0", "low", pytest.approx(1000 / 2010))]
 
 
 def test_small_grid_leaves_out_communication_kernels(tmp_path):
@@ -765,6 +814,7 @@ def test_comm_exposed_share_of_the_gpu_window(tmp_path, compute_end, comm_start,
         assert ev["comm_us"] == pytest.approx(1010 - comm_start)
         assert ev["overlap_pct"] == pytest.approx(100 * (1 - exposed / (1010 - comm_start)))
         assert ev["ranks_over"] == 1
+        assert scores(p, "comm_exposed") == [pytest.approx(exposed / 1000)]
 
 
 # ------------------------------------------------------------------------------- collective_wait
