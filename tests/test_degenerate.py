@@ -79,3 +79,25 @@ def test_a_later_steps_kernel_that_ran_before_the_first_steps_does_not_move_the_
         [0.0, 600.0, 150.0, 0.0, 0.0, 10.0, 0.0, 30.0, 410.0],
         [600.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
         [0.0, 600.0, 150.0, 0.0, 0.0, 10.0, 0.0, 30.0, 410.0]]
+
+
+def test_a_kernels_launcher_and_configuration_are_its_most_frequent_the_first_seen_among_equals(tmp_path):
+    """Nine kernels, each launched ``a`` times by aten::a<k> with 66 blocks, then ``b`` times by
+    aten::b<k> with 132: each kernel's launcher and (grid, block) are the most frequent, the first
+    seen where two are as frequent (17 pairs: enough for an unstable sort to swap equals)."""
+    plan = [(2, 2), (2, 1), (1, 1), (1, 1), (1, 2), (2, 2), (2, 2), (2, 2), (2, 0)]
+    t = Trace()
+    at = 0.0
+    for k, (a, b) in enumerate(plan):
+        for op, bps, times in (("a", 0.5, a), ("b", 1.0, b)):
+            for _ in range(times):
+                ext = t.op(f"aten::{op}{k}", at, 5)
+                t.launch(f"k{k}", ext, at + 1, 1, at + 2, 1, blocks_per_sm=bps)  # grid: 132 x bps blocks
+                at += 10
+    kernels = t.load(tmp_path).kernels().set_index("name").loc[[f"k{k}" for k in range(len(plan))]]
+    first = ["b" if b > a else "a" for a, b in plan]
+    assert kernels["launched_by"].tolist() == [f"aten::{op}{k}" for k, op in enumerate(first)]
+    assert kernels["grid"].tolist() == ["[132, 1, 1]" if op == "b" else "[66, 1, 1]" for op in first]
+    assert kernels["block"].tolist() == ["[128, 1, 1]"] * len(plan)
+    assert kernels["launch_configs"].tolist() == [2 if b else 1 for a, b in plan]
+    assert kernels["count"].tolist() == [a + b for a, b in plan]
