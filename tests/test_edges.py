@@ -92,3 +92,52 @@ def test_allocations_bytes_are_integers(tmp_path):
     p = t.load(tmp_path)
     a = allocations(p.events)
     assert a["bytes"].tolist() == [4096] and a["bytes"].dtype == np.int64
+
+
+def test_an_op_outside_any_python_frame_has_an_empty_stack(tmp_path):
+    from nbprof.analysis.stacks import op_stacks
+
+    t = Trace()
+    t.op("aten::add", 0, 10)
+    t.op("aten::mul", 20, 10)
+    assert op_stacks(t.load(tmp_path).events).tolist() == ["", ""]  # no Python frames recorded at all
+    t.op("model.py(3): forward", 50, 100, cat="python_function")
+    t.op("aten::relu", 60, 10)
+    ev = t.load(tmp_path, name="with_python.json").events
+    stacks = dict(zip(ev["name"].astype(str), op_stacks(ev)))
+    assert (stacks["aten::add"], stacks["aten::mul"]) == ("", "")  # before the frame began
+    assert stacks["aten::relu"] == "model.py(3): forward"
+
+
+def test_merging_a_timeline_again_keeps_a_lone_rectangles_own_columns(tmp_path):
+    """Columns the merge does not compute (a rank's hover texts, written in its worker): a
+    rectangle left alone keeps its value, a merged one has none. aten::a and aten::b (1 µs each,
+    side by side) merge at 10 px over 10 ms; aten::c (1 ms, far off) stays alone."""
+    import dataclasses
+
+    from nbprof.analysis.timeline import remerge, timeline_rects
+
+    t = Trace()
+    t.op("aten::a", 0, 1)
+    t.op("aten::b", 1, 1)
+    t.op("aten::c", 9000, 1000)
+    p = t.load(tmp_path)
+    data = timeline_rects(p.events, p.meta, merge=False)
+    assert data.rects["name"].tolist() == ["aten::a", "aten::b", "aten::c"]
+    rects = data.rects.assign(extra_us=[1.5, 2.5, 3.5], hover=["a", "b", "c"])
+    out = remerge(dataclasses.replace(data, rects=rects), 10).rects
+    assert out[["name", "x0_us", "x1_us", "busy_us", "count", "event"]].values.tolist() == [
+        ["aten::a", 0.0, 2.0, 2.0, 2, -1], ["aten::c", 9000.0, 10000.0, 1000.0, 1, 2]]
+    assert np.isnan(out["extra_us"].iloc[0]) and out["extra_us"].iloc[1] == 3.5
+    assert pd.isna(out["hover"].iloc[0]) and out["hover"].iloc[1] == "c"
+
+
+def test_merged_rectangles_counts_are_integers():
+    from nbprof.analysis.timeline import aggregate
+
+    _, out = aggregate(np.array([False, True, False]), np.array([0.0, 1.0, 5.0]), np.array([1.0, 2.0, 6.0]),
+                       count=np.array([3, 2, 4]), busy=np.array([1.0, 1.0, 1.0]), key=np.array([7, 7, 9]))
+    # top keys and counts for merged groups only (the lone one's stay -1 and 0)
+    assert out["count"].tolist() == [5, 4] and out["top_counts"].tolist() == [[5, 0, 0], [0, 0, 0]]
+    assert out["top_keys"].tolist() == [[7, -1, -1], [-1, -1, -1]] and out["size"].tolist() == [2, 1]
+    assert out["count"].dtype == np.int64 and out["top_counts"].dtype == np.int64 and out["size"].dtype == np.int64
