@@ -141,3 +141,52 @@ def test_merged_rectangles_counts_are_integers():
     assert out["count"].tolist() == [5, 4] and out["top_counts"].tolist() == [[5, 0, 0], [0, 0, 0]]
     assert out["top_keys"].tolist() == [[7, -1, -1], [-1, -1, -1]] and out["size"].tolist() == [2, 1]
     assert out["count"].dtype == np.int64 and out["top_counts"].dtype == np.int64 and out["size"].dtype == np.int64
+
+
+@pytest.mark.parametrize("layout", ["list", "name_first"])
+def test_invalid_utf8_is_counted_in_traces_read_whole(tmp_path, layout):
+    """Traces the reader cannot cut into slices (a bare list of events; events whose first key is
+    not "ph", written without spaces) are decoded whole: their invalid UTF-8 is counted too."""
+    import nbprof
+
+    events = [{"name": "aten::addBAD", "ph": "X", "cat": "cpu_op", "pid": 1, "tid": 1, "ts": 0, "dur": 5},
+              {"name": "aten::mulBAD", "ph": "X", "cat": "cpu_op", "pid": 1, "tid": 1, "ts": 10, "dur": 5}]
+    doc = events if layout == "list" else {"traceEvents": events}
+    raw = json.dumps(doc, separators=(",", ":")).encode().replace(b"BAD", b"\xff")
+    path = tmp_path / "t.json"
+    path.write_bytes(raw)
+    p = nbprof.load_trace(path)
+    assert p.events["name"].astype(str).tolist() == ["aten::add\ufffd", "aten::mul\ufffd"]
+    assert p.meta.notes == ["2 invalid UTF-8 sequences in names or args: read as \ufffd"]
+
+
+def test_a_function_called_by_the_cell_and_by_another_splits_its_time(tmp_path):
+    """pstats of a cell that calls f (0.5 s) and g, f calling g once (0.4 s of g's 0.6 s): g's
+    top-level box is what is left of its time, 0.2 s, under a root of 0.7 s."""
+    from nbprof.analysis.flame import call_tree
+
+    stats = pd.DataFrame({"function": ["f", "g"], "filename": ["/m.py", "/m.py"], "lineno": [1, 5],
+                          "ncalls": [1, 2], "primitive_calls": [1, 2], "tottime_s": [0.1, 0.6],
+                          "cumtime_s": [0.5, 0.6]})
+    edges = pd.DataFrame({"caller_filename": ["/m.py"], "caller_lineno": [1], "caller_function": ["f"],
+                          "callee_filename": ["/m.py"], "callee_lineno": [5], "callee_function": ["g"],
+                          "ncalls": [1], "cumtime_s": [0.4]})
+    tree = call_tree(stats, edges, min_fraction=0)
+    assert tree[["parent", "name", "value_s", "ncalls"]].values.tolist() == [
+        [-1, "cell", pytest.approx(0.7), pytest.approx(np.nan, nan_ok=True)], [0, "f", 0.5, 1.0],
+        [1, "g", pytest.approx(0.4), 1.0], [0, "g", pytest.approx(0.2), 1.0]]
+
+
+def test_points_in_intervals_with_small_integer_group_codes():
+    """Group codes as categorical columns hold them (int8) and times a second apart in ns: the
+    keys are computed in int64, whatever the codes' dtype."""
+    from nbprof.analysis._intervals import points_in_intervals
+
+    point_group = np.array([0, 1, 1, 0], dtype=np.int8)
+    point_t = np.array([5, 1_000_000_000, 10, 2_000_000_000], dtype=np.int64)
+    iv_group = np.array([1, 0], dtype=np.int8)
+    iv_start = np.array([0, 0], dtype=np.int64)
+    iv_end = np.array([1_500_000_000, 3_000_000_000], dtype=np.int64)
+    iv, pt = points_in_intervals(point_group, point_t, iv_group, iv_start, iv_end)
+    # interval 0 (group 1, [0, 1.5 s)) holds points 2 (10 ns) and 1 (1 s); interval 1 (group 0) holds 0 and 3
+    assert iv.tolist() == [0, 0, 1, 1] and pt.tolist() == [2, 1, 0, 3]
