@@ -566,6 +566,31 @@ def test_gpu_idle_share_of_the_span(tmp_path, busy_us, expected):
         [(_, ev)] = found(p, "gpu_idle")
         assert ev["busy_us"] == pytest.approx(busy_us) and ev["span_us"] == pytest.approx(10_000)
         assert ev["busy_fraction"] == pytest.approx(busy_us / 10_000)
+        assert ev["idle_us"] == pytest.approx(10_000 - busy_us) and ev["device"] == "cuda:0"
+        # one kernel: the idle time is before and after it, no gap between kernels
+        assert (ev["gaps"], ev["gaps_over_100us"], ev["largest_gaps"]) == (0, 0, [])
+        assert sorted(ev) == ["busy_fraction", "busy_us", "device", "gaps", "gaps_over_100us", "idle_us",
+                              "largest_gaps", "span_us"]
+
+
+def test_gpu_idle_of_merged_ranks_names_the_most_idle_rank_and_each_ranks_busy_share(tmp_path):
+    """Two ranks' events in one profile (a cluster's, merged on demand): rank 0's GPU busy 50 %,
+    rank 1's 20 %: one finding for cuda:0, about rank 1, with both ranks' shares."""
+    from nbprof.collect.chrome_trace import read_trace_file
+    from nbprof.events import concat_traces
+    from nbprof.model import TorchProfile
+
+    traces = []
+    for rank, busy_us in ((0, 5000), (1, 2000)):
+        t = _busy_trace(busy_us)
+        t.rank = rank
+        traces.append(read_trace_file(t.write(tmp_path / f"host_{rank}.pt.trace.json")))
+    p = TorchProfile.from_trace(concat_traces(traces, labels=[0, 1], label_column="rank"))
+    [(sev, ev)] = found(p, "gpu_idle")
+    assert sev == "high"  # 80 % idle
+    assert (ev["device"], ev["rank"], ev["busy_fraction"], ev["idle_us"]) == ("cuda:0", 1, pytest.approx(0.2),
+                                                                              pytest.approx(8000))
+    assert ev["busy_fraction_by_rank"] == {"0": pytest.approx(0.5), "1": pytest.approx(0.2)}
 
 
 def test_gpu_idle_shows_the_three_longest_gaps_longest_first(tmp_path):
@@ -573,7 +598,7 @@ def test_gpu_idle_shows_the_three_longest_gaps_longest_first(tmp_path):
     and after them; the four between them are gaps."""
     p = _busy_trace(2000, pieces=5).load(tmp_path)
     [(_, ev)] = found(p, "gpu_idle")
-    assert ev["gaps"] == 4
+    assert ev["gaps"] == 4 and ev["gaps_over_100us"] == 4  # 8000 * 2 / 21 = 762 µs the shortest
     assert [g["dur_us"] for g in ev["largest_gaps"]] == pytest.approx([8000 * k / 21 for k in (5, 4, 3)])
     assert ev["largest_gaps"][0]["start_us"] == pytest.approx(8000 * 6 / 21 + 400)
     assert ev["largest_gaps"][0]["cpu"] == "nothing torch records (Python code, I/O or waiting)"

@@ -190,3 +190,4 @@ def test_points_in_intervals_with_small_integer_group_codes():
     iv, pt = points_in_intervals(point_group, point_t, iv_group, iv_start, iv_end)
     # interval 0 (group 1, [0, 1.5 s)) holds points 2 (10 ns) and 1 (1 s); interval 1 (group 0) holds 0 and 3
     assert iv.tolist() == [0, 0, 1, 1] and pt.tolist() == [2, 1, 0, 3]
+
