@@ -191,3 +191,26 @@ def test_points_in_intervals_with_small_integer_group_codes():
     # interval 0 (group 1, [0, 1.5 s)) holds points 2 (10 ns) and 1 (1 s); interval 1 (group 0) holds 0 and 3
     assert iv.tolist() == [0, 0, 1, 1] and pt.tolist() == [2, 1, 0, 3]
 
+
+
+def test_a_cprofile_taking_over_is_timed_from_the_sessions_start():
+    """Another cProfile enabled 50 ms into nbprof's %%cprofile session ends it there: the takeover
+    says when, counted from the session's start."""
+    import cProfile
+    import time
+
+    from nbprof.collect.cprofile import CProfileSession
+
+    s = CProfileSession()
+    before = time.perf_counter()
+    s.begin()
+    try:
+        time.sleep(0.05)
+        inner = cProfile.Profile()
+        inner.enable()
+        inner.disable()
+        elapsed = time.perf_counter() - before
+    finally:
+        s.end()
+    assert s.takeover is not None
+    assert 0.05 <= s.takeover.at_s <= elapsed
