@@ -214,3 +214,28 @@ def test_a_cprofile_taking_over_is_timed_from_the_sessions_start():
         s.end()
     assert s.takeover is not None
     assert 0.05 <= s.takeover.at_s <= elapsed
+
+
+def test_the_profilers_shadow_hasattr_answers_everything_else_truly():
+    """While nbprof's profile runs, torch.profiler.profiler's ``hasattr`` says "no" to
+    ``torch._inductor`` only while inductor is not imported; any other question gets the real
+    answer; after the profile the builtin is back."""
+    import sys
+
+    torch = pytest.importorskip("torch")
+    import torch.profiler.profiler as module
+
+    from nbprof.collect.torch_live import _skip_inductor_import
+
+    class Holder:
+        present = 1
+
+    _skip_inductor_import(True)
+    try:
+        answers = (module.hasattr(Holder, "present"), module.hasattr(Holder, "absent"), module.hasattr([], "append"),
+                   module.hasattr(torch, "profiler"), module.hasattr(torch, "_inductor"))
+    finally:
+        _skip_inductor_import(False)
+    assert answers[:4] == (True, False, True, True)
+    assert answers[4] is ("torch._inductor" in sys.modules)
+    assert "hasattr" not in module.__dict__
