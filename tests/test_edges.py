@@ -239,3 +239,18 @@ def test_the_profilers_shadow_hasattr_answers_everything_else_truly():
     assert answers[:4] == (True, False, True, True)
     assert answers[4] is ("torch._inductor" in sys.modules)
     assert "hasattr" not in module.__dict__
+
+
+def test_a_compilations_repr_counts_its_tables(tmp_path):
+    """Two frame compilations of 1.5 s and 0.75 s, the second a recompile; no graph break, no kernel."""
+    from .test_boundaries import span_markers
+
+    t = Trace()
+    span_markers(t, 5_000_000)
+    t.op("_compile.compile_inner (dynamo_timed)", 10, 1_500_000, cat="user_annotation")
+    t.op("_compile.compile_inner (dynamo_timed)", 2_000_000, 750_000, cat="user_annotation")
+    records = [metrics(0), metrics(1, "tensor 'x' size mismatch at index 0. expected 8, actual 16")]
+    doc = t.doc
+    t.doc = lambda: {**doc(), "nbprofCompileLog": {"records": records}}  # type: ignore[method-assign]
+    c = t.load(tmp_path).compilation()
+    assert repr(c) == "<Compilation 2 compilations (2.25 s), 0 graph breaks, 1 recompile, 0 kernels>"
