@@ -254,3 +254,36 @@ def test_a_compilations_repr_counts_its_tables(tmp_path):
     t.doc = lambda: {**doc(), "nbprofCompileLog": {"records": records}}  # type: ignore[method-assign]
     c = t.load(tmp_path).compilation()
     assert repr(c) == "<Compilation 2 compilations (2.25 s), 0 graph breaks, 1 recompile, 0 kernels>"
+
+
+def test_a_compilations_cache_results_are_hit_miss_or_bypass(tmp_path):
+    """The FX graph cache hit and AOTAutograd's cache missed for 0/0; for 0/1 the FX graph cache
+    missed once (a second graph, a hit, does not undo the miss) and AOTAutograd's was bypassed."""
+    records = [metrics(0), metrics(1, "tensor 'x' size mismatch at index 0. expected 8, actual 16")]
+    for cid, event in ((0, "fx_graph_cache_hit"), (0, "aotautograd_cache_miss"), (1, "fx_graph_cache_miss"),
+                       (1, "fx_graph_cache_hit"), (1, "aotautograd_cache_bypass")):
+        records.append({"event": event, "frame_id": 0, "frame_compile_id": cid})
+    t = Trace()
+    from .test_boundaries import span_markers
+
+    span_markers(t, 100_000)
+    t.op("_compile.compile_inner (dynamo_timed)", 10, 1_000, cat="user_annotation")
+    t.op("_compile.compile_inner (dynamo_timed)", 5_000, 1_000, cat="user_annotation")
+    doc = t.doc
+    t.doc = lambda: {**doc(), "nbprofCompileLog": {"records": records}}  # type: ignore[method-assign]
+    frames = t.load(tmp_path).compilation().frames
+    assert frames[["compile_id", "fx_graph_cache", "aot_autograd_cache"]].values.tolist() == [
+        ["0/0", "hit", "miss"], ["0/1", "miss", "bypass"]]
+
+
+def test_the_top_ops_cpu_share_is_of_the_whole_profiles_self_cpu_time(tmp_path):
+    """aten::a 500 µs, aten::b 250 µs and a synchronize outside any op 250 µs: aten::a is half of
+    the profile's self CPU time (not two thirds of the operators')."""
+    from .test_boundaries import found
+
+    t = Trace()
+    t.op("aten::a", 0, 500)
+    t.op("aten::b", 510, 250)
+    t.runtime("cudaDeviceSynchronize", 770, 250)
+    [(sev, ev)] = found(t.load(tmp_path), "top_op")
+    assert (sev, ev["op"], ev["metric"], ev["share"]) == ("medium", "aten::a", "self_cpu_us", 0.5)
