@@ -287,3 +287,38 @@ def test_the_top_ops_cpu_share_is_of_the_whole_profiles_self_cpu_time(tmp_path):
     t.runtime("cudaDeviceSynchronize", 770, 250)
     [(sev, ev)] = found(t.load(tmp_path), "top_op")
     assert (sev, ev["op"], ev["metric"], ev["share"]) == ("medium", "aten::a", "self_cpu_us", 0.5)
+
+
+def test_timeline_lanes_of_large_process_and_thread_ids_stay_apart(tmp_path):
+    """pid and tid 2,000,000 (Linux gives such ids) and streams 7, 8 and 4095: the lanes' keys
+    combine to ~2**56, past float64's exact integers; streams 7 and 8 still get a lane each."""
+    from nbprof.analysis.timeline import timeline_rects
+
+    big = 2_000_000
+    t = Trace()
+    for i, stream in enumerate((7, 8, 4095)):
+        ext = t.op("aten::mm", 10 * i, 5, tid=big)
+        t.launch(f"k{stream}", ext, 10 * i + 1, 1, 100 + 10 * i, 5, stream=stream, tid=big)
+    for e in t.events:
+        if e["pid"] != 0:  # the CPU process; the device's pid is its index
+            e["pid"] = big
+    p = t.load(tmp_path)
+    lanes = timeline_rects(p.events, p.meta, merge=False).lanes
+    assert lanes[["pid", "thread", "device", "stream"]].values.tolist() == [
+        [big, big, "cpu", -1], [-1, -1, "cuda:0", 7], [-1, -1, "cuda:0", 8], [-1, -1, "cuda:0", 4095]]
+
+
+def test_timeline_families_set_steps_and_synchronizations_apart(tmp_path):
+    from nbprof.analysis.timeline import timeline_rects
+
+    t = Trace()
+    t.annotation("ProfilerStep#0", 0, 100)
+    t.op("aten::mm", 10, 20)
+    t.runtime("cudaDeviceSynchronize", 40, 10)
+    t.runtime("cudaLaunchKernel", 60, 5)
+    t.annotation("profilerstep#1", 200, 10)  # not torch's step range: its case differs
+    p = t.load(tmp_path)
+    rects = timeline_rects(p.events, p.meta, merge=False).rects
+    assert dict(zip(rects["name"], rects["family"])) == {
+        "ProfilerStep#0": "step", "aten::mm": "op", "cudaDeviceSynchronize": "sync", "cudaLaunchKernel": "runtime",
+        "profilerstep#1": "annotation"}
