@@ -322,3 +322,52 @@ def test_timeline_families_set_steps_and_synchronizations_apart(tmp_path):
     assert dict(zip(rects["name"], rects["family"])) == {
         "ProfilerStep#0": "step", "aten::mm": "op", "cudaDeviceSynchronize": "sync", "cudaLaunchKernel": "runtime",
         "profilerstep#1": "annotation"}
+
+
+def test_callers_and_callees_of_one_of_two_functions_of_the_same_name():
+    """Two ``forward`` functions (a.py:1, b.py:1): the callers and callees of one are its own."""
+    from nbprof.analysis.callgraph import callees, callers
+
+    stats = pd.DataFrame({"function": ["forward", "forward", "main", "helper"], "filename": ["a.py", "b.py", "m.py", "h.py"],
+                          "lineno": [1, 1, 1, 1], "ncalls": [1, 1, 1, 2], "primitive_calls": [1, 1, 1, 2],
+                          "tottime_s": [0.1, 0.2, 0.0, 0.3], "cumtime_s": [0.3, 0.4, 0.7, 0.3]})
+    rows = [("m.py", "main", "a.py", "forward", 0.3), ("m.py", "main", "b.py", "forward", 0.4),
+            ("a.py", "forward", "h.py", "helper", 0.2), ("b.py", "forward", "h.py", "helper", 0.1)]
+    edges = pd.DataFrame({"caller_filename": [r[0] for r in rows], "caller_lineno": [1] * 4,
+                          "caller_function": [r[1] for r in rows], "callee_filename": [r[2] for r in rows],
+                          "callee_lineno": [1] * 4, "callee_function": [r[3] for r in rows], "ncalls": [1] * 4,
+                          "primitive_calls": [1] * 4, "tottime_s": [0.0] * 4, "cumtime_s": [r[4] for r in rows]})
+    got = callers(stats, edges, ("a.py", 1, "forward"))
+    assert got[["function", "filename", "cumtime_s"]].values.tolist() == [["main", "m.py", 0.3]]
+    got = callees(stats, edges, ("b.py", 1, "forward"))
+    assert got[["function", "filename", "cumtime_s"]].values.tolist() == [["helper", "h.py", 0.1]]
+
+
+def test_a_kernels_mean_blocks_per_sm_weighs_only_launches_that_have_one(tmp_path):
+    """One launch of 100 µs with 0.5 blocks per SM, one of 300 µs without the estimate: 0.5; a
+    kernel without launch arguments has no grid, block or estimate."""
+    t = Trace()
+    ext = t.op("aten::a", 0, 5)
+    t.launch("k", ext, 1, 1, 10, 100, blocks_per_sm=0.5)
+    ext = t.op("aten::a", 200, 5)
+    t.launch("k", ext, 201, 1, 210, 300)
+    ext = t.op("aten::b", 600, 5)
+    t.launch("bare", ext, 601, 1, 610, 50)
+    k = t.load(tmp_path).kernels().set_index("name")
+    assert k.loc["k", "blocks_per_sm"] == pytest.approx(0.5) and k.loc["k", "count"] == 2
+    assert k.loc["bare", ["grid", "block", "launch_configs"]].tolist() == ["", "", 0]
+    assert np.isnan(k.loc["bare", "blocks_per_sm"]) and np.isnan(k.loc["bare", "occupancy_pct"])
+
+
+def test_the_rank_report_of_no_events_is_one_idle_rank(tmp_path):
+    """An events table with no rows (a window with nothing in it) of one process: its one rank
+    (None) did nothing, with no slowest rank and no differences."""
+    from nbprof.analysis.ranks import rank_report
+
+    t = Trace()
+    t.op("aten::add", 0, 10)
+    r = rank_report(t.load(tmp_path).events.iloc[:0])
+    assert len(r.table) == 1 and r.table["rank"].tolist() == [None]
+    zero = [c for c in r.table.columns if c.endswith("_us") or c in ("ops", "kernels")]
+    assert len(zero) > 10 and (r.table[zero].to_numpy(dtype=np.float64) == 0).all()
+    assert r.slowest is None and r.imbalance == 0.0 and len(r.differences) == 0
