@@ -591,6 +591,9 @@ def test_gpu_idle_of_merged_ranks_names_the_most_idle_rank_and_each_ranks_busy_s
     assert (ev["device"], ev["rank"], ev["busy_fraction"], ev["idle_us"]) == ("cuda:0", 1, pytest.approx(0.2),
                                                                               pytest.approx(8000))
     assert ev["busy_fraction_by_rank"] == {"0": pytest.approx(0.5), "1": pytest.approx(0.2)}
+    [msg] = p.findings.loc[p.findings["kind"] == "gpu_idle", "message"]
+    assert msg.startswith("rank 1 cuda:0 was idle 80% of the profiled span (8.00 ms of 10.00 ms; busy 2.00 ms; "
+                          "the ranks were 20% to 50% busy). ")
 
 
 def test_gpu_idle_shows_the_three_longest_gaps_longest_first(tmp_path):
