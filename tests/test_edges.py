@@ -371,3 +371,26 @@ def test_the_rank_report_of_no_events_is_one_idle_rank(tmp_path):
     zero = [c for c in r.table.columns if c.endswith("_us") or c in ("ops", "kernels")]
     assert len(zero) > 10 and (r.table[zero].to_numpy(dtype=np.float64) == 0).all()
     assert r.slowest is None and r.imbalance == 0.0 and len(r.differences) == 0
+
+
+def test_a_device_property_at_int64s_largest_value_is_kept(tmp_path):
+    import nbprof
+
+    t = Trace()
+    ext = t.op("aten::mm", 0, 5)
+    t.launch("gemm", ext, 1, 1, 10, 5)
+    t.device_properties = [{"id": 0, "name": "Fake GPU", "totalGlobalMem": 2**63 - 1, "numSms": 132}]
+    p = nbprof.load_trace(t.write(tmp_path / "t.json"))
+    assert p.meta.device_properties == [{"id": 0, "name": "Fake GPU", "totalGlobalMem": 2**63 - 1, "numSms": 132}]
+    assert not any("deviceProperties" in n or "device propert" in n for n in p.meta.notes), p.meta.notes
+
+
+def test_an_empty_events_table_has_no_compile_ranges(tmp_path):
+    from nbprof.analysis.compilation import compile_range_mask
+
+    t = Trace()
+    t.op("_compile.compile_inner (dynamo_timed)", 0, 10, cat="user_annotation")
+    events = t.load(tmp_path).events
+    assert compile_range_mask(events).tolist() == [True]
+    mask = compile_range_mask(events.iloc[:0])
+    assert mask.dtype == bool and len(mask) == 0
