@@ -143,18 +143,21 @@ def test_merged_rectangles_counts_are_integers():
     assert out["count"].dtype == np.int64 and out["top_counts"].dtype == np.int64 and out["size"].dtype == np.int64
 
 
-@pytest.mark.parametrize("layout", ["list", "name_first"])
+@pytest.mark.parametrize("layout", ["list", "name_first", "list_gzip"])
 def test_invalid_utf8_is_counted_in_traces_read_whole(tmp_path, layout):
-    """Traces the reader cannot cut into slices (a bare list of events; events whose first key is
-    not "ph", written without spaces) are decoded whole: their invalid UTF-8 is counted too."""
+    """Traces the reader cannot cut into slices (a bare list of events, gzipped or not; events
+    whose first key is not "ph", written without spaces) are decoded whole: their invalid UTF-8
+    is counted too."""
+    import gzip
+
     import nbprof
 
     events = [{"name": "aten::addBAD", "ph": "X", "cat": "cpu_op", "pid": 1, "tid": 1, "ts": 0, "dur": 5},
               {"name": "aten::mulBAD", "ph": "X", "cat": "cpu_op", "pid": 1, "tid": 1, "ts": 10, "dur": 5}]
-    doc = events if layout == "list" else {"traceEvents": events}
+    doc = events if layout.startswith("list") else {"traceEvents": events}
     raw = json.dumps(doc, separators=(",", ":")).encode().replace(b"BAD", b"\xff")
-    path = tmp_path / "t.json"
-    path.write_bytes(raw)
+    path = tmp_path / ("t.json.gz" if layout.endswith("gzip") else "t.json")
+    path.write_bytes(gzip.compress(raw) if layout.endswith("gzip") else raw)
     p = nbprof.load_trace(path)
     assert p.events["name"].astype(str).tolist() == ["aten::add\ufffd", "aten::mul\ufffd"]
     assert p.meta.notes == ["2 invalid UTF-8 sequences in names or args: read as \ufffd"]
@@ -394,3 +397,47 @@ def test_an_empty_events_table_has_no_compile_ranges(tmp_path):
     assert compile_range_mask(events).tolist() == [True]
     mask = compile_range_mask(events.iloc[:0])
     assert mask.dtype == bool and len(mask) == 0
+
+
+def test_the_collectives_of_a_cpu_only_run_are_its_c10d_operators(tmp_path):
+    """No device work and no backend ranges (gloo on the CPU): the collectives are the c10d::
+    operators; other operators and a c10d-named range are not."""
+    from nbprof.analysis.collectives import collective_calls
+
+    t = Trace()
+    t.op("aten::add", 0, 10)
+    t.op("c10d::allreduce_", 20, 50)
+    t.annotation("c10d::barrier_range", 100, 5)
+    t.op("aten::mul", 200, 10)
+    calls = collective_calls(t.load(tmp_path).events)
+    assert calls[["seq", "name", "start_us", "dur_us", "event"]].values.tolist() == [[0, "all_reduce", 20.0, 50.0, 1]]
+
+
+def test_tables_of_a_profile_without_modules_or_device_work_have_their_columns(tmp_path):
+    """A CPU-only profile without nn.Module calls: the module tree and the GPU busy track are
+    empty, with the columns and dtypes their docstrings name."""
+    from nbprof.analysis.modules import module_tree
+    from nbprof.analysis.timeline_tracks import gpu_busy_track
+
+    t = Trace()
+    t.op("aten::add", 0, 10)
+    events = t.load(tmp_path).events
+    tree = module_tree(events)
+    assert len(tree) == 0
+    assert {c: str(tree[c].dtype) for c in tree.columns} == {
+        "module": "object", "name": "object", "type": "object", "parent": "object", "depth": "int64", "calls": "int64",
+        "cpu_total_us": "float64", "self_cpu_us": "float64", "device_total_us": "float64", "self_device_us": "float64"}
+    track = gpu_busy_track(events, 0.0, 10.0)
+    assert len(track) == 0 and list(track.columns) == ["device", "t0_us", "t1_us", "busy_us", "busy_pct"]
+
+
+def test_the_steps_side_by_side_are_columns_named_step(tmp_path):
+    from nbprof.analysis.steps import step_breakdown
+
+    t = Trace()
+    for i in range(2):
+        t.annotation(f"ProfilerStep#{i}", 100 * i, 90)
+        t.op("aten::mm", 100 * i + 10, 20 + 10 * i)
+    table = step_breakdown(t.load(tmp_path).events)
+    assert table.columns.name == "step" and table.columns.tolist() == [0, 1]
+    assert table.loc["aten::mm"].tolist() == [20.0, 30.0]
