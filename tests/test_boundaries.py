@@ -398,6 +398,8 @@ def test_graph_breaks_name_the_three_places_with_most_breaks(tmp_path):
     assert [sev for sev, _ in got] == ["medium"] * 3
     assert [(ev["source"], ev["count"], ev["graph_breaks"]) for _, ev in got] == [
         ("…/u/model.py:10", 4, 10), ("…/u/model.py:20", 3, 10), ("…/u/model.py:30", 2, 10)]
+    messages = p.findings.loc[p.findings["kind"] == "graph_break", "message"].tolist()
+    assert [m.split(" at ")[0] for m in messages] == ["4 graph breaks", "3 graph breaks", "2 graph breaks"]
 
 
 # ---------------------------------------------------------------------------------------- top_op

@@ -441,3 +441,33 @@ def test_the_steps_side_by_side_are_columns_named_step(tmp_path):
     table = step_breakdown(t.load(tmp_path).events)
     assert table.columns.name == "step" and table.columns.tolist() == [0, 1]
     assert table.loc["aten::mm"].tolist() == [20.0, 30.0]
+
+
+def test_steps_op_counts_and_names_keep_their_types(tmp_path):
+    """The steps table's op counts are integers; key_averages' names stay Python strings (object)."""
+    t = Trace()
+    for i in range(2):
+        t.annotation(f"ProfilerStep#{i}", 100 * i, 90)
+        t.op("aten::mm", 100 * i + 10, 20)
+    p = t.load(tmp_path)
+    steps = p.steps()
+    assert steps["ops"].tolist() == [1, 1] and steps["ops"].dtype == np.int64
+    ka = p.key_averages()
+    assert ka["name"].dtype == object and "aten::mm" in ka["name"].tolist()
+
+
+def test_a_gzipped_bare_list_longer_than_one_slice_is_read_whole(tmp_path):
+    """A bare list of events (read whole, not in slices) of ~400 kB, gzipped: every event is read."""
+    import gzip
+
+    import nbprof
+
+    n = 3000
+    events = [{"ph": "X", "cat": "cpu_op", "name": f"aten::op{i % 7}", "pid": 1, "tid": 1, "ts": 10 * i, "dur": 5,
+               "args": {"External id": i + 1}} for i in range(n)]
+    raw = json.dumps(events).encode()
+    assert len(raw) > 1 << 18  # more than the first read of the decompressed stream
+    path = tmp_path / "t.json.gz"
+    path.write_bytes(gzip.compress(raw))
+    ev = nbprof.load_trace(path).events
+    assert len(ev) == n and ev["name"].astype(str).tolist()[-3:] == ["aten::op1", "aten::op2", "aten::op3"]  # 2997 = 7 * 428 + 1
