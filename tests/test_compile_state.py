@@ -24,6 +24,19 @@ pytestmark = needs_torch
 HERE = os.path.abspath(__file__)
 
 
+def _torch_before_2_5() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2]) < (2, 5)
+
+
+# torch 2.4's structured log has no recompile_reasons artifact nor recompile_reason metric, and its
+# dynamo_start stacks end in Dynamo's own frames (tests/test_compile.py reads 2.4's log as it is)
+newer_log = pytest.mark.skipif(_torch_before_2_5(), reason="torch 2.4 logs less (see above)")
+
+
 def breaks(x):
     y = x * 2
     print("a side effect")  # Dynamo cannot trace print: a graph break here
@@ -99,6 +112,7 @@ def test_the_watch_keeps_torch_counters_changes_and_restores_the_logger(watched)
     json.dumps(r)  # all of it JSON-able (saved beside the trace)
 
 
+@newer_log
 def test_compiled_frames_metrics_name_their_function_file_and_compile_id(watched):
     from nbprof.collect.compile_state import KEPT_METRICS
 
@@ -123,6 +137,7 @@ def test_compiled_frames_metrics_name_their_function_file_and_compile_id(watched
     assert isinstance(metrics[0]["metrics"]["restart_reasons"], list)  # a list, as JSON holds it
 
 
+@newer_log
 def test_graph_breaks_recompiles_and_output_graphs_are_kept_with_their_text(watched):
     records = watched["result"]["records"]
     [brk] = [rec for rec in records if rec["event"] == "dynamo_graph_break_reason"]
@@ -142,6 +157,7 @@ def test_graph_breaks_recompiles_and_output_graphs_are_kept_with_their_text(watc
                                           "code: return y + 1")
 
 
+@newer_log
 def test_dynamo_starts_name_the_calling_stack_with_file_names_not_their_interned_numbers(watched):
     starts = [rec for rec in watched["result"]["records"] if rec["event"] == "dynamo_start"]
     assert [(s["frame_id"], s["frame_compile_id"]) for s in starts] == [(0, 0), (1, 0), (2, 0), (2, 1)]
