@@ -284,6 +284,16 @@ def found(profile, kind: str) -> list[tuple[str, dict]]:
     return list(zip(rows["severity"], rows["evidence"]))
 
 
+def scores(profile, kind: str) -> list[float]:
+    """The ordering scores the kind's check gave its findings (they order findings of one
+    severity, larger first: docs/findings.md)."""
+    from nbprof.analysis import findings
+    from nbprof.analysis.findings._common import TorchContext
+
+    [check] = [c for c in findings.TORCH_CHECKS if findings.kind_name(c) == kind]
+    return [f.score for f in check.find(TorchContext(profile))]
+
+
 def severity(profile, kind: str) -> str | None:
     """The kind's one finding's severity, None when it did not fire."""
     rows = found(profile, kind)
@@ -357,6 +367,24 @@ def test_recompile_count(tmp_path, recompiles, expected):
     assert (row["source"], row["compiles"], row["recompiles"]) == ("…/u/model.py:7", recompiles + 1, recompiles)
 
 
+def test_a_compilation_with_a_recompile_reason_is_a_recompile_without_a_compile_id(tmp_path):
+    """Two frame compilations in the trace and two metrics records (joined in order) that name no
+    compile id: the one with a recompile reason is the recompile."""
+    t = Trace()
+    span_markers(t, 100_000)
+    t.op("_compile.compile_inner (dynamo_timed)", 10, 1_000, cat="user_annotation")
+    t.op("_compile.compile_inner (dynamo_timed)", 5_000, 1_000, cat="user_annotation")
+    reason = "tensor 'x' size mismatch at index 0. expected 8, actual 16"
+    records = [{"event": "compilation_metrics", "metrics": {"co_name": "forward", "co_filename": "/home/u/model.py",
+                                                            "co_firstlineno": 7, **({"recompile_reason": r} if r else {})}}
+               for r in ("", reason)]
+    doc = t.doc
+    t.doc = lambda: {**doc(), "nbprofCompileLog": {"records": records}}  # type: ignore[method-assign]
+    frames = t.load(tmp_path).compilation().frames
+    assert frames[["compile_id", "frame", "kind", "recompile_reason"]].values.tolist() == [
+        ["", "forward", "frame", ""], ["", "forward", "recompile", reason]]
+
+
 def test_graph_breaks_name_the_three_places_with_most_breaks(tmp_path):
     """Four places break the graph 4, 3, 2 and 1 times: the first three get a finding each, with
     their counts out of the 10 breaks; always medium."""
@@ -370,6 +398,8 @@ def test_graph_breaks_name_the_three_places_with_most_breaks(tmp_path):
     assert [sev for sev, _ in got] == ["medium"] * 3
     assert [(ev["source"], ev["count"], ev["graph_breaks"]) for _, ev in got] == [
         ("…/u/model.py:10", 4, 10), ("…/u/model.py:20", 3, 10), ("…/u/model.py:30", 2, 10)]
+    messages = p.findings.loc[p.findings["kind"] == "graph_break", "message"].tolist()
+    assert [m.split(" at ")[0] for m in messages] == ["4 graph breaks", "3 graph breaks", "2 graph breaks"]
 
 
 # ---------------------------------------------------------------------------------------- top_op
@@ -538,6 +568,34 @@ def test_gpu_idle_share_of_the_span(tmp_path, busy_us, expected):
         [(_, ev)] = found(p, "gpu_idle")
         assert ev["busy_us"] == pytest.approx(busy_us) and ev["span_us"] == pytest.approx(10_000)
         assert ev["busy_fraction"] == pytest.approx(busy_us / 10_000)
+        assert ev["idle_us"] == pytest.approx(10_000 - busy_us) and ev["device"] == "cuda:0"
+        # one kernel: the idle time is before and after it, no gap between kernels
+        assert (ev["gaps"], ev["gaps_over_100us"], ev["largest_gaps"]) == (0, 0, [])
+        assert sorted(ev) == ["busy_fraction", "busy_us", "device", "gaps", "gaps_over_100us", "idle_us",
+                              "largest_gaps", "span_us"]
+
+
+def test_gpu_idle_of_merged_ranks_names_the_most_idle_rank_and_each_ranks_busy_share(tmp_path):
+    """Two ranks' events in one profile (a cluster's, merged on demand): rank 0's GPU busy 50 %,
+    rank 1's 20 %: one finding for cuda:0, about rank 1, with both ranks' shares."""
+    from nbprof.collect.chrome_trace import read_trace_file
+    from nbprof.events import concat_traces
+    from nbprof.model import TorchProfile
+
+    traces = []
+    for rank, busy_us in ((0, 5000), (1, 2000)):
+        t = _busy_trace(busy_us)
+        t.rank = rank
+        traces.append(read_trace_file(t.write(tmp_path / f"host_{rank}.pt.trace.json")))
+    p = TorchProfile.from_trace(concat_traces(traces, labels=[0, 1], label_column="rank"))
+    [(sev, ev)] = found(p, "gpu_idle")
+    assert sev == "high"  # 80 % idle
+    assert (ev["device"], ev["rank"], ev["busy_fraction"], ev["idle_us"]) == ("cuda:0", 1, pytest.approx(0.2),
+                                                                              pytest.approx(8000))
+    assert ev["busy_fraction_by_rank"] == {"0": pytest.approx(0.5), "1": pytest.approx(0.2)}
+    [msg] = p.findings.loc[p.findings["kind"] == "gpu_idle", "message"]
+    assert msg.startswith("rank 1 cuda:0 was idle 80% of the profiled span (8.00 ms of 10.00 ms; busy 2.00 ms; "
+                          "the ranks were 20% to 50% busy). ")
 
 
 def test_gpu_idle_shows_the_three_longest_gaps_longest_first(tmp_path):
@@ -545,7 +603,7 @@ def test_gpu_idle_shows_the_three_longest_gaps_longest_first(tmp_path):
     and after them; the four between them are gaps."""
     p = _busy_trace(2000, pieces=5).load(tmp_path)
     [(_, ev)] = found(p, "gpu_idle")
-    assert ev["gaps"] == 4
+    assert ev["gaps"] == 4 and ev["gaps_over_100us"] == 4  # 8000 * 2 / 21 = 762 µs the shortest
     assert [g["dur_us"] for g in ev["largest_gaps"]] == pytest.approx([8000 * k / 21 for k in (5, 4, 3)])
     assert ev["largest_gaps"][0]["start_us"] == pytest.approx(8000 * 6 / 21 + 400)
     assert ev["largest_gaps"][0]["cpu"] == "nothing torch records (Python code, I/O or waiting)"
@@ -584,6 +642,7 @@ def test_launch_bound_thresholds(tmp_path, n, kernel_us, launch_us, span_us, exp
         assert ev["kernels"] == n and ev["stretches"] == 1
         assert ev["wall_us"] == pytest.approx(wall) and ev["share_of_span"] == pytest.approx(wall / span_us)
         assert ev["kernel_us"] == pytest.approx(n * kernel_us) and ev["launch_us"] == pytest.approx(n * launch_us)
+        assert scores(p, "launch_bound") == [pytest.approx(wall / span_us)]
 
 
 # ------------------------------------------------------------------------------------ small_grid
@@ -616,6 +675,26 @@ def test_small_grid_thresholds(tmp_path, small_us, bps, span_us, expected):
         assert ev["busy_fraction"] == pytest.approx(1000 / span_us)
         assert ev["top_kernels"][0]["kernel"] == "small_kernel"
         assert ev["top_kernels"][0]["launched_by"] == "aten::sum"
+        assert scores(p, "small_grid") == [pytest.approx(small_us / 1000 * 1000 / span_us)]  # share x busy
+
+
+def test_small_grid_severity_of_each_rank_is_by_its_own_devices_busy_time(tmp_path):
+    """Two ranks' events in one profile (as a cluster's events are merged on demand) with the
+    same small kernels: rank 0's GPU busy 50 % of its span (medium), rank 1's 49.75 % (low):
+    each rank's finding reads its own device's busy time."""
+    from nbprof.collect.chrome_trace import read_trace_file
+    from nbprof.events import concat_traces
+    from nbprof.model import TorchProfile
+
+    traces = []
+    for rank, span_us in ((0, 2000), (1, 2010)):
+        t = _grid_trace(300, 0.5, span_us)
+        t.rank = rank
+        traces.append(read_trace_file(t.write(tmp_path / f"host_{rank}.pt.trace.json")))
+    p = TorchProfile.from_trace(concat_traces(traces, labels=[0, 1], label_column="rank"))
+    got = found(p, "small_grid")
+    assert sorted((ev["device"], sev, ev["busy_fraction"]) for sev, ev in got) == [
+        ("rank 0 cuda:0", "medium", pytest.approx(1000 / 2000)), ("rank 1 cuda:0", "low", pytest.approx(1000 / 2010))]
 
 
 def test_small_grid_leaves_out_communication_kernels(tmp_path):
@@ -765,6 +844,7 @@ def test_comm_exposed_share_of_the_gpu_window(tmp_path, compute_end, comm_start,
         assert ev["comm_us"] == pytest.approx(1010 - comm_start)
         assert ev["overlap_pct"] == pytest.approx(100 * (1 - exposed / (1010 - comm_start)))
         assert ev["ranks_over"] == 1
+        assert scores(p, "comm_exposed") == [pytest.approx(exposed / 1000)]
 
 
 # ------------------------------------------------------------------------------- collective_wait
@@ -1160,6 +1240,8 @@ def test_code_sites_walks_a_stack_shallower_than_its_limit():
         if not f.f_code.co_filename.endswith("contextlib.py"):
             frames.append((f.f_code.co_filename, f.f_code.co_name))
         f = f.f_back
+    # under mutation testing (docs/testing.md) mutmut's trampoline calls code_sites: a frame of its own
+    sites = [s for s in sites if "/mutmut/mutation/" not in s[0].replace("\\", "/")]
     assert [(s[0], s[2]) for s in sites] == frames
     assert sites[0][2] == "test_code_sites_walks_a_stack_shallower_than_its_limit"
 

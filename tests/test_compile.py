@@ -170,6 +170,15 @@ def check_kernels(run: Run, profile) -> None:
             lines = {int(n) for s in stacks for n in re.findall(r"line (\d+)", s)}
             assert {int(n) for n in re.findall(r"line (\d+)", row["sources"])} == lines, row["name"]
         assert str(line_of("h = h * 2 + 1")) in gelu["sources"]
+        # "by source line": a line's kernels are those whose provenance names it (two for the sin line)
+        by_line = profile.compilation().lines.set_index("source")["kernels"]
+        for code in ("return (x * 2).sin()", "h = h * 2 + 1"):
+            n = line_of(code)
+            want = sorted(name for name in cpp["name"] if n in {
+                int(m) for key, v in run.tlparse["provenance"].items() if key.rsplit(":", 1)[0] == re.sub(r"^graph_\d+_", "", name)
+                for s in v for m in re.findall(r"line (\d+)", s)})
+            if want:  # (a live run on another torch may fuse these lines otherwise)
+                assert sorted(by_line[f"In [1] line {n}"].split(", ")) == want
         # the same kind of kernel in two graphs (MLP's and Chatty's relu): each with its own line
         relu = cpp[cpp["name"].str.contains("relu")].set_index("name")["sources"]
         assert sorted(relu) == sorted(f"In [1] line {line_of(code)}" for code in
