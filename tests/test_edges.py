@@ -471,3 +471,25 @@ def test_a_gzipped_bare_list_longer_than_one_slice_is_read_whole(tmp_path):
     path.write_bytes(gzip.compress(raw))
     ev = nbprof.load_trace(path).events
     assert len(ev) == n and ev["name"].astype(str).tolist()[-3:] == ["aten::op1", "aten::op2", "aten::op3"]  # 2997 = 7 * 428 + 1
+
+
+def test_ranks_of_merged_ranks_without_events_are_an_empty_report():
+    """A merged-ranks events table (a ``rank`` column) with no rows: no rank rows (not a row of
+    zeros for a rank that does not exist: breakdown_table's per-rank sums gave one, and rank_table
+    raised), no slowest rank, no imbalance, no differences; every table keeps its columns."""
+    import nbprof
+    from nbprof.analysis.ranks import rank_report
+    from nbprof.collect.chrome_trace import empty_trace
+    from nbprof.model import TorchProfile
+
+    from .conftest import trace_path
+
+    events = TorchProfile.from_trace(empty_trace())._events.copy()
+    events["rank"] = np.zeros(0, dtype=object)
+    report = rank_report(events)
+    columns = list(nbprof.load_trace(trace_path("cnn_train_cuda")).ranks().table.columns)  # a rank's row
+    assert len(report.table) == 0 and list(report.table.columns) == columns
+    assert report.slowest is None and report.imbalance == 0.0
+    assert list(report.differences.columns) == ["name", "kind", "comm", "count_min", "count_max", "time_min_us",
+                                                "time_max_us", "time_mean_us", "spread", "slowest_rank"]
+    assert len(report.differences) == 0

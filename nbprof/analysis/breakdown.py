@@ -161,8 +161,8 @@ def breakdown_table(events: pd.DataFrame, rank: np.ndarray, n_ranks: int, window
                              per_cat[0][comp_seg] // 3, per_cat[1][comp_seg], per_cat[2][comp_seg], n_groups)
     host, kwait, other = _idle_split(events, rows, group, start, busy_g, busy_s, busy_e, n_groups)
 
-    def per_rank(v: np.ndarray) -> np.ndarray:
-        return np.bincount(group_rank, weights=np.asarray(v, dtype=np.float64), minlength=n_ranks) / 1000.0
+    def per_rank(v: np.ndarray) -> np.ndarray:  # one value per rank (none for a table of no ranks)
+        return np.bincount(group_rank, weights=np.asarray(v, dtype=np.float64), minlength=n_ranks)[:n_ranks] / 1000.0
 
     comm_us = per_rank(cat_len[:, COMM])
     overlap_us = per_rank(overlap)
