@@ -56,7 +56,7 @@ def find(ctx: TorchContext) -> Iterator[Finding]:
     np.maximum.at(group_peak, group_of, alloc[mem])
     peaks_of_device = {dev: {int(r): int(v) for r, v, d in zip(group_rank, group_peak, group_device) if d == dev}
                        for dev in dict.fromkeys(group_device.tolist())}
-    groups = range(len(group_keys))
+    groups = list(range(len(group_keys)))
     if "rank" in ev.columns:  # one finding per device: its rank with the highest peak (the lowest of equals)
         best = {dev: max(peaks, key=lambda r: (peaks[r], -r)) for dev, peaks in peaks_of_device.items()}
         groups = [g for g in groups if best[group_device[g]] == group_rank[g]]

@@ -9,7 +9,7 @@ and more blocks would not make them faster."""
 from __future__ import annotations
 
 import math
-from typing import Iterator
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -59,19 +59,20 @@ def find(ctx: TorchContext) -> Iterator[Finding]:
         sm_eff = float(stats["sm_efficiency"].iloc[0]) if len(stats) else float("nan")
         # per kernel name: its time, its time x blocks per SM, its first launch; the biggest first
         # (equal times: the first launched first)
-        codes, first, per_name = np.unique(name_code[small], return_index=True, return_inverse=True)
+        codes, first_launch, per_name = np.unique(name_code[small], return_index=True, return_inverse=True)
         per_name = per_name.reshape(-1)
         d = np.bincount(per_name, weights=dur[small], minlength=len(codes))
-        in_launch_order = np.argsort(first, kind="stable")
+        in_launch_order = np.argsort(first_launch, kind="stable")
         shown = in_launch_order[np.argsort(-d[in_launch_order], kind="stable")][:SMALL_GRID_SHOWN]
-        launched = ev["parent"].to_numpy()[kern[small[first[shown]]]]  # the op that launched it (Kernels tab)
+        launched = ev["parent"].to_numpy()[kern[small[first_launch[shown]]]]  # the op that launched it (Kernels tab)
         op_names = values_at(ev["name"], np.maximum(launched, 0))
         # the shown kernels' blocks per SM summed exactly (fsum): a kernel launched alike every time
         # reads its one value (bincount's running sum ends a few ulps off it)
         exact_w = [math.fsum(dur[small][per_name == i] * bps[small][per_name == i]) for i in shown]
-        top = [{"kernel": str(name_labels[c]), "kernel_us": float(dk) / 1000.0,
-                "blocks_per_sm": float(wk / dk) if dk else 0.0, "launched_by": op if o >= 0 else ""}
-               for c, dk, wk, o, op in zip(codes[shown], d[shown], exact_w, launched, op_names)]
+        top: list[dict[str, Any]] = [
+            {"kernel": str(name_labels[c]), "kernel_us": float(dk) / 1000.0,
+             "blocks_per_sm": float(wk / dk) if dk else 0.0, "launched_by": op if o >= 0 else ""}
+            for c, dk, wk, o, op in zip(codes[shown], d[shown], exact_w, launched, op_names)]
         first = top[0]
         n_sms = sms.get(int(dev.partition(":")[2] or 0)) if ":" in dev else None
         sm_text = f" ({n_sms} on this GPU)" if n_sms else ""
