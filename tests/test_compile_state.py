@@ -349,15 +349,21 @@ def cfg():
         setattr(holder, name, value)
 
 
-def test_inductor_settings_set_as_attributes_when_its_config_is_imported(monkeypatch, cfg):
-    from nbprof.collect.compile_state import CompileWatch
-
+def _settings_off(monkeypatch, cfg) -> bool:
+    """No setting in the environment, inductor's two off; whether its torch has the second."""
     for env in SETTINGS:
         monkeypatch.delenv(env, raising=False)
     cfg.cpp.enable_kernel_profile = False
     has_level = hasattr(cfg.trace, "provenance_tracking_level")
     if has_level:
         cfg.trace.provenance_tracking_level = 0
+    return has_level
+
+
+def test_inductor_settings_set_as_attributes_when_its_config_is_imported(monkeypatch, cfg):
+    from nbprof.collect.compile_state import CompileWatch
+
+    has_level = _settings_off(monkeypatch, cfg)
     w = CompileWatch()
     w.begin()
     during = (cfg.cpp.enable_kernel_profile, getattr(cfg.trace, "provenance_tracking_level", None),
@@ -375,12 +381,7 @@ def test_inductor_settings_set_through_the_environment_before_its_config_is_impo
     settings go back to their defaults; a variable the user set is left alone."""
     from nbprof.collect.compile_state import CompileWatch
 
-    for env in SETTINGS:
-        monkeypatch.delenv(env, raising=False)
-    cfg.cpp.enable_kernel_profile = False
-    has_level = hasattr(cfg.trace, "provenance_tracking_level")
-    if has_level:
-        cfg.trace.provenance_tracking_level = 0
+    has_level = _settings_off(monkeypatch, cfg)
     monkeypatch.delitem(sys.modules, "torch._inductor.config")
     w = CompileWatch()
     w.begin()

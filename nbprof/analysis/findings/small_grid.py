@@ -36,9 +36,7 @@ def find(ctx: TorchContext) -> Iterator[Finding]:
     device_code, device_labels = category_codes(ev["device"], kern)  # (rank, device) in the labels' order
     group_keys, group_of = np.unique(ctx.rank[kern] * len(device_labels) + device_code, return_inverse=True)
     group_of = group_of.reshape(-1)
-    name_labels = np.append(np.asarray(ev["name"].cat.categories, dtype=object), "")
-    name_code = ev["name"].cat.codes.to_numpy()[kern]
-    name_code = np.where(name_code < 0, len(name_labels) - 1, name_code)
+    name_code, name_labels = category_codes(ev["name"], kern)
     dur = ctx.dur_ns[kern].astype(np.float64)
     busy = ctx.profile.device_stats.devices
     sms = {int(d.get("id", -1)): d.get("numSms") for d in ctx.meta.device_properties}
@@ -57,18 +55,19 @@ def find(ctx: TorchContext) -> Iterator[Finding]:
             stats = stats[stats["rank"] == ctx.rank_labels[r]]
         busy_share = float(stats["busy_fraction"].iloc[0]) if len(stats) else float("nan")
         sm_eff = float(stats["sm_efficiency"].iloc[0]) if len(stats) else float("nan")
-        # per kernel name: its time, its time x blocks per SM, its first launch; the biggest first
-        # (equal times: the first launched first)
+        # per kernel name: its time and its first launch; the biggest first (equal times: the first
+        # launched first)
         codes, first_launch, per_name = np.unique(name_code[small], return_index=True, return_inverse=True)
         per_name = per_name.reshape(-1)
-        d = np.bincount(per_name, weights=dur[small], minlength=len(codes))
+        small_dur, small_bps = dur[small], bps[small]
+        d = np.bincount(per_name, weights=small_dur, minlength=len(codes))
         in_launch_order = np.argsort(first_launch, kind="stable")
         shown = in_launch_order[np.argsort(-d[in_launch_order], kind="stable")][:SMALL_GRID_SHOWN]
         launched = ev["parent"].to_numpy()[kern[small[first_launch[shown]]]]  # the op that launched it (Kernels tab)
         op_names = values_at(ev["name"], np.maximum(launched, 0))
         # the shown kernels' blocks per SM summed exactly (fsum): a kernel launched alike every time
         # reads its one value (bincount's running sum ends a few ulps off it)
-        exact_w = [math.fsum(dur[small][per_name == i] * bps[small][per_name == i]) for i in shown]
+        exact_w = [math.fsum(small_dur[per_name == i] * small_bps[per_name == i]) for i in shown]
         top: list[dict[str, Any]] = [
             {"kernel": str(name_labels[c]), "kernel_us": float(dk) / 1000.0,
              "blocks_per_sm": float(wk / dk) if dk else 0.0, "launched_by": op if o >= 0 else ""}
