@@ -10,6 +10,7 @@ explained as equivalent in docs/testing.md.
     python scripts/mutation_sample.py 400            # draw 400 (seed 26), run them, print the score
     python scripts/mutation_sample.py 400 --seed 7   # another sample
     python scripts/mutation_sample.py 400 --report   # only the score of a sample already run
+    python scripts/mutation_sample.py 100 --within 'nbprof.analysis.findings.*'   # one part's score
 
 The first run has mutmut generate the mutants and record which tests call which function
 (~10 minutes). The mutants are run by mutmut itself (``mutmut run <names>``); this script only
@@ -21,6 +22,7 @@ fast tier calls its function).
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import math
 import os
@@ -63,6 +65,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("n", type=int, help="how many mutants to draw")
     ap.add_argument("--seed", type=int, default=26)
+    ap.add_argument("--within", action="append", default=[], metavar="GLOB",
+                    help="draw only from the mutants whose names match (mutmut's names, e.g. "
+                         "'nbprof.analysis.findings.*'); repeatable. The score of such a sample is that "
+                         "part's, not the whole scope's")
     ap.add_argument("--report", action="store_true", help="run nothing: the score of the sample as it stands")
     ap.add_argument("--jobs", type=int, default=int(os.environ.get("NBPROF_MUTATION_JOBS", "1")))
     ap.add_argument("--equivalent", type=Path, default=ROOT / "scripts" / "equivalent_mutants.txt",
@@ -80,7 +86,8 @@ def main() -> int:
     if not everything:
         print("no mutants: mutmut generated none (run `python -m mutmut run none.x` to see why)", file=sys.stderr)
         return 2
-    sample = draw(list(everything), args.n, args.seed)
+    names = [n for n in everything if not args.within or any(fnmatch.fnmatchcase(n, g) for g in args.within)]
+    sample = draw(names, args.n, args.seed)
     if not args.report:
         subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(args.jobs), *sample],
                        cwd=ROOT, env=env, check=False)
@@ -100,7 +107,8 @@ def main() -> int:
     killed = sum(1 for s in status.values() if s in ("killed", "timeout", "segfault"))
     scored = killed + len(survivors)
     lo, hi = wilson(killed, scored)
-    print(f"sample of {len(sample)} of {len(everything):,} mutants (seed {args.seed}): "
+    scope = f" within {' '.join(args.within)}" if args.within else ""
+    print(f"sample of {len(sample)} of {len(names):,} mutants{scope} (seed {args.seed}): "
           + ", ".join(f"{k} {v}" for k, v in counts.most_common()))
     print(f"equivalent (explained, left out): {len(explained)}")
     if scored:
