@@ -3,7 +3,7 @@ events each, against one rank's load, its timeline (drawn, zoomed), and Holistic
 side by side.
 
     python benchmarks/bench_cluster.py                       # 8 and 64 ranks x 1 M events, ~15 min
-    python benchmarks/bench_cluster.py --ranks 8 --repeat 3  # one rank and 8 ranks alternating, 3 pairs
+    python benchmarks/bench_cluster.py --ranks 8 --repeat 4  # one rank (plain, same path) and 8 ranks alternating
     python benchmarks/bench_cluster.py --timeline 8,64       # + the timeline of 8 and 64 ranks
     python benchmarks/bench_cluster.py --hta ~/.cache/hta-venv/bin/python   # + HTA on 2 and 8 ranks
     python benchmarks/bench_cluster.py --events 20000 --ranks 2,4            # a quick smoke run
@@ -48,6 +48,7 @@ import datetime
 import gzip
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -238,14 +239,17 @@ def main() -> None:
     record("one rank: plain load_trace(file)", probe(py, NBPROF_IMPORTS, PLAIN_WORK.format(file=one)))
     record("one rank: summarize_ranks([file], workers=1)", probe(py, NBPROF_IMPORTS, SUMMARY_WORK.format(file=one)))
     ranks = sorted(int(x) for x in args.ranks.split(",") if x)
-    pairs = []
-    for k in range(1, args.repeat):  # more neighbours: one rank, then the first folder, alternating
+    pairs = []  # (folder / one rank same path, folder / plain load), wall and CPU
+    for k in range(1, args.repeat):  # more neighbours: one rank both ways, then the first folder
+        plain_k = probe(py, NBPROF_IMPORTS, PLAIN_WORK.format(file=one))
+        record(f"one rank: plain load_trace(file), again ({k})", plain_k)
         a = probe(py, NBPROF_IMPORTS, SUMMARY_WORK.format(file=one))
         record(f"one rank: summarize_ranks([file], workers=1), again ({k})", a)
         b = probe(py, NBPROF_IMPORTS, CLUSTER_WORK.format(folder=str(folders[ranks[0]]), ranks=ranks[0]))
         record(f"{ranks[0]} ranks: load_trace(folder), again ({k})", b)
-        if "seconds" in a and "seconds" in b:
-            pairs.append((b["seconds"] / a["seconds"], b["cpu_s"] / a["cpu_s"]))
+        if all("seconds" in r for r in (plain_k, a, b)):
+            pairs.append((b["seconds"] / a["seconds"], b["cpu_s"] / a["cpu_s"],
+                          b["seconds"] / plain_k["seconds"], b["cpu_s"] / plain_k["cpu_s"]))
     for n in ranks:
         record(f"{n} ranks: load_trace(folder)",
                probe(py, NBPROF_IMPORTS, CLUSTER_WORK.format(folder=str(folders[n]), ranks=n)))
@@ -281,10 +285,11 @@ def main() -> None:
                          f"{r['zoom_events']:,} | {r['zoom_fresh_workers_s']:.1f} | {r['zoom_reread_s']:.1f} | "
                          f"{r['peak_mb']:.0f} |")
     if pairs:
-        wall = sorted(p[0] for p in pairs)[len(pairs) // 2]
-        cpu = sorted(p[1] for p in pairs)[len(pairs) // 2]
-        lines += ["", f"{ranks[0]} ranks / one rank, measured as neighbours ({len(pairs)} pairs): median wall "
-                      f"{wall:.2f}x, median CPU {cpu:.2f}x"]
+        wall, cpu, wall_plain, cpu_plain = (statistics.median(p[i] for p in pairs) for i in range(4))
+        lines += ["", f"{ranks[0]} ranks / one rank, measured as neighbours ({len(pairs)} triples): median wall "
+                      f"{wall:.2f}x the same path's one rank, **{wall_plain:.2f}x its plain load_trace(file)** "
+                      f"(each: {', '.join(f'{p[2]:.2f}' for p in pairs)}); median CPU {cpu:.2f}x and "
+                      f"{cpu_plain:.2f}x"]
     text = "\n".join(lines)
     print(text)
     if args.markdown:
