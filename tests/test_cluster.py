@@ -510,14 +510,13 @@ def test_rank_ranges_text():
 ALLOCATE_TWICE = """\
 import resource, sys
 import numpy as np
-from nbprof.cluster import _keep_freed_memory
-if sys.argv[1] == "kept":
+if sys.argv[1] == "kept":  # (nbprof imported only then: what a process did before moves glibc's thresholds)
+    from nbprof.cluster import _keep_freed_memory
     _keep_freed_memory()
-sizes = [(128 << 10) * k for k in range(1, 60)]  # 59 arrays of 1 to 59 x 128 KiB (~220 MiB), touched
-arrays = [np.ones(n // 8) for n in sizes]
+arrays = [np.ones(5 << 20) for _ in range(4)]  # 4 x 40 MiB, touched
 del arrays
 before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-arrays = [np.ones(n // 8) for n in sizes]  # the same again
+arrays = [np.ones(5 << 20) for _ in range(4)]  # the same again
 print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
 """
 
@@ -525,10 +524,12 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's allocator")
 def test_a_load_worker_keeps_the_memory_it_frees():
     """The load's workers allocate and free a rank's ~1 GB again and again: their allocator keeps
-    freed memory instead of handing it back to the kernel. Measured as the kernel sees it: arrays
-    of 128 KiB to 7.5 MiB (~220 MiB) allocated again after being freed take ~25,000-31,000 page
-    faults by default (pages mapped and zeroed afresh; measured) and none when kept. Each case runs
-    in a fresh Python: the test's own process keeps its allocator as it is."""
+    freed memory instead of handing it back to the kernel. Measured as the kernel sees it: 160 MiB
+    of arrays allocated again after being freed are mapped afresh by default (glibc maps every
+    block above 32 MiB, whatever happened before in the process: smaller blocks depend on its
+    history), each page faulted in again: 5,320 faults here, at least 80 wherever the kernel backs
+    them with 2 MiB pages; and none when kept. Each case runs in a fresh Python: the test's own
+    process keeps its allocator as it is."""
     import subprocess
 
     def faults(how: str) -> int:
@@ -536,5 +537,5 @@ def test_a_load_worker_keeps_the_memory_it_frees():
         assert r.returncode == 0, r.stderr[-2000:]
         return int(r.stdout.split()[-1])
 
-    assert faults("default") > 10_000
-    assert faults("kept") < 1_000
+    assert faults("default") >= 80
+    assert faults("kept") < 10
