@@ -1,0 +1,326 @@
+"""Mutation round (issue 26): the findings' whole rows (severity, message word for word, every
+evidence key and value), and the per-rank, collective, step, summary, compare and action tables'
+exact contents, dtypes and empty forms.
+
+Every trace is written by hand (tests/synthetic.py) and every expected number is worked out here
+from the numbers put into it (the working is in the comments); nothing is read from nbprof's
+own helpers. Times in a loaded profile start at the trace's first event (the trace's ts 1 reads
+as 0 µs).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from .synthetic import Trace, collectives_folder, training_loop
+
+# ------------------------------------------------------------------------------ helpers
+
+
+def finding(profile, kind: str):
+    f = profile.findings
+    rows = f[f["kind"] == kind]
+    assert len(rows) == 1, (kind, f[["kind", "severity"]].to_dict("records"))
+    row = rows.iloc[0]
+    return row["severity"], row["message"], row["evidence"]
+
+
+def assert_close_dict(got, want, rel=1e-9):
+    """Dicts (nested, lists of dicts) equal key for key, floats to ``rel``."""
+    if isinstance(want, dict):
+        assert isinstance(got, dict), got
+        assert list(sorted(got)) == list(sorted(want)), (sorted(got), sorted(want))
+        for k in want:
+            assert_close_dict(got[k], want[k], rel)
+    elif isinstance(want, list):
+        assert isinstance(got, list) and len(got) == len(want), (got, want)
+        for g, w in zip(got, want):
+            assert_close_dict(g, w, rel)
+    elif isinstance(want, float):
+        assert isinstance(got, (int, float)) and not isinstance(got, bool), (got, want)
+        assert got == pytest.approx(want, rel=rel, abs=1e-12), (got, want)
+    else:
+        assert type(got) is type(want) and got == want, (got, want)
+
+
+# ------------------------------------------------------------- a loop with copies and syncs
+#
+# training_loop(steps=2, kernel_us=300, item_sync_us=200, copy_us=100), as written (trace µs):
+#   step 0: HtoD copy (4 MiB, pageable) on the GPU 10-110 (aten::copy_ at 1), gemm 120-420
+#           (aten::mm), DtoH copy (4 B) 420-422 (aten::_local_scalar_dense), its
+#           cudaStreamSynchronize 110-310 on the CPU; aten::relu 990-995
+#   step 1: HtoD 432-532, gemm 1040-1340, DtoH 1340-1342, sync 1110-1310 (after the process's
+#           last launch at 1102: not counted), relu 1990-1995
+# span 1 -> 1995 = 1994 µs; device work 100+300+2+100+300+2 = 804 µs.
+
+
+@pytest.fixture(scope="module")
+def loop_profile(tmp_path_factory):
+    t = training_loop(steps=2, kernel_us=300, item_sync_us=200, copy_us=100)
+    return t.load(tmp_path_factory.mktemp("loop"))
+
+
+def test_top_op_row_word_for_word(loop_profile):
+    sev, msg, ev = finding(loop_profile, "top_op")
+    # aten::mm's self device time is its two gemms, 600 of the 804 µs of device work: 74.6 %
+    assert sev == "medium"
+    assert msg == ("aten::mm takes 74.6% of self CUDA time (600.0 µs in 2 calls, 300.0 µs each). It is compute: "
+                   "record its input shapes (--shapes --group-by shape), run it in lower precision "
+                   "(torch.autocast with bfloat16, TF32 matmuls) or try torch.compile.")
+    assert_close_dict(ev, {"op": "aten::mm", "metric": "self_device_us", "time_us": 600.0, "share": 600 / 804,
+                           "count": 2, "avg_us": 300.0})
+
+
+def test_gpu_idle_row_word_for_word(loop_profile):
+    sev, msg, ev = finding(loop_profile, "gpu_idle")
+    # idle 1994 - 804 = 1190 µs, 59.7 % (< 60 %: medium); gaps between device work (profile µs,
+    # trace - 1): 109-119, 421-431 and 531-1039 (508 µs, the only one over 100 µs)
+    assert sev == "medium"
+    assert msg == ("cuda:0 was idle 60% of the profiled span (1.19 ms of 1.99 ms; busy 804.0 µs). The longest gap, "
+                   "508.0 µs at 531.0 µs, came while the CPU ran nothing torch records (Python code, I/O or waiting). "
+                   "The GPU is waiting for the CPU: load data in DataLoader workers, avoid synchronizations, give "
+                   "each launch more work (bigger batches) or cut the Python overhead (torch.compile, CUDA graphs).")
+    largest = ev.pop("largest_gaps")
+    assert_close_dict(ev, {"device": "cuda:0", "busy_fraction": 804 / 1994, "idle_us": 1190.0, "busy_us": 804.0,
+                           "span_us": 1994.0, "gaps": 3, "gaps_over_100us": 1})
+    nothing = "nothing torch records (Python code, I/O or waiting)"
+    assert largest[0] == {"start_us": 531.0, "dur_us": 508.0, "cpu": nothing}
+    # the two 10 µs gaps: mid 114 (trace 115) is inside the sync call under .item(); 426 (427) is not
+    assert sorted(largest[1:], key=lambda g: g["start_us"]) == [
+        {"start_us": 109.0, "dur_us": 10.0, "cpu": "cudaStreamSynchronize (main thread)"},
+        {"start_us": 421.0, "dur_us": 10.0, "cpu": nothing}]
+
+
+def test_copy_row_word_for_word(loop_profile):
+    sev, msg, ev = finding(loop_profile, "copy")
+    # copies: 2 HtoD of 100 µs and 4 MiB, 2 DtoH of 2 µs and 4 B: 204 of 804 µs, 25.4 % (< 30 %)
+    assert sev == "medium"
+    assert msg == ("Host-device copies take 25% of the GPU's work time: 2 HtoD (200.0 µs, 8.00 MiB), 2 DtoH "
+                   "(4.0 µs, 8 B), mostly from aten::copy_. Achieved 41.9 GB/s HtoD from pageable memory; "
+                   "0.0 GB/s DtoH to pageable memory (a PCIe 4.0 x16 link typically reaches ~25 GB/s pinned, "
+                   "12 GB/s pageable). 4 of them from pageable memory, which the CPU has to wait for: use "
+                   "DataLoader(pin_memory=True) and .to(device, non_blocking=True). Keep tensors on the device "
+                   "between steps and create them there (torch.zeros(..., device='cuda')) instead of copying.")
+    htod_gbps = 8 * 2**20 / 200e-6 / 1e9
+    dtoh_gbps = 8 / 4e-6 / 1e9
+    assert_close_dict(ev, {
+        "copies": 4, "copy_us": 204.0, "bytes": 8 * 2**20 + 8, "share_of_device_time": 204 / 804, "pageable": 4,
+        "by_direction": {"HtoD": {"count": 2, "us": 200.0, "bytes": 8 * 2**20, "pageable": 2,
+                                  "bandwidth_gbps": htod_gbps},
+                         "DtoH": {"count": 2, "us": 4.0, "bytes": 8, "pageable": 2, "bandwidth_gbps": dtoh_gbps}},
+        "launched_by": {"aten::copy_": 2, "aten::_local_scalar_dense": 2},
+        "links": [{"direction": "HtoD", "host_memory": "pageable", "count": 2, "bandwidth_gbps": htod_gbps,
+                   "typical_gbps": 12.0},
+                  {"direction": "DtoH", "host_memory": "pageable", "count": 2, "bandwidth_gbps": dtoh_gbps,
+                   "typical_gbps": 12.0}]})
+    assert list(ev["by_direction"]) == ["HtoD", "DtoH"]
+
+
+def test_sync_row_word_for_word(loop_profile):
+    sev, msg, ev = finding(loop_profile, "sync")
+    # one counted sync (the second ends after the last launch): 200 µs of 1994, 10.0 %
+    assert sev == "medium"
+    assert msg == ("The CPU waited for the GPU once, 200.0 µs in all (10% of the span), most under "
+                   "aten::_local_scalar_dense. 2 scalar reads (.item(), float(t), bool(t), .tolist()) each force "
+                   "one. Keep values on the device (accumulate the loss as a tensor, log every N steps), avoid "
+                   "data-dependent shapes (nonzero, masked_select, boolean indexing) and printing tensors in the "
+                   "loop, and drop torch.cuda.synchronize() calls that are not needed for timing.")
+    assert_close_dict(ev, {"calls": 1, "blocked_us": 200.0, "waiting_us": 200.0, "share_of_span": 200 / 1994,
+                           "scalar_reads": 2,
+                           "by_call": {"cudaStreamSynchronize": {"count": 1, "us": 200.0}},
+                           "by_op": {"aten::_local_scalar_dense": {"count": 1, "us": 200.0}}})
+
+
+def test_the_loops_findings_are_these_in_this_order(loop_profile):
+    f = loop_profile.findings
+    assert list(f.columns) == ["kind", "severity", "message", "evidence"]
+    # all medium: by score, larger first: top_op 0.746, gpu_idle 0.597, copy 0.254, sync 0.100
+    assert f["kind"].tolist() == ["top_op", "gpu_idle", "copy", "sync"]
+    assert f["severity"].tolist() == ["medium"] * 4
+
+
+# ------------------------------------------------------- two ranks in DDP (tests/synthetic.py)
+#
+# collectives_folder: each rank launches a gemm (GPU 10 -> 10 + compute) from aten::mm (CPU 0-20,
+# its launch 1-6) and an NCCL all-reduce (stream 20) right after it from c10d::allreduce_ (CPU
+# 30-40, launch 31-36); rank 0 computes 100 µs and waits 500 in the all-reduce, rank 1 computes
+# 550 and waits 50. Both end at 610: span 0 -> 610 on each rank.
+
+
+def _merged_ranks(tmp_path):
+    """The two ranks' events in one profile (a cluster's, merged on demand)."""
+    from nbprof.collect.chrome_trace import read_trace_file
+    from nbprof.events import concat_traces
+    from nbprof.model import TorchProfile
+
+    d = collectives_folder(tmp_path / "ranks")
+    return TorchProfile.from_trace(concat_traces([read_trace_file(d / "a.json"), read_trace_file(d / "b.json")],
+                                                 labels=[0, 1], label_column="rank"))
+
+
+@pytest.fixture(scope="module")
+def merged_ranks(tmp_path_factory):
+    return _merged_ranks(tmp_path_factory.mktemp("merged"))
+
+
+STRAGGLER_MSG = ("Rank 1 is the slowest: 550.0 µs of device time outside collectives, 69% above the median rank "
+                 "(325.0 µs); the other ranks wait for it in their collectives. Differing most: gemm. Check its "
+                 "data (uneven batch sizes or sequence lengths, a slow loader), its GPU (clocks, other processes) "
+                 "and its host.")
+# imbalance (550 - 325) / 325; comm 500 and 50 over the 610 µs span: a wait share of 450 / 610
+STRAGGLER_EVIDENCE = {"slowest_rank": 1, "imbalance": 225 / 325, "compute_us": {"0": 100.0, "1": 550.0},
+                      "comm_us": {"0": 500.0, "1": 50.0}, "wait_share": 450 / 610, "differing": ["gemm"]}
+COLLECTIVE_WAIT_MSG = ("Rank 0 waits in all_reduce: 500.0 µs against a median 50.0 µs on the other ranks (450.0 µs "
+                       "more, 74% of its span). It arrives first and waits for the others; the latest is rank 1 "
+                       "(50.0 µs): what does it do before all_reduce?")
+COLLECTIVE_WAIT_EVIDENCE = {"collective": "all_reduce", "waiting_rank": 0, "late_rank": 1,
+                            "total_us": {"0": 500.0, "1": 50.0}, "extra_us": 450.0, "share": 450 / 610}
+
+
+def test_merged_ranks_findings_word_for_word(merged_ranks):
+    f = merged_ranks.findings
+    # all three rank findings high (shares 0.83, 0.74, max(0.69, 0.74)); equal scores keep the
+    # registry's order (collective_wait before straggler); top_op medium
+    assert f["kind"].tolist() == ["comm_exposed", "collective_wait", "straggler", "top_op"]
+    assert f["severity"].tolist() == ["high", "high", "high", "medium"]
+    sev, msg, ev = finding(merged_ranks, "comm_exposed")
+    # rank 0's window 10 -> 610 (600 µs): its 500 µs all-reduce runs after the gemm, none hidden
+    assert msg == ("On rank 0, communication ran with no compute beside it for 500.0 µs, 83% of the GPU's time "
+                   "(only 0% of its 500.0 µs of communication overlapped compute). Overlap it: DDP's gradient "
+                   "buckets (bucket_cap_mb) start all-reduces during the backward pass; FSDP prefetches "
+                   "(forward_prefetch, backward_prefetch); larger batches add compute to hide it behind.")
+    # rank 1: 50 of 600 µs, 8.3 %: not over 10 %
+    assert_close_dict(ev, {"rank": 0, "exposed_comm_us": 500.0, "comm_us": 500.0, "overlap_pct": 0.0,
+                           "share": 500 / 600, "ranks_over": 1})
+    sev, msg, ev = finding(merged_ranks, "collective_wait")
+    assert (msg, sev) == (COLLECTIVE_WAIT_MSG, "high")
+    assert_close_dict(ev, COLLECTIVE_WAIT_EVIDENCE)
+    sev, msg, ev = finding(merged_ranks, "straggler")
+    assert (msg, sev) == (STRAGGLER_MSG, "high")
+    assert_close_dict(ev, STRAGGLER_EVIDENCE)
+    sev, msg, ev = finding(merged_ranks, "top_op")
+    # aten::mm on both ranks: 100 + 550 of 1200 µs of device work
+    assert msg.startswith("aten::mm takes 54.2% of self CUDA time (650.0 µs in 2 calls, 325.0 µs each). ")
+    assert_close_dict(ev, {"op": "aten::mm", "metric": "self_device_us", "time_us": 650.0, "share": 650 / 1200,
+                           "count": 2, "avg_us": 325.0})
+
+
+def test_ranks_loaded_from_a_folder_give_the_same_rank_findings(tmp_path):
+    import nbprof
+
+    p = nbprof.load_trace(collectives_folder(tmp_path / "ranks"), workers=0, progress=False)
+    sev, msg, ev = finding(p, "straggler")
+    assert (msg, sev) == (STRAGGLER_MSG, "high")
+    assert_close_dict(ev, STRAGGLER_EVIDENCE)
+    sev, msg, ev = finding(p, "collective_wait")
+    assert (msg, sev) == (COLLECTIVE_WAIT_MSG, "high")
+    assert_close_dict(ev, COLLECTIVE_WAIT_EVIDENCE)
+
+
+# every column of the rank table of the two ranks, worked out from the trace
+RANK_TABLE = {
+    "rank": [0, 1],
+    "span_us": [610.0, 610.0],
+    "self_cpu_us": [30.0, 30.0],  # aten::mm 20 + c10d::allreduce_ 10 (their launches' 5 + 5 inside)
+    "ops": [2, 2],
+    "device_us": [600.0, 600.0],
+    "kernels": [2, 2],
+    "device_busy_us": [600.0, 600.0],
+    "device_busy_fraction": [600 / 610, 600 / 610],
+    "comm_us": [500.0, 50.0],
+    "compute_us": [100.0, 550.0],
+    "breakdown_window_us": [600.0, 600.0],  # first kernel start (10) to the last end (610)
+    "breakdown_compute_us": [100.0, 550.0],
+    "breakdown_comm_us": [500.0, 50.0],
+    "breakdown_memcpy_us": [0.0, 0.0],
+    "breakdown_idle_us": [0.0, 0.0],
+    "breakdown_exposed_comm_us": [500.0, 50.0],
+    "breakdown_exposed_memcpy_us": [0.0, 0.0],
+    "overlap_pct": [0.0, 0.0],
+    "idle_host_wait_us": [0.0, 0.0],
+    "idle_kernel_wait_us": [0.0, 0.0],
+    "idle_other_us": [0.0, 0.0],
+    "hta_idle_host_wait_us": [0.0, 0.0],
+    "hta_idle_kernel_wait_us": [0.0, 0.0],
+    "hta_idle_other_us": [0.0, 0.0],
+    "hta_breakdown_idle_us": [0.0, 0.0],
+    "hta_breakdown_compute_us": [100.0, 550.0],
+    "hta_breakdown_non_compute_us": [500.0, 50.0],
+    "hta_overlap_pct": [0.0, 0.0],
+}
+
+
+def assert_table(frame: pd.DataFrame, want: dict, ints=(), objects=()):
+    assert list(frame.columns) == list(want), list(frame.columns)
+    for c, v in want.items():
+        got = frame[c].tolist()
+        if c in objects:
+            assert frame[c].dtype == object and got == v, (c, got)
+        elif c in ints:
+            assert frame[c].dtype == np.int64 and got == v, (c, frame[c].dtype, got)
+        elif v and isinstance(v[0], float):
+            assert frame[c].dtype == np.float64, (c, frame[c].dtype)
+            assert got == pytest.approx(v, nan_ok=True), (c, got)
+        else:
+            assert got == v, (c, got)
+
+
+def test_rank_table_of_merged_ranks(merged_ranks):
+    report = merged_ranks.ranks()
+    assert_table(report.table, RANK_TABLE, ints=("ops", "kernels"), objects=("rank",))
+    assert report.slowest == 1 and report.imbalance == pytest.approx(225 / 325)
+    assert repr(report) == "<RankReport 2 ranks, slowest 1, imbalance 69.2%, 2 differing rows>"
+
+
+def test_rank_differences_of_merged_ranks(merged_ranks):
+    d = merged_ranks.ranks().differences
+    # both kernels differ in time: gemm 100 / 550 (spread 450 / 325), the all-reduce 500 / 50
+    # (450 / 275); both by 450 µs: by name
+    assert_table(d, {
+        "name": ["gemm", "ncclDevKernel_AllReduce_Sum_f32_RING_LL"],
+        "kind": ["kernel", "kernel"],
+        "comm": [False, True],
+        "count_min": [1, 1], "count_max": [1, 1],
+        "time_min_us": [100.0, 50.0], "time_max_us": [550.0, 500.0], "time_mean_us": [325.0, 275.0],
+        "spread": [450 / 325, 450 / 275],
+        "slowest_rank": [1, 0],
+        "count_rank0": [1, 1], "count_rank1": [1, 1],
+        "time_us_rank0": [100.0, 500.0], "time_us_rank1": [550.0, 50.0],
+    }, ints=("count_min", "count_max", "count_rank0", "count_rank1"))
+    assert d["comm"].dtype == bool
+
+
+def test_hta_idle_rows_of_merged_ranks(merged_ranks):
+    h = merged_ranks.ranks().hta_idle
+    # each rank's two streams (7: the gemm, 20: the all-reduce) hold one kernel each: no gap
+    assert_table(h, {
+        "rank": [0] * 6 + [1] * 6,
+        "device": ["cuda:0"] * 12,
+        "stream": [7, 7, 7, 20, 20, 20] * 2,
+        "idle_category": ["host_wait", "kernel_wait", "other"] * 4,
+        "idle_time_us": [0.0] * 12,
+        "idle_time_ratio": [np.nan] * 12,
+    }, ints=("stream",), objects=("rank",))
+
+
+def test_collectives_of_merged_ranks(merged_ranks):
+    from nbprof.analysis.collectives import collective_calls, collective_table, match_calls
+
+    table = collective_table(merged_ranks.events)
+    assert_table(table, {"rank": [0, 1], "name": ["all_reduce", "all_reduce"], "process_group": ["", ""],
+                         "process_group_ranks": ["", ""], "count": [1, 1], "total_us": [500.0, 50.0],
+                         "mean_us": [500.0, 50.0], "max_us": [500.0, 50.0], "bytes": [-1, -1]},
+                 ints=("count", "bytes"), objects=("rank",))
+    calls = collective_calls(merged_ranks.events)
+    # events: rank 0's all-reduce kernel is its 6th event (5), rank 1's the 12th (11)
+    assert_table(calls, {"rank": [0, 1], "process_group": ["", ""], "seq": [0, 0],
+                         "name": ["all_reduce", "all_reduce"], "start_us": [110.0, 560.0], "dur_us": [500.0, 50.0],
+                         "event": [5, 11]}, ints=("seq", "event"), objects=("rank",))
+    m = match_calls(calls)
+    assert list(m.columns) == list(calls.columns) + ["ranks", "last", "wait_us", "names"]
+    assert m["ranks"].tolist() == [2, 2] and m["ranks"].dtype == np.int64
+    assert m["last"].tolist() == [False, True] and m["last"].dtype == bool
+    assert m["wait_us"].tolist() == [450.0, 0.0]
+    assert m["names"].tolist() == [["all_reduce"], ["all_reduce"]]
