@@ -257,7 +257,8 @@ def assert_table(frame: pd.DataFrame, want: dict, ints=(), objects=()):
     for c, v in want.items():
         got = frame[c].tolist()
         if c in objects:
-            assert frame[c].dtype == object and got == v, (c, got)
+            # labels: object (rank labels of any type) or pandas' string dtype for names
+            assert (frame[c].dtype == object or pd.api.types.is_string_dtype(frame[c].dtype)) and got == v, (c, got)
         elif c in ints:
             assert frame[c].dtype == np.int64 and got == v, (c, frame[c].dtype, got)
         elif v and isinstance(v[0], float):
@@ -324,3 +325,130 @@ def test_collectives_of_merged_ranks(merged_ranks):
     assert m["last"].tolist() == [False, True] and m["last"].dtype == bool
     assert m["wait_us"].tolist() == [450.0, 0.0]
     assert m["names"].tolist() == [["all_reduce"], ["all_reduce"]]
+
+
+# ------------------------------------------------------------------------------------ steps
+#
+# Two steps of 400 µs: ProfilerStep#3 (0-400) and ProfilerStep#4 (500-900), and what is not a step
+# (a label "ProfilerStep#x", an op after both steps).
+#   step 3: label "fwd" 5-300; aten::mm 10-110, its launch 20-30 (self CPU 90 + 10), gemm 200 µs on
+#           the GPU; aten::add 150-200 (50, no kernel)
+#   step 4: aten::mm 510-560, launch 520-530 (40 + 10), gemm 300 µs; aten::add 600-680, launch
+#           610-620 (70 + 10), add_k 400 µs
+#   aten::zero_ 950-960: in no step
+
+
+def _steps_trace(device: bool = True) -> Trace:
+    t = Trace()
+    t.annotation("ProfilerStep#3", 0, 400)
+    t.annotation("fwd", 5, 295)
+    ext = t.op("aten::mm", 10, 100)
+    if device:
+        t.launch("gemm", ext, 20, 10, 50, 200)
+    else:
+        t.runtime("cudaLaunchKernel", 20, 10, ext=ext)
+    t.op("aten::add", 150, 50)
+    t.annotation("ProfilerStep#4", 500, 400)
+    ext = t.op("aten::mm", 510, 50)
+    if device:
+        t.launch("gemm", ext, 520, 10, 600, 300)
+    else:
+        t.runtime("cudaLaunchKernel", 520, 10, ext=ext)
+    ext = t.op("aten::add", 600, 80)
+    if device:
+        t.launch("add_k", ext, 610, 10, 950, 400)
+    else:
+        t.runtime("cudaLaunchKernel", 610, 10, ext=ext)
+    t.annotation("ProfilerStep#x", 920, 20)
+    t.op("aten::zero_", 950, 10)
+    return t
+
+
+def test_steps_every_column(tmp_path):
+    s = _steps_trace().load(tmp_path).steps()
+    assert_table(s, {
+        "step": [3, 4],
+        "start_us": [0.0, 500.0],
+        "dur_us": [400.0, 400.0],
+        "self_cpu_us": [150.0, 130.0],
+        "ops": [2, 2],
+        "device_us": [200.0, 700.0],
+        "kernels": [1, 2],
+        "top_op": ["aten::mm", "aten::add"],  # by self device time: 200 vs 0; 300 vs 400
+        "top_op_us": [200.0, 400.0],
+    }, ints=("step", "ops", "kernels"), objects=("top_op",))
+
+
+def test_steps_without_device_work_rank_ops_by_self_cpu(tmp_path):
+    s = _steps_trace(device=False).load(tmp_path).steps()
+    # self CPU: step 3 mm 90, add 50; step 4 mm 40, add 70
+    assert s["top_op"].tolist() == ["aten::mm", "aten::add"]
+    assert s["top_op_us"].tolist() == [90.0, 70.0]
+    assert s["device_us"].tolist() == [0.0, 0.0] and s["kernels"].tolist() == [0, 0]
+    assert s["self_cpu_us"].tolist() == [150.0, 130.0]
+
+
+def test_a_step_without_ops_has_no_top_op(tmp_path):
+    t = Trace()
+    t.annotation("ProfilerStep#0", 0, 100)
+    t.annotation("ProfilerStep#1", 200, 100)
+    t.op("aten::add", 210, 20)
+    s = t.load(tmp_path).steps()
+    assert pd.isna(s["top_op"][0]) and s["top_op"][1] == "aten::add"
+    assert s["top_op_us"].tolist() == [0.0, 20.0] and s["top_op_us"].dtype == np.float64
+    assert s["ops"].tolist() == [0, 1]
+
+
+def test_steps_of_a_profile_without_steps_is_empty_with_the_columns(tmp_path):
+    t = Trace()
+    t.op("aten::add", 0, 20)
+    s = t.load(tmp_path).steps()
+    assert list(s.columns) == ["step", "start_us", "dur_us", "self_cpu_us", "ops", "device_us", "kernels", "top_op",
+                               "top_op_us"]
+    assert len(s) == 0
+    assert s["top_op"].dtype == object
+    assert all(s[c].dtype == np.float64 for c in s.columns if c != "top_op")
+
+
+def test_step_breakdown_every_view(tmp_path):
+    p = _steps_trace().load(tmp_path)
+
+    def rows(table):
+        return {name: table.loc[name].tolist() for name in table.index}
+
+    b = p.step_breakdown()  # ops by self CPU: mm 90 + 40 = 130, add 50 + 70 = 120
+    assert list(b.index) == ["aten::mm", "aten::add"] and b.index.name == "name"
+    assert list(b.columns) == [3, 4] and b.columns.name == "step"
+    assert rows(b) == {"aten::mm": [90.0, 40.0], "aten::add": [50.0, 70.0]}
+    b = p.step_breakdown("op", "cpu_total_us")  # mm 100 + 50, add 50 + 80: 150 vs 130
+    assert list(b.index) == ["aten::mm", "aten::add"]
+    assert rows(b) == {"aten::mm": [100.0, 50.0], "aten::add": [50.0, 80.0]}
+    b = p.step_breakdown("op", "self_device_us")  # mm 200 + 300, add 0 + 400
+    assert list(b.index) == ["aten::mm", "aten::add"]
+    assert rows(b) == {"aten::mm": [200.0, 300.0], "aten::add": [0.0, 400.0]}
+    b = p.step_breakdown("op", "count")  # one of each per step: tied, by name
+    assert list(b.index) == ["aten::add", "aten::mm"]
+    assert all(b[c].dtype == np.int64 for c in b.columns)
+    assert rows(b) == {"aten::add": [1, 1], "aten::mm": [1, 1]}
+    b = p.step_breakdown("kernel")  # gemm 200 + 300, add_k 0 + 400
+    assert list(b.index) == ["gemm", "add_k"] and b.index.name == "kernel"
+    assert rows(b) == {"gemm": [200.0, 300.0], "add_k": [0.0, 400.0]}
+    b = p.step_breakdown("kernel", "count")
+    assert rows(b) == {"gemm": [1, 1], "add_k": [0, 1]}
+    b = p.step_breakdown("range")  # "fwd" in step 3; the step labels themselves are no rows
+    assert b.index.name == "range"
+    assert rows(b) == {"fwd": [295.0, 0.0]}
+    b = p.step_breakdown("range", "count")
+    assert rows(b) == {"fwd": [1, 0]}
+
+
+def test_step_breakdown_options_are_one_line_errors(tmp_path):
+    from nbprof.errors import OptionError
+
+    p = _steps_trace().load(tmp_path)
+    with pytest.raises(OptionError) as e:
+        p.step_breakdown("module")
+    assert str(e.value) == "by must be one of op, range, kernel; got 'module'"
+    with pytest.raises(OptionError) as e:
+        p.step_breakdown("kernel", "self_cpu_us")
+    assert str(e.value) == "with by='kernel', metric must be one of device_us, count; got 'self_cpu_us'"
