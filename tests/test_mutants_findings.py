@@ -452,3 +452,129 @@ def test_step_breakdown_options_are_one_line_errors(tmp_path):
     with pytest.raises(OptionError) as e:
         p.step_breakdown("kernel", "self_cpu_us")
     assert str(e.value) == "with by='kernel', metric must be one of device_us, count; got 'self_cpu_us'"
+
+
+# ---------------------------------------------------------------------------------- actions
+#
+# Raw cProfile stats as pstats keeps them: (file, line, function) -> (primitive calls, calls,
+# own time, cumulative time, callers).
+
+
+def _raw(*rows):
+    return {(f, line, fn): (pc, nc, tt, ct, {}) for f, line, fn, pc, nc, tt, ct in rows}
+
+
+def test_action_stats_and_actions_table_by_hand():
+    from nbprof.analysis.actions import action_stats, actions_table
+
+    by_action = {
+        "": _raw(("/w/loop.py", 1, "main", 1, 1, 0.5, 4.0)),  # the code outside every action
+        "training_step": _raw(("/w/model.py", 10, "forward", 6, 6, 1.5, 2.0),
+                              ("/w/model.py", 20, "loss", 6, 6, 0.5, 0.5)),
+        "optimizer_step": _raw(("/w/opt.py", 5, "step", 3, 3, 1.0, 1.0),
+                               ("/w/opt.py", 9, "zero", 3, 3, 1.0, 1.0)),
+    }
+    stats = action_stats(by_action)
+    assert list(stats.columns) == ["action", "function", "filename", "lineno", "ncalls", "primitive_calls",
+                                   "tottime_s", "cumtime_s", "tottime_per_call_s", "cumtime_per_call_s"]
+    assert stats["action"].tolist() == ["(outside every action)", "training_step", "training_step",
+                                        "optimizer_step", "optimizer_step"]
+    assert stats["function"].tolist() == ["main", "forward", "loss", "step", "zero"]
+    # counts: training_step ran 6 times, optimizer_step 3; "validation" began but recorded nothing
+    table = actions_table(stats, {"training_step": 6, "validation": 2, "optimizer_step": 3})
+    assert_table(table, {
+        "action": ["(outside every action)", "training_step", "validation", "optimizer_step"],
+        "count": [1, 6, 2, 3],
+        "calls": [1, 12, 0, 6],
+        "functions": [1, 2, 0, 2],
+        "tottime_s": [0.5, 2.0, 0.0, 2.0],
+        "share_of_total": [0.5 / 4.5, 2.0 / 4.5, 0.0, 2.0 / 4.5],
+        # the most own time under each; of two equal (step, zero: 1.0 s) the first
+        "top_function": ["/w/loop.py:1(main)", "/w/model.py:10(forward)", "", "/w/opt.py:5(step)"],
+    }, ints=("count", "calls", "functions"), objects=("action", "top_function"))
+
+
+def test_actions_of_no_profile_are_empty_with_the_columns():
+    from nbprof.analysis.actions import action_stats, actions_table
+
+    stats = action_stats({})
+    assert list(stats.columns) == ["action", "function", "filename", "lineno", "ncalls", "primitive_calls",
+                                   "tottime_s", "cumtime_s", "tottime_per_call_s", "cumtime_per_call_s"]
+    assert len(stats) == 0
+    assert {c: str(stats[c].dtype) for c in stats.columns} == {
+        "action": "object", "function": "object", "filename": "object", "lineno": "float64", "ncalls": "float64",
+        "primitive_calls": "float64", "tottime_s": "float64", "cumtime_s": "float64",
+        "tottime_per_call_s": "float64", "cumtime_per_call_s": "float64"}
+    # an action that began but whose profile holds nothing: no time, no share (0 / 0), no top function
+    table = actions_table(stats, {"fit": 1})
+    assert table["action"].tolist() == ["(outside every action)", "fit"]
+    assert table["count"].tolist() == [1, 1] and table["calls"].tolist() == [0, 0]
+    assert table["tottime_s"].tolist() == [0.0, 0.0]
+    assert np.isnan(table["share_of_total"]).all() and table["share_of_total"].dtype == np.float64
+    assert table["top_function"].tolist() == ["", ""]
+
+
+def test_an_action_with_no_own_time_has_no_top_function():
+    from nbprof.analysis.actions import action_stats, actions_table
+
+    stats = action_stats({"": _raw(("/w/a.py", 1, "a", 1, 1, 1.0, 1.0)),
+                          "hook": _raw(("/w/b.py", 2, "b", 1, 1, 0.0, 0.0))})
+    table = actions_table(stats, {"hook": 1})
+    assert table["top_function"].tolist() == ["/w/a.py:1(a)", ""]
+    assert table["share_of_total"].tolist() == [1.0, 0.0]
+    assert table["functions"].tolist() == [1, 1]
+
+
+# ---------------------------------------------------------------------------------- summary
+
+
+def test_summary_of_the_loop(loop_profile):
+    s = loop_profile.summary
+    ev = loop_profile.events
+    assert s.events == len(ev)
+    assert s.span_us == pytest.approx(1994.0)
+    assert s.self_device_us == pytest.approx(804.0)
+    # self CPU: every op and runtime call's own time, counted from the trace's durations
+    assert s.has_device is True and s.has_memory is False
+    assert s.sort == "self_device_us"
+    assert (s.top_name, s.top_value, s.top_share) == ("aten::mm", pytest.approx(600.0), pytest.approx(600 / 804))
+    assert s.peak_allocated_bytes == {} and s.peak_reserved_bytes == {}
+
+
+def test_summary_peaks_per_device(tmp_path):
+    t = Trace()
+    t.op("aten::empty", 0, 10)
+    t.memory(1, 1000, total_allocated=1000, total_reserved=2048)
+    t.memory(2, 3000, total_allocated=4000, total_reserved=8192)
+    t.memory(3, -3000, total_allocated=1000, total_reserved=8192)
+    t.memory(4, 500, total_allocated=500, total_reserved=4096, device=1, addr=2)
+    s = t.load(tmp_path).summary
+    assert s.has_memory is True and s.has_device is False and s.sort == "self_cpu_us"
+    assert s.peak_allocated_bytes == {"cuda:0": 4000, "cuda:1": 500}
+    assert s.peak_reserved_bytes == {"cuda:0": 8192, "cuda:1": 4096}
+    assert all(type(v) is int for v in [*s.peak_allocated_bytes.values(), *s.peak_reserved_bytes.values()])
+
+
+def test_top_row_by_hand():
+    from nbprof.analysis.summary import default_sort, top_row
+
+    assert default_sort(True) == "self_device_us" and default_sort(False) == "self_cpu_us"
+    avg = pd.DataFrame({"name": ["a", "b", "c"], "self_cpu_us": [10.0, 30.0, 20.0], "cpu_total_us": [50.0, 30.0, 20.0],
+                        "self_device_us": [0.0, 5.0, 15.0], "device_total_us": [40.0, 5.0, 15.0],
+                        "count": [1, 6, 3], "self_mem_bytes": [-100.0, 300.0, 100.0], "avg_us": [9.0, 1.0, 2.0]})
+    # shares of the totals given (self CPU 200, device 50), not of the column's sum
+    assert top_row(avg, "self_cpu_us", 200.0, 50.0) == ("b", 30.0, 0.15)
+    assert top_row(avg, "cpu_total_us", 200.0, 50.0) == ("a", 50.0, 0.25)
+    assert top_row(avg, "self_device_us", 200.0, 50.0) == ("c", 15.0, 0.3)
+    assert top_row(avg, "device_total_us", 200.0, 50.0) == ("a", 40.0, 0.8)
+    # counts and other self columns: of their own sum (negatives left out)
+    assert top_row(avg, "count", 200.0, 50.0) == ("b", 6.0, 0.6)
+    assert top_row(avg, "self_mem_bytes", 200.0, 50.0) == ("b", 300.0, 0.75)
+    # anything else has no share
+    assert top_row(avg, "avg_us", 200.0, 50.0) == ("a", 9.0, 0.0)
+    assert top_row(avg, "self_cpu_us", 0.0, 0.0) == ("b", 30.0, 0.0)
+    assert top_row(avg, "name", 200.0, 50.0) == (None, 0.0, 0.0)
+    assert top_row(avg, "flops", 200.0, 50.0) == (None, 0.0, 0.0)
+    assert top_row(avg.iloc[:0], "self_cpu_us", 200.0, 50.0) == (None, 0.0, 0.0)
+    name, value, share = top_row(avg, "count", 200.0, 50.0)
+    assert type(name) is str and type(value) is float and type(share) is float
