@@ -578,3 +578,114 @@ def test_top_row_by_hand():
     assert top_row(avg.iloc[:0], "self_cpu_us", 200.0, 50.0) == (None, 0.0, 0.0)
     name, value, share = top_row(avg, "count", 200.0, 50.0)
     assert type(name) is str and type(value) is float and type(share) is float
+
+
+# ---------------------------------------------------------------------------------- compare
+
+
+def test_compare_tables_by_hand():
+    from nbprof.analysis.compare import compare_tables
+
+    before = pd.DataFrame({"name": ["a", "b", "c", "z"], "kind": ["op"] * 4, "count": [3, 2, 1, 4],
+                           "t": [30.0, 10.0, 5.0, 0.0]})
+    after = pd.DataFrame({"name": ["a", "b", "d", "z"], "kind": ["op"] * 4, "count": [1, 2, 7, 4],
+                          "t": [10.0, 10.0, 20.0, 0.0]})
+    c = compare_tables(before, after, ["name", "kind"], ["count", "t"], "t")
+    assert list(c.columns) == ["name", "kind", "status", "count_before", "count_after", "count_change", "t_before",
+                               "t_after", "t_change", "speedup"]
+    # |change| of t: a 20, d 20 (tie: by name), c 5, b 0, z 0 (by name)
+    assert c["name"].tolist() == ["a", "d", "c", "b", "z"]
+    assert c["status"].tolist() == ["both", "added", "removed", "both", "both"]
+    assert c["count_before"].tolist() == [3, 0, 1, 2, 4] and c["count_before"].dtype == np.int64
+    assert c["count_after"].tolist() == [1, 7, 0, 2, 4] and c["count_after"].dtype == np.int64
+    assert c["count_change"].tolist() == [-2, 7, -1, 0, 0] and c["count_change"].dtype == np.int64
+    assert c["t_before"].tolist() == [30.0, 0.0, 5.0, 10.0, 0.0] and c["t_before"].dtype == np.float64
+    assert c["t_after"].tolist() == [10.0, 20.0, 0.0, 10.0, 0.0]
+    assert c["t_change"].tolist() == [-20.0, 20.0, -5.0, 0.0, 0.0]
+    sp = c["speedup"].tolist()
+    assert sp[0] == 3.0 and sp[1] == 0.0 and sp[2] == np.inf and sp[3] == 1.0 and np.isnan(sp[4])
+    with pytest.raises(ValueError) as e:
+        compare_tables(before, after, ["name", "kind"], ["count"], "t")
+    assert str(e.value) == "main metric 't' is not among the metrics"
+
+
+def test_compare_tables_keep_a_column_integer_only_when_both_sides_are():
+    from nbprof.analysis.compare import compare_tables
+
+    before = pd.DataFrame({"name": ["a"], "n": [2]})
+    after = pd.DataFrame({"name": ["a"], "n": [3.5]})
+    c = compare_tables(before, after, ["name"], ["n"], "n")
+    assert c["n_after"].tolist() == [3.5] and c["n_change"].tolist() == [1.5]
+
+
+def test_compare_ranges_and_kernels_by_hand():
+    from nbprof.analysis.compare import compare_kernels, compare_ranges
+
+    def ranges(rows):
+        return pd.DataFrame([{"path": p, "label": lab, "depth": d, "count": n, "total_us": t, "mean_us": t / n,
+                              "share_of_span": t / 1000, "device_us": 0.0, "kernels": 0} for p, lab, d, n, t in rows])
+
+    b = ranges([("fwd", "fwd", 0, 1, 100.0), ("fwd/attn", "attn", 1, 2, 60.0)])
+    a = ranges([("fwd", "fwd", 0, 1, 70.0), ("bwd", "bwd", 0, 1, 40.0)])
+    c = compare_ranges(b, a)
+    # |total_us change|: attn 60 (removed), bwd 40 (added), fwd 30
+    assert c[["path", "label", "status"]].values.tolist() == [["fwd/attn", "attn", "removed"], ["bwd", "bwd", "added"],
+                                                             ["fwd", "fwd", "both"]]
+    assert c["depth"].tolist() == [1, 0, 0] and c["depth"].dtype == np.int64
+    assert c["total_us_change"].tolist() == [-60.0, 40.0, -30.0]
+    assert c["count_change"].tolist() == [-2, 1, 0] and c["count_change"].dtype == np.int64
+
+    def kernels(rows):
+        return pd.DataFrame([{"name": n, "kind": "kernel", "count": k, "device_total_us": t, "device_avg_us": t / k,
+                              "share": 0.5, "bytes": 0} for n, k, t in rows])
+
+    c = compare_kernels(kernels([("gemm", 2, 80.0), ("relu", 1, 5.0)]), kernels([("gemm", 2, 40.0), ("relu", 1, 9.0)]))
+    assert c["name"].tolist() == ["gemm", "relu"]
+    assert c["speedup"].tolist() == [2.0, 5 / 9]
+    assert [col for col in c.columns if col.endswith("_change")] == [
+        "count_change", "device_total_us_change", "device_avg_us_change", "share_change", "bytes_change"]
+
+
+def _stats(rows):
+    """A cProfile stats table (the columns compare reads) from (function, filename, lineno, ncalls, tottime)."""
+    return pd.DataFrame([{"function": fn, "filename": f, "lineno": line, "ncalls": n, "primitive_calls": n,
+                          "tottime_s": t, "cumtime_s": t} for fn, f, line, n, t in rows])
+
+
+def test_python_match_keys_by_hand():
+    from nbprof.analysis.compare import python_match_keys
+
+    stats = _stats([
+        ("f", "/w/lib.py", 10, 1, 1.0),
+        ("f", "<ipython-input-3-abc>", 4, 1, 1.0),  # In [3]
+        ("f", "<ipython-input-2-abc>", 9, 1, 1.0),  # In [2]: the first f among the cells
+        ("g", "/tmp/ipykernel_77/123.py", 1, 1, 1.0),  # a cell named by code_names
+        ("h", "/w/named.py", 5, 1, 1.0),
+    ])
+    k = python_match_keys(stats, {"/w/named.py": "In [7]"})
+    assert k["file_key"].tolist() == ["/w/lib.py", "<cell>", "<cell>", "<cell>", "<cell>"]
+    # cell functions of one name numbered by cell (2 before 3), then line
+    assert k["line_key"].tolist() == [10, 1, 0, 0, 0] and k["line_key"].dtype == np.int64
+    assert k["function"].tolist() == ["f", "f", "f", "g", "h"]
+    assert list(k.columns) == ["file_key", "line_key", "function"]
+    empty = python_match_keys(pd.DataFrame({"function": pd.Series(dtype=object), "filename": pd.Series(dtype=object),
+                                            "lineno": pd.Series(dtype=np.int64)}))
+    assert len(empty) == 0 and list(empty.columns) == ["file_key", "line_key", "function"]
+
+
+def test_compare_python_by_hand():
+    from nbprof.analysis.compare import compare_python
+
+    before = _stats([("work", "<ipython-input-1-aa>", 1, 20, 2.0), ("load", "/w/io.py", 3, 1, 0.5),
+                     ("gone", "/w/io.py", 9, 4, 0.25)])
+    after = _stats([("work", "<ipython-input-5-bb>", 2, 5, 0.5), ("load", "/w/io.py", 3, 1, 0.5)])
+    c = compare_python(before, after)
+    assert list(c.columns)[:4] == ["function", "filename", "lineno", "status"]
+    # |tottime change|: work 1.5, gone 0.25, load 0
+    assert c["function"].tolist() == ["work", "gone", "load"]
+    # the cell's file and line: after's where the row is in both
+    assert c["filename"].tolist() == ["<ipython-input-5-bb>", "/w/io.py", "/w/io.py"]
+    assert c["lineno"].tolist() == [2, 9, 3] and c["lineno"].dtype == np.int64
+    assert c["status"].tolist() == ["both", "removed", "both"]
+    assert c["ncalls_change"].tolist() == [-15, -4, 0]
+    assert c["speedup"].tolist()[0] == 4.0 and np.isinf(c["speedup"][1]) and c["speedup"][2] == 1.0
