@@ -689,3 +689,95 @@ def test_compare_python_by_hand():
     assert c["status"].tolist() == ["both", "removed", "both"]
     assert c["ncalls_change"].tolist() == [-15, -4, 0]
     assert c["speedup"].tolist()[0] == 4.0 and np.isinf(c["speedup"][1]) and c["speedup"][2] == 1.0
+
+
+# ------------------------------------------------------ data loading, memory, launch delays
+
+
+@pytest.mark.parametrize("loader,advice", [
+    ("_SingleProcessDataLoaderIter", "Batches are loaded in the training process: use DataLoader(num_workers=N, "
+                                     "pin_memory=True, persistent_workers=True) so loading overlaps with compute."),
+    ("_MultiProcessingDataLoaderIter", "The workers do not keep up: raise num_workers or prefetch_factor, use "
+                                       "persistent_workers=True, and make __getitem__ cheaper (decode or tokenize "
+                                       "once, cache)."),
+])
+def test_dataloader_row_word_for_word(tmp_path, loader, advice):
+    t = Trace()
+    # two batches of 300 and 200 µs in a 2000 µs span: 25 %
+    t.annotation(f"enumerate(DataLoader)#{loader}.__next__", 0, 300)
+    t.op("aten::add", 400, 100)
+    t.annotation(f"enumerate(DataLoader)#{loader}.__next__", 1000, 200)
+    t.op("aten::relu", 1999, 1)
+    sev, msg, ev = finding(t.load(tmp_path), "dataloader")
+    assert sev == "medium"
+    assert msg == "Waiting for data takes 25% of the span (500.0 µs over 2 batches, 250.0 µs each). " + advice
+    assert_close_dict(ev, {"batches": 2, "total_us": 500.0, "mean_us": 250.0, "share_of_span": 0.25,
+                           "loaders": [loader], "multiprocess": loader.startswith("_Multi")})
+
+
+def test_dataloader_frames_without_batches(tmp_path):
+    t = Trace()
+    # DataLoader code (a --stack frame's name) but no __next__ range: 600 of 1000 µs, no batch counted
+    t.annotation("torch/utils/data/dataloader.py(630): __next__", 0, 600)
+    t.op("aten::relu", 999, 1)
+    sev, msg, ev = finding(t.load(tmp_path), "dataloader")
+    assert sev == "high"
+    assert msg == ("Waiting for data takes 60% of the span (600.0 µs). Batches are loaded in the training process: "
+                   "use DataLoader(num_workers=N, pin_memory=True, persistent_workers=True) so loading overlaps "
+                   "with compute.")
+    mean = ev.pop("mean_us")
+    assert np.isnan(mean)
+    assert_close_dict(ev, {"batches": 0, "total_us": 600.0, "share_of_span": 0.6, "loaders": [],
+                           "multiprocess": False})
+
+
+def test_memory_peak_row_word_for_word(tmp_path):
+    t = Trace()
+    t.op("aten::conv2d", 400, 200)
+    t.op("aten::empty", 410, 10)
+    # 1 KiB held before the profile; conv2d's empty allocates 4 KiB (peak 5 KiB) and frees it at 700
+    t.memory(415, 4096, total_allocated=5120, total_reserved=8 << 20)
+    t.memory(700, -4096, total_allocated=1024, total_reserved=8 << 20)
+    t.op("aten::relu", 999, 1)
+    sev, msg, ev = finding(t.load(tmp_path), "memory_peak")
+    # times from the trace's first event (400): the peak at 15 µs; 8 MiB of 80 GiB reserved: low
+    assert sev == "low"
+    assert msg == ("Peak memory on cuda:0: 5.00 KiB allocated (8.00 MiB reserved by the caching allocator) at "
+                   "15.0 µs, 1.00 KiB of it allocated before the profile started. Held at the peak, by the operator "
+                   "that allocated it: aten::conv2d (4.00 KiB).")
+    assert_close_dict(ev, {"device": "cuda:0", "peak_allocated_bytes": 5120, "peak_reserved_bytes": 8 << 20,
+                           "at_us": 15.0, "allocated_before_profile_bytes": 1024,
+                           "device_memory_bytes": 80 * 2**30, "top_ops": [{"op": "aten::conv2d", "bytes": 4096}]})
+
+
+def test_memory_peak_near_the_devices_capacity(tmp_path):
+    t = Trace()
+    t.device_properties = [{"id": 0, "name": "Fake GPU", "totalGlobalMem": 100 << 20}]
+    t.op("aten::empty", 0, 10)
+    t.memory(5, 50 << 20, total_allocated=50 << 20, total_reserved=96 << 20)
+    sev, msg, ev = finding(t.load(tmp_path), "memory_peak")
+    assert sev == "high"  # 96 % reserved
+    assert msg == ("Peak memory on cuda:0: 50.00 MiB allocated (96.00 MiB reserved by the caching allocator, 96% of "
+                   "the device) at 5.0 µs. Held at the peak, by the operator that allocated it: aten::empty "
+                   "(50.00 MiB). To lower it: smaller batches, activation checkpointing, bfloat16 autocast, inference "
+                   "under torch.no_grad(); if reserved is far above allocated, "
+                   "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True against fragmentation.")
+    assert ev["device_memory_bytes"] == 100 << 20 and ev["allocated_before_profile_bytes"] == 0
+
+
+def test_launch_delay_row_word_for_word(tmp_path):
+    t = Trace()
+    # a kernel launched at 1-6 starts at 500 on an idle GPU: it waited 494 µs (the GPU idle all along);
+    # another starts 5 µs after its call returned: no stall. Span 0 -> 1000.
+    ext = t.op("aten::mm", 0, 20)
+    t.launch("waiting_kernel", ext, 1, 5, 500, 100)
+    ext = t.op("aten::add", 700, 20)
+    t.launch("add_kernel", ext, 700, 5, 710, 10)
+    t.op("aten::relu", 999, 1)
+    sev, msg, ev = finding(t.load(tmp_path), "launch_delay")
+    assert sev == "high"  # 49.4 %
+    assert msg == ("1 launch waited 100.0 µs or more after their launch call returned, with their stream free, and "
+                   "the GPU ran nothing for 494.0 µs of those waits (49% of the span); most before waiting_kernel. "
+                   "They waited for something other than the CPU and the GPU: an event (cudaStreamWaitEvent), a "
+                   "synchronization, another rank.")
+    assert_close_dict(ev, {"launches": 1, "idle_us": 494.0, "share": 0.494, "kernels": ["waiting_kernel"]})
