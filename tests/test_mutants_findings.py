@@ -781,3 +781,165 @@ def test_launch_delay_row_word_for_word(tmp_path):
                    "They waited for something other than the CPU and the GPU: an event (cudaStreamWaitEvent), a "
                    "synchronization, another rank.")
     assert_close_dict(ev, {"launches": 1, "idle_us": 494.0, "share": 0.494, "kernels": ["waiting_kernel"]})
+
+
+# ------------------------------------------------------------- kernels: launches, grids, cores
+
+
+def test_launch_bound_row_of_two_stretches_word_for_word(tmp_path):
+    t = Trace()
+    t.op("aten::empty", 0, 1)
+    t.op("aten::empty", 1999, 1)  # span 0 -> 2000
+    # 20 kernels of 5 µs every 25 µs from 100 (a stretch 19 * 25 + 5 = 480 µs wide), a 50 µs kernel
+    # at 600, then 21 from 700 (505 µs wide); each launched by a 5 µs call
+    for i in range(20):
+        ext = t.op("aten::add", 50 + i * 25, 7)
+        t.launch("elementwise_kernel", ext, 51 + i * 25, 5, 100 + i * 25, 5)
+    ext = t.op("aten::mm", 560, 10)
+    t.launch("gemm", ext, 561, 5, 600, 50)
+    for j in range(21):
+        ext = t.op("aten::add", 640 + j * 25, 7)
+        t.launch("elementwise_kernel", ext, 641 + j * 25, 5, 700 + j * 25, 5)
+    sev, msg, ev = finding(t.load(tmp_path), "launch_bound")
+    assert sev == "high"  # (480 + 505) / 2000 = 49.25 %
+    assert msg == ("41 kernels in 2 stretches of tiny kernels (median 5.0 µs) cost more CPU time to launch (205.0 µs) "
+                   "than they ran on the GPU (205.0 µs); those stretches span 49% of the profile. Fuse them "
+                   "(torch.compile), replay them as a CUDA graph (torch.compile(mode='reduce-overhead'), "
+                   "torch.cuda.graphs) or give each kernel more work (bigger batches).")
+    assert_close_dict(ev, {"stretches": 2, "kernels": 41, "kernel_us": 205.0, "launch_us": 205.0, "wall_us": 985.0,
+                           "share_of_span": 985 / 2000, "median_kernel_us": 5.0, "tiny_kernel_us": 10.0,
+                           "longest": {"start_us": 700.0, "kernels": 21, "wall_us": 505.0}})
+
+
+def test_launch_bound_row_of_one_stretch(tmp_path):
+    t = Trace()
+    t.op("aten::empty", 0, 1)
+    t.op("aten::empty", 999, 1)
+    for i in range(20):
+        ext = t.op("aten::add", 50 + i * 25, 9)
+        t.launch("elementwise_kernel", ext, 51 + i * 25, 6, 100 + i * 25, 4)
+    sev, msg, ev = finding(t.load(tmp_path), "launch_bound")
+    assert sev == "high"  # 479 / 1000
+    assert msg.startswith("20 kernels in 1 stretch of tiny kernels (median 4.0 µs) cost more CPU time to launch "
+                          "(120.0 µs) than they ran on the GPU (80.0 µs); that stretch spans 48% of the profile. ")
+    assert ev["longest"] == {"start_us": 100.0, "kernels": 20, "wall_us": 479.0}
+
+
+def test_small_grid_row_word_for_word(tmp_path):
+    t = Trace()
+    t.device_properties = [{"id": 0, "name": "Fake GPU", "totalGlobalMem": 80 * 2**30, "numSms": 132}]
+    t.op("aten::empty", 0, 1)
+    t.op("aten::empty", 1999, 1)  # span 0 -> 2000
+    # small_kernel 300 µs at 0.5 blocks per SM (aten::sum), tiny_kernel 100 µs at 0.25 (aten::add),
+    # big_kernel 600 µs at 4 (aten::mm), back to back from 40: busy 1000 of 2000 µs
+    for op, kernel, at, us, bps in (("aten::sum", "small_kernel", 2, 300, 0.5), ("aten::add", "tiny_kernel", 20, 100, 0.25),
+                                    ("aten::mm", "big_kernel", 30, 600, 4.0)):
+        ext = t.op(op, at, 5)
+        gpu = {"small_kernel": 40, "tiny_kernel": 340, "big_kernel": 440}[kernel]
+        t.launch(kernel, ext, at + 1, 1, gpu, us, blocks_per_sm=bps)
+    sev, msg, ev = finding(t.load(tmp_path), "small_grid")
+    # 400 of 1000 µs of kernels under one block per SM; SM efficiency (300 * 0.5 + 100 * 0.25 + 600) / 2000
+    assert sev == "medium"
+    assert msg == ("40% of cuda:0's kernel time (400.0 µs) is in kernels launched with fewer blocks than the GPU has "
+                   "SMs (132 on this GPU), so part of the GPU idles while they run: e.g. small_kernel (0.50 blocks per "
+                   "SM, 300.0 µs, launched by aten::sum). Give each kernel more work (bigger batches or tensors), run "
+                   "independent work side by side (CUDA streams) or fuse small ops (torch.compile). Est. SM "
+                   "efficiency over the profile: 39%.")
+    assert_close_dict(ev, {"device": "cuda:0", "share_of_kernel_time": 0.4, "small_grid_us": 400.0,
+                           "kernel_us": 1000.0, "busy_fraction": 0.5, "sm_efficiency": 775 / 2000, "sms": 132,
+                           "top_kernels": [
+                               {"kernel": "small_kernel", "kernel_us": 300.0, "blocks_per_sm": 0.5,
+                                "launched_by": "aten::sum"},
+                               {"kernel": "tiny_kernel", "kernel_us": 100.0, "blocks_per_sm": 0.25,
+                                "launched_by": "aten::add"}]})
+
+
+TF32_ADVICE = ("TF32 keeps float32 tensors and runs their matmuls on the Tensor Cores "
+               "(torch.backends.cuda.matmul.allow_tf32 = True, or torch.set_float32_matmul_precision('high'); "
+               "convolutions: torch.backends.cudnn.allow_tf32, on by default); mixed precision "
+               "(with torch.autocast('cuda', dtype=torch.bfloat16)) also halves the bytes moved.")
+FP16_ADVICE = ("ixed precision (with torch.autocast('cuda', dtype=torch.float16), and torch.amp.GradScaler when "
+               "training) runs them on the Tensor Cores.")
+TC_HEAD = ("cuda:0 (compute capability {cc}) has Tensor Cores, but 100% of its matmul and convolution kernel time "
+           "(500.0 µs, 50% of all kernel time, mostly aten::mm) runs without them")
+
+
+@pytest.mark.parametrize("cc,dtypes,tail", [
+    ((8, 0), ["float", "float"], ", on float32 inputs. " + TF32_ADVICE),
+    ((7, 0), ["float", "float"], ", on float32 inputs. M" + FP16_ADVICE),
+    ((7, 0), None, ". The input dtypes were not recorded (profile with --shapes to see them); if they are float32: m"
+                   + FP16_ADVICE),
+])
+def test_tensor_cores_row_word_for_word(tmp_path, cc, dtypes, tail):
+    t = Trace()
+    t.device_properties = [{"id": 0, "name": "Fake GPU", "totalGlobalMem": 80 * 2**30, "computeMajor": cc[0],
+                            "computeMinor": cc[1], "numSms": 132}]
+    # aten::mm: 500 µs of an SGEMM (no Tensor Cores); aten::relu 500 µs of elementwise work
+    ext = t.op("aten::mm", 10, 10)
+    if dtypes is not None:
+        t.events[-1]["args"]["Input type"] = dtypes
+    t.launch("ampere_sgemm_128x64_nn", ext, 11, 5, 100, 500)
+    ext = t.op("aten::relu", 30, 10)
+    t.launch("elementwise_kernel", ext, 31, 5, 600, 500)
+    sev, msg, ev = finding(t.load(tmp_path), "tensor_cores")
+    assert sev == "medium"  # 50 % of the kernel time off the Tensor Cores
+    assert msg == TC_HEAD.format(cc=f"{cc[0]}.{cc[1]}") + tail
+    assert_close_dict(ev, {"device": "cuda:0", "compute_capability": cc[0] + cc[1] / 10, "kernel_us": 1000.0,
+                           "eligible_us": 500.0, "tensor_core_us": 0.0, "share_of_kernel_time": 0.5,
+                           "input_dtypes": ["float"] if dtypes else None, "ops": {"aten::mm": 500.0}})
+
+
+# ------------------------------------------------------------------------------- cProfile's
+
+
+def _python_profile(rows: dict[str, tuple[int, float, float]], total_s: float):
+    """A PythonProfile: ``{function: (ncalls, tottime_s, cumtime_s)}`` in main.py (line 10, 20, ...)
+    called by <module> (line 1), whose own time makes the total ``total_s``."""
+    from nbprof.model import PythonProfile
+
+    main = ("main.py", 1, "<module>")
+    raw = {main: (1, 1, total_s - sum(tt for _, tt, _ in rows.values()), total_s, {})}
+    for i, (fn, (nc, tt, ct)) in enumerate(rows.items()):
+        raw[("main.py", 10 * (i + 1), fn)] = (nc, nc, tt, ct, {main: (nc, nc, tt, ct)})
+    return PythonProfile(raw)
+
+
+def test_python_findings_word_for_word():
+    p = _python_profile({"work": (3, 0.6, 0.6), "tiny": (20_000, 0.2, 0.2)}, total_s=1.0)
+    f = p.findings
+    assert f["kind"].tolist() == ["top_function", "hot_function"]
+    sev, msg, ev = finding(p, "top_function")
+    assert sev == "medium"
+    assert msg == ("main.py:10(work) spends the most time in its own code: 600.00 ms, 60% of 1.000 s, over 3 calls. "
+                   "Sort by cumtime (-s cumtime) to see which caller is behind it; .callers(name) lists them.")
+    assert_close_dict(ev, {"function": "work", "filename": "main.py", "lineno": 10, "tottime_s": 0.6, "share": 0.6,
+                           "ncalls": 3})
+    sev, msg, ev = finding(p, "hot_function")
+    assert sev == "medium"
+    assert msg == ("main.py:20(tiny) was called 20,000 times, 10.0 µs per call, 20% of the time with what it calls: "
+                   "the cost is in the number of calls. Work on whole arrays (numpy, pandas, torch), hoist work out "
+                   "of the loop, cache results (functools.lru_cache) or batch the calls.")
+    assert_close_dict(ev, {"function": "tiny", "filename": "main.py", "lineno": 20, "ncalls": 20_000, "cumtime_s": 0.2,
+                           "tottime_s": 0.2, "per_call_s": 1e-5, "share": 0.2})
+
+
+def test_a_python_profile_of_one_call_is_low():
+    p = _python_profile({"once": (1, 0.1, 0.1)}, total_s=1.0)
+    sev, msg, ev = finding(p, "top_function")
+    # <module>'s own 0.9 s is the most
+    assert sev == "medium" and msg.startswith("main.py:1(<module>) spends the most time in its own code: "
+                                              "900.00 ms, 90% of 1.000 s, over 1 call. ")
+    p = _python_profile({"a": (2, 0.3, 0.3), "b": (1, 0.3, 0.3)}, total_s=1.0)
+    sev, msg, ev = finding(p, "top_function")
+    assert sev == "low" and ev["function"] == "<module>" and ev["share"] == pytest.approx(0.4)
+
+
+def test_findings_of_empty_profiles_have_the_columns(tmp_path):
+    from nbprof.model import PythonProfile
+
+    for f in (PythonProfile({}).findings,):
+        assert list(f.columns) == ["kind", "severity", "message", "evidence"] and len(f) == 0
+        assert all(f[c].dtype == object for c in f.columns)
+    # a profile whose functions took no time at all
+    f = PythonProfile({("main.py", 1, "<module>"): (1, 1, 0.0, 0.0, {})}).findings
+    assert len(f) == 0 and list(f.columns) == ["kind", "severity", "message", "evidence"]
