@@ -943,3 +943,65 @@ def test_findings_of_empty_profiles_have_the_columns(tmp_path):
     # a profile whose functions took no time at all
     f = PythonProfile({("main.py", 1, "<module>"): (1, 1, 0.0, 0.0, {})}).findings
     assert len(f) == 0 and list(f.columns) == ["kind", "severity", "message", "evidence"]
+
+
+# ------------------------------------------------- HTA's breakdown and idle split, one device
+#
+# One GPU (trace µs, the profile starts at 0):
+#   compute K1 10-110 (stream 7, launched at 1), an NCCL all-reduce 60-210 (stream 20, launched at
+#   20: 50 µs of it beside K1), a 10 µs HtoD copy 260-270 (stream 7, launched at 240, after the
+#   device went idle at 210: host wait), compute K2 271-310 (launched at 50: 1 µs of kernel wait)
+#   and K3 410-510 (launched at 150: a 100 µs gap with work queued: other).
+# Window 10 -> 510 = 500 µs; busy 10-210, 260-270, 271-310, 410-510 = 349; idle 151 = 50 + 1 + 100.
+# Compute 100 + 39 + 100 = 239; communication 150, 50 of it beside compute (33.3 %); copies 10, all
+# exposed (busy 349 - 339 of compute or communication).
+
+
+def _breakdown_trace() -> Trace:
+    t = Trace()
+    for op, kernel, cpu, gpu, us, stream, cat in (
+            ("aten::mm", "K1", 0, 10, 100, 7, "kernel"),
+            ("c10d::allreduce_", "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 19, 60, 150, 20, "kernel"),
+            ("aten::add", "K2", 49, 271, 39, 7, "kernel"),
+            ("aten::relu", "K3", 149, 410, 100, 7, "kernel"),
+            ("aten::copy_", "Memcpy HtoD (Pinned -> Device)", 239, 260, 10, 7, "gpu_memcpy")):
+        ext = t.op(op, cpu, 6)
+        t.launch(kernel, ext, cpu + 1, 2, gpu, us, stream=stream, cat=cat,
+                 runtime="cudaMemcpyAsync" if cat == "gpu_memcpy" else "cudaLaunchKernel", nbytes=1 << 20)
+    return t
+
+
+def test_rank_table_breakdown_and_idle_split_by_hand(tmp_path):
+    p = _breakdown_trace().load(tmp_path)
+    table = p.ranks().table
+    want = {
+        "rank": [None], "span_us": [510.0], "self_cpu_us": [30.0], "ops": [5], "device_us": [399.0], "kernels": [5],
+        "device_busy_us": [349.0], "device_busy_fraction": [349 / 510], "comm_us": [150.0], "compute_us": [249.0],
+        "breakdown_window_us": [500.0], "breakdown_compute_us": [239.0], "breakdown_comm_us": [150.0],
+        "breakdown_memcpy_us": [10.0], "breakdown_idle_us": [151.0], "breakdown_exposed_comm_us": [100.0],
+        "breakdown_exposed_memcpy_us": [10.0], "overlap_pct": [100 * 50 / 150],
+        "idle_host_wait_us": [50.0], "idle_kernel_wait_us": [1.0], "idle_other_us": [100.0],
+        # HTA per stream (7: gaps 150 after K1 before the copy launched at 240, 1, 100; 20: none)
+        "hta_idle_host_wait_us": [150.0], "hta_idle_kernel_wait_us": [1.0], "hta_idle_other_us": [100.0],
+        "hta_breakdown_idle_us": [151.0], "hta_breakdown_compute_us": [239.0],
+        "hta_breakdown_non_compute_us": [500 - 239 - 151.0], "hta_overlap_pct": [100 * 50 / 150],
+    }
+    assert_table(table, want, ints=("ops", "kernels"))
+    h = p.ranks().hta_idle
+    assert h["stream"].tolist() == [7, 7, 7, 20, 20, 20]
+    assert h["idle_category"].tolist() == ["host_wait", "kernel_wait", "other"] * 2
+    assert h["idle_time_us"].tolist() == [150.0, 1.0, 100.0, 0.0, 0.0, 0.0]
+    assert h["idle_time_ratio"].tolist()[:3] == pytest.approx([150 / 251, 1 / 251, 100 / 251])
+    assert np.isnan(h["idle_time_ratio"].to_numpy()[3:]).all()
+
+
+def test_comm_exposed_of_one_rank_word_for_word(tmp_path):
+    sev, msg, ev = finding(_breakdown_trace().load(tmp_path), "comm_exposed")
+    # 100 of 500 µs exposed: exactly 20 %
+    assert sev == "medium"
+    assert msg == ("Communication ran with no compute beside it for 100.0 µs, 20% of the GPU's time (only 33% of its "
+                   "150.0 µs of communication overlapped compute). Overlap it: DDP's gradient buckets "
+                   "(bucket_cap_mb) start all-reduces during the backward pass; FSDP prefetches (forward_prefetch, "
+                   "backward_prefetch); larger batches add compute to hide it behind.")
+    assert_close_dict(ev, {"rank": None, "exposed_comm_us": 100.0, "comm_us": 150.0, "overlap_pct": 100 / 3,
+                           "share": 0.2, "ranks_over": 1})
