@@ -1005,3 +1005,131 @@ def test_comm_exposed_of_one_rank_word_for_word(tmp_path):
                    "backward_prefetch); larger batches add compute to hide it behind.")
     assert_close_dict(ev, {"rank": None, "exposed_comm_us": 100.0, "comm_us": 150.0, "overlap_pct": 100 / 3,
                            "share": 0.2, "ranks_over": 1})
+
+
+# ------------------------------------------------------------------------------ collectives
+
+
+def _nccl_trace() -> Trace:
+    """One rank's NCCL kernels in two process groups (args as torch's record_param_comms writes
+    them on kernels), and a gemm."""
+    t = Trace()
+    rows = (  # kernel, start, dur, args
+        ("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 100, 100,
+         {"Collective name": "allreduce", "In msg nelems": 1000, "dtype": "Float", "Process Group Name": "0",
+          "Process Group Ranks": "[0, 1]"}),
+        ("ncclDevKernel_Broadcast_RING_LL", 200, 30,
+         {"In msg nelems": 10, "dtype": "Unknown", "Process Group Name": "1", "Process Group Ranks": "[0]"}),
+        ("ncclDevKernel_AllReduce_Sum_bf16_RING_LL", 300, 50,
+         {"Collective name": "allreduce", "In msg nelems": 500, "dtype": "BFloat16", "Process Group Name": "0",
+          "Process Group Ranks": "[0, 1]"}),
+        ("ncclDevKernel_SendRecv", 400, 20,
+         {"Collective name": "send", "Process Group Name": "1", "Process Group Ranks": "[0]"}),
+    )
+    ext = t.op("aten::mm", 0, 10)
+    t.launch("gemm", ext, 1, 2, 10, 80)
+    for i, (kernel, start, dur, args) in enumerate(rows):
+        ext = t.op("c10d::allreduce_", 20 + 10 * i, 5)
+        t.launch(kernel, ext, 21 + 10 * i, 2, start, dur, stream=20)
+        t.events[-1]["args"].update(args)
+    return t
+
+
+def test_collective_table_and_calls_of_nccl_kernels(tmp_path):
+    from nbprof.analysis.collectives import collective_calls, collective_table, match_calls
+
+    ev = _nccl_trace().load(tmp_path).events
+    table = collective_table(ev)
+    # all_reduce in group 0: 100 + 50 µs, 1000 floats (4 B) + 500 bfloat16s (2 B); the broadcast's dtype
+    # is unknown and the send says no size: -1
+    assert_table(table, {
+        "rank": [None, None, None], "name": ["all_reduce", "broadcast", "send"], "process_group": ["0", "1", "1"],
+        "process_group_ranks": ["[0, 1]", "[0]", "[0]"], "count": [2, 1, 1], "total_us": [150.0, 30.0, 20.0],
+        "mean_us": [75.0, 30.0, 20.0], "max_us": [100.0, 30.0, 20.0], "bytes": [5000, -1, -1],
+    }, ints=("count", "bytes"))
+    calls = collective_calls(ev)
+    # the gemm is event 2; the NCCL kernels 5, 8, 11, 14 (each after its op and launch call): by start
+    assert_table(calls, {
+        "rank": [None] * 4, "process_group": ["0", "1", "0", "1"], "seq": [0, 0, 1, 1],
+        "name": ["all_reduce", "broadcast", "all_reduce", "send"], "start_us": [100.0, 200.0, 300.0, 400.0],
+        "dur_us": [100.0, 30.0, 50.0, 20.0], "event": [5, 8, 11, 14],
+    }, ints=("seq", "event"))
+    m = match_calls(calls)
+    assert m["ranks"].tolist() == [1, 1, 1, 1] and m["last"].tolist() == [False] * 4
+    assert m["wait_us"].tolist() == [0.0] * 4
+
+
+def test_match_calls_by_hand():
+    from nbprof.analysis.collectives import match_calls
+
+    calls = pd.DataFrame({
+        "rank": [0, 2, 1, 1, 0], "process_group": ["0"] * 5, "seq": [0, 0, 0, 1, 1],
+        "name": ["all_reduce", "all_reduce", "all_reduce", "broadcast", "all_reduce"],
+        "start_us": [10.0, 30.0, 30.0, 90.0, 100.0], "dur_us": [1.0] * 5, "event": [1, 2, 3, 4, 5]})
+    m = match_calls(calls)
+    assert list(m.columns) == ["rank", "process_group", "seq", "name", "start_us", "dur_us", "event", "ranks",
+                               "last", "wait_us", "names"]
+    # by the collective's first start (10, then 90), then rank
+    assert m["rank"].tolist() == [0, 1, 2, 0, 1]
+    assert m["ranks"].tolist() == [3, 3, 3, 2, 2]
+    # seq 0: ranks 2 and 1 both start last (30): the first of them in the calls, rank 2, is "last"
+    assert m["last"].tolist() == [False, False, True, True, False]
+    assert m["wait_us"].tolist() == [20.0, 0.0, 0.0, 0.0, 10.0]
+    assert m["names"].tolist() == [["all_reduce"]] * 3 + [["all_reduce", "broadcast"]] * 2
+    assert m.index.tolist() == [0, 1, 2, 3, 4]
+    empty = match_calls(calls.iloc[:0])
+    assert list(empty.columns) == list(m.columns) and len(empty) == 0
+    assert (empty["ranks"].dtype, empty["last"].dtype, empty["wait_us"].dtype, empty["names"].dtype) == (
+        np.int64, bool, np.float64, object)
+
+
+def test_collectives_on_the_cpu(tmp_path):
+    from nbprof.analysis.collectives import collective_calls, collective_table
+
+    # gloo: the backend's range (on its own thread) is the collective's time, not the c10d op
+    t = Trace()
+    t.op("c10d::allreduce_", 0, 20)
+    t.annotation("gloo:all_reduce", 5, 100, tid=2000)
+    t.op("c10d::broadcast_", 200, 10)
+    t.annotation("gloo:broadcast", 205, 40, tid=2000)
+    table = collective_table(t.load(tmp_path, "gloo.json").events)
+    assert table["name"].tolist() == ["all_reduce", "broadcast"]
+    assert table["total_us"].tolist() == [100.0, 40.0] and table["bytes"].tolist() == [-1, -1]
+    # no backend range recorded: the c10d ops themselves
+    t = Trace()
+    t.op("c10d::broadcast_", 0, 30)
+    t.op("c10d::allreduce_", 50, 10)
+    t.op("aten::add", 70, 5)
+    ev = t.load(tmp_path, "c10d.json").events
+    table = collective_table(ev)
+    assert table["name"].tolist() == ["broadcast", "all_reduce"] and table["total_us"].tolist() == [30.0, 10.0]
+    calls = collective_calls(ev)
+    assert calls["name"].tolist() == ["broadcast", "all_reduce"] and calls["seq"].tolist() == [0, 1]
+    assert calls["event"].tolist() == [0, 1]
+
+
+def test_collective_table_without_collectives_has_the_columns(tmp_path):
+    from nbprof.analysis.collectives import collective_table
+
+    t = Trace()
+    t.op("aten::add", 0, 5)
+    table = collective_table(t.load(tmp_path).events)
+    assert list(table.columns) == ["rank", "name", "process_group", "process_group_ranks", "count", "total_us",
+                                   "mean_us", "max_us", "bytes"]
+    assert len(table) == 0
+    assert [str(table[c].dtype) for c in table.columns] == ["object"] * 4 + ["float64"] * 5
+
+
+@pytest.mark.parametrize("text,name", [
+    ("allreduce", "all_reduce"), ("ncclDevKernel_AllReduce_Sum_f32_RING_LL", "all_reduce"),
+    ("gloo:all_reduce", "all_reduce"), ("c10d::allreduce_", "all_reduce"), ("_reduce_scatter_base", "reduce_scatter"),
+    ("ncclKernel_ReduceScatter_Sum", "reduce_scatter"), ("allgather_into_tensor_coalesced", "all_gather"),
+    ("alltoall_base", "all_to_all"), ("ncclDevKernel_Broadcast_RING_LL", "broadcast"),
+    ("ncclDevKernel_SendRecv", "send_recv"), ("barrier", "barrier"), ("c10d::reduce_", "reduce"),
+    ("gather", "gather"), ("scatter_", "scatter"), ("send", "send"), ("recv_any_source", "recv"),
+    ("wait", "wait"), ("ncclDevKernel_Generic", "ncclDevKernel_Generic"), ("aten::mm", "aten::mm"),
+])
+def test_collective_names(text, name):
+    from nbprof.analysis.collectives import collective_name
+
+    assert collective_name(text) == name
