@@ -1133,3 +1133,153 @@ def test_collective_names(text, name):
     from nbprof.analysis.collectives import collective_name
 
     assert collective_name(text) == name
+
+
+# ---------------------------------------------------------------------- ranks without a GPU
+
+
+def _gloo_ranks(tmp_path):
+    """Two CPU ranks (gloo), merged: rank 0 computes 500 µs (aten::addmm) and waits 300 µs in the
+    all-reduce (its c10d op 900-1300 holds the gloo range); rank 1 computes 700 and waits 100.
+    Spans 0 -> 2000."""
+    from nbprof.collect.chrome_trace import read_trace_file
+    from nbprof.events import concat_traces
+    from nbprof.model import TorchProfile
+
+    traces = []
+    for rank, compute, wait in ((0, 500, 300), (1, 700, 100)):
+        t = Trace(rank=rank)
+        t.op("aten::empty", 0, 1)
+        t.op("aten::addmm", 100, compute)
+        t.op("c10d::allreduce_", 900, wait)
+        t.op("aten::empty", 1999, 1)
+        traces.append(read_trace_file(t.write(tmp_path / f"rank{rank}.json")))
+    return TorchProfile.from_trace(concat_traces(traces, labels=[0, 1], label_column="rank"))
+
+
+def test_rank_table_without_device_work(tmp_path):
+    report = _gloo_ranks(tmp_path).ranks()
+    zeros = [0.0, 0.0]
+    assert_table(report.table, {
+        "rank": [0, 1], "span_us": [2000.0, 2000.0],
+        "self_cpu_us": [802.0, 802.0],  # 1 + compute + wait + 1
+        "ops": [4, 4], "device_us": zeros, "kernels": [0, 0], "device_busy_us": zeros,
+        "device_busy_fraction": [np.nan, np.nan],
+        "comm_us": [300.0, 100.0],  # the c10d op's self CPU time
+        "compute_us": [502.0, 702.0],
+        **{c: zeros for c in ("breakdown_window_us", "breakdown_compute_us", "breakdown_comm_us",
+                              "breakdown_memcpy_us", "breakdown_idle_us", "breakdown_exposed_comm_us",
+                              "breakdown_exposed_memcpy_us")},
+        "overlap_pct": [np.nan, np.nan],
+        **{c: zeros for c in ("idle_host_wait_us", "idle_kernel_wait_us", "idle_other_us", "hta_idle_host_wait_us",
+                              "hta_idle_kernel_wait_us", "hta_idle_other_us", "hta_breakdown_idle_us",
+                              "hta_breakdown_compute_us", "hta_breakdown_non_compute_us")},
+        "hta_overlap_pct": [np.nan, np.nan],
+    }, ints=("ops", "kernels"), objects=("rank",))
+    # slowest: most compute (702); median (502 + 702) / 2
+    assert report.slowest == 1 and report.imbalance == pytest.approx(100 / 602)
+    d = report.differences
+    # self CPU per name: addmm 500 / 700, allreduce 300 / 100 (both 200 apart: by name), the
+    # markers' 2 / 2 are equal
+    assert d["name"].tolist() == ["aten::addmm", "c10d::allreduce_"]
+    assert d["kind"].tolist() == ["op", "op"] and d["comm"].tolist() == [False, True]
+    assert d["slowest_rank"].tolist() == [1, 0]
+    assert d["time_us_rank0"].tolist() == [500.0, 300.0] and d["time_us_rank1"].tolist() == [700.0, 100.0]
+    assert len(report.hta_idle) == 0
+
+
+def test_straggler_of_cpu_ranks_word_for_word(tmp_path):
+    sev, msg, ev = finding(_gloo_ranks(tmp_path), "straggler")
+    # imbalance 100 / 602 = 16.6 %; the collectives differ by 200 of 2000 µs: 10 % (medium both ways)
+    assert sev == "medium"
+    assert msg == ("Rank 1 is the slowest: 702.0 µs of CPU time outside collectives, 17% above the median rank "
+                   "(602.0 µs); the other ranks wait for it in their collectives. Differing most: aten::addmm. Check "
+                   "its data (uneven batch sizes or sequence lengths, a slow loader), its GPU (clocks, other "
+                   "processes) and its host.")
+    assert_close_dict(ev, {"slowest_rank": 1, "imbalance": 100 / 602, "compute_us": {"0": 502.0, "1": 702.0},
+                           "comm_us": {"0": 300.0, "1": 100.0}, "wait_share": 0.1, "differing": ["aten::addmm"]})
+
+
+def test_straggler_by_the_wait_alone_word_for_word():
+    from nbprof.analysis.findings.straggler import from_ranks
+    from nbprof.analysis.ranks import report_of
+
+    # the same compute on both ranks; rank 0 waits 310 µs more in collectives of a 1000 µs span
+    table = pd.DataFrame({"rank": [0, 1], "span_us": [1000.0, 1000.0], "comm_us": [410.0, 100.0],
+                          "compute_us": [500.0, 500.0]})
+    diffs = pd.DataFrame({"name": ["gloo:all_reduce", "aten::mm", "aten::add", "aten::relu", "aten::sum"],
+                          "comm": [True, False, False, False, False]})
+    [f] = from_ranks(report_of(table, diffs), has_device=False)
+    assert f.severity == "high" and f.score == pytest.approx(0.31)  # over three times 10 %
+    assert f.message == ("Rank 1 is the slowest: the other ranks wait for it in their collectives (time in "
+                         "collectives, rank 0: 410.0 µs, rank 1: 100.0 µs, over a 1.00 ms span). Differing most: "
+                         "aten::mm, aten::add, aten::relu. Check its data (uneven batch sizes or sequence lengths, a "
+                         "slow loader), its GPU (clocks, other processes) and its host.")
+    assert_close_dict(f.evidence, {"slowest_rank": 1, "imbalance": 0.0, "compute_us": {"0": 500.0, "1": 500.0},
+                                   "comm_us": {"0": 410.0, "1": 100.0}, "wait_share": 0.31,
+                                   "differing": ["aten::mm", "aten::add", "aten::relu"]})
+    # no differences: no "Differing most"
+    [f] = from_ranks(report_of(table, diffs.iloc[:0]), has_device=False)
+    assert "Differing most" not in f.message and f.evidence["differing"] == []
+    # one rank: nothing to compare
+    assert list(from_ranks(report_of(table.iloc[:1], diffs), has_device=False)) == []
+
+
+def test_differences_from_times_by_hand():
+    from nbprof.analysis.ranks import differences_from_times
+
+    rows = [  # name, rank, count, time
+        ("a", 0, 1, 100.0), ("a", 1, 2, 100.0),  # counts differ
+        ("b", 0, 1, 100.0), ("b", 1, 1, 105.0),  # spread 5 / 102.5 < 10 %
+        ("c", 0, 1, 100.0), ("c", 1, 1, 111.0),  # spread 11 / 105.5 >= 10 %
+        ("d", 0, 1, 0.5), ("d", 1, 1, 2.0),  # 2 of rank 1's 338 µs: under 1 %
+        ("ncclDevKernel_AllReduce", 0, 1, 300.0), ("ncclDevKernel_AllReduce", 1, 1, 20.0),
+    ]
+    times = pd.DataFrame([{"name": n, "kind": "kernel", "rank": r, "count": c, "time_us": t} for n, r, c, t in rows])
+    d = differences_from_times(times, np.array([0, 1], dtype=object))
+    assert_table(d, {
+        "name": ["ncclDevKernel_AllReduce", "c", "a"],  # by max - min: 280, 11, 0
+        "kind": ["kernel"] * 3,
+        "comm": [True, False, False],
+        "count_min": [1, 1, 1], "count_max": [1, 1, 2],
+        "time_min_us": [20.0, 100.0, 100.0], "time_max_us": [300.0, 111.0, 100.0],
+        "time_mean_us": [160.0, 105.5, 100.0], "spread": [280 / 160, 11 / 105.5, 0.0],
+        "slowest_rank": [0, 1, 0],  # equal times: the first rank
+        "count_rank0": [1, 1, 1], "count_rank1": [1, 1, 2],
+        "time_us_rank0": [300.0, 100.0, 100.0], "time_us_rank1": [20.0, 111.0, 100.0],
+    }, ints=("count_min", "count_max", "count_rank0", "count_rank1"))
+    # thresholds given: a spread of 5 % counts, a share of 0.5 % too
+    d = differences_from_times(times, np.array([0, 1], dtype=object), spread=0.04, min_share=0.005)
+    assert sorted(d["name"]) == ["a", "b", "c", "d", "ncclDevKernel_AllReduce"]
+    # one rank: nothing differs; the columns name its label
+    one = differences_from_times(times[times["rank"] == 0], np.array(["r0"], dtype=object))
+    assert len(one) == 0
+    assert list(one.columns) == ["name", "kind", "comm", "count_min", "count_max", "time_min_us", "time_max_us",
+                                 "time_mean_us", "spread", "slowest_rank", "count_rankr0", "time_us_rankr0"]
+    assert all(one[c].dtype == object for c in one.columns)
+
+
+def test_name_times_of_merged_ranks(merged_ranks):
+    from nbprof.analysis.ranks import name_times
+
+    nt = name_times(merged_ranks.events, device_work=True)
+    assert list(nt.columns) == ["name", "kind", "rank", "count", "time_us"]
+    got = sorted(zip(nt["name"], nt["kind"], nt["rank"].tolist(), nt["count"].tolist(), nt["time_us"].tolist()))
+    assert got == [("gemm", "kernel", 0, 1, 100.0), ("gemm", "kernel", 1, 1, 550.0),
+                   ("ncclDevKernel_AllReduce_Sum_f32_RING_LL", "kernel", 0, 1, 500.0),
+                   ("ncclDevKernel_AllReduce_Sum_f32_RING_LL", "kernel", 1, 1, 50.0)]
+    assert nt["count"].dtype == np.int64 and nt["time_us"].dtype == np.float64
+    nt = name_times(merged_ranks.events, device_work=False)
+    got = sorted(zip(nt["name"], nt["kind"], nt["rank"].tolist(), nt["count"].tolist(), nt["time_us"].tolist()))
+    # the ops' self CPU time (20 - 5 and 10 - 5 on each rank)
+    assert got == [("aten::mm", "op", 0, 1, 15.0), ("aten::mm", "op", 1, 1, 15.0),
+                   ("c10d::allreduce_", "op", 0, 1, 5.0), ("c10d::allreduce_", "op", 1, 1, 5.0)]
+
+
+def test_steps_without_cpu_events_have_float_times(tmp_path):
+    t = Trace()
+    t.annotation("ProfilerStep#0", 0, 100)
+    t.annotation("ProfilerStep#1", 100, 100)
+    s = t.load(tmp_path).steps()
+    assert s["self_cpu_us"].tolist() == [0.0, 0.0] and s["self_cpu_us"].dtype == np.float64
+    assert s["device_us"].dtype == np.float64 and s["ops"].dtype == np.int64
