@@ -1283,3 +1283,228 @@ def test_steps_without_cpu_events_have_float_times(tmp_path):
     s = t.load(tmp_path).steps()
     assert s["self_cpu_us"].tolist() == [0.0, 0.0] and s["self_cpu_us"].dtype == np.float64
     assert s["device_us"].dtype == np.float64 and s["ops"].dtype == np.int64
+
+
+# ------------------------------------------------------------------ top_op's advice, sync, copy
+
+STACKS = "see where it is called from (--stack --group-by stack)"
+SHAPES = "record its input shapes (--shapes --group-by shape)"
+
+
+@pytest.mark.parametrize("op,advice", [
+    ("aten::mm", f"It is compute: {SHAPES}, run it in lower precision (torch.autocast('cpu', dtype=torch.bfloat16)) "
+                 "or try torch.compile."),
+    ("aten::copy_", "It copies data: look for dtype or device conversions and .contiguous() inside the loop; "
+                    f"{STACKS}."),
+    ("aten::item", "Each .item() turns a tensor into a Python number: keep values in tensors and read them rarely."),
+    ("aten::_local_scalar_dense", "Each .item() turns a tensor into a Python number: keep values in tensors and read "
+                                  "them rarely."),
+    ("record_param_comms", "It is communication: its time includes waiting for the other ranks. See how much of it "
+                           "compute hides (ranks().table's overlap_pct, the Ranks tab) and which rank the others wait "
+                           "for; overlap it with compute (DDP buckets, FSDP prefetching) or send less."),
+    ("aten::relu_", f"S{STACKS[1:]}; {SHAPES}."),
+])
+def test_top_op_advice_by_the_ops_name(tmp_path, op, advice):
+    t = Trace()
+    t.op(op, 0, 60)
+    t.op("aten::zeros", 70, 40)
+    sev, msg, ev = finding(t.load(tmp_path), "top_op")
+    # 60 of the 100 µs of self CPU time
+    assert sev == "medium"
+    assert msg == f"{op} takes 60.0% of self CPU time (60.0 µs in 1 call, 60.0 µs each). {advice}"
+    assert_close_dict(ev, {"op": op, "metric": "self_cpu_us", "time_us": 60.0, "share": 0.6, "count": 1,
+                           "avg_us": 60.0})
+
+
+def test_top_op_of_a_scalar_read_on_the_device(tmp_path):
+    t = Trace()
+    # the .item()'s copy: 100 µs on the GPU; aten::add's kernel 60 µs: 100 of 160 µs
+    ext = t.op("aten::_local_scalar_dense", 0, 20)
+    t.launch("Memcpy DtoH (Device -> Pageable)", ext, 1, 5, 10, 100, runtime="cudaMemcpyAsync", cat="gpu_memcpy",
+             nbytes=4)
+    ext = t.op("aten::add", 30, 10)
+    t.launch("add_kernel", ext, 31, 5, 120, 60)
+    ext = t.op("aten::add", 50, 10)
+    t.launch("add_kernel", ext, 51, 5, 200, 0.0)
+    sev, msg, ev = finding(t.load(tmp_path), "top_op")
+    assert sev == "medium"
+    assert msg == ("aten::_local_scalar_dense takes 62.5% of self CUDA time (100.0 µs in 1 call, 100.0 µs each). "
+                   "Each .item() waits for the device: keep values on the device and read them rarely.")
+
+
+def test_top_op_under_half_is_low(tmp_path):
+    t = Trace()
+    for i, (op, us) in enumerate((("aten::a", 40), ("aten::b", 35), ("aten::c", 25))):
+        t.op(op, 100 * i, us)
+    sev, msg, ev = finding(t.load(tmp_path), "top_op")
+    assert sev == "low" and ev["share"] == pytest.approx(0.4)
+    assert msg.startswith("aten::a takes 40.0% of self CPU time (40.0 µs in 1 call, 40.0 µs each). ")
+
+
+def test_sync_on_two_threads_at_once_word_for_word(tmp_path):
+    t = Trace()
+    t.op("aten::empty", 0, 1)
+    # the main thread: a bare stream synchronize 100-300; another thread's .item() 200-450
+    t.runtime("cudaStreamSynchronize", 100, 200)
+    ext = t.op("aten::_local_scalar_dense", 190, 270, tid=2000)
+    t.runtime("cudaDeviceSynchronize", 200, 250, ext=ext, tid=2000)
+    ext = t.op("aten::mm", 900, 10)
+    t.launch("gemm", ext, 901, 2, 950, 40)  # launched after both: they count
+    t.op("aten::empty", 999, 1)
+    sev, msg, ev = finding(t.load(tmp_path), "sync")
+    # blocked 200 + 250 = 450 µs; some thread waiting 100-450: 350 of the 1000 µs span
+    assert sev == "high"
+    assert msg == ("The CPU waited for the GPU 2 times, 450.0 µs in all on several threads at once (a thread was "
+                   "waiting 35% of the span), most under aten::_local_scalar_dense. 1 scalar reads (.item(), "
+                   "float(t), bool(t), .tolist()) each force one. Keep values on the device (accumulate the loss as a "
+                   "tensor, log every N steps), avoid data-dependent shapes (nonzero, masked_select, boolean "
+                   "indexing) and printing tensors in the loop, and drop torch.cuda.synchronize() calls that are not "
+                   "needed for timing.")
+    assert_close_dict(ev, {"calls": 2, "blocked_us": 450.0, "waiting_us": 350.0, "share_of_span": 0.35,
+                           "scalar_reads": 1,
+                           "by_call": {"cudaDeviceSynchronize": {"count": 1, "us": 250.0},
+                                       "cudaStreamSynchronize": {"count": 1, "us": 200.0}},
+                           "by_op": {"aten::_local_scalar_dense": {"count": 1, "us": 250.0},
+                                     "(no op: torch.cuda.synchronize?)": {"count": 1, "us": 200.0}}})
+    assert list(ev["by_op"]) == ["aten::_local_scalar_dense", "(no op: torch.cuda.synchronize?)"]
+
+
+def test_copy_from_pinned_and_unnamed_host_memory_word_for_word(tmp_path):
+    t = Trace()
+    # 100 µs of compute, a 50 µs device-to-device copy (no host), and two HtoD copies of 1 MiB: 40 µs
+    # from pinned memory, 10 µs from host memory the trace does not name. Host copies: 50 of 200 µs
+    ext = t.op("aten::mm", 0, 10)
+    t.launch("gemm", ext, 1, 2, 10, 100)
+    ext = t.op("aten::clone", 20, 10)
+    t.launch("Memcpy DtoD (Device -> Device)", ext, 21, 2, 110, 50, runtime="cudaMemcpyAsync", cat="gpu_memcpy",
+             nbytes=1 << 20)
+    for i, (name, us) in enumerate((("Memcpy HtoD (Pinned -> Device)", 40), ("Memcpy HtoD", 10))):
+        ext = t.op("aten::copy_", 40 + 20 * i, 10)
+        t.launch(name, ext, 41 + 20 * i, 2, 160 + 40 * i, us, runtime="cudaMemcpyAsync", cat="gpu_memcpy",
+                 nbytes=1 << 20)
+    sev, msg, ev = finding(t.load(tmp_path), "copy")
+    assert sev == "medium"
+    assert msg == ("Host-device copies take 25% of the GPU's work time: 2 HtoD (50.0 µs, 2.00 MiB), mostly from "
+                   "aten::copy_. Achieved 26.2 GB/s HtoD from pinned memory (a PCIe 4.0 x16 link typically reaches "
+                   "~25 GB/s pinned, 12 GB/s pageable). Keep tensors on the device between steps and create them there "
+                   "(torch.zeros(..., device='cuda')) instead of copying.")
+    assert_close_dict(ev, {
+        "copies": 2, "copy_us": 50.0, "bytes": 2 << 20, "share_of_device_time": 0.25, "pageable": 0,
+        "by_direction": {"HtoD": {"count": 2, "us": 50.0, "bytes": 2 << 20, "pageable": 0,
+                                  "bandwidth_gbps": (2 << 20) / 50e-6 / 1e9}},
+        "launched_by": {"aten::copy_": 2},
+        "links": [{"direction": "HtoD", "host_memory": "pinned", "count": 1, "bandwidth_gbps": (1 << 20) / 40e-6 / 1e9,
+                   "typical_gbps": 25.0}]})
+
+
+def test_copy_of_unnamed_host_memory_only(tmp_path):
+    t = Trace()
+    ext = t.op("aten::mm", 0, 10)
+    t.launch("gemm", ext, 1, 2, 10, 50)
+    ext = t.op("aten::to", 20, 10)
+    t.launch("Memcpy DtoH", ext, 21, 2, 60, 50, runtime="cudaMemcpyAsync", cat="gpu_memcpy", nbytes=1 << 20)
+    sev, msg, ev = finding(t.load(tmp_path), "copy")
+    assert sev == "high"  # 50 %
+    assert msg == ("Host-device copies take 50% of the GPU's work time: 1 DtoH (50.0 µs, 1.00 MiB), mostly from "
+                   "aten::to. Keep tensors on the device between steps and create them there "
+                   "(torch.zeros(..., device='cuda')) instead of copying.")
+    assert ev["links"] == [] and ev["pageable"] == 0 and list(ev["by_direction"]) == ["DtoH"]
+
+
+def test_device_to_device_copies_are_no_finding(tmp_path):
+    t = Trace()
+    ext = t.op("aten::clone", 0, 10)
+    t.launch("Memcpy DtoD (Device -> Device)", ext, 1, 2, 10, 90, runtime="cudaMemcpyAsync", cat="gpu_memcpy",
+             nbytes=1 << 20)
+    p = t.load(tmp_path)
+    assert "copy" not in p.findings["kind"].tolist()
+
+
+# ------------------------------------------------------------------------- the findings frame
+
+
+def test_findings_frame_orders_by_severity_then_score():
+    from nbprof.analysis.findings import torch_findings
+    from nbprof.analysis.findings._common import Finding, findings_frame, pct, to_python
+
+    f = findings_frame([("a", Finding("low", " x ", {"n": 1}, 0.9)), ("b", Finding("high", "y", {}, 0.1)),
+                        ("c", Finding("low", "z", {}, 0.95)), ("d", Finding("medium", "w", {})),
+                        ("e", Finding("low", "v", {}, 0.9))])
+    assert f["kind"].tolist() == ["b", "d", "c", "a", "e"]
+    assert f["severity"].tolist() == ["high", "medium", "low", "low", "low"]
+    assert f["message"].tolist() == ["y", "w", "z", "x", "v"]
+    assert f["evidence"].tolist() == [{}, {}, {}, {"n": 1}, {}]
+    empty = findings_frame([])
+    assert list(empty.columns) == ["kind", "severity", "message", "evidence"] and len(empty) == 0
+    assert all(empty[c].dtype == object for c in empty.columns)
+
+    class NoEvents:
+        events = pd.DataFrame()
+
+    f = torch_findings(NoEvents())
+    assert list(f.columns) == ["kind", "severity", "message", "evidence"] and len(f) == 0
+    assert [pct(0.005), pct(0.0099), pct(0.01), pct(0.994), pct(0.5)] == ["0.5%", "1.0%", "1%", "99%", "50%"]
+    assert type(to_python(np.int64(3))) is int and type(to_python(np.float64(0.5))) is float
+    assert to_python("x") == "x"
+
+
+def test_kinds_markdown_rows():
+    from nbprof.analysis import findings
+
+    text = findings.kinds_markdown()
+    lines = text.splitlines()
+    assert lines[0] == "| kind | profile | when it fires | thresholds |" and lines[1] == "|---|---|---|---|"
+    assert len(lines) == 2 + len(findings.KINDS) and text.endswith("\n")
+    assert lines[2].startswith("| `compile_time` | torch | torch.compile compiled during the profile for at least "
+                               "`COMPILE_MIN_SHARE` of the span or `COMPILE_MIN_US`: ")
+    assert lines[2].endswith(" | `COMPILE_MIN_SHARE` = 0.1, `COMPILE_MIN_US` = 1e+06, `COMPILE_HIGH_SHARE` = 0.5 |")
+    assert lines[-1].startswith("| `hot_function` | cProfile | Functions called at least `HOT_MIN_CALLS` times, ")
+    assert lines[-1].endswith(" | `HOT_MIN_CALLS` = 10000, `HOT_MAX_PER_CALL_S` = 0.0001, `HOT_MIN_SHARE` = 0.1, "
+                              "`HOT_HIGH_SHARE` = 0.3, `HOT_MAX_REPORTED` = 3 |")
+    assert findings.KINDS[:3] == ("compile_time", "recompile", "graph_break")
+    assert findings.PYTHON_KINDS == ("top_function", "hot_function")
+
+
+# ---------------------------------------------------------------------- the compile kinds
+
+
+def test_compile_kinds_word_for_word(tmp_path):
+    t = Trace()
+    t.op("aten::empty", 0, 1)
+    t.op("aten::empty", 99_999, 1)  # span 0 -> 100,000 µs
+    # a 30 ms compile whose backend compile (AOT autograd) took 20 ms of it
+    t.annotation("compile_inner (dynamo_timed)", 10, 30_000)
+    t.annotation("OutputGraph.call_user_compiler (dynamo_timed)", 5_000, 20_000)
+    reason = "tensor 'x' size mismatch at index 0. expected 8, actual 16"
+
+    def metrics(i: int, why: str = "") -> dict:
+        return {"event": "compilation_metrics", "frame_id": 0, "frame_compile_id": i,
+                "metrics": {"compile_id": f"0/{i}", "co_name": "forward", "co_filename": "/home/u/model.py",
+                            "co_firstlineno": 7, "recompile_reason": why}}
+
+    brk = {"event": "dynamo_graph_break_reason", "frame_id": 0, "frame_compile_id": 0,
+           "payload": ("Graph Break Reason: Unsupported: builtin: print\nUser code traceback:\n"
+                       '  File "/home/u/model.py", line 10, in forward\n    print(x)\n')}
+    doc = t.doc
+    t.doc = lambda: {**doc(), "nbprofCompileLog": {"records": [metrics(0), metrics(1, reason), brk]}}
+    p = t.load(tmp_path)
+    assert p.findings["kind"].tolist() == ["recompile", "graph_break", "top_op", "compile_time"]
+    sev, msg, ev = finding(p, "compile_time")
+    assert sev == "medium"  # 30 % of the span
+    assert msg == ("torch.compile compiled for 30.00 ms (30% of the profile): 20.00 ms in AOT autograd, 10.00 ms in "
+                   "Dynamo tracing. 1 compilation. This profile measures compilation: profile a later call for the "
+                   "compiled model's steady state (the Compile tab has each compilation's phases).")
+    assert_close_dict(ev, {"compile_us": 30_000.0, "share": 0.3, "compilations": 1,
+                           "phases_us": {"Dynamo tracing": 10_000.0, "AOT autograd": 20_000.0}})
+    sev, msg, ev = finding(p, "recompile")
+    assert sev == "medium"
+    assert msg == (f"forward (…/u/model.py:7) recompiled 1 time; the first failed guard: {reason}: input shapes "
+                   "changed: mark the changing dimension dynamic (torch._dynamo.mark_dynamic) or compile with "
+                   "dynamic=True.")
+    assert ev == {"frame": "forward", "source": "…/u/model.py:7", "recompiles": 1, "reason": reason}
+    sev, msg, ev = finding(p, "graph_break")
+    assert sev == "medium"
+    assert msg == ("1 graph break at …/u/model.py:10 (`print(x)`): Unsupported: builtin: print. Each break splits the "
+                   "compiled graph and runs Python between the parts: move the call out of the compiled code, or use "
+                   "a traceable alternative (torch._dynamo.explain(model)(x) lists every break).")
+    assert ev == {"source": "…/u/model.py:10", "reason": "Unsupported: builtin: print", "count": 1, "graph_breaks": 1}
