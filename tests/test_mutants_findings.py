@@ -1508,3 +1508,84 @@ def test_compile_kinds_word_for_word(tmp_path):
                    "compiled graph and runs Python between the parts: move the call out of the compiled code, or use "
                    "a traceable alternative (torch._dynamo.explain(model)(x) lists every break).")
     assert ev == {"source": "…/u/model.py:10", "reason": "Unsupported: builtin: print", "count": 1, "graph_breaks": 1}
+
+
+# ------------------------------------------------- per-device kinds over two merged ranks
+#
+# Each rank (span 0 -> 2000): aten::sum (2-7) launches small_kernel from 40 and allocates at 3;
+# aten::mm (30-35) launches big_kernel (4 blocks per SM) right after it.
+#   rank 0: small 400 µs at 0.5 blocks per SM, big 600: busy 1000 (50 %), SM efficiency
+#           (200 + 600) / 2000 = 40 %; allocates 1 MiB (2 MiB reserved)
+#   rank 1: small 300 µs at 0.6, big 300: busy 600 (30 %), SM efficiency (180 + 300) / 2000 = 24 %;
+#           allocates 3 MiB (4 MiB reserved)
+
+
+@pytest.fixture(scope="module")
+def two_ranks_on_a_gpu(tmp_path_factory):
+    from nbprof.collect.chrome_trace import read_trace_file
+    from nbprof.events import concat_traces
+    from nbprof.model import TorchProfile
+
+    folder = tmp_path_factory.mktemp("gpu_ranks")
+    traces = []
+    for rank, small, bps, big, mib in ((0, 400, 0.5, 600, 1), (1, 300, 0.6, 300, 3)):
+        t = Trace(rank=rank)
+        t.op("aten::empty", 0, 1)
+        ext = t.op("aten::sum", 2, 5)
+        t.launch("small_kernel", ext, 3, 1, 40, small, blocks_per_sm=bps)
+        t.memory(3, mib << 20, total_allocated=mib << 20, total_reserved=(mib + 1) << 20)
+        ext = t.op("aten::mm", 30, 5)
+        t.launch("big_kernel", ext, 31, 1, 40 + small, big, blocks_per_sm=4.0)
+        t.op("aten::empty", 1999, 1)
+        traces.append(read_trace_file(t.write(folder / f"rank{rank}.json")))
+    return TorchProfile.from_trace(concat_traces(traces, labels=[0, 1], label_column="rank"))
+
+
+def test_gpu_idle_of_merged_ranks_word_for_word(two_ranks_on_a_gpu):
+    sev, msg, ev = finding(two_ranks_on_a_gpu, "gpu_idle")
+    # rank 1 is the more idle (70 %); its work is one stretch: no gap between work to show
+    assert sev == "high"
+    assert msg == ("rank 1 cuda:0 was idle 70% of the profiled span (1.40 ms of 2.00 ms; busy 600.0 µs; the ranks were "
+                   "30% to 50% busy). The GPU is waiting for the CPU: load data in DataLoader workers, avoid "
+                   "synchronizations, give each launch more work (bigger batches) or cut the Python overhead "
+                   "(torch.compile, CUDA graphs).")
+    assert_close_dict(ev, {"device": "cuda:0", "busy_fraction": 0.3, "idle_us": 1400.0, "busy_us": 600.0,
+                           "span_us": 2000.0, "gaps": 0, "gaps_over_100us": 0, "largest_gaps": [], "rank": 1,
+                           "busy_fraction_by_rank": {"0": 0.5, "1": 0.3}})
+
+
+def test_small_grid_of_merged_ranks_word_for_word(two_ranks_on_a_gpu):
+    f = two_ranks_on_a_gpu.findings
+    rows = f[f["kind"] == "small_grid"]
+    got = {ev["device"]: (sev, msg, ev) for sev, msg, ev in zip(rows["severity"], rows["message"], rows["evidence"])}
+    assert sorted(got) == ["rank 0 cuda:0", "rank 1 cuda:0"]
+    tail = ("Give each kernel more work (bigger batches or tensors), run independent work side by side (CUDA streams) "
+            "or fuse small ops (torch.compile). Est. SM efficiency over the profile: ")
+    sev, msg, ev = got["rank 0 cuda:0"]
+    assert sev == "medium"  # busy 50 %
+    assert msg == ("40% of rank 0 cuda:0's kernel time (400.0 µs) is in kernels launched with fewer blocks than the GPU "
+                   "has SMs, so part of the GPU idles while they run: e.g. small_kernel (0.50 blocks per SM, 400.0 µs, "
+                   "launched by aten::sum). " + tail + "40%.")
+    assert_close_dict(ev, {"device": "rank 0 cuda:0", "share_of_kernel_time": 0.4, "small_grid_us": 400.0,
+                           "kernel_us": 1000.0, "busy_fraction": 0.5, "sm_efficiency": 0.4, "sms": None,
+                           "top_kernels": [{"kernel": "small_kernel", "kernel_us": 400.0, "blocks_per_sm": 0.5,
+                                            "launched_by": "aten::sum"}]})
+    sev, msg, ev = got["rank 1 cuda:0"]
+    assert sev == "low"  # busy 30 %
+    assert msg == ("50% of rank 1 cuda:0's kernel time (300.0 µs) is in kernels launched with fewer blocks than the GPU "
+                   "has SMs, so part of the GPU idles while they run: e.g. small_kernel (0.60 blocks per SM, 300.0 µs, "
+                   "launched by aten::sum). " + tail + "24%.")
+    assert ev["busy_fraction"] == pytest.approx(0.3) and ev["sm_efficiency"] == pytest.approx(0.24)
+    assert ev["share_of_kernel_time"] == pytest.approx(0.5)
+
+
+def test_memory_peak_of_merged_ranks_word_for_word(two_ranks_on_a_gpu):
+    sev, msg, ev = finding(two_ranks_on_a_gpu, "memory_peak")
+    # one finding for cuda:0: its rank with the highest peak
+    assert sev == "low"
+    assert msg == ("Peak memory on rank 1 cuda:0: 3.00 MiB allocated (4.00 MiB reserved by the caching allocator) at "
+                   "3.0 µs. Held at the peak, by the operator that allocated it: aten::sum (3.00 MiB).")
+    assert_close_dict(ev, {"device": "cuda:0", "peak_allocated_bytes": 3 << 20, "peak_reserved_bytes": 4 << 20,
+                           "at_us": 3.0, "allocated_before_profile_bytes": 0, "device_memory_bytes": 80 * 2**30,
+                           "top_ops": [{"op": "aten::sum", "bytes": 3 << 20}], "rank": 1,
+                           "peak_allocated_by_rank": {"0": 1 << 20, "1": 3 << 20}})
