@@ -1589,3 +1589,201 @@ def test_memory_peak_of_merged_ranks_word_for_word(two_ranks_on_a_gpu):
                            "at_us": 3.0, "allocated_before_profile_bytes": 0, "device_memory_bytes": 80 * 2**30,
                            "top_ops": [{"op": "aten::sum", "bytes": 3 << 20}], "rank": 1,
                            "peak_allocated_by_rank": {"0": 1 << 20, "1": 3 << 20}})
+
+
+def test_compare_torch_keys_by_grouping():
+    from nbprof.analysis.compare import compare_torch
+
+    def avg(rows):
+        return pd.DataFrame([{"name": n, "input_shapes": s, "stack": k, "kind": "op", "count": c, "self_cpu_us": t}
+                             for n, s, k, c, t in rows])
+
+    before = avg([("aten::mm", "[[2, 2]]", "a.py(1)", 1, 10.0), ("aten::mm", "[[4, 4]]", "b.py(2)", 1, 40.0)])
+    after = avg([("aten::mm", "[[2, 2]]", "b.py(2)", 2, 30.0)])
+    by_op = compare_torch(before, after, "self_cpu_us")
+    assert list(by_op.columns[:3]) == ["name", "kind", "status"]
+    by_shape = compare_torch(before, after, "self_cpu_us", group_by="shape")
+    assert list(by_shape.columns[:4]) == ["name", "input_shapes", "kind", "status"]
+    # [[4, 4]] gone (-40), [[2, 2]] +20
+    assert by_shape[["input_shapes", "status", "self_cpu_us_change"]].values.tolist() == [
+        ["[[4, 4]]", "removed", -40.0], ["[[2, 2]]", "both", 20.0]]
+    by_stack = compare_torch(before, after, "self_cpu_us", group_by="stack")
+    assert list(by_stack.columns[:4]) == ["name", "stack", "kind", "status"]
+    # b.py(2): 40 -> 30; a.py(1): 10 -> gone
+    assert by_stack[["stack", "status", "self_cpu_us_change"]].values.tolist() == [
+        ["a.py(1)", "removed", -10.0], ["b.py(2)", "both", -10.0]]
+    # only the metrics both tables have
+    assert [c for c in by_stack.columns if c.endswith("_change")] == ["count_change", "self_cpu_us_change"]
+
+
+def test_summary_of_no_events(tmp_path):
+    from nbprof.analysis.summary import TorchSummary, summarize_torch
+
+    t = Trace()
+    t.op("aten::add", 0, 5)
+    p = t.load(tmp_path)
+    s = summarize_torch(p.events.iloc[:0], p.key_averages("op").iloc[:0], None)
+    assert s == TorchSummary(events=0, span_us=0.0, self_cpu_us=0.0, self_device_us=0.0, has_device=False,
+                             has_memory=False, sort="self_cpu_us", top_name=None, top_value=0.0, top_share=0.0,
+                             peak_allocated_bytes={}, peak_reserved_bytes={})
+    assert type(s.span_us) is float and type(s.self_cpu_us) is float
+    s = summarize_torch(p.events, p.key_averages("op"), "count")
+    assert (s.sort, s.top_name, s.top_value, s.top_share, s.span_us, s.self_cpu_us) == (
+        "count", "aten::add", 1.0, 1.0, 5.0, 5.0)
+
+
+# -------------------------------------------------------------- what the CPU ran in a GPU gap
+
+
+def test_gpu_idle_names_what_each_thread_ran_in_the_longest_gaps(tmp_path):
+    t = Trace()
+    # kernels 10-100, 200-300 and 900-1000: gaps of exactly 100 µs (100-200) and 600 (300-900)
+    for cpu, gpu, us in ((0, 10, 90), (150, 200, 100), (850, 900, 100)):
+        ext = t.op("aten::mm", cpu, 10)
+        t.launch("gemm", ext, cpu + 1, 2, gpu, us)
+    # at the long gap's middle (600): the main thread in aten::linear > aten::addmm; thread 3000 in
+    # aten::outer > aten::inner; thread 2000 in aten::fill_
+    t.op("aten::linear", 550, 100)
+    t.op("aten::addmm", 580, 40)
+    t.op("aten::fill_", 500, 200, tid=2000)
+    t.op("aten::outer", 400, 400, tid=3000)
+    t.op("aten::inner", 590, 20, tid=3000)
+    sev, msg, ev = finding(t.load(tmp_path), "gpu_idle")
+    # busy 290 of 1000 µs
+    assert sev == "high"
+    cpu = "aten::addmm (main thread); aten::inner (thread 3000); aten::fill_ (thread 2000)"
+    assert msg == ("cuda:0 was idle 71% of the profiled span (710.0 µs of 1.00 ms; busy 290.0 µs). The longest gap, "
+                   f"600.0 µs at 300.0 µs, came while the CPU ran {cpu}. The GPU is waiting for the CPU: load data in "
+                   "DataLoader workers, avoid synchronizations, give each launch more work (bigger batches) or cut "
+                   "the Python overhead (torch.compile, CUDA graphs).")
+    # a gap of exactly 100 µs is not over 100 µs; at its middle (150) the main thread is in aten::mm
+    assert_close_dict(ev, {"device": "cuda:0", "busy_fraction": 0.29, "idle_us": 710.0, "busy_us": 290.0,
+                           "span_us": 1000.0, "gaps": 2, "gaps_over_100us": 1,
+                           "largest_gaps": [{"start_us": 300.0, "dur_us": 600.0, "cpu": cpu},
+                                            {"start_us": 100.0, "dur_us": 100.0, "cpu": "aten::mm (main thread)"}]})
+
+
+def test_memory_peak_on_the_cpu_word_for_word(tmp_path):
+    t = Trace()
+    t.op("aten::zeros", 0, 1)
+    # 2 KiB allocated outside any op at 5, 1 KiB in aten::empty at 15: the peak, 3 KiB, at 15
+    t.memory(5, 2048, total_allocated=2048, total_reserved=0, device=-1, addr=1)
+    t.op("aten::empty", 10, 10)
+    t.memory(15, 1024, total_allocated=3072, total_reserved=0, device=-1, addr=2)
+    t.op("aten::zeros", 99, 1)
+    sev, msg, ev = finding(t.load(tmp_path), "memory_peak")
+    assert sev == "low"
+    assert msg == ("Peak memory on cpu: 3.00 KiB allocated at 15.0 µs. Held at the peak, by the operator that "
+                   "allocated it: (outside operators) (2.00 KiB), aten::empty (1.00 KiB).")
+    assert_close_dict(ev, {"device": "cpu", "peak_allocated_bytes": 3072, "peak_reserved_bytes": 0, "at_us": 15.0,
+                           "allocated_before_profile_bytes": 0, "device_memory_bytes": -1,
+                           "top_ops": [{"op": "(outside operators)", "bytes": 2048},
+                                       {"op": "aten::empty", "bytes": 1024}]})
+
+
+def test_launch_delay_waits_for_the_streams_earlier_work(tmp_path):
+    t = Trace()
+    t.op("aten::empty", 0, 1)
+    # kernel_a (stream 7) 100-400, launched at 10 (85 µs after its call: no stall); kernel_b launched at
+    # 50 on stream 7 starts at 600: it waited from 400 (its stream's work ended), 200 µs; kernel_c on
+    # stream 8 (450-500, launched at 440) ran during 50 µs of that wait: the GPU idled 150 of it
+    for op, kernel, cpu, gpu, us, stream in (("aten::a", "kernel_a", 10, 100, 300, 7),
+                                             ("aten::b", "kernel_b", 50, 600, 100, 7),
+                                             ("aten::c", "kernel_c", 440, 450, 50, 8)):
+        ext = t.op(op, cpu - 1, 11)
+        t.launch(kernel, ext, cpu, 5, gpu, us, stream=stream)
+    t.op("aten::empty", 999, 1)
+    sev, msg, ev = finding(t.load(tmp_path), "launch_delay")
+    assert sev == "medium"  # 15 % of the span
+    assert msg == ("1 launch waited 100.0 µs or more after their launch call returned, with their stream free, and "
+                   "the GPU ran nothing for 150.0 µs of those waits (15% of the span); most before kernel_b. They "
+                   "waited for something other than the CPU and the GPU: an event (cudaStreamWaitEvent), a "
+                   "synchronization, another rank.")
+    assert_close_dict(ev, {"launches": 1, "idle_us": 150.0, "share": 0.15, "kernels": ["kernel_b"]})
+
+
+def test_launch_delay_waits_by_hand():
+    from nbprof.analysis.findings.launch_delay import waits
+
+    # launch_start, cpu_dur, launch_delay (from the call's start to the work's), gpu_dur, stream
+    launches = pd.DataFrame({
+        "launch_start_us": [0.0, 10.0, 20.0, 30.0, 90.0], "cpu_dur_us": [5.0, 5.0, 5.0, 50.0, 5.0],
+        "launch_delay_us": [10.0, 500.0, 60.0, 10.0, 20.0], "gpu_dur_us": [100.0, 10.0, 10.0, 10.0, 10.0],
+        "rank": [None] * 5, "device": ["cuda:0"] * 5, "stream": [7, 7, 8, 8, 8]})
+    begin, start = waits(launches)
+    # stream 7: the first starts at 10 (its call returned at 5); the second at 510, waiting from the
+    # first's end (110). Stream 8 in start order: row 3 starts (40) before its call returns (80): no
+    # wait; row 2 starts at 80, its call returned at 25 but row 3 ran until 50; row 4 starts at 110,
+    # its call returned at 95, after row 2's work ended (90)
+    assert start.tolist() == [10_000, 510_000, 80_000, 40_000, 110_000]
+    assert begin.tolist() == [5_000, 110_000, 50_000, 40_000, 95_000]
+    b, s = waits(launches.iloc[:0])
+    assert len(b) == 0 and len(s) == 0
+
+
+# ------------------------------------------------------------------ small pure helpers
+
+
+def test_tensor_core_capabilities_and_dtypes():
+    from nbprof.analysis.findings.tensor_cores import _capabilities, _tensor_dtypes
+
+    assert _capabilities([
+        {"id": 0, "name": "NVIDIA H100", "computeMajor": 9, "computeMinor": 0},
+        {"id": 1, "name": "AMD Radeon Graphics", "computeMajor": 9, "computeMinor": 0},  # ROCm: left out
+        {"id": 2, "warpSize": 64, "computeMajor": 9, "computeMinor": 0},  # 64-thread wavefronts: AMD
+        {"id": 3, "name": "NVIDIA T4"},  # no capability
+        {"id": 4, "computeMajor": "x", "computeMinor": 0},
+        {"id": "5", "computeMajor": 7, "computeMinor": 5, "warpSize": 32},
+    ]) == {"cuda:0": 9.0, "cuda:5": 7.5}
+    texts = np.array(['["float", "c10::Half", "int", 3, "float"]', "", "not json",
+                      '["double", "c10::BFloat16", "c10::Float8_e4m3fn", "long int"]'], dtype=object)
+    assert _tensor_dtypes(texts) == {"float", "c10::Half", "double", "c10::BFloat16", "c10::Float8_e4m3fn"}
+    assert _tensor_dtypes(np.array(["", ""], dtype=object)) == set()
+
+
+def test_copy_directions_and_bandwidth():
+    from nbprof.analysis.findings.copy import _direction, _gbps, _host_memory
+
+    assert [_direction(n) for n in ("Memcpy HtoD (Pinned -> Device)", "Memcpy DtoH (Device -> Pageable)",
+                                    "Memcpy DtoD (Device -> Device)", "Memcpy HtoH", "Memcpy PtoP (Device -> Device)",
+                                    "Memset (Device)")] == ["HtoD", "DtoH", "DtoD", "HtoH", "PtoP", "other"]
+    assert [_host_memory(n) for n in ("Memcpy HtoD (Pinned -> Device)", "Memcpy DtoH (Device -> Pageable)",
+                                      "Memcpy HtoD (Host -> Device)")] == ["pinned", "pageable", ""]
+    assert _gbps(2e9, 1e6) == 2.0  # 2 GB in one second
+    assert np.isnan(_gbps(1e6, 0.0)) and np.isnan(_gbps(1e6, -1.0))
+
+
+def test_hta_idle_rows_by_hand():
+    from nbprof.analysis.breakdown import hta_idle_rows
+
+    table = pd.DataFrame({"rank": [1, 0], "device": ["cuda:0", "cuda:1"], "stream": [7, 9],
+                          "hta_idle_host_wait_us": [1.0, 0.0], "hta_idle_kernel_wait_us": [3.0, 0.0],
+                          "hta_idle_other_us": [0.0, 0.0]})
+    rows = hta_idle_rows(table, np.array(["a", "b"], dtype=object))
+    assert_table(rows, {
+        "rank": ["b"] * 3 + ["a"] * 3, "device": ["cuda:0"] * 3 + ["cuda:1"] * 3, "stream": [7] * 3 + [9] * 3,
+        "idle_category": ["host_wait", "kernel_wait", "other"] * 2, "idle_time_us": [1.0, 3.0, 0.0, 0.0, 0.0, 0.0],
+        "idle_time_ratio": [0.25, 0.75, 0.0, np.nan, np.nan, np.nan],
+    }, ints=("stream",), objects=("rank", "device", "idle_category"))
+    empty = hta_idle_rows(table.iloc[:0], np.zeros(0, dtype=object))
+    assert list(empty.columns) == ["rank", "device", "stream", "idle_category", "idle_time_us", "idle_time_ratio"]
+    assert len(empty) == 0 and empty["stream"].dtype == np.int64 and empty["idle_time_us"].dtype == np.float64
+
+
+def test_is_comm_and_work_categories(tmp_path):
+    from nbprof.analysis.breakdown import COMM, COMPUTE, MEMORY, is_comm, work_categories
+
+    names = np.array(["ncclDevKernel_AllReduce", "gemm", "RCCL_kernel", "gloo:all_reduce", "c10d::broadcast_",
+                      "record_param_comms", "ProcessGroupNCCL::wait", "allgather", "all_gather", "reduce_scatter",
+                      "alltoall", "barrier", "SendRecv", "gemm", "sendrecv"], dtype=object)
+    assert is_comm(names).tolist() == [True, False, True, True, True, True, True, True, True, True, True, True, True,
+                                       False, True]
+    assert is_comm(np.zeros(0, dtype=object)).tolist() == []
+    ev = _breakdown_trace().load(tmp_path).events
+    kind = ev["kind"].astype(str).to_numpy()
+    rows = np.flatnonzero(np.isin(kind, ["kernel", "memcpy"]))
+    cats = work_categories(ev, rows)
+    assert cats.dtype == np.int64
+    assert cats.tolist() == [COMPUTE if n in ("K1", "K2", "K3") else COMM if n.startswith("nccl") else MEMORY
+                             for n in ev["name"].to_numpy()[rows]]
+    assert (COMPUTE, COMM, MEMORY) == (0, 1, 2)
