@@ -1787,3 +1787,45 @@ def test_is_comm_and_work_categories(tmp_path):
     assert cats.tolist() == [COMPUTE if n in ("K1", "K2", "K3") else COMM if n.startswith("nccl") else MEMORY
                              for n in ev["name"].to_numpy()[rows]]
     assert (COMPUTE, COMM, MEMORY) == (0, 1, 2)
+
+
+# --------------------------------------------------------- HTA's event set in a trace of steps
+
+
+def _hta_steps_trace(steps: bool) -> Trace:
+    """Stream 7: K1 10-110 (launched at 1), K2 200-300 (no CPU event has its correlation id), K3
+    400-500 (launched at 350, and a driver call at 352 with the same id); with ``steps``, two
+    ProfilerStep ranges around them."""
+    t = Trace()
+    if steps:
+        t.annotation("ProfilerStep#1", 0, 250)
+        t.annotation("ProfilerStep#2", 250, 350)
+    ext = t.op("aten::mm", 0, 10)
+    t.launch("K1", ext, 1, 2, 10, 100)
+    t.events.append({"ph": "X", "cat": "kernel", "name": "K2", "pid": 0, "tid": 7, "ts": 200, "dur": 100,
+                     "args": {"External id": 0, "correlation": 999, "device": 0, "stream": 7}})
+    ext = t.op("aten::relu", 349, 10)
+    t.launch("K3", ext, 350, 2, 400, 100)
+    corr = t.events[-1]["args"]["correlation"]
+    t.events.append({"ph": "X", "cat": "cuda_driver", "name": "cuLaunchKernel", "pid": 1000, "tid": 1000, "ts": 352,
+                     "dur": 1, "args": {"correlation": corr}})
+    return t
+
+
+@pytest.mark.parametrize("steps", [False, True])
+def test_htas_event_set_with_and_without_steps(tmp_path, steps):
+    table = _hta_steps_trace(steps).load(tmp_path).ranks().table.iloc[0]
+    # nbprof's own: window 10-500 (490), busy 300; gaps 110-200 (K2's launch unknown: other) and
+    # 300-400 (K3 launched at 350: host wait)
+    assert (table["breakdown_window_us"], table["breakdown_idle_us"]) == (490.0, 190.0)
+    assert (table["idle_host_wait_us"], table["idle_kernel_wait_us"], table["idle_other_us"]) == (100.0, 0.0, 90.0)
+    hta = (table["hta_idle_host_wait_us"], table["hta_idle_kernel_wait_us"], table["hta_idle_other_us"])
+    if not steps:  # HTA reads K1, K2, K3: the same gaps
+        assert hta == (100.0, 0.0, 90.0)
+        assert (table["hta_breakdown_idle_us"], table["hta_breakdown_compute_us"]) == (190.0, 300.0)
+    else:
+        # HTA keeps K1 once, drops K2, keeps K3 twice (two CPU events carry its id): K3's gap (110-400,
+        # launched at 352 after it began) is host wait; its copy "waits" 400 - 500 = -100 µs: kernel wait
+        assert hta == (290.0, -100.0, 0.0)
+        assert (table["hta_breakdown_idle_us"], table["hta_breakdown_compute_us"]) == (290.0, 200.0)
+    assert table["hta_breakdown_non_compute_us"] == 0.0 and np.isnan(table["hta_overlap_pct"])
