@@ -1829,3 +1829,25 @@ def test_htas_event_set_with_and_without_steps(tmp_path, steps):
         assert hta == (290.0, -100.0, 0.0)
         assert (table["hta_breakdown_idle_us"], table["hta_breakdown_compute_us"]) == (290.0, 200.0)
     assert table["hta_breakdown_non_compute_us"] == 0.0 and np.isnan(table["hta_overlap_pct"])
+
+
+def test_breakdown_of_schedule_cycles_counts_no_time_between_them(tmp_path):
+    """Two recorded cycles (a ``--schedule`` profile, merged): each has HTA's window of its own; the
+    700 µs between them were not recorded and are no idle time."""
+    from nbprof.collect.chrome_trace import read_trace_file
+    from nbprof.events import concat_traces
+    from nbprof.model import TorchProfile
+
+    traces = []
+    for cycle, kernels in ((0, ((0, 10, 100), (150, 200, 100))), (1, ((1000, 1010, 100),))):
+        t = Trace()
+        for cpu, gpu, us in kernels:
+            ext = t.op("aten::mm", cpu, 10)
+            t.launch("gemm", ext, cpu + 1, 2, gpu, us)
+        traces.append(read_trace_file(t.write(tmp_path / f"cycle{cycle}.json")))
+    p = TorchProfile.from_trace(concat_traces(traces, labels=[0, 1], label_column="cycle"))
+    row = p.ranks().table.iloc[0]
+    # cycle 0: 10 -> 300 (290 µs, idle 110-200: the second gemm was launched at 151, after it began);
+    # cycle 1: 1010 -> 1110
+    assert (row["breakdown_window_us"], row["breakdown_compute_us"], row["breakdown_idle_us"]) == (390.0, 300.0, 90.0)
+    assert (row["idle_host_wait_us"], row["idle_kernel_wait_us"], row["idle_other_us"]) == (90.0, 0.0, 0.0)
