@@ -1851,3 +1851,17 @@ def test_breakdown_of_schedule_cycles_counts_no_time_between_them(tmp_path):
     # cycle 1: 1010 -> 1110
     assert (row["breakdown_window_us"], row["breakdown_compute_us"], row["breakdown_idle_us"]) == (390.0, 300.0, 90.0)
     assert (row["idle_host_wait_us"], row["idle_kernel_wait_us"], row["idle_other_us"]) == (90.0, 0.0, 0.0)
+
+
+def test_htas_idle_split_on_stream_0(tmp_path):
+    """Stream 0 is a device stream like any other: its kernels are not the CPU events HTA looks up
+    a launch in. K1 10-110 and K2 200-300 on stream 0, K2 launched at 50 (before the gap): its
+    90 µs gap is "other", not host wait."""
+    t = Trace()
+    ext = t.op("aten::mm", 0, 10)
+    t.launch("K1", ext, 1, 2, 10, 100, stream=0)
+    ext = t.op("aten::mm", 49, 10)
+    t.launch("K2", ext, 50, 2, 200, 100, stream=0)
+    h = t.load(tmp_path).ranks().hta_idle
+    assert h["stream"].tolist() == [0, 0, 0]
+    assert h["idle_time_us"].tolist() == [0.0, 0.0, 90.0]
