@@ -1865,3 +1865,15 @@ def test_htas_idle_split_on_stream_0(tmp_path):
     h = t.load(tmp_path).ranks().hta_idle
     assert h["stream"].tolist() == [0, 0, 0]
     assert h["idle_time_us"].tolist() == [0.0, 0.0, 90.0]
+
+
+def test_an_action_in_the_stats_that_never_began_counts_zero():
+    """An action's stats without its count (``counts`` lists the actions that began): it ran 0 times."""
+    from nbprof.analysis.actions import action_stats, actions_table
+
+    stats = action_stats({"": _raw(("/w/a.py", 1, "a", 1, 1, 1.0, 1.0)),
+                          "validation_step": _raw(("/w/b.py", 2, "b", 4, 4, 3.0, 3.0))})
+    table = actions_table(stats, {})
+    assert table["action"].tolist() == ["(outside every action)", "validation_step"]
+    assert table["count"].tolist() == [1, 0] and table["count"].dtype == np.int64
+    assert table["calls"].tolist() == [1, 4] and table["share_of_total"].tolist() == [0.25, 0.75]
