@@ -1877,3 +1877,30 @@ def test_an_action_in_the_stats_that_never_began_counts_zero():
     assert table["action"].tolist() == ["(outside every action)", "validation_step"]
     assert table["count"].tolist() == [1, 0] and table["count"].dtype == np.int64
     assert table["calls"].tolist() == [1, 4] and table["share_of_total"].tolist() == [0.25, 0.75]
+
+
+def test_compile_time_names_the_first_function_and_the_fx_graph_cache(tmp_path):
+    t = Trace()
+    t.op("aten::empty", 0, 1)
+    t.op("aten::empty", 99_999, 1)  # span 0 -> 100,000 µs
+    # forward compiled twice (30 + 10 ms of Dynamo); the FX graph cache missed, then hit
+    t.annotation("_compile.compile_inner (dynamo_timed)", 10, 30_000)
+    t.annotation("_compile.compile_inner (dynamo_timed)", 40_000, 10_000)
+
+    def metrics(i: int) -> dict:
+        return {"event": "compilation_metrics", "frame_id": 0, "frame_compile_id": i,
+                "metrics": {"compile_id": f"0/{i}", "co_name": "forward", "co_filename": "/home/u/model.py",
+                            "co_firstlineno": 7}}
+
+    records = [metrics(0), {"event": "fx_graph_cache_miss", "frame_id": 0, "frame_compile_id": 0},
+               metrics(1), {"event": "fx_graph_cache_hit", "frame_id": 0, "frame_compile_id": 1}]
+    doc = t.doc
+    t.doc = lambda: {**doc(), "nbprofCompileLog": {"records": records}}
+    sev, msg, ev = finding(t.load(tmp_path), "compile_time")
+    assert sev == "medium"  # 40 %
+    assert msg == ("torch.compile compiled for 40.00 ms (40% of the profile) of forward (…/u/model.py:7) and 1 more: "
+                   "40.00 ms in Dynamo tracing. 2 compilations; the FX graph cache hit 1 of 2. This profile measures "
+                   "compilation: profile a later call for the compiled model's steady state (the Compile tab has "
+                   "each compilation's phases).")
+    assert_close_dict(ev, {"compile_us": 40_000.0, "share": 0.4, "compilations": 2,
+                           "phases_us": {"Dynamo tracing": 40_000.0}})
