@@ -1904,3 +1904,20 @@ def test_compile_time_names_the_first_function_and_the_fx_graph_cache(tmp_path):
                    "each compilation's phases).")
     assert_close_dict(ev, {"compile_us": 40_000.0, "share": 0.4, "compilations": 2,
                            "phases_us": {"Dynamo tracing": 40_000.0}})
+
+
+def test_memory_peak_on_a_device_of_unknown_size(tmp_path):
+    """No deviceProperties: the device's memory is unknown (-1), its share is not computed (0)."""
+    from nbprof.analysis.findings import memory_peak
+    from nbprof.analysis.findings._common import TorchContext
+
+    t = Trace()
+    t.device_properties = []
+    t.op("aten::empty", 0, 10)
+    t.memory(5, 1024, total_allocated=1024, total_reserved=4096)
+    p = t.load(tmp_path)
+    [f] = memory_peak.find(TorchContext(p))
+    assert (f.severity, f.score) == ("low", 0.0)
+    assert f.message == ("Peak memory on cuda:0: 1.00 KiB allocated (4.00 KiB reserved by the caching allocator) at "
+                         "5.0 µs. Held at the peak, by the operator that allocated it: aten::empty (1.00 KiB).")
+    assert f.evidence["device_memory_bytes"] == -1
