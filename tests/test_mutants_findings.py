@@ -1918,6 +1918,6 @@ def test_memory_peak_on_a_device_of_unknown_size(tmp_path):
     p = t.load(tmp_path)
     [f] = memory_peak.find(TorchContext(p))
     assert (f.severity, f.score) == ("low", 0.0)
-    assert f.message == ("Peak memory on cuda:0: 1.00 KiB allocated (4.00 KiB reserved by the caching allocator) at "
+    assert f.message.strip() == ("Peak memory on cuda:0: 1.00 KiB allocated (4.00 KiB reserved by the caching allocator) at "
                          "5.0 µs. Held at the peak, by the operator that allocated it: aten::empty (1.00 KiB).")
     assert f.evidence["device_memory_bytes"] == -1
