@@ -1921,3 +1921,16 @@ def test_memory_peak_on_a_device_of_unknown_size(tmp_path):
     assert f.message.strip() == ("Peak memory on cuda:0: 1.00 KiB allocated (4.00 KiB reserved by the caching allocator) at "
                          "5.0 µs. Held at the peak, by the operator that allocated it: aten::empty (1.00 KiB).")
     assert f.evidence["device_memory_bytes"] == -1
+
+
+def test_sync_under_the_profiles_first_op(tmp_path):
+    """The op that holds the wait is the table's first event (row 0): it is named, not "(no op...)"."""
+    t = Trace()
+    ext = t.op("aten::_local_scalar_dense", 0, 300)
+    t.runtime("cudaStreamSynchronize", 10, 280, ext=ext)
+    ext = t.op("aten::mm", 900, 10)
+    t.launch("gemm", ext, 901, 2, 950, 50)  # span 0 -> 1000: 28 % waiting
+    sev, msg, ev = finding(t.load(tmp_path), "sync")
+    assert sev == "high"
+    assert ev["by_op"] == {"aten::_local_scalar_dense": {"count": 1, "us": 280.0}}
+    assert "most under aten::_local_scalar_dense. " in msg
