@@ -1934,3 +1934,19 @@ def test_sync_under_the_profiles_first_op(tmp_path):
     assert sev == "high"
     assert ev["by_op"] == {"aten::_local_scalar_dense": {"count": 1, "us": 280.0}}
     assert "most under aten::_local_scalar_dense. " in msg
+
+
+def test_differences_of_a_name_some_ranks_lack():
+    """Rank 2 has no rows at all, "b" runs on rank 0 only: the missing counts and times are 0."""
+    from nbprof.analysis.ranks import differences_from_times
+
+    times = pd.DataFrame([{"name": n, "kind": "op", "rank": r, "count": c, "time_us": t}
+                          for n, r, c, t in (("a", 0, 1, 100.0), ("a", 1, 1, 100.0), ("b", 0, 2, 50.0))])
+    d = differences_from_times(times, np.array([0, 1, 2], dtype=object))
+    assert_table(d, {
+        "name": ["a", "b"], "kind": ["op", "op"], "comm": [False, False],  # by max - min: 100, 50
+        "count_min": [0, 0], "count_max": [1, 2], "time_min_us": [0.0, 0.0], "time_max_us": [100.0, 50.0],
+        "time_mean_us": [200 / 3, 50 / 3], "spread": [1.5, 3.0], "slowest_rank": [0, 0],
+        "count_rank0": [1, 2], "count_rank1": [1, 0], "count_rank2": [0, 0],
+        "time_us_rank0": [100.0, 50.0], "time_us_rank1": [100.0, 0.0], "time_us_rank2": [0.0, 0.0],
+    }, ints=("count_min", "count_max", "count_rank0", "count_rank1", "count_rank2"))
