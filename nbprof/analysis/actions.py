@@ -70,8 +70,9 @@ def actions_table(stats: pd.DataFrame, counts: dict[str, int]) -> pd.DataFrame:
             "calls": calls.reindex(order, fill_value=0).to_numpy(dtype=np.int64),
             "functions": functions.reindex(order, fill_value=0).to_numpy(dtype=np.int64),
             "tottime_s": tottime.reindex(order, fill_value=0.0).to_numpy(dtype=np.float64),
+            # a float column either way (a bare NaN made it an object column of NaN)
             "share_of_total": (tottime.reindex(order, fill_value=0.0).to_numpy(dtype=np.float64) / total
-                               if total > 0 else np.nan),
+                               if total > 0 else np.full(len(order), np.nan)),
             "top_function": [top_name.get(a, "") for a in order],
         },
         columns=list(ACTION_COLUMNS),

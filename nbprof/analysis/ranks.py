@@ -94,16 +94,17 @@ def rank_table(events: pd.DataFrame, meta: TraceMeta | None = None, stats: Devic
     windows = profiled_windows(events, meta) if windows is None else windows
     spans = span_ns(windows, n) / 1000.0
 
-    cpu_total = np.bincount(rank[tree], weights=self_cpu[tree], minlength=n)
+    # weighted sums as float64 (np.bincount of no rows gives int64 zeros, whatever the weights)
+    cpu_total = np.bincount(rank[tree], weights=self_cpu[tree], minlength=n).astype(np.float64)
     ops = np.bincount(rank[tree & (kind == KIND_CODE["op"])], minlength=n)
-    device_us = np.bincount(rank[work], weights=dur[work], minlength=n)
+    device_us = np.bincount(rank[work], weights=dur[work], minlength=n).astype(np.float64)
     kernels = np.bincount(rank[work], minlength=n)
     has_device = bool(work.any())
     if has_device:
-        comm_us = np.bincount(rank[work & comm], weights=dur[work & comm], minlength=n)
+        comm_us = np.bincount(rank[work & comm], weights=dur[work & comm], minlength=n).astype(np.float64)
         compute = device_us - comm_us
     else:
-        comm_us = np.bincount(rank[tree & comm], weights=self_cpu[tree & comm], minlength=n)
+        comm_us = np.bincount(rank[tree & comm], weights=self_cpu[tree & comm], minlength=n).astype(np.float64)
         compute = cpu_total - comm_us
 
     busy = np.zeros(n)
@@ -136,7 +137,8 @@ def rank_table(events: pd.DataFrame, meta: TraceMeta | None = None, stats: Devic
         table[column] = breakdown[column].to_numpy()
     idle = hta_idle_table(events, rank) if hta_idle is None else hta_idle
     for column in HTA_IDLE_COLUMNS:
-        table[column] = np.bincount(idle["rank"].to_numpy(), weights=idle[column].to_numpy(), minlength=n)[:n]
+        table[column] = np.bincount(idle["rank"].to_numpy(), weights=idle[column].to_numpy(),
+                                    minlength=n)[:n].astype(np.float64)
     hta = hta_breakdown_table(events, rank, n)
     for column in HTA_BREAKDOWN_COLUMNS:
         table[column] = hta[column].to_numpy()
@@ -187,7 +189,7 @@ def name_times(events: pd.DataFrame, *, device_work: bool) -> pd.DataFrame:
         "kind": np.asarray(KINDS, dtype=object)[(uniq // n_ranks) % len(KINDS)],
         "rank": uniq % n_ranks,
         "count": np.bincount(group, minlength=len(uniq)).astype(np.int64),
-        "time_us": np.bincount(group, weights=value, minlength=len(uniq)),
+        "time_us": np.bincount(group, weights=value, minlength=len(uniq)).astype(np.float64),
     })
 
 

@@ -105,7 +105,8 @@ def steps(events: pd.DataFrame, meta: TraceMeta | None = None) -> pd.DataFrame:
     inside = step_of >= 0
     cpu, step_of = cpu[inside], step_of[inside]
     self_cpu = events["self_cpu_us"].to_numpy()
-    self_cpu_us = np.bincount(step_of, weights=self_cpu[cpu], minlength=n)
+    # float64 even for steps without CPU events (np.bincount of no rows gives int64 zeros)
+    self_cpu_us = np.bincount(step_of, weights=self_cpu[cpu], minlength=n).astype(np.float64)
     ops = np.bincount(step_of[kind[cpu] == KIND_CODE["op"]], minlength=n)
 
     launches = launch_points(events, st.process)
