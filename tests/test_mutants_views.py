@@ -1,0 +1,670 @@
+"""The contracts of the views' analysis pieces (the op tree, key averages, the timeline and its
+tracks and windows, device stats, intervals, flame and call graph, stacks, overview, memory,
+modules), pinned where the mutation samples of issue 26 found them loose: empty inputs (columns
+and dtypes written out), both sides of each boundary, tie order, dtypes. Every expected value is
+worked out by hand in the test (small integer nanoseconds, hand-made traces), never with the code
+under test or its helpers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from .synthetic import Trace
+
+I64 = np.int64
+
+
+def a64(*values):
+    return np.array(values, dtype=I64)
+
+
+# ------------------------------------------------------------------------------------ _intervals
+
+
+def test_union_segments_merges_touching_and_overlapping_intervals_per_group():
+    from nbprof.analysis._intervals import union_segments
+
+    # group 1: [0,10) and [10,15) touch -> one; [20,30) contains [22,25); group 0: [5,6), [8,9)
+    g, s, e = union_segments(a64(20, 0, 8, 10, 22, 5), a64(30, 10, 9, 15, 25, 6), a64(1, 1, 0, 1, 1, 0))
+    assert g.tolist() == [0, 0, 1, 1]
+    assert s.tolist() == [5, 8, 0, 20]
+    assert e.tolist() == [6, 9, 15, 30]
+    assert g.dtype == s.dtype == e.dtype == I64
+    # an interval that ends before it starts is a point; no group: one group 0
+    g, s, e = union_segments(a64(100, 0), a64(90, 5))
+    assert (g.tolist(), s.tolist(), e.tolist()) == ([0, 0], [0, 100], [5, 100])
+    # a gap of one ns is a gap
+    g, s, e = union_segments(a64(0, 11), a64(10, 20))
+    assert (s.tolist(), e.tolist()) == ([0, 11], [10, 20])
+
+
+def test_union_segments_of_nothing_are_three_empty_int64_arrays():
+    from nbprof.analysis._intervals import union_segments
+
+    out = union_segments(np.zeros(0), np.zeros(0), np.zeros(0))
+    assert [len(x) for x in out] == [0, 0, 0] and all(x.dtype == I64 for x in out)
+    out = union_segments(np.zeros(0), np.zeros(0))
+    assert [len(x) for x in out] == [0, 0, 0] and all(x.dtype == I64 for x in out)
+
+
+def test_union_segments_groups_far_apart_in_time_stay_apart():
+    from nbprof.analysis._intervals import union_segments
+
+    # group 0 ends late, group 1 starts early: the stride must keep them apart
+    g, s, e = union_segments(a64(0, 1000, 0, 5), a64(2000, 3000, 10, 20), a64(0, 0, 1, 1))
+    assert (g.tolist(), s.tolist(), e.tolist()) == ([0, 1], [0, 0], [3000, 20])
+
+
+def test_measure_each_and_within_cover_windows_by_hand():
+    from nbprof.analysis._intervals import measure_each, measure_within
+
+    seg_g, seg_s, seg_e = a64(0, 0, 1), a64(10, 30, 0), a64(20, 40, 100)
+    win_g, win_s, win_e = a64(0, 0, 0, 1, 0), a64(0, 15, 20, 50, 45), a64(100, 35, 30, 60, 50)
+    each = measure_each(seg_g, seg_s, seg_e, win_g, win_s, win_e)
+    # [0,100) covers 10+10; [15,35) covers 5+5; [20,30) a gap; group 1's [50,60) 10; [45,50) after all of group 0
+    assert each.tolist() == [20.0, 10.0, 0.0, 10.0, 0.0] and each.dtype == np.float64
+    within = measure_within(seg_g, seg_s, seg_e, win_g[:4], win_s[:4], win_e[:4], 3)
+    assert within.tolist() == [30.0, 10.0, 0.0] and within.dtype == np.float64
+    # a window that starts before every segment, one that ends inside the first segment
+    assert measure_each(a64(0), a64(10), a64(20), a64(0, 0), a64(0, 0), a64(5, 12)).tolist() == [0.0, 2.0]
+
+
+def test_measure_each_without_segments_or_windows_is_zeros():
+    from nbprof.analysis._intervals import measure_each, measure_within
+
+    z = np.zeros(0, dtype=I64)
+    out = measure_each(z, z, z, a64(0, 1), a64(0, 0), a64(10, 10))
+    assert out.tolist() == [0.0, 0.0] and out.dtype == np.float64
+    out = measure_each(a64(0), a64(0), a64(10), z, z, z)
+    assert len(out) == 0 and out.dtype == np.float64
+    out = measure_within(z, z, z, z, z, z, 2)
+    assert out.tolist() == [0.0, 0.0] and out.dtype == np.float64
+
+
+def test_gaps_between_segments_of_each_group():
+    from nbprof.analysis._intervals import gaps
+
+    out = gaps(a64(0, 0, 0, 1, 1), a64(0, 10, 30, 5, 50), a64(5, 20, 40, 6, 60))
+    assert list(out.columns) == ["group", "start", "end"]
+    assert out.values.tolist() == [[0, 5, 10], [0, 20, 30], [1, 6, 50]]
+    for n in (0, 1):
+        empty = gaps(a64(*range(n)), a64(*range(n)), a64(*range(n)))
+        assert list(empty.columns) == ["group", "start", "end"] and len(empty) == 0
+        assert all(empty[c].dtype == I64 for c in empty.columns)
+
+
+def test_assign_points_takes_start_but_not_end():
+    from nbprof.analysis._intervals import assign_points
+
+    # intervals (given out of order): group 0 [10,20) is index 1, [20,30) index 0; group 1 [10,20) index 2
+    iv_g, iv_s, iv_e = a64(0, 0, 1), a64(20, 10, 10), a64(30, 20, 20)
+    pts_g, pts_t = a64(0, 0, 0, 0, 0, 1, 1), a64(9, 10, 19, 20, 30, 15, 25)
+    out = assign_points(pts_g, pts_t, iv_g, iv_s, iv_e)
+    assert out.tolist() == [-1, 1, 1, 0, -1, 2, -1] and out.dtype == I64
+    assert assign_points(a64(), a64(), iv_g, iv_s, iv_e).tolist() == []
+    out = assign_points(a64(0), a64(5), a64(), a64(), a64())
+    assert out.tolist() == [-1] and out.dtype == I64
+
+
+def test_sum_in_intervals_counts_start_but_not_end_and_nested_intervals_each():
+    from nbprof.analysis._intervals import sum_in_intervals
+
+    pts_g, pts_t, w = a64(0, 0, 0, 0, 1), a64(10, 15, 20, 5, 12), np.array([1.0, 2.0, 4.0, 8.0, 16.0])
+    iv_g, iv_s, iv_e = a64(0, 0, 1, 0), a64(10, 12, 10, 21), a64(20, 16, 13, 30)
+    total, count = sum_in_intervals(pts_g, pts_t, w, iv_g, iv_s, iv_e)
+    assert total.tolist() == [3.0, 2.0, 16.0, 0.0] and count.tolist() == [2, 1, 1, 0]
+    assert total.dtype == np.float64 and count.dtype == I64
+    for args in ((a64(), a64(), np.zeros(0), iv_g, iv_s, iv_e), (pts_g, pts_t, w, a64(), a64(), a64())):
+        total, count = sum_in_intervals(*args)
+        n = len(args[3])
+        assert total.tolist() == [0.0] * n and count.tolist() == [0] * n
+        assert total.dtype == np.float64 and count.dtype == I64
+
+
+def test_points_in_intervals_pairs_each_interval_with_its_points_in_time_order():
+    from nbprof.analysis._intervals import points_in_intervals
+
+    # points (not in time order): 0@30, 1@10, 2@20, 3@10 of group 1
+    pts_g, pts_t = a64(0, 0, 0, 1), a64(30, 10, 20, 10)
+    iv, pt = points_in_intervals(pts_g, pts_t, a64(0, 1, 0, 0), a64(10, 0, 0, 31), a64(31, 11, 20, 40))
+    assert iv.tolist() == [0, 0, 0, 1, 2] and pt.tolist() == [1, 2, 0, 3, 1]
+    assert iv.dtype == pt.dtype == I64
+    for args in ((a64(), a64(), a64(0), a64(0), a64(5)), (pts_g, pts_t, a64(), a64(), a64())):
+        iv, pt = points_in_intervals(*args)
+        assert len(iv) == len(pt) == 0 and iv.dtype == pt.dtype == I64
+
+
+def _kernel(t: Trace, name: str, ts: float, dur: float, ext: int = 0, corr: int = 0, stream: int = 7,
+            cat: str = "kernel", device: int = 0) -> None:
+    """Device work as torch writes it, without the runtime call ``Trace.launch`` adds."""
+    t.events.append({"ph": "X", "cat": cat, "name": name, "pid": device, "tid": stream, "ts": ts, "dur": dur,
+                     "args": {"External id": ext, "correlation": corr, "device": device, "stream": stream}})
+
+
+def test_launch_points_from_the_runtime_call_else_the_op_and_without_either_left_out(tmp_path):
+    from nbprof.analysis._intervals import launch_points
+
+    t = Trace()
+    a = t.op("aten::mm", 0, 100)
+    t.launch("k_runtime", a, 10, 5, 50, 20)  # correlation 1: the runtime call at 10 µs launches it
+    b = t.op("aten::add", 200, 100)
+    _kernel(t, "k_op_only", 400, 30, ext=b, corr=99)  # no runtime call with correlation 99: its op at 200
+    _kernel(t, "k_orphan", 500, 7)  # neither: left out
+    ev = t.load(tmp_path).events
+    names = ev["name"].astype(str).tolist()
+    process = np.arange(len(ev), dtype=I64) * 10  # a process code per row, to see which row it came from
+    lp = launch_points(ev, process)
+    assert list(lp.columns) == ["row", "launch_ns", "process", "dur_ns", "runtime_row", "runtime_dur_ns"]
+    runtime_row = names.index("cudaLaunchKernel")
+    rows = [names.index("k_runtime"), names.index("k_op_only")]
+    assert lp["row"].tolist() == rows
+    assert lp["launch_ns"].tolist() == [10_000, 200_000]
+    assert lp["process"].tolist() == [runtime_row * 10, names.index("aten::add") * 10]
+    assert lp["dur_ns"].tolist() == [20_000, 30_000]
+    assert lp["runtime_row"].tolist() == [runtime_row, -1]
+    assert lp["runtime_dur_ns"].tolist() == [5_000, 0]
+    assert all(lp[c].dtype == I64 for c in lp.columns)
+
+
+def test_launch_points_of_a_profile_without_device_work_are_empty_int64_columns(tmp_path):
+    from nbprof.analysis._intervals import launch_points
+
+    t = Trace()
+    t.op("aten::add", 0, 10)
+    ev = t.load(tmp_path).events
+    lp = launch_points(ev, np.zeros(len(ev), dtype=I64))
+    assert list(lp.columns) == ["row", "launch_ns", "process", "dur_ns", "runtime_row", "runtime_dur_ns"]
+    assert len(lp) == 0 and all(lp[c].dtype == I64 for c in lp.columns)
+
+
+def test_launch_points_match_each_correlation_id_among_many_runtime_calls(tmp_path):
+    """Runtime calls in file order 3, 1, 2 (sorted to be searched); a kernel whose id is past
+    every call's, and one whose id is below them, have no runtime call."""
+    from nbprof.analysis._intervals import launch_points
+
+    t = Trace()
+    ext = t.op("aten::mm", 0, 1000)
+    for corr, ts in ((3, 30), (1, 10), (2, 20)):
+        t.runtime("cudaLaunchKernel", ts, 1 + corr, ext=ext, corr=corr)
+    for corr, ts in ((1, 100), (2, 200), (3, 300), (4, 400)):
+        _kernel(t, f"k{corr}", ts, 10, ext=ext, corr=corr)
+    ev = t.load(tmp_path).events
+    lp = launch_points(ev, np.zeros(len(ev), dtype=I64))
+    assert lp["launch_ns"].tolist() == [10_000, 20_000, 30_000, 0]  # k4: the op at 0
+    assert lp["runtime_dur_ns"].tolist() == [2_000, 3_000, 4_000, 0]
+
+
+# ---------------------------------------------------------------------------------------- memory
+
+
+def test_downsample_max_keeps_each_buckets_first_and_highest_point_and_the_last():
+    from nbprof.analysis.memory import downsample_max
+
+    x = np.arange(10, dtype=np.float64)
+    y = np.array([5, 1, 9, 2, 3, 3, 0, 8, 7, 6], dtype=np.float64)
+    # 2 buckets over [0, 9]: bucket = floor(x / 9 * 2) -> x 0..4 in 0, 5..9 in 1 (9 clipped to 1)
+    kx, ky = downsample_max(x, y, 2)
+    # bucket 0: first x=0, max x=2 (9); bucket 1: first x=5, max x=7 (8); and the last x=9
+    assert kx.tolist() == [0.0, 2.0, 5.0, 7.0, 9.0] and ky.tolist() == [5.0, 9.0, 3.0, 8.0, 6.0]
+    # at most 2 points a bucket: nothing to do (n == 2 * buckets too)
+    kx, ky = downsample_max(x, y, 5)
+    assert kx.tolist() == x.tolist() and ky.tolist() == y.tolist()
+    kx, ky = downsample_max(x[:0], y[:0], 0)
+    assert len(kx) == 0 and len(ky) == 0
+    # all at one instant: the first point and the highest
+    kx, ky = downsample_max(np.full(6, 3.0), np.array([1.0, 4, 2, 4, 0, 1]), 2)
+    assert kx.tolist() == [3.0, 3.0] and ky.tolist() == [1.0, 4.0]
+
+
+def test_downsample_max_takes_the_first_of_equal_maxima_in_a_bucket():
+    from nbprof.analysis.memory import downsample_max
+
+    x = np.arange(7, dtype=np.float64)
+    y = np.array([0, 4, 4, 1, 0, 0, 0], dtype=np.float64)
+    # one bucket over [0, 6]... (n 7 > 2): first x=0, the max 4 first seen at x=1, the last x=6
+    kx, ky = downsample_max(x, y, 1)
+    assert kx.tolist() == [0.0, 1.0, 6.0] and ky.tolist() == [0.0, 4.0, 0.0]
+
+
+def _memory_trace() -> Trace:
+    t = Trace()
+    t.op("aten::conv2d", 0, 100)
+    t.op("aten::empty", 10, 10)
+    t.memory(15, 4096, total_allocated=5096, total_reserved=1 << 21, addr=0xA)  # in aten::empty
+    t.memory(50, 1024, total_allocated=6120, total_reserved=1 << 22, addr=0xB)  # in aten::conv2d
+    t.memory(300, -4096, total_allocated=2024, total_reserved=1 << 21, addr=0xA)  # outside every op
+    t.memory(200, 64, total_allocated=64, total_reserved=4096, device=-1, addr=0xC)  # CPU
+    t.memory(250, -32, total_allocated=32, total_reserved=4096, device=-1, addr=0xD)  # CPU, freed only
+    return t
+
+
+def test_memory_curve_is_per_device_in_time_order_with_the_op_open_at_each_event(tmp_path):
+    from nbprof.analysis.memory import memory_curve
+
+    curve = memory_curve(_memory_trace().load(tmp_path).events)
+    assert list(curve.columns) == ["device", "time_us", "allocated_bytes", "reserved_bytes", "delta_bytes", "op"]
+    assert curve.values.tolist() == [
+        ["cpu", 200.0, 64, 4096, 64, ""],
+        ["cpu", 250.0, 32, 4096, -32, ""],
+        ["cuda:0", 15.0, 5096, 1 << 21, 4096, "aten::empty"],
+        ["cuda:0", 50.0, 6120, 1 << 22, 1024, "aten::conv2d"],
+        ["cuda:0", 300.0, 2024, 1 << 21, -4096, ""],
+    ]
+    assert curve.index.tolist() == [0, 1, 2, 3, 4]
+
+
+def test_memory_curve_of_a_profile_without_memory_events_has_the_columns(tmp_path):
+    from nbprof.analysis.memory import memory_curve, memory_peaks
+
+    t = Trace()
+    t.op("aten::add", 0, 10)
+    curve = memory_curve(t.load(tmp_path).events)
+    assert list(curve.columns) == ["device", "time_us", "allocated_bytes", "reserved_bytes", "delta_bytes", "op"]
+    assert len(curve) == 0
+    assert memory_peaks(curve) == []
+
+
+def test_memory_peaks_per_device(tmp_path):
+    from nbprof.analysis.memory import MemoryPeak, memory_curve, memory_peaks
+
+    peaks = memory_peaks(memory_curve(_memory_trace().load(tmp_path).events))
+    assert peaks == [
+        MemoryPeak(device="cpu", peak_allocated_bytes=64, peak_time_us=200.0, peak_op="", peak_reserved_bytes=4096,
+                   start_allocated_bytes=0),
+        MemoryPeak(device="cuda:0", peak_allocated_bytes=6120, peak_time_us=50.0, peak_op="aten::conv2d",
+                   peak_reserved_bytes=1 << 22, start_allocated_bytes=1000),
+    ]
+    assert all(type(p.peak_allocated_bytes) is int and type(p.start_allocated_bytes) is int
+               and type(p.peak_reserved_bytes) is int and type(p.peak_time_us) is float for p in peaks)
+
+
+def test_memory_peak_of_equal_totals_is_the_first(tmp_path):
+    from nbprof.analysis.memory import memory_curve, memory_peaks
+
+    t = Trace()
+    t.op("aten::a", 0, 10)
+    t.op("aten::b", 20, 10)
+    t.memory(5, 100, total_allocated=100, total_reserved=512, addr=1)
+    t.memory(25, 0, total_allocated=100, total_reserved=512, addr=2)
+    [peak] = memory_peaks(memory_curve(t.load(tmp_path).events))
+    assert (peak.peak_time_us, peak.peak_op) == (5.0, "aten::a")
+
+
+def test_allocations_pair_each_block_with_its_free(tmp_path):
+    from nbprof.analysis.memory import allocations
+
+    a = allocations(_memory_trace().load(tmp_path).events)
+    assert list(a.columns) == ["device", "addr", "bytes", "alloc_us", "free_us", "lifetime_us", "op", "top_op"]
+    rows = a.values.tolist()
+    # blocks from before the profile first (the CPU free at 250), then by allocation time
+    assert rows[0] == ["cpu", 0xD, 32, pytest.approx(np.nan, nan_ok=True), 250.0,
+                       pytest.approx(np.nan, nan_ok=True), "", ""]
+    assert rows[1:] == [
+        ["cuda:0", 0xA, 4096, 15.0, 300.0, 285.0, "aten::empty", "aten::conv2d"],
+        ["cuda:0", 0xB, 1024, 50.0, pytest.approx(np.nan, nan_ok=True), pytest.approx(np.nan, nan_ok=True),
+         "aten::conv2d", "aten::conv2d"],
+        ["cpu", 0xC, 64, 200.0, pytest.approx(np.nan, nan_ok=True), pytest.approx(np.nan, nan_ok=True), "", ""],
+    ]
+    assert a["bytes"].dtype == I64 and a["alloc_us"].dtype == a["free_us"].dtype == np.float64
+
+
+def test_allocations_reuse_of_an_address_pairs_in_turn(tmp_path):
+    """One address allocated, freed, allocated again and freed: two blocks; a second free in a
+    row is a block from before... no: only a free right after an allocation pairs with it."""
+    from nbprof.analysis.memory import allocations
+
+    t = Trace()
+    t.op("aten::empty", 0, 1000)
+    t.memory(10, 256, 256, 4096, addr=7)
+    t.memory(20, -256, 0, 4096, addr=7)
+    t.memory(30, 512, 512, 4096, addr=7)
+    t.memory(40, -512, 0, 4096, addr=7)
+    t.memory(50, 128, 128, 4096, addr=8)
+    t.memory(60, 64, 192, 4096, addr=8)  # allocated again without a free: the first is never freed
+    a = allocations(t.load(tmp_path).events)
+    assert a[["addr", "bytes", "alloc_us", "free_us"]].values.tolist()[:3] == [
+        [7, 256, 10.0, 20.0], [7, 512, 30.0, 40.0], [8, 128, 50.0, pytest.approx(np.nan, nan_ok=True)]]
+    assert a[["addr", "bytes", "alloc_us"]].values.tolist()[3] == [8, 64, 60.0]
+    assert np.isnan(a["free_us"].iloc[3])
+
+
+def test_allocations_without_memory_events_have_the_columns_and_dtypes(tmp_path):
+    from nbprof.analysis.memory import allocations
+
+    t = Trace()
+    t.op("aten::add", 0, 10)
+    t.memory(5, 0, 0, 0, addr=0)  # a memory event without an address is no block
+    a = allocations(t.load(tmp_path).events)
+    assert list(a.columns) == ["device", "addr", "bytes", "alloc_us", "free_us", "lifetime_us", "op", "top_op"]
+    assert len(a) == 0
+    assert [str(a[c].dtype) for c in a.columns] == ["object", "float64", "float64", "float64", "float64",
+                                                    "float64", "object", "object"]
+
+
+def test_alive_at_holds_a_block_allocated_at_the_time_but_not_one_freed_then():
+    from nbprof.analysis.memory import alive_at
+
+    nan = np.nan
+    allocs = pd.DataFrame({
+        "device": ["cuda:0", "cuda:0", "cuda:0", "cuda:0", "cuda:0", "cpu"],
+        "addr": [1, 2, 3, 4, 5, 6],
+        "bytes": [10, 30, 20, 40, 30, 99],
+        "alloc_us": [100.0, 50.0, nan, 101.0, 0.0, 0.0],
+        "free_us": [200.0, 100.0, nan, nan, nan, nan],
+    })
+    held = alive_at(allocs, 100.0, "cuda:0")
+    # addr 1: allocated at 100 (held); 2: freed at 100 (gone); 3: from before, never freed; 4: later;
+    # 5: never freed; the CPU block is another device. Biggest first, equal sizes in their order.
+    assert held["addr"].tolist() == [5, 3, 1]
+    assert alive_at(allocs, 99.0, "cuda:0")["addr"].tolist() == [2, 5, 3]
+
+
+# ------------------------------------------------------------------------------- timeline tracks
+
+
+def test_union_busy_us_counts_overlaps_once_per_bin():
+    from nbprof.analysis.timeline_tracks import union_busy_us
+
+    # [0,10) and [5,15) -> [0,15); [15,20) touches it; [30,40)
+    start, end = np.array([5.0, 0.0, 30.0, 15.0]), np.array([15.0, 10.0, 40.0, 20.0])
+    busy = union_busy_us(start, end, np.array([0.0, 10.0, 20.0, 35.0, 50.0]))
+    assert busy.tolist() == [10.0, 10.0, 5.0, 5.0]
+    # an edge before every interval, and one inside the last
+    assert union_busy_us(start, end, np.array([-10.0, 0.0, 32.0])).tolist() == [0.0, 22.0]
+    out = union_busy_us(np.zeros(0), np.zeros(0), np.array([0.0, 1.0, 2.0]))
+    assert out.tolist() == [0.0, 0.0]
+
+
+def test_gpu_busy_track_bins_per_device(tmp_path):
+    from nbprof.analysis.timeline_tracks import gpu_busy_track
+
+    t = Trace()
+    ext = t.op("aten::mm", 0, 10)
+    _kernel(t, "k0", 0, 50, ext=ext, stream=7)
+    _kernel(t, "k1", 25, 50, ext=ext, stream=8)  # overlaps k0 on another stream: counted once
+    _kernel(t, "k2", 10, 20, ext=ext, device=1)
+    track = gpu_busy_track(t.load(tmp_path).events, 0.0, 100.0, bins=4)
+    assert list(track.columns) == ["device", "t0_us", "t1_us", "busy_us", "busy_pct"]
+    assert track.values.tolist() == [
+        ["cuda:0", 0.0, 25.0, 25.0, 100.0], ["cuda:0", 25.0, 50.0, 25.0, 100.0],
+        ["cuda:0", 50.0, 75.0, 25.0, 100.0], ["cuda:0", 75.0, 100.0, 0.0, 0.0],
+        ["cuda:1", 0.0, 25.0, 15.0, 60.0], ["cuda:1", 25.0, 50.0, 5.0, 20.0],
+        ["cuda:1", 50.0, 75.0, 0.0, 0.0], ["cuda:1", 75.0, 100.0, 0.0, 0.0],
+    ]
+    # bins < 1 is one bin; an empty span is a bin of 1e-9 µs
+    one = gpu_busy_track(t.load(tmp_path, "b.json").events, 0.0, 100.0, bins=0)
+    assert one[["t0_us", "t1_us", "busy_us"]].values.tolist() == [[0.0, 100.0, 75.0], [0.0, 100.0, 20.0]]
+    flat = gpu_busy_track(t.load(tmp_path, "c.json").events, 30.0, 30.0, bins=1)
+    assert flat["t1_us"].tolist() == [30.0 + 1e-9, 30.0 + 1e-9] and flat["busy_pct"].tolist() == [100.0, 0.0]
+
+
+def test_gpu_busy_track_of_a_profile_without_device_work_has_the_columns(tmp_path):
+    from nbprof.analysis.timeline_tracks import gpu_busy_track
+
+    t = Trace()
+    t.op("aten::add", 0, 10)
+    track = gpu_busy_track(t.load(tmp_path).events, 0.0, 10.0)
+    assert list(track.columns) == ["device", "t0_us", "t1_us", "busy_us", "busy_pct"] and len(track) == 0
+
+
+def test_memory_track_starts_with_the_value_held_and_keeps_each_bins_peak_and_last():
+    from nbprof.analysis.timeline_tracks import memory_track
+
+    curve = pd.DataFrame({
+        "device": ["cuda:0"] * 6 + ["cuda:1"],
+        "time_us": [5.0, 12.0, 14.0, 16.0, 30.0, 99.0, 1.0],
+        "allocated_bytes": [100, 300, 900, 200, 50, 7, 42],
+    })
+    track = memory_track(curve, 10.0, 50.0, bins=2)  # bins [10,30), [30,50]
+    assert list(track.columns) == ["device", "time_us", "allocated_bytes"]
+    assert track.values.tolist() == [
+        ["cuda:0", 10.0, 100], ["cuda:0", 14.0, 900], ["cuda:0", 16.0, 200], ["cuda:0", 30.0, 50],
+        ["cuda:1", 10.0, 42], ["cuda:1", 50.0, 42],  # nothing in the window: the value held, flat
+    ]
+    assert track["allocated_bytes"].dtype == I64
+    # a device whose first event is after the window: nothing
+    assert memory_track(curve.iloc[6:].assign(time_us=[60.0]), 10.0, 50.0).empty
+    empty = memory_track(curve.iloc[:0], 0.0, 1.0)
+    assert list(empty.columns) == ["device", "time_us", "allocated_bytes"] and len(empty) == 0
+
+
+def test_memory_track_keeps_the_first_of_equal_peaks_in_a_bin():
+    from nbprof.analysis.timeline_tracks import memory_track
+
+    curve = pd.DataFrame({"device": ["cuda:0"] * 4, "time_us": [1.0, 2.0, 3.0, 4.0],
+                          "allocated_bytes": [5, 9, 9, 1]})
+    track = memory_track(curve, 0.0, 10.0, bins=1)
+    assert track[["time_us", "allocated_bytes"]].values.tolist() == [[2.0, 9], [4.0, 1]]
+
+
+def test_flows_pair_with_the_latest_starting_runtime_call_of_an_id(tmp_path):
+    from nbprof.analysis.timeline_tracks import flows
+
+    t = Trace()
+    ext = t.op("aten::mm", 0, 100)
+    t.runtime("cudaLaunchKernel", 10, 20, ext=ext, corr=5)
+    t.runtime("cuLaunchKernel", 12, 5, ext=ext, corr=5)  # the driver call under it: queued the work
+    t.runtime("cudaLaunchKernel", 40, 5, ext=ext, corr=6)
+    _kernel(t, "k5", 50, 10, ext=ext, corr=5)
+    _kernel(t, "k6", 70, 10, ext=ext, corr=6)
+    _kernel(t, "k7", 90, 10, ext=ext, corr=7)  # no launch recorded
+    ev = t.load(tmp_path).events
+    names = ev["name"].astype(str).tolist()
+    f = flows(ev)
+    assert list(f.columns) == ["launch", "work", "correlation"]
+    assert f.values.tolist() == [[names.index("cuLaunchKernel"), names.index("k5"), 5],
+                                 [names.index("cudaLaunchKernel", names.index("cuLaunchKernel")), names.index("k6"), 6]]
+    assert all(f[c].dtype == I64 for c in f.columns)
+
+
+def test_flows_of_a_profile_without_launches_are_empty_int64_columns(tmp_path):
+    from nbprof.analysis.timeline_tracks import flows
+
+    t = Trace()
+    ext = t.op("aten::mm", 0, 100)
+    _kernel(t, "k", 50, 10, ext=ext, corr=3)
+    f = flows(t.load(tmp_path).events)
+    assert list(f.columns) == ["launch", "work", "correlation"] and len(f) == 0
+    assert all(f[c].dtype == I64 for c in f.columns)
+
+
+# ------------------------------------------------------------------------------- timeline window
+
+
+def test_window_summary_clips_each_event_to_the_span_and_sorts_ties_by_name(tmp_path):
+    from nbprof.analysis.timeline_window import window_summary
+
+    t = Trace()
+    a = t.op("aten::b", 0, 100)  # overlaps [50, 150] by 50
+    t.op("aten::a", 120, 40)  # by 30
+    t.op("aten::a", 150, 10)  # starts at the span's end: overlaps (by 0)
+    t.op("aten::c", 200, 10)  # after it: left out
+    t.op("aten::z", 40, 10)  # ends at 50: overlaps by 0
+    t.launch("gemm", a, 10, 5, 60, 20)  # the runtime call [10, 15] ends before the span
+    _kernel(t, "gemm", 70, 40, ext=a, stream=8)  # overlaps the first gemm: busy once
+    _kernel(t, "fill", 140, 20, ext=a)
+    s = window_summary(t.load(tmp_path).events, 150.0, 50.0)  # given the other way round
+    assert (s.t0_us, s.t1_us, s.span_us) == (50.0, 150.0, 100.0)
+    assert list(s.ops.columns) == ["name", "calls", "in_window_us", "total_us"]
+    assert s.ops.values.tolist() == [["aten::b", 1, 50.0, 100.0], ["aten::a", 2, 30.0, 50.0],
+                                     ["aten::z", 1, 0.0, 10.0]]
+    assert s.kernels.values.tolist() == [["gemm", 2, 60.0, 60.0], ["fill", 1, 10.0, 20.0]]
+    assert s.device_busy_us == 60.0  # [60, 110) and [140, 150)
+    # the runtime call starts at the span's end: in it, for 0 µs
+    early = window_summary(t.load(tmp_path, "b.json").events, 0.0, 10.0)
+    assert early.ops.values.tolist() == [["aten::b", 1, 10.0, 100.0], ["cudaLaunchKernel", 1, 0.0, 5.0]]
+    # nothing in the span: empty tables with the columns, nothing busy
+    none = window_summary(t.load(tmp_path, "c.json").events, 1000.0, 2000.0)
+    assert len(none.ops) == len(none.kernels) == 0 and none.device_busy_us == 0.0
+    assert list(none.kernels.columns) == ["name", "calls", "in_window_us", "total_us"]
+
+
+def test_window_summary_orders_equal_times_by_name(tmp_path):
+    from nbprof.analysis.timeline_window import window_summary
+
+    t = Trace()
+    t.op("aten::mul", 0, 10)
+    t.op("aten::add", 20, 10)
+    t.op("aten::sub", 40, 20)
+    s = window_summary(t.load(tmp_path).events, 0.0, 100.0)
+    assert s.ops["name"].tolist() == ["aten::sub", "aten::add", "aten::mul"]
+
+
+def test_find_events_finds_drawn_events_by_a_part_of_their_name(tmp_path):
+    from nbprof.analysis.timeline_window import find_events
+
+    t = Trace()
+    a = t.op("aten::Conv2d", 0, 100)
+    t.launch("implicit_CONV_kernel", a, 10, 5, 60, 20)
+    t.op("model.py(3): conv_block", 0, 200, cat="python_function")
+    t.memory(50, 16, 16, 512)
+    t.op("aten::relu", 150, 10)
+    ev = t.load(tmp_path).events
+    names = ev["name"].astype(str).tolist()
+    hits = find_events(ev, "  conv ")
+    assert sorted(names[i] for i in hits) == ["aten::Conv2d", "implicit_CONV_kernel", "model.py(3): conv_block"]
+    assert hits.tolist() == sorted(hits.tolist())
+    assert find_events(ev, "[memory]").tolist() == []  # memory events are not drawn
+    out = find_events(ev, " ")
+    assert out.tolist() == [] and out.dtype == I64
+    assert find_events(ev, "LAUNCHKERNEL").tolist() == [names.index("cudaLaunchKernel")]
+
+
+# ------------------------------------------------------------------------------------- timeline
+
+
+def test_clip_overlaps_starts_each_rectangle_at_the_latest_end_before_it():
+    from nbprof.analysis.timeline import clip_overlaps
+
+    row = a64(0, 0, 0, 0, 1, 1)
+    x0 = np.array([0.0, 5.0, 6.0, 12.0, 3.0, 4.0])
+    x1 = np.array([10.0, 8.0, 11.0, 15.0, 9.0, 9.0])
+    c0, c1, hidden = clip_overlaps(row, x0, x1)
+    # row 0: [5,8) under [0,10): hidden; [6,11) from 10; [12,15) alone. Row 1: [4,9) ends with [3,9): hidden
+    assert c0.tolist() == [0.0, 10.0, 10.0, 12.0, 3.0, 9.0]
+    assert c1.tolist() == [10.0, 10.0, 11.0, 15.0, 9.0, 9.0]
+    assert hidden.tolist() == [False, True, False, False, False, True]
+    # rows apart: the first of a row is never clipped by the last of the row before
+    c0, c1, hidden = clip_overlaps(a64(0, 1), np.array([0.0, 5.0]), np.array([10.0, 8.0]))
+    assert (c0.tolist(), c1.tolist(), hidden.tolist()) == ([0.0, 5.0], [10.0, 8.0], [False, False])
+    # touching is not overlapping
+    c0, c1, hidden = clip_overlaps(a64(0, 0), np.array([0.0, 10.0]), np.array([10.0, 20.0]))
+    assert (c0.tolist(), hidden.tolist()) == ([0.0, 10.0], [False, False])
+    for n in (0, 1):
+        c0, c1, hidden = clip_overlaps(a64(*[0] * n), np.zeros(n), np.ones(n))
+        assert hidden.tolist() == [False] * n and hidden.dtype == bool
+
+
+def test_merge_groups_joins_small_neighbours_within_a_pixel():
+    from nbprof.analysis.timeline import merge_groups
+
+    row = a64(0, 0, 0, 0, 0, 1)
+    x0 = np.array([0.0, 1.0, 2.5, 9.5, 10.2, 10.4])
+    x1 = np.array([0.5, 1.5, 5.0, 9.9, 10.3, 10.5])
+    # px 2, t0 0: pixels 0, 0, 1, 4, 5, 5. 1 joins 0 (small, gap 0.5, same pixel); 2 is 2.5 wide;
+    # 4 is in another pixel than 3; 5 is on another row
+    assert merge_groups(row, x0, x1, 2.0).tolist() == [False, True, False, False, False, False]
+    # t0 moves the pixel grid: at t0 = -1.2, 0 and 1 fall in pixels 0 and 1, 3 and 4 both in 5
+    assert merge_groups(row, x0, x1, 2.0, t0=-1.2).tolist() == [False, False, False, False, True, False]
+    # no merging at px 0, but a hidden rectangle joins the one before it on its row
+    hidden = np.array([False, False, True, False, False, True])
+    assert merge_groups(row, x0, x1, 0.0, hidden=hidden).tolist() == [False, False, True, False, False, False]
+    # a gap of exactly px does not join; widths of exactly px do not either
+    assert merge_groups(a64(0, 0), np.array([0.0, 1.5]), np.array([0.5, 1.6]), 1.0).tolist() == [False, False]
+    assert merge_groups(a64(0, 0), np.array([0.0, 0.5]), np.array([0.2, 0.9]), 1.0).tolist() == [False, True]
+    assert merge_groups(a64(0, 0), np.array([0.0, 0.1]), np.array([0.1, 1.1]), 1.0).tolist() == [False, False]
+    out = merge_groups(a64(), np.zeros(0), np.zeros(0), 1.0)
+    assert out.tolist() == [] and out.dtype == bool
+
+
+def test_aggregate_sums_groups_and_names_them_after_their_busiest_key():
+    from nbprof.analysis.timeline import aggregate
+
+    join = np.array([False, True, True, True, False, False, True])
+    x0 = np.array([0.0, 1.0, 2.0, 3.0, 10.0, 20.0, 21.0])
+    x1 = np.array([1.0, 5.0, 3.0, 4.0, 11.0, 21.0, 22.0])
+    count = a64(1, 2, 1, 1, 1, 1, 3)
+    busy = np.array([1.0, 1.0, 1.5, 1.0, 1.0, 1.0, 0.5])
+    key = a64(7, 8, 9, 8, 5, 6, 6)
+    group, agg = aggregate(join, x0, x1, count, busy, key, top=2)
+    assert group.tolist() == [0, 0, 0, 0, 1, 2, 2]
+    assert agg["x0"].tolist() == [0.0, 10.0, 20.0] and agg["x1"].tolist() == [5.0, 11.0, 22.0]
+    assert agg["count"].tolist() == [5, 1, 4] and agg["busy"].tolist() == [4.5, 1.0, 1.5]
+    assert agg["first"].tolist() == [0, 4, 5] and agg["size"].tolist() == [4, 1, 2]
+    # group 0: key 8 has 2.0 busy (3 events), 9 has 1.5, 7 has 1.0: 8 names it, top 2 = 8, 9
+    assert agg["key"].tolist() == [8, 5, 6]
+    assert agg["top_keys"].tolist() == [[8, 9], [-1, -1], [6, -1]]
+    assert agg["top_counts"].tolist() == [[3, 1], [0, 0], [4, 0]]
+    assert agg["distinct"].tolist() == [3, 1, 1]
+    assert agg["top_keys"].dtype == agg["top_counts"].dtype == agg["distinct"].dtype == I64
+
+
+def test_aggregate_of_nothing():
+    from nbprof.analysis.timeline import aggregate
+
+    group, agg = aggregate(np.zeros(0, dtype=bool), np.zeros(0), np.zeros(0), a64(), np.zeros(0), a64())
+    assert len(group) == 0
+    for k in ("x0", "x1", "count", "busy", "first", "size", "key", "distinct"):
+        assert len(agg[k]) == 0, k
+    assert agg["count"].dtype == I64 and agg["top_keys"].shape == (0, 3)
+
+
+def test_pair_sums_dense_and_hashed_agree_with_hand_sums():
+    from nbprof.analysis.timeline import _pair_sums
+
+    g, k = a64(3, 3, 1, 3, 1), a64(5, 2, 5, 5, 5)
+    busy, count = np.array([1.0, 2.0, 4.0, 8.0, 16.0]), a64(1, 1, 2, 3, 5)
+    want = {(1, 5): (20.0, 7), (3, 2): (2.0, 1), (3, 5): (9.0, 4)}
+    for cells in (4_000_000, 0):  # the dense table, then the hashing path
+        pg, pk, pb, pc = _pair_sums(g, k, busy, count, dense_cells=cells)
+        got = {(int(a), int(b)): (float(c), int(d)) for a, b, c, d in zip(pg, pk, pb, pc)}
+        assert got == want, cells
+        assert pc.dtype == I64
+
+
+def test_thread_and_device_labels():
+    from nbprof.analysis.timeline import _device_label, _thread_label
+
+    assert _thread_label(7, "main", {7: "worker"}) == "CPU thread 7 (main)"
+    assert _thread_label(7, None, {7: "worker"}) == "CPU thread 7 (worker)"
+    assert _thread_label(7, None, {"7": "loader"}) == "CPU thread 7 (loader)"
+    assert _thread_label(7, None, {7: "thread 7 (pid 1)"}) == "CPU thread 7"
+    assert _thread_label(7, None, {}) == "CPU thread 7"
+    assert _device_label("cuda:1", 7) == "CUDA 1 stream 7"
+    assert _device_label("mtia", 3) == "MTIA stream 3"
+
+
+def test_python_depth_follows_the_caller_chain_and_stops_at_a_non_frame():
+    from nbprof.analysis.timeline import _python_depth
+
+    # rows 0..5: 1 <- 0, 2 <- 1, 3 <- 4 (4 is no frame), 5 <- 2
+    parent = a64(-1, 0, 1, 4, -1, 2)
+    py = a64(0, 1, 2, 3, 5)
+    out = _python_depth(parent, py)
+    assert out.tolist() == [0, 1, 2, 0, 3] and out.dtype == I64
+
+
+def test_factorize_rows_numbers_combinations_in_order_of_first_appearance():
+    from nbprof.analysis.timeline import _factorize_rows
+
+    frame = pd.DataFrame({"a": [2, 1, 2, 1, 2], "b": [5, 5, 5, 6, 1 << 40]})
+    codes, keys = _factorize_rows(frame)
+    assert codes.tolist() == [0, 1, 0, 2, 3] and codes.dtype == I64
+    assert keys.tolist() == [[2, 5], [1, 5], [1, 6], [2, 1 << 40]]
+    codes, keys = _factorize_rows(frame.iloc[:0])
+    assert codes.dtype == I64 and keys.shape == (0, 2) and keys.dtype == I64
+
+
+def test_row_start_order_ties_longest_first():
+    from nbprof.analysis.timeline import _row_start_order
+
+    row = a64(1, 0, 0, 0, 1)
+    s = np.array([0.0, 5.0, 1.0, 5.0, 0.0])
+    e = np.array([1.0, 6.0, 2.0, 9.0, 3.0])
+    assert _row_start_order(row, s, e).tolist() == [2, 3, 1, 4, 0]
+    # no ties: row, then start
+    assert _row_start_order(a64(1, 0, 0), np.array([0.0, 2.0, 1.0]), np.array([1.0, 3.0, 2.0])).tolist() == [2, 1, 0]
+    out = _row_start_order(a64(), np.zeros(0), np.zeros(0))
+    assert out.tolist() == [] and out.dtype == I64
