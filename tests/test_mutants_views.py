@@ -668,3 +668,127 @@ def test_row_start_order_ties_longest_first():
     assert _row_start_order(a64(1, 0, 0), np.array([0.0, 2.0, 1.0]), np.array([1.0, 3.0, 2.0])).tolist() == [2, 1, 0]
     out = _row_start_order(a64(), np.zeros(0), np.zeros(0))
     assert out.tolist() == [] and out.dtype == I64
+
+
+# --------------------------------------------------------------------------------- key averages
+
+
+def test_group_sum_is_exact_for_integers_beyond_float_precision():
+    from nbprof.analysis.key_averages import _group_sum
+
+    group = a64(0, 1, 0, 2)
+    out = _group_sum(group, np.array([1.5, 2.0, 0.25, 3.0]), 4)
+    assert out.tolist() == [1.75, 2.0, 3.0, 0.0] and out.dtype == np.float64
+    out = _group_sum(group, np.array([5, -7, 1, 0], dtype=np.int32), 3)
+    assert out.tolist() == [6, -7, 0] and out.dtype == I64
+    big = 2**53 + 1  # not a float64: the sum must be done in integers
+    out = _group_sum(group, a64(big, 3, 2, -big), 3)
+    assert out.tolist() == [big + 2, 3, -big] and out.dtype == I64
+    out = _group_sum(a64(), a64(), 2)
+    assert out.tolist() == [0, 0] and out.dtype == I64
+    # at exactly 2**53 in all, floats would still be exact, but the integer path gives the same
+    out = _group_sum(a64(0, 0), a64(2**52, 2**52), 1)
+    assert out.tolist() == [2**53] and out.dtype == I64
+
+
+def test_first_appearance_codes():
+    from nbprof.analysis.key_averages import _first_appearance_codes
+
+    codes, first = _first_appearance_codes(a64(9, 4, 9, 7, 4, 7, 1))
+    assert codes.tolist() == [0, 1, 0, 2, 1, 2, 3] and first.tolist() == [0, 1, 3, 6]
+    assert codes.dtype == first.dtype == I64
+    codes, first = _first_appearance_codes(a64())
+    assert len(codes) == len(first) == 0 and codes.dtype == first.dtype == I64
+
+
+def test_key_averages_refuses_an_unknown_grouping_and_stack_without_stacks(tmp_path):
+    from nbprof.analysis.key_averages import key_averages
+    from nbprof.errors import OptionError
+
+    t = Trace()
+    t.op("aten::add", 0, 10)
+    ev = t.load(tmp_path).events
+    with pytest.raises(OptionError) as e:
+        key_averages(ev, group_by="module")
+    assert str(e.value) == "group_by must be one of op, shape, stack; got 'module'"
+    with pytest.raises(OptionError) as e:
+        key_averages(ev, group_by="stack")
+    assert str(e.value) == "grouping by stack needs Python stacks: profile with --stack"
+
+
+KA_COLUMNS = ["name", "count", "self_cpu_us", "cpu_total_us", "cpu_avg_us", "self_device_us", "device_total_us",
+              "device_avg_us", "self_cpu_mem_bytes", "cpu_mem_bytes", "self_device_mem_bytes", "device_mem_bytes",
+              "flops", "kind"]
+
+
+def _ka_trace() -> Trace:
+    t = Trace()
+    mm = t.op("aten::mm", 0, 100)
+    t.op("aten::empty", 10, 20)
+    t.launch("gemm", mm, 40, 10, 200, 30)
+    t.memory(15, 512, 512, 4096, addr=1)  # in aten::empty (and aten::mm): device bytes
+    t.memory(100, 64, 64, 4096, device=-1, addr=2)  # at aten::mm's end: inside it, CPU bytes
+    t.memory(150, 32, 96, 4096, device=-1, addr=3)  # outside every op: a "[memory]" row on the CPU
+    t.memory(160, -512, 0, 4096, addr=1)  # outside: a "[memory]" row on the device
+    t.op("aten::mm", 300, 50)
+    return t
+
+
+def test_key_averages_of_ops_kernels_and_loose_memory_by_hand(tmp_path):
+    from nbprof.analysis.key_averages import key_averages
+
+    k = key_averages(_ka_trace().load(tmp_path).events)
+    assert list(k.columns) == KA_COLUMNS
+    rows = {r[0]: r[1:] for r in k.values.tolist()}
+    # in the file's order of their first event
+    assert k["name"].tolist() == ["aten::mm", "aten::empty", "cudaLaunchKernel", "gemm", "[memory]"]
+    # aten::mm: two calls, 150 µs; self 150 - 20 (empty) - 10 (the launch); the kernel's 30 µs
+    assert rows["aten::mm"] == [2, 120.0, 150.0, 75.0, 30.0, 30.0, 15.0, 64, 64, 0, 512, 0, "op"]
+    assert rows["aten::empty"] == [1, 20.0, 20.0, 20.0, 0.0, 0.0, 0.0, 0, 0, 512, 512, 0, "op"]
+    assert rows["gemm"] == [1, 0.0, 0.0, 0.0, 30.0, 30.0, 30.0, 0, 0, 0, 0, 0, "kernel"]
+    # the loose memory events: one row, the CPU's 32 bytes and the device's -512
+    assert rows["[memory]"] == [2, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 32, 32, -512, -512, 0, "memory"]
+    for c in ("count", "self_cpu_mem_bytes", "cpu_mem_bytes", "self_device_mem_bytes", "device_mem_bytes"):
+        assert k[c].dtype == I64, c
+    assert k["name"].dtype == object
+
+
+def test_key_averages_rows_come_in_order_of_first_appearance(tmp_path):
+    from nbprof.analysis.key_averages import key_averages
+
+    t = Trace()
+    t.op("aten::b", 0, 10)
+    t.op("aten::a", 20, 10)
+    t.op("aten::b", 40, 10)
+    t.op("aten::c", 60, 10)
+    assert key_averages(t.load(tmp_path).events)["name"].tolist() == ["aten::b", "aten::a", "aten::c"]
+
+
+def test_key_averages_by_shape_and_by_stack(tmp_path):
+    from nbprof.analysis.key_averages import key_averages
+
+    t = Trace()
+    for ts, dims in ((0, [[2, 3]]), (20, [[4, 5]]), (40, [[2, 3]])):
+        t.events.append({"ph": "X", "cat": "cpu_op", "name": "aten::relu", "pid": 1000, "tid": 1000, "ts": ts,
+                         "dur": 10 + ts / 10, "args": {"External id": ts + 1, "Input Dims": dims}})
+    ev = t.load(tmp_path).events
+    k = key_averages(ev, group_by="shape")
+    assert list(k.columns) == KA_COLUMNS[:1] + ["input_shapes"] + KA_COLUMNS[1:]
+    assert k[["name", "input_shapes", "count", "cpu_total_us"]].values.tolist() == [
+        ["aten::relu", "[[2, 3]]", 2, 24.0], ["aten::relu", "[[4, 5]]", 1, 12.0]]
+    stacks = pd.Series(["f ← g", "h", "h"], index=ev.index)
+    k = key_averages(ev, group_by="stack", stacks=stacks)
+    assert list(k.columns) == KA_COLUMNS[:1] + ["stack"] + KA_COLUMNS[1:]
+    assert k[["name", "stack", "count", "cpu_total_us"]].values.tolist() == [
+        ["aten::relu", "f ← g", 1, 10.0], ["aten::relu", "h", 2, 26.0]]
+
+
+def test_key_averages_of_nothing_has_the_columns(tmp_path):
+    from nbprof.analysis.key_averages import key_averages
+
+    t = Trace()
+    t.op("aten::add", 0, 10)
+    ev = t.load(tmp_path).events.iloc[:0]
+    k = key_averages(ev)
+    assert list(k.columns) == KA_COLUMNS and len(k) == 0
+    assert k["count"].dtype == I64
