@@ -792,3 +792,141 @@ def test_key_averages_of_nothing_has_the_columns(tmp_path):
     k = key_averages(ev)
     assert list(k.columns) == KA_COLUMNS and len(k) == 0
     assert k["count"].dtype == I64
+
+
+# ------------------------------------------------------------------------------------ call graph
+
+
+def _graph():
+    """cell -> main (3 s) -> leaf (1 s, 2 calls) and time.sleep (1.5 s); helper -> leaf (0.5 s)."""
+    stats = pd.DataFrame({
+        "filename": ["/u/a.py", "/u/a.py", "/u/b.py", "~", "/u/c.py"],
+        "lineno": [1, 10, 5, 0, 10],
+        "function": ["main", "leaf", "helper", "<built-in method time.sleep>", "leaf"],
+        "ncalls": [1, 3, 1, 1, 1],
+        "primitive_calls": [1, 3, 1, 1, 1],
+        "tottime_s": [0.5, 1.5, 0.25, 1.5, 0.1],
+        "cumtime_s": [3.0, 1.5, 0.75, 1.5, 0.1],
+    })
+    edge = [("/u/a.py", 1, "main", "/u/a.py", 10, "leaf", 2, 2, 1.0, 1.0),
+            ("/u/a.py", 1, "main", "~", 0, "<built-in method time.sleep>", 1, 1, 1.5, 1.5),
+            ("/u/b.py", 5, "helper", "/u/a.py", 10, "leaf", 1, 1, 0.5, 0.5)]
+    edges = pd.DataFrame(edge, columns=["caller_filename", "caller_lineno", "caller_function", "callee_filename",
+                                        "callee_lineno", "callee_function", "ncalls", "primitive_calls",
+                                        "tottime_s", "cumtime_s"])
+    return stats, edges
+
+
+def test_match_function_by_key_location_name_builtin_or_code():
+    from nbprof.analysis.callgraph import match_function
+
+    stats, _ = _graph()
+    assert match_function(stats, ("/u/b.py", 5, "helper")) == ("/u/b.py", 5, "helper")
+    assert match_function(stats, "main") == ("/u/a.py", 1, "main")
+    assert match_function(stats, "a.py:10(leaf)") == ("/u/a.py", 10, "leaf")
+    assert match_function(stats, "time.sleep") == ("~", 0, "<built-in method time.sleep>")
+    key = match_function(stats, "c.py:10(leaf)")
+    assert key == ("/u/c.py", 10, "leaf") and type(key[1]) is int
+
+    def helper():
+        pass
+
+    code = helper.__code__
+    here = pd.DataFrame({"filename": [code.co_filename, code.co_filename], "lineno": [code.co_firstlineno, 1],
+                         "function": ["helper", "helper"]})
+    assert match_function(here, helper) == (code.co_filename, code.co_firstlineno, "helper")
+    assert match_function(here, code) == (code.co_filename, code.co_firstlineno, "helper")
+
+    class Box:
+        def helper(self):
+            pass
+
+    method = Box().helper
+    mcode = method.__func__.__code__
+    there = pd.DataFrame({"filename": [mcode.co_filename], "lineno": [mcode.co_firstlineno], "function": ["helper"]})
+    assert match_function(there, method) == (mcode.co_filename, mcode.co_firstlineno, "helper")
+
+
+def test_match_function_says_what_it_could_not_match():
+    from nbprof.analysis.callgraph import match_function
+    from nbprof.errors import OptionError
+
+    stats, _ = _graph()
+    with pytest.raises(OptionError) as e:
+        match_function(stats, "leaf")
+    assert str(e.value) == ("'leaf' matches 2 functions (/u/a.py:10(leaf), /u/c.py:10(leaf)); "
+                            "pass 'file:line(name)'")
+    with pytest.raises(OptionError) as e:
+        match_function(stats, "nowhere")
+    assert str(e.value) == "'nowhere' is not in this profile"
+    with pytest.raises(OptionError) as e:
+        match_function(stats, 42)
+    assert str(e.value) == "pass a function, its name or 'file:line(name)', not int"
+    with pytest.raises(OptionError) as e:
+        match_function(stats, ("/u/a.py", 2, "main"))
+    assert str(e.value) == "('/u/a.py', 2, 'main') is not in this profile"
+
+    def gone():
+        pass
+
+    with pytest.raises(OptionError) as e:
+        match_function(stats, gone)
+    assert str(e.value).endswith("gone is not in this profile")
+    with pytest.raises(OptionError) as e:
+        match_function(stats, gone.__code__)
+    assert str(e.value) == "gone is not in this profile"
+    # a tuple of another length is no key
+    with pytest.raises(OptionError) as e:
+        match_function(stats, ("/u/a.py", 1))
+    assert str(e.value) == "pass a function, its name or 'file:line(name)', not tuple"
+
+
+def test_callers_and_callees_are_cprofiles_edges_biggest_first():
+    from nbprof.analysis.callgraph import callees, callers
+
+    stats, edges = _graph()
+    cols = ["function", "filename", "lineno", "ncalls", "primitive_calls", "tottime_s", "cumtime_s"]
+    out = callers(stats, edges, "a.py:10(leaf)")
+    assert list(out.columns) == cols
+    assert out.values.tolist() == [["main", "/u/a.py", 1, 2, 2, 1.0, 1.0], ["helper", "/u/b.py", 5, 1, 1, 0.5, 0.5]]
+    out = callees(stats, edges, "main")
+    assert out.values.tolist() == [["<built-in method time.sleep>", "~", 0, 1, 1, 1.5, 1.5],
+                                   ["leaf", "/u/a.py", 10, 2, 2, 1.0, 1.0]]
+    assert out.index.tolist() == [0, 1]
+    assert len(callers(stats, edges, "main")) == 0 and list(callers(stats, edges, "main").columns) == cols
+    # the same function name elsewhere is another function
+    assert len(callers(stats, edges, "c.py:10(leaf)")) == 0
+
+
+def test_edge_index_lists_each_functions_edges_biggest_first():
+    from nbprof.analysis.callgraph import EdgeIndex
+
+    _, edges = _graph()
+    ix = EdgeIndex(edges)
+    assert ix.callers(("/u/a.py", 10, "leaf")) == [0, 2]
+    assert ix.callees(("/u/a.py", 1, "main")) == [1, 0]
+    assert ix.callees(("/u/a.py", 10, "leaf")) == [] and ix.callers(("/u/a.py", 1, "main")) == []
+    assert ix.ncalls.tolist() == [2, 1, 1] and ix.primitive_calls.tolist() == [2, 1, 1]
+    assert ix.tottime_s.tolist() == [1.0, 1.5, 0.5] and ix.cumtime_s.tolist() == [1.0, 1.5, 0.5]
+    assert ix.caller[2] == ("/u/b.py", 5, "helper") and ix.callee[1] == ("~", 0, "<built-in method time.sleep>")
+    # equal cumulative times keep the table's order
+    tied = EdgeIndex(pd.concat([edges.iloc[[2]], edges.iloc[[2]].assign(caller_function="other")], ignore_index=True))
+    assert tied.callers(("/u/a.py", 10, "leaf")) == [0, 1]
+
+
+def test_other_threads_suspected_at_each_sign():
+    from nbprof.analysis.callgraph import other_threads_suspected, top_level_time
+
+    stats, edges = _graph()
+    # the top level: main (3 s), helper (0.75 s), c.py's leaf (0.1 s)
+    assert top_level_time(stats, edges) == pytest.approx(3.85)
+    assert not other_threads_suspected(stats, edges, None)
+    assert not other_threads_suspected(stats, edges, 3.85 / 1.02)  # at the 2 % allowance (+ 0.1 ms)
+    assert other_threads_suspected(stats, edges, 3.7)
+    assert not other_threads_suspected(stats, edges, 0.0)  # no wall time to compare with
+    # own time above cumulative time: one thread cannot do that (1 µs of rounding allowed)
+    assert other_threads_suspected(stats.assign(tottime_s=[3.1, 1.5, 0.25, 1.5, 0.1]), edges, None)
+    # 2 µs over 3 s: within 1 µs + 1 µs a second of cumulative time
+    assert not other_threads_suspected(stats.assign(tottime_s=[3.0 + 2e-6, 1.5, 0.25, 1.5, 0.1]), edges, None)
+    assert other_threads_suspected(stats.assign(tottime_s=[3.0 + 5e-6, 1.5, 0.25, 1.5, 0.1]), edges, None)
+    assert not other_threads_suspected(stats.iloc[:0], edges.iloc[:0], 1.0)
