@@ -930,3 +930,68 @@ def test_other_threads_suspected_at_each_sign():
     assert not other_threads_suspected(stats.assign(tottime_s=[3.0 + 2e-6, 1.5, 0.25, 1.5, 0.1]), edges, None)
     assert other_threads_suspected(stats.assign(tottime_s=[3.0 + 5e-6, 1.5, 0.25, 1.5, 0.1]), edges, None)
     assert not other_threads_suspected(stats.iloc[:0], edges.iloc[:0], 1.0)
+
+
+# --------------------------------------------------------------------------------------- modules
+
+
+MODULE_COLUMNS = ["module", "name", "type", "parent", "depth", "calls", "cpu_total_us", "self_cpu_us",
+                  "device_total_us", "self_device_us"]
+
+
+def test_module_tree_by_hand(tmp_path):
+    from nbprof.analysis.modules import module_tree
+
+    t = Trace()
+    t.op("nn.Module: Other_0", 5, 10, tid=2000, cat="python_function")  # first in the file, on another thread
+    t.op("nn.Module: Net_0", 0, 100, cat="python_function")
+    t.op("nn.Module: Linear_0", 10, 30, cat="python_function")
+    mm = t.op("aten::mm", 15, 20)
+    t.launch("gemm", mm, 20, 5, 50, 30)  # launched at 20, inside Linear_0's first call
+    t.op("nn.Module: Linear_1", 50, 30, cat="python_function")
+    t.op("nn.Module: Net_0", 200, 100, cat="python_function")
+    t.op("nn.Module: Linear_0", 210, 20, cat="python_function")
+    add = t.op("aten::add", 250, 10)
+    t.launch("add_kernel", add, 255, 2, 400, 8)  # in Net_0's second call, in no child
+    t.op("nn.Module: Block", 290, 5, cat="python_function")  # a name without an instance number
+    t.op("aten::relu", 500, 10)  # outside every module
+    m = module_tree(t.load(tmp_path).events)
+    assert list(m.columns) == MODULE_COLUMNS
+    assert m.values.tolist() == [
+        ["Net_0", "Net_0", "Net", "", 0, 2, 200.0, 115.0, 38.0, 8.0],  # 200 - 30 - 30 - 20 - 5
+        ["Net_0.Linear_0", "Linear_0", "Linear", "Net_0", 1, 2, 50.0, 50.0, 30.0, 30.0],
+        ["Net_0.Linear_1", "Linear_1", "Linear", "Net_0", 1, 1, 30.0, 30.0, 0.0, 0.0],
+        ["Net_0.Block", "Block", "Block", "Net_0", 1, 1, 5.0, 5.0, 0.0, 0.0],
+        ["Other_0", "Other_0", "Other", "", 0, 1, 10.0, 10.0, 0.0, 0.0],
+    ]
+    assert m["depth"].dtype == m["calls"].dtype == I64
+    assert all(m[c].dtype == np.float64 for c in MODULE_COLUMNS[6:])
+
+
+def test_module_tree_children_in_order_of_first_call(tmp_path):
+    """A child first called late in the first call but early in a later one keeps its place by
+    its first call; deeper paths are built from their parents'."""
+    from nbprof.analysis.modules import module_tree
+
+    t = Trace()
+    t.op("nn.Module: M_0", 0, 100, cat="python_function")
+    t.op("nn.Module: B_0", 10, 10, cat="python_function")
+    t.op("nn.Module: C_0", 12, 5, cat="python_function")
+    t.op("nn.Module: D_0", 13, 2, cat="python_function")
+    t.op("nn.Module: A_0", 30, 10, cat="python_function")
+    m = module_tree(t.load(tmp_path).events)
+    assert m["module"].tolist() == ["M_0", "M_0.B_0", "M_0.B_0.C_0", "M_0.B_0.C_0.D_0", "M_0.A_0"]
+    assert m["depth"].tolist() == [0, 1, 2, 3, 1]
+    assert m["parent"].tolist() == ["", "M_0", "M_0.B_0", "M_0.B_0.C_0", "M_0"]
+
+
+def test_module_tree_without_module_events_has_the_columns_and_dtypes(tmp_path):
+    from nbprof.analysis.modules import module_tree
+
+    t = Trace()
+    t.op("aten::add", 0, 10)
+    t.op("model.py(3): forward", 0, 20, cat="python_function")
+    t.op("nn.Module: Net_0", 0, 20)  # an op of that name is no module call
+    m = module_tree(t.load(tmp_path).events)
+    assert list(m.columns) == MODULE_COLUMNS and len(m) == 0
+    assert [str(m[c].dtype) for c in MODULE_COLUMNS] == ["object"] * 4 + ["int64"] * 2 + ["float64"] * 4
