@@ -995,3 +995,84 @@ def test_module_tree_without_module_events_has_the_columns_and_dtypes(tmp_path):
     m = module_tree(t.load(tmp_path).events)
     assert list(m.columns) == MODULE_COLUMNS and len(m) == 0
     assert [str(m[c].dtype) for c in MODULE_COLUMNS] == ["object"] * 4 + ["int64"] * 2 + ["float64"] * 4
+
+
+# ---------------------------------------------------------------------------------------- stacks
+
+
+def _frame(t: Trace, name: str, ts: float, dur: float, pid: int, parent: int | None, tid: int = 1000) -> None:
+    t.events.append({"ph": "X", "cat": "python_function", "name": name, "pid": 1000, "tid": tid, "ts": ts,
+                     "dur": dur, "args": {"Python id": pid, "Python parent id": parent}})
+
+
+def test_user_frames_files_and_labels():
+    from nbprof.analysis.stacks import frame_file, frame_label, is_user_frame
+
+    for name in ("<built-in method cat>", "torch/nn/modules/module.py(1500): _call_impl",
+                 "/x/lib/python3.11/site-packages/torch/nn/functional.py(1): linear",
+                 "/x/site-packages/IPython/core/interactiveshell.py(3): run_code", "IPython/core/x.py(1): f",
+                 "ipykernel/kernelbase.py(1): f", "nbprof/runner.py(1): f", "asyncio/events.py(80): _run",
+                 "threading.py(1): run", "contextlib.py(1): f", "runpy.py(1): f", "<frozen runpy>(1): f",
+                 "/x/site-packages/tornado/ioloop.py(1): f", "/x/site-packages/traitlets/x.py(1): f"):
+        assert not is_user_frame(name), name
+    for name in ("nn.Module: Linear_0", "/home/u/model.py(3): forward", "<ipython-input-5-abc>(2): <module>",
+                 "/x/site-packages/numpy/core.py(1): f", "mytorch/a.py(1): f"):
+        assert is_user_frame(name), name
+    assert frame_file("/home/u/model.py(3): forward") == "/home/u/model.py"
+    assert frame_file("nn.Module: Linear_0") is None
+    assert frame_label("nn.Module: Linear_0", {}) == ("nn.Module: Linear_0", False)
+    assert frame_label("/home/u/model.py(3): forward", {}) == ("/home/u/model.py(3): forward", False)
+    assert frame_label("/home/u/model.py(3): forward", {"/home/u/model.py": "In [2]"}) == ("In [2](3): forward", True)
+    assert frame_label("<ipython-input-5-0a1b>(2): <module>", {}) == ("In [5](2): <module>", True)
+    cell = "/tmp/ipykernel_42/123.py(1): <module>"
+    assert frame_label(cell, {}) == (cell, True)
+    assert frame_label(cell, {"/tmp/ipykernel_42/123.py": "In [7]"}) == ("In [7](1): <module>", True)
+    assert frame_label("C:\\Temp\\ipykernel_42\\123.py(1): <module>", {}) == ("C:\\Temp\\ipykernel_42\\123.py(1): <module>", True)
+    assert frame_label("<cell line: 1>(1): f", {}) == ("<cell line: 1>(1): f", True)
+
+
+def test_op_stacks_by_hand(tmp_path):
+    from nbprof.analysis.stacks import op_stacks
+
+    t = Trace()
+    _frame(t, "/home/u/outer.py(1): run_all", 0, 2000, 9, None)  # around the cell: the kernel's
+    _frame(t, "/tmp/ipykernel_42/123.py(1): <module>", 0, 1000, 1, 9)
+    _frame(t, "/home/u/model.py(10): forward", 10, 490, 2, 1)
+    _frame(t, "/x/site-packages/torch/nn/modules/module.py(1500): _call_impl", 20, 380, 3, 2)
+    _frame(t, "nn.Module: Linear_0", 30, 270, 4, 3)
+    t.op("aten::linear", 40, 60)
+    t.op("aten::add", 450, 20)  # after Linear_0 and _call_impl ended: in forward
+    t.op("aten::relu", 600, 10)  # in the cell only
+    t.op("aten::mul", 40, 10, tid=2000)  # another thread: no frames there
+    t.memory(45, 16, 16, 512)
+    ev = t.load(tmp_path).events
+    names = ev["name"].astype(str).tolist()
+    code = {"/tmp/ipykernel_42/123.py": "In [3]"}
+    stacks = op_stacks(ev, code_names=code)
+    assert stacks.name == "stack" and stacks.index.equals(ev.index)
+    got = dict(zip(names, stacks.tolist()))
+    assert got["aten::linear"] == "nn.Module: Linear_0 ← /home/u/model.py(10): forward ← In [3](1): <module>"
+    assert got["aten::add"] == "/home/u/model.py(10): forward ← In [3](1): <module>"
+    assert got["aten::relu"] == "In [3](1): <module>"
+    assert got["aten::mul"] == "" and got["[memory]"] == ""
+    assert got["nn.Module: Linear_0"] == ""  # frames themselves have no stack
+    short = dict(zip(names, op_stacks(ev, depth=2, code_names=code).tolist()))
+    assert short["aten::linear"] == "nn.Module: Linear_0 ← /home/u/model.py(10): forward"
+    plain = dict(zip(names, op_stacks(ev).tolist()))
+    assert plain["aten::relu"] == "/tmp/ipykernel_42/123.py(1): <module>"
+
+
+def test_op_stacks_an_op_ending_with_its_frame_is_in_it(tmp_path):
+    from nbprof.analysis.stacks import op_stacks
+
+    t = Trace()
+    _frame(t, "/home/u/a.py(1): f", 0, 100, 1, None)
+    _frame(t, "/home/u/a.py(5): g", 10, 40, 2, 1)
+    t.op("aten::x", 30, 20)  # ends with g, at 50
+    t.op("aten::y", 30, 21)  # ends after g: in f
+    t.op("aten::z", 10, 5)  # starts with g: in g
+    ev = t.load(tmp_path).events
+    got = dict(zip(ev["name"].astype(str), op_stacks(ev).tolist()))
+    assert got["aten::x"] == "/home/u/a.py(5): g ← /home/u/a.py(1): f"
+    assert got["aten::y"] == "/home/u/a.py(1): f"
+    assert got["aten::z"] == "/home/u/a.py(5): g ← /home/u/a.py(1): f"
