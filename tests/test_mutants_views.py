@@ -1076,3 +1076,135 @@ def test_op_stacks_an_op_ending_with_its_frame_is_in_it(tmp_path):
     assert got["aten::x"] == "/home/u/a.py(5): g ← /home/u/a.py(1): f"
     assert got["aten::y"] == "/home/u/a.py(1): f"
     assert got["aten::z"] == "/home/u/a.py(5): g ← /home/u/a.py(1): f"
+
+
+# ---------------------------------------------------------------------------------- device stats
+
+
+DEVICE_COLUMNS = ["device", "span_us", "busy_us", "busy_fraction", "idle_us", "kernel_us", "memcpy_us", "memset_us",
+                  "kernels", "memcpys", "memsets", "streams", "sm_efficiency", "achieved_occupancy_pct",
+                  "tensor_core_pct", "steps_span_us", "steps_busy_fraction", "steps_sm_efficiency",
+                  "steps_achieved_occupancy_pct", "peak_allocated_bytes", "peak_reserved_bytes", "total_memory_bytes"]
+
+
+def _device_trace() -> Trace:
+    t = Trace()
+    mm = t.op("aten::mm", 0, 1000)
+    t.annotation("ProfilerStep#1", 100, 400)
+    t.annotation("ProfilerStep#2", 500, 400)
+    # blocks per SM 0.5 (occupancy 3 %) and 2 (12 %): SMs in use 0.5, then 1 (capped), then 1
+    t.launch("sm90_xmma_gemm_f16", mm, 110, 5, 200, 100, blocks_per_sm=0.5)
+    t.launch("elementwise_kernel", mm, 120, 5, 250, 100, stream=8, blocks_per_sm=2.0)
+    t.launch("Memcpy HtoD", mm, 130, 5, 400, 50, runtime="cudaMemcpyAsync", cat="gpu_memcpy", nbytes=1 << 20)
+    t.launch("Memset", mm, 140, 5, 950, 10, runtime="cudaMemsetAsync", cat="gpu_memset", nbytes=64)
+    t.memory(50, 1000, total_allocated=1000, total_reserved=4096)
+    t.memory(60, 2000, total_allocated=3000, total_reserved=8192)
+    t.memory(70, -1000, total_allocated=2000, total_reserved=8192)
+    return t
+
+
+def test_device_stats_by_hand(tmp_path):
+    from nbprof.analysis.device_stats import device_stats
+
+    p = _device_trace().load(tmp_path)
+    d = device_stats(p.events, p.meta)
+    assert list(d.devices.columns) == DEVICE_COLUMNS
+    [row] = d.devices.to_dict("records")
+    assert row == {
+        "device": "cuda:0", "span_us": 1000.0,
+        "busy_us": 210.0, "busy_fraction": 0.21, "idle_us": 790.0,  # [200, 350), [400, 450), [950, 960)
+        "kernel_us": 200.0, "memcpy_us": 50.0, "memset_us": 10.0, "kernels": 2, "memcpys": 1, "memsets": 1,
+        "streams": 2,
+        "sm_efficiency": 0.125,  # 0.5 * 50 + 1 * 50 + 1 * 50 = 125 µs of 1000
+        "achieved_occupancy_pct": 7.5,  # (3 * 100 + 12 * 100) / 200
+        "tensor_core_pct": 50.0,  # the xmma_gemm kernel's 100 µs of 200
+        "steps_span_us": 800.0, "steps_busy_fraction": 0.25,  # [100, 900]: 150 + 50 of 800
+        "steps_sm_efficiency": 125.0 / 800.0, "steps_achieved_occupancy_pct": 7.5,
+        "peak_allocated_bytes": 3000, "peak_reserved_bytes": 8192, "total_memory_bytes": 80 * 2**30,
+    }
+    for c in ("kernels", "memcpys", "memsets", "streams", "peak_allocated_bytes", "peak_reserved_bytes",
+              "total_memory_bytes"):
+        assert d.devices[c].dtype == I64, c
+    assert d.busy_fraction == {"cuda:0": 0.21}
+    assert d.peak_allocated_bytes == {"cuda:0": 3000} and d.peak_reserved_bytes == {"cuda:0": 8192}
+    assert list(d.streams.columns) == ["device", "stream", "busy_us", "busy_fraction", "kernel_us", "kernels"]
+    assert d.streams.values.tolist() == [["cuda:0", 7, 160.0, 0.16, 100.0, 1], ["cuda:0", 8, 100.0, 0.1, 100.0, 1]]
+    assert d.streams["stream"].dtype == d.streams["kernels"].dtype == I64
+
+
+def test_device_stats_steps_window_clips_the_kernels_estimates(tmp_path):
+    """A kernel half inside the steps' window counts half there."""
+    from nbprof.analysis.device_stats import device_stats
+
+    t = Trace()
+    mm = t.op("aten::mm", 0, 1000)
+    t.annotation("ProfilerStep#3", 100, 200)
+    t.launch("k", mm, 110, 5, 250, 100, blocks_per_sm=1.0)  # [250, 350): 50 µs inside [100, 300)
+    p = t.load(tmp_path)
+    [row] = device_stats(p.events, p.meta).devices.to_dict("records")
+    assert row["sm_efficiency"] == 0.1 and row["steps_sm_efficiency"] == 0.25
+    assert row["steps_busy_fraction"] == 0.25 and row["steps_span_us"] == 200.0
+    assert row["achieved_occupancy_pct"] == 6.0 and row["steps_achieved_occupancy_pct"] == 6.0
+    assert row["tensor_core_pct"] == 0.0  # kernels, none on the Tensor Cores: 0 %, not NaN
+    assert row["peak_allocated_bytes"] == -1 and row["peak_reserved_bytes"] == -1
+
+
+def test_device_stats_without_steps_or_estimates_are_nan(tmp_path):
+    from nbprof.analysis.device_stats import device_stats
+
+    t = Trace()
+    mm = t.op("aten::mm", 0, 100)
+    t.launch("k", mm, 10, 5, 20, 50)
+    t.device_properties = [{"id": 0, "name": "AMD Instinct MI300X", "totalGlobalMem": 1024}]
+    p = t.load(tmp_path)
+    [row] = device_stats(p.events, p.meta).devices.to_dict("records")
+    for c in ("sm_efficiency", "achieved_occupancy_pct", "steps_span_us", "steps_busy_fraction",
+              "steps_sm_efficiency", "steps_achieved_occupancy_pct", "tensor_core_pct"):
+        assert np.isnan(row[c]), c
+    assert row["busy_fraction"] == 0.5 and row["total_memory_bytes"] == 1024
+
+
+def test_device_stats_of_a_cpu_profile_are_empty_tables_with_the_columns(tmp_path):
+    from nbprof.analysis.device_stats import device_stats
+
+    t = Trace()
+    t.op("aten::mm", 0, 10)
+    t.memory(5, 64, 64, 512, device=-1)
+    p = t.load(tmp_path)
+    d = device_stats(p.events, p.meta)
+    assert list(d.devices.columns) == DEVICE_COLUMNS and len(d.devices) == 0
+    assert list(d.streams.columns) == ["device", "stream", "busy_us", "busy_fraction", "kernel_us", "kernels"]
+    assert len(d.streams) == 0
+    assert [str(d.streams[c].dtype) for c in d.streams.columns] == ["object"] + ["float64"] * 5
+    assert d.busy_fraction == {} and d.peak_allocated_bytes == {}
+
+
+def test_device_with_only_memory_events_is_a_row(tmp_path):
+    from nbprof.analysis.device_stats import device_stats
+
+    t = Trace()
+    t.op("aten::empty", 0, 100)
+    t.memory(5, 64, 64, 512, device=1)
+    t.device_properties = [{"id": 1, "totalGlobalMem": 2048}, {"id": "x"}]
+    p = t.load(tmp_path)
+    d = device_stats(p.events, p.meta).devices
+    assert d[["device", "busy_us", "kernels", "peak_allocated_bytes", "total_memory_bytes"]].values.tolist() == [
+        ["cuda:1", 0.0, 0, 64, 2048]]
+    assert d["busy_fraction"].tolist() == [0.0]
+
+
+def test_profiled_windows_and_steps_windows_of_nothing(tmp_path):
+    from nbprof.analysis.device_stats import profiled_windows, span_ns, steps_windows
+
+    t = Trace()
+    t.op("aten::mm", 0, 10)
+    p = t.load(tmp_path)
+    w = profiled_windows(p.events.iloc[:0], p.meta)
+    assert list(w.columns) == ["rank_code", "start_ns", "end_ns"] and len(w) == 0
+    assert all(w[c].dtype == I64 for c in w.columns)
+    w = profiled_windows(p.events, p.meta)
+    assert w.values.tolist() == [[0, 0, 10_000]] and all(w[c].dtype == I64 for c in w.columns)
+    s = steps_windows(p.events)
+    assert list(s.columns) == ["rank_code", "start_ns", "end_ns"] and len(s) == 0
+    out = span_ns(pd.DataFrame({"rank_code": [1, 0, 1], "start_ns": [0, 5, 100], "end_ns": [10, 7, 150]}), 3)
+    assert out.tolist() == [2.0, 60.0, 0.0] and out.dtype == np.float64
