@@ -1208,3 +1208,80 @@ def test_profiled_windows_and_steps_windows_of_nothing(tmp_path):
     assert list(s.columns) == ["rank_code", "start_ns", "end_ns"] and len(s) == 0
     out = span_ns(pd.DataFrame({"rank_code": [1, 0, 1], "start_ns": [0, 5, 100], "end_ns": [10, 7, 150]}), 3)
     assert out.tolist() == [2.0, 60.0, 0.0] and out.dtype == np.float64
+
+
+# ------------------------------------------------------------------------------- merged ranks
+
+
+def _ranks(tmp_path, *traces: Trace, labels=(0, 1)):
+    from nbprof.collect.chrome_trace import read_trace_file
+    from nbprof.events import concat_traces
+    from nbprof.model import TorchProfile
+
+    parts = [read_trace_file(t.write(tmp_path / f"r{i}.json")) for i, t in enumerate(traces)]
+    return TorchProfile.from_trace(concat_traces(parts, labels=list(labels), label_column="rank"))
+
+
+def test_device_stats_of_merged_ranks_have_a_span_and_row_per_rank(tmp_path):
+    from nbprof.analysis.device_stats import device_stats, process_codes
+
+    a, b = Trace(rank=0), Trace(rank=1)
+    ext = a.op("aten::mm", 0, 100)
+    a.launch("k", ext, 10, 5, 20, 50)
+    ext = b.op("aten::mm", 0, 400)
+    b.launch("k", ext, 10, 5, 20, 100)
+    b.launch("k2", ext, 20, 5, 30, 100, stream=9)
+    p = _ranks(tmp_path, a, b, labels=["b", "a"])  # labels sort: rank "a" is code 0
+    codes, labels = process_codes(p.events)
+    assert labels.tolist() == ["a", "b"] and codes.dtype == I64
+    d = device_stats(p.events, p.meta)
+    assert list(d.devices.columns) == ["rank"] + DEVICE_COLUMNS
+    assert d.devices[["rank", "device", "span_us", "busy_us", "busy_fraction", "kernels", "streams"]].values.tolist() \
+        == [["a", "cuda:0", 400.0, 110.0, 0.275, 2, 2], ["b", "cuda:0", 100.0, 50.0, 0.5, 1, 1]]
+    assert d.busy_fraction == {"rank a cuda:0": 0.275, "rank b cuda:0": 0.5}
+    assert list(d.streams.columns) == ["rank", "device", "stream", "busy_us", "busy_fraction", "kernel_us", "kernels"]
+    assert d.streams[["rank", "stream", "busy_us", "busy_fraction"]].values.tolist() == [
+        ["a", 7, 100.0, 0.25], ["a", 9, 100.0, 0.25], ["b", 7, 50.0, 0.5]]
+    out, _ = process_codes(p.events.drop(columns="rank"))
+    assert out.tolist() == [0] * len(p.events) and out.dtype == I64
+
+
+def test_allocations_of_merged_ranks_pair_within_a_rank(tmp_path):
+    from nbprof.analysis.memory import allocations
+
+    a, b = Trace(rank=0), Trace(rank=1)
+    for t, free_at in ((a, 30), (b, 50)):
+        t.op("aten::empty", 0, 100)
+        t.memory(10, 256, 256, 4096, addr=5)  # the same address on both ranks
+        t.memory(free_at, -256, 0, 4096, addr=5)
+    p = _ranks(tmp_path, a, b)
+    out = allocations(p.events)
+    assert list(out.columns) == ["rank", "device", "addr", "bytes", "alloc_us", "free_us", "lifetime_us", "op", "top_op"]
+    assert out[["rank", "addr", "alloc_us", "free_us"]].values.tolist() == [[0, 5, 10.0, 30.0], [1, 5, 10.0, 50.0]]
+    empty = allocations(p.events.iloc[:0])
+    assert list(empty.columns) == list(out.columns) and empty["rank"].dtype == object
+
+
+def test_lanes_of_merged_ranks_keep_repeated_thread_ids_apart(tmp_path):
+    from nbprof.analysis.tree import lanes
+
+    a, b = Trace(rank=0), Trace(rank=1)
+    a.op("aten::a", 0, 10)
+    b.op("aten::b", 0, 10)
+    ext = b.op("aten::c", 20, 10, tid=7)
+    b.launch("k", ext, 21, 2, 25, 5)
+    p = _ranks(tmp_path, a, b)
+    ev = p.events
+    lane, process = lanes(ev)
+    names = ev["name"].astype(str).tolist()
+    by = dict(zip(names, lane.tolist()))
+    assert len({by["aten::a"], by["aten::b"], by["aten::c"]}) == 3 and by["k"] == -1
+    proc = dict(zip(names, process.tolist()))
+    assert proc["aten::a"] != proc["aten::b"] and proc["aten::b"] == proc["aten::c"]
+    # both ops at depth 0, each on its own rank's lane: the tree does not nest one in the other
+    assert ev["depth"].to_numpy()[[names.index("aten::a"), names.index("aten::b")]].tolist() == [0, 0]
+    single = Trace()
+    single.op("aten::a", 0, 10)
+    ev1 = single.load(tmp_path).events
+    lane, process = lanes(ev1)
+    assert lane.tolist() == ev1["thread"].tolist() and process.tolist() == [0] * len(ev1)
