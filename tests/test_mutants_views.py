@@ -1285,3 +1285,114 @@ def test_lanes_of_merged_ranks_keep_repeated_thread_ids_apart(tmp_path):
     ev1 = single.load(tmp_path).events
     lane, process = lanes(ev1)
     assert lane.tolist() == ev1["thread"].tolist() and process.tolist() == [0] * len(ev1)
+
+
+# ------------------------------------------------------------------------------ timeline rects
+
+
+RECT_COLUMNS = ["row", "lane", "level", "x0_us", "x1_us", "busy_us", "count", "name", "family", "hue", "event",
+                "names", "distinct"]
+
+
+def _timeline_trace() -> Trace:
+    t = Trace()
+    t.annotation("ProfilerStep#1", 0, 200)
+    o = t.op("aten::outer", 0, 100)
+    t.op("aten::inner", 10, 20)
+    t.runtime("cudaStreamSynchronize", 50, 10, ext=o)
+    t.op("aten::x", 5, 10, tid=2000)
+    t.launch("k", o, 60, 5, 70, 20)
+    t.gpu_annotation("ProfilerStep#1", 15, 100, o)
+    t.memory(12, 16, 16, 512)
+    t.op("/home/u/a.py(1): f", 0, 150, cat="python_function")
+    return t
+
+
+def test_timeline_rects_lanes_rows_and_families_by_hand(tmp_path):
+    import zlib
+
+    from nbprof.analysis.timeline import timeline_rects
+
+    p = _timeline_trace().load(tmp_path)
+    names = p.events["name"].astype(str).tolist()
+    d = timeline_rects(p.events, p.meta, merge=False)
+    assert list(d.rects.columns) == RECT_COLUMNS
+    # rows: thread 1000's three levels, thread 2000, the stream's kernels and its GPU annotations
+    assert d.rects[["row", "lane", "level", "x0_us", "x1_us", "busy_us", "count", "name", "family"]].values.tolist() == [
+        [0, 0, 0, 0.0, 200.0, 200.0, 1, "ProfilerStep#1", "step"],
+        [1, 0, 1, 0.0, 100.0, 100.0, 1, "aten::outer", "op"],
+        [2, 0, 2, 10.0, 30.0, 20.0, 1, "aten::inner", "op"],
+        [2, 0, 2, 50.0, 60.0, 10.0, 1, "cudaStreamSynchronize", "sync"],
+        [2, 0, 2, 60.0, 65.0, 5.0, 1, "cudaLaunchKernel", "runtime"],
+        [3, 1, 0, 5.0, 15.0, 10.0, 1, "aten::x", "op"],
+        [4, 2, 0, 70.0, 90.0, 20.0, 1, "k", "kernel"],
+        [5, 2, 1, 15.0, 115.0, 100.0, 1, "ProfilerStep#1", "gpu_annotation"],
+    ]
+    assert [names[i] for i in d.rects["event"]] == d.rects["name"].tolist()
+    assert d.rects["hue"].tolist() == [zlib.crc32(n.encode()) for n in d.rects["name"]]
+    assert d.rects["names"].tolist() == [None] * 8 and d.rects["distinct"].tolist() == [1] * 8
+    assert d.lanes[["lane", "pid", "thread", "device", "stream", "label", "kind", "levels", "first_row",
+                    "events"]].values.tolist() == [
+        [0, 1000, 1000, "cpu", -1, "CPU thread 1000 (main)", "cpu", 3, 0, 5],
+        [1, 1000, 2000, "cpu", -1, "CPU thread 2000", "cpu", 1, 3, 1],
+        [2, -1, -1, "cuda:0", 7, "CUDA 0 stream 7", "device", 2, 4, 2],
+    ]
+    assert d.lanes["rank"].tolist() == [None, None, None]
+    assert d.rows.values.tolist() == [[0, 0, 0], [1, 0, 1], [2, 0, 2], [3, 1, 0], [4, 2, 0], [5, 2, 1]]
+    assert d.hidden == {"python": 1, "memory": 1}
+    assert (d.t0_us, d.t1_us, d.span_us, d.px_us, d.width_px, d.max_rects) == (0.0, 200.0, 200.0, 0.0, 2000, 20_000)
+    assert (d.events_drawn, d.merged_events, d.merged_rects, d.empty) == (8, 0, 0, False)
+    row_of = dict(zip(d.rects["event"], d.rects["row"]))
+    assert d.event_row.tolist() == [row_of.get(i, -1) for i in range(len(names))]
+    assert d.event_row.dtype == np.int32 and d.events is p.events or d.events.equals(p.events)
+
+
+def test_timeline_rects_with_python_frames_get_a_lane_above_their_thread(tmp_path):
+    from nbprof.analysis.timeline import timeline_rects
+
+    p = _timeline_trace().load(tmp_path)
+    d = timeline_rects(p.events, p.meta, python=True, merge=False)
+    assert d.lanes[["label", "kind", "levels", "first_row", "events"]].values.tolist() == [
+        ["Python thread 1000 (main)", "python", 1, 0, 1], ["CPU thread 1000 (main)", "cpu", 3, 1, 5],
+        ["CPU thread 2000", "cpu", 1, 4, 1], ["CUDA 0 stream 7", "device", 2, 5, 2]]
+    assert d.rects[["row", "name", "family"]].values.tolist()[0] == [0, "/home/u/a.py(1): f", "python"]
+    assert d.hidden == {"memory": 1}
+
+
+def test_timeline_rects_of_a_window_are_clipped_to_it(tmp_path):
+    from nbprof.analysis.timeline import timeline_rects
+
+    p = _timeline_trace().load(tmp_path)
+    d = timeline_rects(p.events, p.meta, window=(55.0, 80.0))
+    assert (d.t0_us, d.t1_us, d.events_drawn) == (55.0, 80.0, 6)
+    assert d.rects[["name", "x0_us", "x1_us", "busy_us"]].values.tolist() == [
+        ["ProfilerStep#1", 55.0, 80.0, 25.0], ["aten::outer", 55.0, 80.0, 25.0],
+        ["cudaStreamSynchronize", 55.0, 60.0, 5.0], ["cudaLaunchKernel", 60.0, 65.0, 5.0],
+        ["k", 70.0, 80.0, 10.0], ["ProfilerStep#1", 55.0, 80.0, 25.0]]
+    # an event that ends exactly at the window's start is in it (for 0 µs)
+    d = timeline_rects(p.events, p.meta, window=(30.0, 40.0))
+    assert "aten::inner" in d.rects["name"].tolist()
+
+
+def test_timeline_rects_merged_at_a_coarse_pixel(tmp_path):
+    from nbprof.analysis.timeline import timeline_rects
+
+    p = _timeline_trace().load(tmp_path)
+    d = timeline_rects(p.events, p.meta, width_px=2, merge=True)  # a pixel of 100 µs
+    assert d.px_us == 100.0
+    assert d.rects[["row", "x0_us", "x1_us", "busy_us", "count", "name", "family", "event", "distinct"]
+                   ].values.tolist()[2] == [2, 10.0, 65.0, 35.0, 3, "aten::inner", "op", -1, 3]
+    assert d.rects["names"].iloc[2] == [("aten::inner", 1), ("cudaStreamSynchronize", 1), ("cudaLaunchKernel", 1)]
+    assert (d.merged_events, d.merged_rects, len(d.rects)) == (3, 1, 6)
+    # None merges only above max_rects events
+    assert timeline_rects(p.events, p.meta, width_px=2, max_rects=8).px_us == 0.0
+    assert timeline_rects(p.events, p.meta, width_px=2, max_rects=7).px_us == 100.0
+
+
+def test_timeline_rects_of_no_events(tmp_path):
+    from nbprof.analysis.timeline import timeline_rects
+
+    p = _timeline_trace().load(tmp_path)
+    d = timeline_rects(p.events.iloc[:0], p.meta)
+    assert list(d.rects.columns) == RECT_COLUMNS and d.empty and (d.t0_us, d.t1_us, d.span_us) == (0.0, 0.0, 0.0)
+    assert d.events_drawn == 0 and len(d.lanes) == 0 and d.hidden == {}
