@@ -1396,3 +1396,111 @@ def test_timeline_rects_of_no_events(tmp_path):
     d = timeline_rects(p.events.iloc[:0], p.meta)
     assert list(d.rects.columns) == RECT_COLUMNS and d.empty and (d.t0_us, d.t1_us, d.span_us) == (0.0, 0.0, 0.0)
     assert d.events_drawn == 0 and len(d.lanes) == 0 and d.hidden == {}
+
+
+# ------------------------------------------------------------------------------------------ tree
+
+
+def test_partially_overlapping_siblings_self_time_gives_their_overlap_back(tmp_path):
+    """parent [0, 20], children [1, 12] and [6, 18]: torch's stack makes both children (the
+    second ends after the first), and the time they cover is their union, 17 µs, not 11 + 12."""
+    t = Trace()
+    t.op("aten::parent", 0, 20)
+    t.op("aten::a", 1, 11)
+    t.op("aten::b", 6, 12)
+    t.op("aten::c", 30, 10)  # a second top-level event after them: no overlap there
+    t.op("aten::d", 31, 2)
+    ev = t.load(tmp_path).events
+    got = dict(zip(ev["name"].astype(str), zip(ev["parent"].tolist(), ev["depth"].tolist(), ev["self_cpu_us"].tolist())))
+    assert got["aten::parent"] == (-1, 0, 3.0)
+    assert got["aten::a"] == (0, 1, 11.0) and got["aten::b"] == (0, 1, 12.0)
+    assert got["aten::c"] == (-1, 0, 8.0) and got["aten::d"] == (3, 1, 2.0)
+
+
+def test_three_overlapping_siblings_overlap_counted_once(tmp_path):
+    """children [0, 10], [5, 15], [8, 20] of [0, 30]: union 20, sum 32; the third overlaps
+    [8, 15] of the two before it (7), the second [5, 10] (5)."""
+    t = Trace()
+    t.op("aten::p", 0, 30)
+    t.op("aten::a", 0, 10)
+    t.op("aten::b", 5, 10)
+    t.op("aten::c", 8, 12)
+    ev = t.load(tmp_path).events
+    self_us = dict(zip(ev["name"].astype(str), ev["self_cpu_us"].tolist()))
+    assert self_us == {"aten::p": 10.0, "aten::a": 10.0, "aten::b": 10.0, "aten::c": 12.0}
+
+
+def test_a_kernel_linked_by_correlation_belongs_to_the_op_around_its_runtime_call(tmp_path):
+    """Meta's traces: kernels carry no External id of an op, only the correlation id of the
+    runtime call; a runtime call under profiler overhead climbs to the op around it."""
+    t = Trace()
+    t.op("aten::mm", 0, 100)
+    t.op("Overhead", 5, 50, cat="overhead")
+    t.runtime("cudaLaunchKernel", 10, 5, corr=11)
+    _kernel(t, "gemm", 20, 30, corr=11)
+    t.op("aten::add", 200, 100)
+    t.runtime("cudaLaunchKernel", 210, 5, corr=12)
+    _kernel(t, "add_kernel", 220, 7, corr=12)
+    _kernel(t, "orphan", 400, 3, corr=99)  # no runtime call: no op
+    ev = t.load(tmp_path).events
+    names = ev["name"].astype(str).tolist()
+    dev = dict(zip(names, ev["device_total_us"].tolist()))
+    own = dict(zip(names, ev["self_device_us"].tolist()))
+    assert (dev["aten::mm"], own["aten::mm"]) == (30.0, 30.0)
+    assert (dev["aten::add"], own["aten::add"]) == (7.0, 7.0)
+    assert dev["Overhead"] == 0.0
+    parent = ev["parent"].tolist()
+    assert parent[names.index("gemm")] == names.index("aten::mm")
+    assert parent[names.index("add_kernel")] == names.index("aten::add")
+    assert parent[names.index("orphan")] == -1
+    assert (dev["orphan"], own["orphan"]) == (3.0, 3.0)
+
+
+def test_build_tree_keeps_a_non_unique_index_and_the_attrs(tmp_path):
+    from nbprof.analysis.tree import TREE_COLUMNS, build_tree
+
+    t = Trace()
+    t.op("aten::outer", 0, 100)
+    t.op("aten::inner", 10, 20)
+    t.memory(15, 64, 64, 512, device=-1)
+    ev = t.load(tmp_path).events
+    base = ev.drop(columns=list(TREE_COLUMNS))
+    base.attrs = {"note": "kept"}
+    want = build_tree(base)
+    twice = base.copy()
+    twice.index = [7] * len(twice)  # a non-unique index: concat would misalign
+    twice.attrs = {"note": "kept"}
+    got = build_tree(twice)
+    assert got.index.tolist() == [7] * len(twice) and got.attrs == {"note": "kept"} and want.attrs == {"note": "kept"}
+    for c in TREE_COLUMNS:
+        assert got[c].tolist() == want[c].tolist(), c
+    assert want["parent"].tolist() == [-1, 0, 1] and want["cpu_mem_bytes"].tolist() == [64, 64, 0]
+    assert want["self_cpu_mem_bytes"].tolist() == [0, 64, 0]
+
+
+def test_memory_sums_beyond_float_precision_are_exact(tmp_path):
+    big = 2**53 + 1
+    t = Trace()
+    t.op("aten::outer", 0, 100)
+    t.op("aten::inner", 10, 20)
+    t.memory(15, big, big, big, addr=1)
+    t.memory(50, 3, big + 3, big + 3, addr=2)
+    ev = t.load(tmp_path).events
+    got = dict(zip(ev["name"].astype(str), zip(ev["device_mem_bytes"].tolist(), ev["self_device_mem_bytes"].tolist())))
+    assert got["aten::outer"] == (big + 3, 3) and got["aten::inner"] == (big, big)
+    assert ev["device_mem_bytes"].dtype == ev["self_device_mem_bytes"].dtype == I64
+
+
+def test_python_frames_hang_from_their_caller_by_id_within_a_process(tmp_path):
+    t = Trace()
+    _frame(t, "/home/u/a.py(1): f", 0, 100, 1, None)
+    _frame(t, "/home/u/a.py(5): g", 10, 50, 2, 1)
+    _frame(t, "/home/u/a.py(9): h", 20, 10, 3, 2)
+    _frame(t, "/home/u/a.py(9): lost", 70, 10, 4, 77)  # its caller was not recorded
+    ev = t.load(tmp_path).events
+    names = ev["name"].astype(str).tolist()
+    parent = dict(zip(names, ev["parent"].tolist()))
+    assert parent["/home/u/a.py(1): f"] == -1
+    assert parent["/home/u/a.py(5): g"] == names.index("/home/u/a.py(1): f")
+    assert parent["/home/u/a.py(9): h"] == names.index("/home/u/a.py(5): g")
+    assert parent["/home/u/a.py(9): lost"] == -1
