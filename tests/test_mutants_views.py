@@ -1504,3 +1504,84 @@ def test_python_frames_hang_from_their_caller_by_id_within_a_process(tmp_path):
     assert parent["/home/u/a.py(5): g"] == names.index("/home/u/a.py(1): f")
     assert parent["/home/u/a.py(9): h"] == names.index("/home/u/a.py(5): g")
     assert parent["/home/u/a.py(9): lost"] == -1
+
+
+# -------------------------------------------------------------------------------------- overview
+
+
+OVERVIEW_COLUMNS = ["step", "start_us", "duration_us", "kernel_us", "memcpy_us", "memset_us", "runtime_us",
+                    "dataloader_us", "cpu_exec_us", "other_us"]
+
+
+def test_overview_of_merged_ranks_without_steps_is_one_row_per_rank(tmp_path):
+    from nbprof.analysis.overview import overview
+
+    a, b = Trace(rank=0), Trace(rank=1)
+    ext = a.op("aten::mm", 0, 100)
+    a.launch("k", ext, 10, 5, 20, 30)
+    ext = b.op("aten::mm", 0, 50)
+    b.launch("k", ext, 5, 5, 60, 60)  # runs past the op: the step stretches to 120
+    p = _ranks(tmp_path, a, b, labels=["r0", "r1"])
+    o = overview(p.events)
+    assert list(o.columns) == OVERVIEW_COLUMNS[:1] + ["rank"] + OVERVIEW_COLUMNS[1:]
+    assert o.values.tolist() == [
+        ["all", "r0", 0.0, 100.0, 30.0, 0.0, 0.0, 5.0, 0.0, 65.0, 0.0],
+        ["all", "r1", 0.0, 120.0, 60.0, 0.0, 0.0, 5.0, 0.0, 45.0, 10.0],
+    ]
+    assert o["step"].dtype == object
+
+
+def test_overview_of_merged_ranks_with_steps_totals_per_rank(tmp_path):
+    from nbprof.analysis.overview import overview
+
+    a, b = Trace(rank=0), Trace(rank=1)
+    for t, scale in ((a, 1), (b, 2)):
+        t.annotation("ProfilerStep#0", 0, 10 * scale)
+        t.annotation("ProfilerStep#1", 10 * scale, 10 * scale)
+        t.op("aten::add", 1, 4)
+    p = _ranks(tmp_path, a, b)
+    o = overview(p.events)
+    assert o[["step", "rank", "start_us", "duration_us", "cpu_exec_us", "other_us"]].values.tolist() == [
+        [0, 0, 0.0, 10.0, 4.0, 6.0], [1, 0, 10.0, 10.0, 0.0, 10.0],
+        [0, 1, 0.0, 20.0, 4.0, 16.0], [1, 1, 20.0, 20.0, 0.0, 20.0],
+        ["all", 0, 0.0, 20.0, 4.0, 16.0], ["all", 1, 0.0, 40.0, 4.0, 36.0],
+    ]
+
+
+def test_overview_of_no_events_has_the_columns(tmp_path):
+    from nbprof.analysis.overview import overview
+
+    t = Trace()
+    t.op("aten::add", 0, 10)
+    o = overview(t.load(tmp_path).events.iloc[:0])
+    assert list(o.columns) == OVERVIEW_COLUMNS and len(o) == 0
+    assert [str(o[c].dtype) for c in OVERVIEW_COLUMNS] == ["object"] + ["float64"] * 9
+
+
+def test_overview_advice_by_hand():
+    from nbprof.analysis.overview import overview_advice
+
+    def row(**kw):
+        base = dict(duration_us=100.0, kernel_us=0.0, memcpy_us=0.0, memset_us=0.0, runtime_us=0.0,
+                    dataloader_us=0.0, cpu_exec_us=0.0, other_us=0.0)
+        base.update(kw)
+        return pd.Series(base)
+
+    assert overview_advice(row(duration_us=0.0, dataloader_us=50.0), True) == []
+    assert overview_advice(row(kernel_us=50.0, dataloader_us=5.0), True) == []  # 5 %: not above it
+    [loading] = overview_advice(row(kernel_us=50.0, dataloader_us=6.0), False)
+    assert loading.startswith("6.0% of the step time is data loading") and "pin_memory" not in loading
+    assert loading.endswith("while the model runs.")
+    [loading] = overview_advice(row(kernel_us=50.0, dataloader_us=6.0), True)
+    assert loading.endswith("runs and pin_memory=True (faster copies to the GPU).")
+    # busy below half: why, by the biggest of loading, the CPU, the rest
+    [_, why] = overview_advice(row(kernel_us=30.0, dataloader_us=40.0, cpu_exec_us=20.0, other_us=10.0), True)
+    assert why == ("The GPU is busy 30.0% of the step time: it waits for the next batch from the DataLoader most of "
+                   "the time.")
+    [why] = overview_advice(row(kernel_us=49.0, cpu_exec_us=25.0, runtime_us=5.0, other_us=21.0), True)
+    assert why.startswith("The GPU is busy 49.0% of the step time: the CPU is the bound: operators and launches "
+                          "take 30.0 µs of the step")
+    [why] = overview_advice(row(memcpy_us=20.0, memset_us=10.0, cpu_exec_us=20.0, other_us=50.0), True)
+    assert why == "The GPU is busy 30.0% of the step time: try a bigger batch (it can change how the model converges)."
+    assert overview_advice(row(kernel_us=50.0, other_us=50.0), True) == []  # exactly half: not below it
+    assert overview_advice(row(kernel_us=10.0, other_us=90.0), False) == []
