@@ -1585,3 +1585,91 @@ def test_overview_advice_by_hand():
     assert why == "The GPU is busy 30.0% of the step time: try a bigger batch (it can change how the model converges)."
     assert overview_advice(row(kernel_us=50.0, other_us=50.0), True) == []  # exactly half: not below it
     assert overview_advice(row(kernel_us=10.0, other_us=90.0), False) == []
+
+
+# ----------------------------------------------------------------------------------------- flame
+
+
+def test_flame_location_labels_paths_and_families():
+    from nbprof.analysis.flame import _short_path, code_family, location_label, pstats_location
+
+    assert location_label("~", 0, "<built-in method time.sleep>") == "{built-in method time.sleep}"
+    assert location_label("~", 0, "marshal.loads") == "marshal.loads"
+    assert location_label("~", 3, "<lambda>") == "~:3(<lambda>)"  # only line 0 is pstats' builtin form
+    assert location_label("/a/b/c/d.py", 9, "f") == "…/c/d.py:9(f)"
+    assert location_label("/a/b/c/d.py", 9, "f", full_path=True) == "/a/b/c/d.py:9(f)"
+    assert location_label("b/d.py", 9, "f") == "b/d.py:9(f)"
+    assert location_label("/c/d.py", 9, "f", {"/c/d.py": "In [4]"}) == "In [4]:9(f)"
+    assert location_label("/c/d.py", 9, "f", {"/c/d.py": ""}) == "/c/d.py:9(f)"
+    assert _short_path("<frozen importlib._bootstrap>") == "<frozen importlib._bootstrap>"
+    assert _short_path("C:\\x\\y\\z.py") == "…/y/z.py"
+    assert _short_path("/a/b/c/d.py", keep=3) == "…/b/c/d.py"
+    stats = pd.DataFrame({"filename": ["/a/b/c/d.py", "~"], "lineno": [9, 0], "function": ["f", "<built-in method x>"]})
+    out = pstats_location(stats)
+    assert out.tolist() == ["…/c/d.py:9(f)", "{built-in method x}"] and out.dtype == object
+    assert pstats_location(stats, {"/a/b/c/d.py": "In [2]"}).tolist()[0] == "In [2]:9(f)"
+    assert pstats_location(stats, full_paths=True).tolist()[0] == "/a/b/c/d.py:9(f)"
+    assert code_family("<frozen importlib._bootstrap>") == ("stdlib", "importlib")
+    assert code_family("<string>") == ("user", "")
+    assert code_family("/usr/lib/python3/dist-packages/yaml/x.py") == ("package", "yaml")
+    assert code_family("/x/site-packages") == ("user", "")  # a folder named so, no package under it
+    assert code_family("/x/nb.py", {"/x/nb.py": "In [1]"}) == ("cell", "")
+    assert code_family("C:\\Users\\me\\AppData\\Local\\Temp\\ipykernel_42\\123.py") == ("cell", "")
+    assert code_family("<cell line: 3>") == ("cell", "")
+
+
+def test_fit_scales_down_never_up():
+    from nbprof.analysis.flame import _fit
+
+    assert _fit([1.0, 2.0], 3.0) == [1.0, 2.0]
+    assert _fit([1.0, 2.0], 5.0) == [1.0, 2.0]
+    assert _fit([1.0, 2.0], 0.0) == [0.0, 0.0] and _fit([1.0, 2.0], -1.0) == [0.0, 0.0]
+    out = _fit([1.0, 3.0], 2.0)
+    assert out == [0.5, 1.5]
+    out = _fit([0.1] * 10, 0.3)
+    import math
+
+    assert math.fsum(out) <= 0.3 and out[0] == pytest.approx(0.03)  # the exact sum fits
+    assert _fit([], 1.0) == []
+
+
+def _cprofile_tables(spec):
+    """{name: (ncalls, primitive, tottime, cumtime, {caller: (ncalls, cumtime)})} -> stats, edges."""
+    stats = pd.DataFrame([("m.py", i + 1, n, nc, pc, tt, ct) for i, (n, (nc, pc, tt, ct, _)) in enumerate(spec.items())],
+                         columns=["filename", "lineno", "function", "ncalls", "primitive_calls", "tottime_s",
+                                  "cumtime_s"])
+    line = {n: i + 1 for i, n in enumerate(spec)}
+    edges = pd.DataFrame([("m.py", line[c], c, "m.py", line[n], n, enc, enc, 0.0, ect)
+                          for n, (*_, callers) in spec.items() for c, (enc, ect) in callers.items()],
+                         columns=["caller_filename", "caller_lineno", "caller_function", "callee_filename",
+                                  "callee_lineno", "callee_function", "ncalls", "primitive_calls", "tottime_s",
+                                  "cumtime_s"])
+    return stats, edges
+
+
+def test_call_tree_by_hand_columns_and_dtypes():
+    from nbprof.analysis.flame import TREE_COLUMNS, call_tree
+
+    stats, edges = _cprofile_tables({
+        "main": (1, 1, 1.0, 4.0, {}),
+        "<listcomp>": (2, 2, 1.0, 1.0, {"main": (2, 1.0)}),
+        "work": (1, 1, 2.0, 2.0, {"main": (1, 2.0)}),
+        "idle": (1, 1, 0.0, 0.0, {"main": (1, 0.0)}),  # no time: left out
+    })
+    tree = call_tree(stats, edges, min_fraction=0, root_label="In [1]")
+    assert list(tree.columns) == list(TREE_COLUMNS)
+    assert tree[["id", "parent", "name", "label", "value_s", "self_s", "ncalls", "depth", "recursive", "kind",
+                 "family"]].values.tolist() == [
+        [0, -1, "In [1]", "In [1]", 4.0, 0.0, pytest.approx(np.nan, nan_ok=True), 0, False, "root", "root"],
+        [1, 0, "main", "m.py:1(main)", 4.0, 1.0, 1.0, 1, False, "function", "user"],
+        [2, 1, "work", "m.py:3(work)", 2.0, 2.0, 1.0, 2, False, "function", "user"],
+        [3, 1, "<listcomp>:2", "m.py:2(<listcomp>)", 1.0, 1.0, 2.0, 2, False, "function", "user"],
+    ]
+    assert [str(tree[c].dtype) for c in ("id", "parent", "lineno", "value_s", "self_s", "ncalls", "depth",
+                                         "recursive")] == ["int64"] * 3 + ["float64"] * 3 + ["int64", "bool"]
+    with pytest.raises(ValueError) as e:
+        call_tree(stats, edges, min_fraction=1.0)
+    assert str(e.value) == "min_fraction must be in [0, 1); got 1.0"
+    with pytest.raises(ValueError):
+        call_tree(stats, edges, min_fraction=-0.1)
+    assert len(call_tree(stats, edges, min_fraction=0.0, max_nodes=0)) == 2  # at least the root and one row
