@@ -1673,3 +1673,108 @@ def test_call_tree_by_hand_columns_and_dtypes():
     with pytest.raises(ValueError):
         call_tree(stats, edges, min_fraction=-0.1)
     assert len(call_tree(stats, edges, min_fraction=0.0, max_nodes=0)) == 2  # at least the root and one row
+
+
+def test_stack_timelines_puts_each_part_under_the_last_on_one_clock(tmp_path):
+    from nbprof.analysis.timeline import stack_timelines, timeline_rects
+
+    a, b = Trace(), Trace()
+    a.op("aten::a", 0, 10)
+    a.memory(5, 16, 16, 512)
+    ext = b.op("aten::b", 0, 20)
+    b.launch("k", ext, 5, 2, 10, 5)
+    pa, pb = a.load(tmp_path, "a.json"), b.load(tmp_path, "b.json")
+    parts = [timeline_rects(pa.events, pa.meta, merge=False), timeline_rects(pb.events, pb.meta, merge=False)]
+    parts = [dataclasses_replace(p, events=None, event_row=None) for p in parts]
+    links = pd.DataFrame({"group": [0, 0], "row": [0, 1], "part": [0, 1], "x_us": [1.0, 2.0]})
+    data, first_rows = stack_timelines(parts, ["r0", "r1"], [100.0, 0.0], width_px=500, max_rects=100, links=links)
+    assert first_rows.tolist() == [0, 1] and first_rows.dtype == I64
+    assert data.rects[["row", "lane", "x0_us", "x1_us", "name"]].values.tolist() == [
+        [0, 0, 100.0, 110.0, "aten::a"], [1, 1, 0.0, 20.0, "aten::b"], [2, 1, 5.0, 7.0, "cudaLaunchKernel"],
+        [3, 2, 10.0, 15.0, "k"]]
+    assert data.lanes["label"].tolist() == ["rank r0 · CPU thread 1000 (main)", "rank r1 · CPU thread 1000 (main)",
+                                            "rank r1 · CUDA 0 stream 7"]
+    assert data.lanes["rank"].tolist() == ["r0", "r1", "r1"] and data.lanes["band"].tolist() == [0, 1, 1]
+    assert data.lanes["first_row"].tolist() == [0, 1, 3] and data.lanes["lane"].tolist() == [0, 1, 2]
+    assert data.rows.values.tolist() == [[0, 0, 0], [1, 1, 0], [2, 1, 1], [3, 2, 0]]
+    assert (data.t0_us, data.t1_us) == (0.0, 110.0)  # b's start, a's end moved by 100
+    assert data.events_drawn == 4 and data.hidden == {"memory": 1}
+    assert data.links["row"].tolist() == [0, 2]  # part 1's row 1 is the stacked row 2
+    assert (data.width_px, data.max_rects, data.px_us) == (500, 100, 0.0)
+    windowed, _ = stack_timelines(parts, ["r0", "r1"], [100.0, 0.0], width_px=500, max_rects=100, window=(5.0, 50.0))
+    assert (windowed.t0_us, windowed.t1_us) == (5.0, 50.0)
+    # more rectangles than max_rects: merged again over the common span (rows stay apart)
+    c = Trace()
+    for ts in (0, 2, 4):
+        c.op("aten::tiny", ts, 1)
+    pc = c.load(tmp_path, "c.json")
+    tiny = dataclasses_replace(timeline_rects(pc.events, pc.meta, merge=False), events=None, event_row=None)
+    merged, _ = stack_timelines([tiny, parts[1]], ["r0", "r1"], [0.0, 0.0], width_px=1, max_rects=4)
+    assert merged.rects[["row", "x0_us", "x1_us", "count", "name"]].values.tolist() == [
+        [0, 0.0, 5.0, 3, "aten::tiny"], [1, 0.0, 20.0, 1, "aten::b"], [2, 5.0, 7.0, 1, "cudaLaunchKernel"],
+        [3, 10.0, 15.0, 1, "k"]]
+    assert (merged.merged_events, merged.merged_rects, merged.max_rects) == (3, 1, 4)
+    kept, _ = stack_timelines([tiny, parts[1]], ["r0", "r1"], [0.0, 0.0], width_px=1, max_rects=6)
+    assert len(kept.rects) == 6 and kept.merged_rects == 0  # at max_rects: left as they are
+    none, rows = stack_timelines([], [], [], width_px=10, max_rects=10)
+    assert none.empty and (none.t0_us, none.t1_us) == (0.0, 0.0) and rows.tolist() == []
+    assert list(none.rects.columns) == RECT_COLUMNS and list(none.rows.columns) == ["row", "lane", "level"]
+
+
+def dataclasses_replace(obj, **kw):
+    import dataclasses
+
+    return dataclasses.replace(obj, **kw)
+
+
+def _cycle(t: Trace, ts: float, dur: float) -> None:
+    """The profiler's own span of one recorded cycle, as torch writes it."""
+    t.events.append({"ph": "X", "cat": "Trace", "name": "PyTorch Profiler", "pid": "Spans", "tid": "x", "ts": ts,
+                     "dur": dur})
+
+
+def test_profiled_windows_of_schedule_cycles_widen_to_their_events(tmp_path):
+    """Cycle 0 records [100, 300] (µs, absolute) with ops at [50, 80] and [250, 400]; cycle 1
+    [1000, 1100]. On the merged clock (origin 50): [0, 350] (the span from the cycle's origin,
+    widened to its last event) and [950, 1050]."""
+    from nbprof.analysis.device_stats import profiled_windows
+    from nbprof.collect.chrome_trace import read_trace_file
+    from nbprof.events import concat_traces
+    from nbprof.model import TorchProfile
+
+    c0, c1 = Trace(), Trace()
+    _cycle(c0, 100, 200)
+    c0.op("aten::a", 50, 30)
+    c0.op("aten::b", 250, 150)
+    _cycle(c1, 1000, 100)
+    c1.op("aten::c", 1000, 50)
+    parts = [read_trace_file(t.write(tmp_path / f"c{i}.json")) for i, t in enumerate((c0, c1))]
+    p = TorchProfile.from_trace(concat_traces(parts))
+    w = profiled_windows(p.events, p.meta)
+    assert w.values.tolist() == [[0, 0, 350_000], [0, 950_000, 1_050_000]]
+    assert all(w[c].dtype == I64 for c in w.columns)
+    # the same cycles named in a column: each cycle's first event to its last
+    q = TorchProfile.from_trace(concat_traces(parts, labels=["x", "y"], label_column="cycle"))
+    w = profiled_windows(q.events, q.meta)
+    assert w.values.tolist() == [[0, 0, 350_000], [0, 950_000, 1_000_000]]
+    # all in one cycle: one window
+    ev = q.events.assign(cycle="x")
+    assert profiled_windows(ev, q.meta).values.tolist() == [[0, 0, 1_000_000]]
+
+
+def test_profiled_windows_per_rank_and_per_rank_and_cycle(tmp_path):
+    from nbprof.analysis.device_stats import profiled_windows
+
+    a, b = Trace(rank=0), Trace(rank=1)
+    a.op("aten::a", 10, 20)
+    a.op("aten::a", 100, 20)
+    b.op("aten::b", 0, 500)
+    p = _ranks(tmp_path, a, b, labels=["r1", "r0"])  # sorted: r0 is code 0
+    w = profiled_windows(p.events, p.meta)
+    assert w.values.tolist() == [[0, 0, 500_000], [1, 10_000, 120_000]]
+    assert all(w[c].dtype == I64 for c in w.columns)
+    ev = p.events.assign(cycle=[0, 1, 0])  # rank r1's two ops in two cycles
+    names = p.events["name"].astype(str).tolist()
+    assert names == ["aten::a", "aten::a", "aten::b"]
+    w = profiled_windows(ev, p.meta)
+    assert w.values.tolist() == [[0, 0, 500_000], [1, 10_000, 30_000], [1, 100_000, 120_000]]
