@@ -1778,3 +1778,24 @@ def test_profiled_windows_per_rank_and_per_rank_and_cycle(tmp_path):
     assert names == ["aten::a", "aten::a", "aten::b"]
     w = profiled_windows(ev, p.meta)
     assert w.values.tolist() == [[0, 0, 500_000], [1, 10_000, 30_000], [1, 100_000, 120_000]]
+
+
+def test_timeline_lanes_name_autograd_threads_and_processes(tmp_path):
+    from nbprof.analysis.timeline import timeline_rects
+
+    t = Trace()
+    t.op("aten::main_work", 0, 1000)  # thread 1000: the main thread
+    t.op("autograd::engine::evaluate_function: MmBackward0", 0, 10, tid=2000)
+    t.op("autograd::engine::evaluate_function: AddBackward0", 20, 10, tid=2000)
+    t.op("aten::zero_", 40, 10, tid=2000)
+    t.op("aten::mm", 50, 20, tid=2000)  # 2 of 4 top-level events are the engine's: not more than half
+    t.op("autograd::engine::evaluate_function: X", 0, 10, tid=3000)
+    t.op("autograd::engine::evaluate_function: X", 20, 10, tid=3000)
+    t.op("aten::add", 40, 10, tid=3000)  # 2 of 3: autograd
+    t.events.append({"ph": "X", "cat": "cpu_op", "name": "aten::worker", "pid": 2222, "tid": 4000, "ts": 5,
+                     "dur": 5, "args": {"External id": 99}})
+    p = t.load(tmp_path)
+    lanes = timeline_rects(p.events, p.meta, merge=False).lanes
+    assert lanes["label"].tolist() == ["pid 1000 · CPU thread 1000 (main)", "pid 1000 · CPU thread 2000",
+                                       "pid 1000 · CPU thread 3000 (autograd)", "pid 2222 · CPU thread 4000"]
+    assert lanes["pid"].tolist() == [1000, 1000, 1000, 2222] and lanes["events"].tolist() == [1, 4, 3, 1]
