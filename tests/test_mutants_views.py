@@ -1799,3 +1799,29 @@ def test_timeline_lanes_name_autograd_threads_and_processes(tmp_path):
     assert lanes["label"].tolist() == ["pid 1000 · CPU thread 1000 (main)", "pid 1000 · CPU thread 2000",
                                        "pid 1000 · CPU thread 3000 (autograd)", "pid 2222 · CPU thread 4000"]
     assert lanes["pid"].tolist() == [1000, 1000, 1000, 2222] and lanes["events"].tolist() == [1, 4, 3, 1]
+
+
+def test_remerge_by_hand(tmp_path):
+    from nbprof.analysis.timeline import remerge, timeline_rects
+
+    t = Trace()
+    t.op("aten::a", 0, 1)
+    t.op("aten::b", 2, 1)
+    t.op("aten::a", 4, 2)
+    t.op("aten::z", 0, 100, tid=2000)
+    p = t.load(tmp_path)
+    data = timeline_rects(p.events, p.meta, merge=False)
+    out = remerge(data, 1)  # one pixel of 100 µs
+    assert out.rects[["row", "lane", "level", "x0_us", "x1_us", "busy_us", "count", "name", "family", "event",
+                      "distinct"]].values.tolist() == [
+        [0, 0, 0, 0.0, 6.0, 4.0, 3, "aten::a", "op", -1, 2], [1, 1, 0, 0.0, 100.0, 100.0, 1, "aten::z", "op", 3, 1]]
+    assert out.rects["names"].tolist() == [[("aten::a", 2), ("aten::b", 1)], None]
+    assert out.rects["hue"].tolist() == data.rects["hue"].iloc[[0, 3]].tolist()
+    assert (out.px_us, out.width_px, out.max_rects, out.merged_events, out.merged_rects) == (100.0, 1, 20_000, 3, 1)
+    assert out.lanes is data.lanes and out.rows is data.rows and out.events_drawn == 4
+    assert (out.t0_us, out.t1_us) == (data.t0_us, data.t1_us)
+    # at a finer resolution than it was merged at, with nothing to merge: the same timeline
+    assert remerge(out, 2) is out
+    assert remerge(data, 1, max_rects=7).max_rects == 7
+    empty = timeline_rects(p.events.iloc[:0], p.meta)
+    assert remerge(empty, 1) is empty
