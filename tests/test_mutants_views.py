@@ -1825,3 +1825,32 @@ def test_remerge_by_hand(tmp_path):
     assert remerge(data, 1, max_rects=7).max_rects == 7
     empty = timeline_rects(p.events.iloc[:0], p.meta)
     assert remerge(empty, 1) is empty
+
+
+@pytest.mark.parametrize("at_us,loose", [(0.0, False), (50.0, False), (100.0, False), (100.001, True), (150.0, True)])
+def test_a_memory_event_of_another_thread_is_loose_only_outside_every_op(tmp_path, at_us, loose):
+    """Any thread's allocation inside an op's [start, end] is the op's (as torch counts): the
+    event is on a thread with no op, so no parent links it; the ops open at its time decide."""
+    from nbprof.analysis.key_averages import key_averages
+
+    t = Trace()
+    t.op("aten::empty", 0, 100)
+    t.memory(at_us, 256, 256, 4096, tid=2000)
+    k = key_averages(t.load(tmp_path).events)
+    rows = dict(zip(k["name"], zip(k["count"], k["device_mem_bytes"])))
+    assert rows["aten::empty"] == (1, 0 if loose else 256)
+    assert rows.get("[memory]") == ((1, 256) if loose else None)
+
+
+def test_loose_memory_of_merged_ranks_is_decided_within_each_rank(tmp_path):
+    from nbprof.analysis.key_averages import key_averages
+
+    a, b = Trace(rank=0), Trace(rank=1)
+    a.op("aten::empty", 0, 100)
+    b.op("aten::other", 500, 100)
+    b.memory(50, 64, 64, 4096, tid=2000)  # in rank 0's op's time, but rank 1 had no op open then
+    a.memory(550, 32, 32, 4096, tid=2000)  # the other way round
+    b.memory(550, 16, 80, 4096, tid=2000)  # in its own rank's op
+    k = key_averages(_ranks(tmp_path, a, b).events)
+    rows = dict(zip(k["name"], zip(k["count"], k["device_mem_bytes"])))
+    assert rows == {"aten::empty": (1, 0), "aten::other": (1, 16), "[memory]": (2, 96)}
