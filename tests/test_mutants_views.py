@@ -1854,3 +1854,22 @@ def test_loose_memory_of_merged_ranks_is_decided_within_each_rank(tmp_path):
     k = key_averages(_ranks(tmp_path, a, b).events)
     rows = dict(zip(k["name"], zip(k["count"], k["device_mem_bytes"])))
     assert rows == {"aten::empty": (1, 0), "aten::other": (1, 16), "[memory]": (2, 96)}
+
+
+def test_device_stats_steps_columns_per_rank_where_only_one_has_steps(tmp_path):
+    from nbprof.analysis.device_stats import device_stats
+
+    a, b = Trace(rank=0), Trace(rank=1)
+    for t in (a, b):
+        ext = t.op("aten::mm", 0, 1000)
+        t.launch("k", ext, 10, 5, 100, 100, blocks_per_sm=1.0)
+    a.annotation("ProfilerStep#0", 0, 400)  # rank 0's steps: [0, 400]
+    p = _ranks(tmp_path, a, b)
+    d = device_stats(p.events, p.meta).devices
+    assert d["rank"].tolist() == [0, 1]
+    assert d["steps_span_us"].tolist()[0] == 400.0 and np.isnan(d["steps_span_us"].tolist()[1])
+    assert d["steps_busy_fraction"].tolist()[0] == 0.25 and np.isnan(d["steps_busy_fraction"].tolist()[1])
+    assert d["steps_sm_efficiency"].tolist()[0] == 0.25 and np.isnan(d["steps_sm_efficiency"].tolist()[1])
+    assert d["steps_achieved_occupancy_pct"].tolist()[0] == 6.0
+    assert np.isnan(d["steps_achieved_occupancy_pct"].tolist()[1])
+    assert d["sm_efficiency"].tolist() == [0.1, 0.1] and d["busy_fraction"].tolist() == [0.1, 0.1]
