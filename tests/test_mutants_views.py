@@ -1873,3 +1873,23 @@ def test_device_stats_steps_columns_per_rank_where_only_one_has_steps(tmp_path):
     assert d["steps_achieved_occupancy_pct"].tolist()[0] == 6.0
     assert np.isnan(d["steps_achieved_occupancy_pct"].tolist()[1])
     assert d["sm_efficiency"].tolist() == [0.1, 0.1] and d["busy_fraction"].tolist() == [0.1, 0.1]
+
+
+def test_allocated_totals_without_the_allocators_totals_are_running_sums_per_device(tmp_path):
+    """torch 1.8-1.9 wrote no totals (-1): the curve is the running sum of the sizes per device
+    from 0, in time order (events given out of order, two devices interleaved)."""
+    from nbprof.analysis.memory import memory_curve
+
+    t = Trace()
+    t.op("aten::empty", 0, 100)
+    t.memory(30, 100, -1, -1, addr=1)
+    t.memory(10, 50, -1, -1, addr=2)
+    t.memory(20, 7, -1, -1, device=-1, addr=3)
+    t.memory(40, -50, -1, -1, addr=2)
+    t.memory(25, 5, -1, -1, device=-1, addr=4)
+    t.memory(35, 1000, 999, 2048, device=1, addr=5)  # a device with totals keeps them
+    curve = memory_curve(t.load(tmp_path).events)
+    assert curve[["device", "time_us", "allocated_bytes"]].values.tolist() == [
+        ["cpu", 20.0, 7], ["cpu", 25.0, 12],
+        ["cuda:0", 10.0, 50], ["cuda:0", 30.0, 150], ["cuda:0", 40.0, 100],
+        ["cuda:1", 35.0, 999]]
