@@ -1893,3 +1893,14 @@ def test_allocated_totals_without_the_allocators_totals_are_running_sums_per_dev
         ["cpu", 20.0, 7], ["cpu", 25.0, 12],
         ["cuda:0", 10.0, 50], ["cuda:0", 30.0, 150], ["cuda:0", 40.0, 100],
         ["cuda:1", 35.0, 999]]
+
+
+def test_memory_track_at_the_windows_start_starts_with_the_value_before_it():
+    from nbprof.analysis.timeline_tracks import memory_track
+
+    curve = pd.DataFrame({"device": ["cuda:0"] * 3, "time_us": [5.0, 10.0, 20.0], "allocated_bytes": [1, 2, 3]})
+    track = memory_track(curve, 10.0, 30.0, bins=1)
+    assert track[["time_us", "allocated_bytes"]].values.tolist() == [[10.0, 1], [20.0, 3]]
+    # an event exactly at the start with no value before it: no starting point
+    track = memory_track(curve, 5.0, 30.0, bins=1)
+    assert track[["time_us", "allocated_bytes"]].values.tolist() == [[20.0, 3]]
