@@ -1904,3 +1904,36 @@ def test_memory_track_at_the_windows_start_starts_with_the_value_before_it():
     # an event exactly at the start with no value before it: no starting point
     track = memory_track(curve, 5.0, 30.0, bins=1)
     assert track[["time_us", "allocated_bytes"]].values.tolist() == [[20.0, 3]]
+
+
+def test_call_tree_names_a_builtin_and_merges_a_lone_recursive_call():
+    from nbprof.analysis.flame import call_tree
+
+    stats = pd.DataFrame({
+        "filename": ["/u/a.py", "~", "/u/a.py"], "lineno": [1, 0, 5],
+        "function": ["main", "<built-in method time.sleep>", "rec"],
+        "ncalls": [1, 1, 3], "primitive_calls": [1, 1, 1], "tottime_s": [0.5, 9.0, 0.5], "cumtime_s": [10.0, 9.0, 0.5],
+    })
+    rows = [("/u/a.py", 1, "main", "~", 0, "<built-in method time.sleep>", 1, 1, 9.0, 9.0),
+            ("/u/a.py", 1, "main", "/u/a.py", 5, "rec", 1, 1, 0.5, 0.5),
+            ("/u/a.py", 5, "rec", "/u/a.py", 5, "rec", 2, 0, 0.3, 0.3)]
+    edges = pd.DataFrame(rows, columns=["caller_filename", "caller_lineno", "caller_function", "callee_filename",
+                                        "callee_lineno", "callee_function", "ncalls", "primitive_calls",
+                                        "tottime_s", "cumtime_s"])
+    tree = call_tree(stats, edges, min_fraction=0.0)
+    assert tree[["name", "label", "family", "kind", "depth"]].values.tolist() == [
+        ["cell", "cell", "root", "root", 0], ["main", "/u/a.py:1(main)", "user", "function", 1],
+        ["time.sleep", "{built-in method time.sleep}", "builtin", "function", 2],
+        ["rec", "/u/a.py:5(rec)", "user", "function", 2],
+        ["rec ↻", "/u/a.py:5(rec)", "user", "recursive", 3],
+    ]
+    assert tree["value_s"].tolist() == [10.0, 10.0, 9.0, 0.5, 0.3]
+    assert tree["recursive"].tolist() == [False, False, False, False, True]
+    # under 4 % of the root (0.4 s) the recursive call is merged: alone, it keeps its name and kind
+    small = call_tree(stats, edges, min_fraction=0.04)
+    assert small[["name", "kind", "recursive"]].values.tolist()[3:] == [["rec", "function", False],
+                                                                        ["rec ↻", "recursive", True]]
+    # under 6 % (0.6 s) rec itself is merged, alone: named, not expanded
+    smaller = call_tree(stats, edges, min_fraction=0.06)
+    assert smaller["name"].tolist() == ["cell", "main", "time.sleep", "rec"]
+    assert smaller["kind"].tolist() == ["root", "function", "function", "function"]
