@@ -166,6 +166,9 @@ def test_launch_points_from_the_runtime_call_else_the_op_and_without_either_left
     assert lp["runtime_row"].tolist() == [runtime_row, -1]
     assert lp["runtime_dur_ns"].tolist() == [5_000, 0]
     assert all(lp[c].dtype == I64 for c in lp.columns)
+    # an events table without the tree's parents: only the runtime calls launch
+    raw = launch_points(ev.drop(columns="parent"), process)
+    assert raw["row"].tolist() == rows[:1] and raw["launch_ns"].tolist() == [10_000]
 
 
 def test_launch_points_of_a_profile_without_device_work_are_empty_int64_columns(tmp_path):
