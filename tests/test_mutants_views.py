@@ -1940,3 +1940,36 @@ def test_call_tree_names_a_builtin_and_merges_a_lone_recursive_call():
     smaller = call_tree(stats, edges, min_fraction=0.06)
     assert smaller["name"].tolist() == ["cell", "main", "time.sleep", "rec"]
     assert smaller["kind"].tolist() == ["root", "function", "function", "function"]
+
+
+def test_downsample_max_keeps_the_last_points_bucket_max_once():
+    """The last point falls in the last bucket (not one of its own): where it is that bucket's
+    highest, no other point of the bucket is kept for being highest."""
+    from nbprof.analysis.memory import downsample_max
+
+    x = np.arange(10, dtype=np.float64)
+    y = np.array([5, 1, 9, 2, 3, 3, 0, 8, 7, 10], dtype=np.float64)
+    kx, ky = downsample_max(x, y, 2)
+    assert kx.tolist() == [0.0, 2.0, 5.0, 9.0] and ky.tolist() == [5.0, 9.0, 3.0, 10.0]
+
+
+def test_memory_curve_and_peaks_of_one_memory_event(tmp_path):
+    from nbprof.analysis.memory import memory_curve, memory_peaks
+
+    t = Trace()
+    t.op("aten::empty", 0, 10)
+    t.memory(5, 64, 64, 512)
+    curve = memory_curve(t.load(tmp_path).events)
+    assert curve.values.tolist() == [["cuda:0", 5.0, 64, 512, 64, "aten::empty"]]
+    [peak] = memory_peaks(curve)
+    assert (peak.device, peak.peak_allocated_bytes, peak.start_allocated_bytes) == ("cuda:0", 64, 0)
+
+
+def test_memory_peaks_come_by_device_whatever_the_curves_order():
+    from nbprof.analysis.memory import memory_peaks
+
+    curve = pd.DataFrame({"device": ["cuda:1", "cuda:0", "cuda:1"], "time_us": [1.0, 2.0, 3.0],
+                          "allocated_bytes": [10, 20, 30], "reserved_bytes": [64, 64, 128],
+                          "delta_bytes": [10, 20, 20], "op": ["a", "b", "c"]})
+    assert [(p.device, p.peak_allocated_bytes, p.peak_op, p.peak_reserved_bytes) for p in memory_peaks(curve)] == [
+        ("cuda:0", 20, "b", 64), ("cuda:1", 30, "c", 128)]
