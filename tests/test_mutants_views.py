@@ -1973,3 +1973,18 @@ def test_memory_peaks_come_by_device_whatever_the_curves_order():
                           "delta_bytes": [10, 20, 20], "op": ["a", "b", "c"]})
     assert [(p.device, p.peak_allocated_bytes, p.peak_op, p.peak_reserved_bytes) for p in memory_peaks(curve)] == [
         ("cuda:0", 20, "b", 64), ("cuda:1", 30, "c", 128)]
+
+
+def test_allocations_top_op_is_an_operator_never_a_range(tmp_path):
+    """Under a record_function range without an operator the block has no op; under an op
+    inside a range, the outermost operator (not the range)."""
+    from nbprof.analysis.memory import allocations
+
+    t = Trace()
+    t.annotation("my_range", 0, 100)
+    t.memory(10, 64, 64, 512, addr=1)  # in the range only
+    t.op("aten::conv2d", 20, 50)
+    t.op("aten::empty", 30, 10)
+    t.memory(35, 32, 96, 512, addr=2)  # in empty, in conv2d, in the range
+    a = allocations(t.load(tmp_path).events)
+    assert a[["addr", "op", "top_op"]].values.tolist() == [[1, "my_range", ""], [2, "aten::empty", "aten::conv2d"]]
