@@ -1988,3 +1988,22 @@ def test_allocations_top_op_is_an_operator_never_a_range(tmp_path):
     t.memory(35, 32, 96, 512, addr=2)  # in empty, in conv2d, in the range
     a = allocations(t.load(tmp_path).events)
     assert a[["addr", "op", "top_op"]].values.tolist() == [[1, "my_range", ""], [2, "aten::empty", "aten::conv2d"]]
+
+
+def test_nesting_order_by_thread_start_longest_first_then_file_order():
+    from nbprof.analysis.tree import _factorize_sorted, _nesting_order
+
+    thread = a64(5, 3, 5, 3, 5, 5, 3)
+    start = a64(10, 0, 10, 0, 0, 10, 7)
+    end = a64(20, 5, 30, 9, 50, 20, 8)
+    rows = a64(0, 1, 2, 3, 4, 5, 6)
+    # thread 3: rows 1 and 3 start at 0 (3 is longer), then 6; thread 5: 4, then 2 (longest), 0 and 5 tie
+    want = [3, 1, 6, 4, 2, 0, 5]
+    assert _nesting_order(rows, thread, start, end).tolist() == want
+    # the same where the packed key would not fit in 63 bits: a three-key sort
+    far = start + np.where(rows == 4, 0, 2**61)
+    assert _nesting_order(rows, thread, far, end + np.where(rows == 4, 0, 2**61)).tolist() == want
+    assert _nesting_order(rows[:0], thread, start, end).tolist() == []
+    assert _nesting_order(a64(2, 6), thread, start, end).tolist() == [6, 2]  # a subset of the rows
+    values, codes = _factorize_sorted(a64(9, -1, 9, 4))
+    assert values.tolist() == [-1, 4, 9] and codes.tolist() == [2, 0, 2, 1]
