@@ -2007,3 +2007,17 @@ def test_nesting_order_by_thread_start_longest_first_then_file_order():
     assert _nesting_order(a64(2, 6), thread, start, end).tolist() == [6, 2]  # a subset of the rows
     values, codes = _factorize_sorted(a64(9, -1, 9, 4))
     assert values.tolist() == [-1, 4, 9] and codes.tolist() == [2, 0, 2, 1]
+
+
+def test_call_tree_an_edge_from_a_function_without_a_row_counts_as_top_level():
+    from nbprof.analysis.flame import call_tree
+
+    stats = pd.DataFrame({"filename": ["/u/a.py"], "lineno": [3], "function": ["f"], "ncalls": [2],
+                          "primitive_calls": [2], "tottime_s": [4.0], "cumtime_s": [4.0]})
+    edges = pd.DataFrame([("/u/gone.py", 1, "ghost", "/u/a.py", 3, "f", 1, 1, 2.0, 2.0)],
+                         columns=["caller_filename", "caller_lineno", "caller_function", "callee_filename",
+                                  "callee_lineno", "callee_function", "ncalls", "primitive_calls", "tottime_s",
+                                  "cumtime_s"])
+    tree = call_tree(stats, edges)
+    assert tree[["name", "value_s", "ncalls"]].values.tolist()[1:] == [["f", 4.0, 2.0]]
+    assert tree["value_s"].iloc[0] == 4.0
