@@ -18,23 +18,22 @@ MAGICS = ["torchprof", "cprofile"] if HAS_TORCH else ["cprofile"]
 # ------------------------------------------------------------------------------ loading
 
 
-def test_load_ext_is_fast_and_imports_neither_torch_nor_plotly():
+def test_load_ext_imports_neither_torch_nor_plotly_nor_pandas():
+    """What keeps ``%load_ext nbprof`` fast: it imports none of the heavy libraries. How fast it is
+    (22 ms) is measured by benchmarks/bench_profiling.py, not here: a wall-clock bound in a test
+    fails on a loaded machine (it failed mutmut's stats run at 0.303 s for 0.3 s)."""
     code = textwrap.dedent(
         """
-        import sys, time
+        import sys
         from IPython.testing.globalipapp import start_ipython
         ip = start_ipython()
-        t = time.perf_counter()
         ip.run_line_magic("load_ext", "nbprof")
-        took = time.perf_counter() - t
-        print(took, "torch" in sys.modules, "plotly" in sys.modules, "pandas" in sys.modules)
+        print("torch" in sys.modules, "plotly" in sys.modules, "pandas" in sys.modules)
         print(sorted(ip.magics_manager.magics["cell"]).count("torchprof"), sorted(ip.magics_manager.magics["line"]).count("cprofile"))
         """
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
-    took, torch_loaded, plotly_loaded, pandas_loaded = out[0].split()
-    assert float(took) < 0.3
-    assert (torch_loaded, plotly_loaded, pandas_loaded) == ("False", "False", "False")
+    assert out[0].split() == ["False", "False", "False"]
     assert out[1] == "1 1"
 
 
