@@ -111,3 +111,55 @@ def test_gpu_annotations_of_a_merged_same_name_range_count_for_the_range_it_merg
     assert r.loc["step", "count"] == 1 and r.loc["other", "count"] == 1
     assert r.loc["step", "gpu_span_us"] == 37.0
     assert r.loc["other", "gpu_span_us"] == 0.0
+
+
+# ------------------------------------------------------------------------------ cProfile
+
+
+def _fact(n):
+    return 1 if n <= 1 else n * _fact(n - 1)
+
+
+def _twice():
+    return _fact(4) + _fact(3)
+
+
+def _profiled(*work):
+    import cProfile
+
+    prof = cProfile.Profile()
+    prof.enable()
+    for w in work:
+        w()
+    prof.disable()
+    return prof
+
+
+def test_raw_stats_are_cprofiles_own_numbers_recursion_included():
+    """pstats' snapshot of the same profile is the answer: each function's primitive and total
+    calls (a recursive one's differ), times, and every caller edge's four numbers."""
+    from nbprof.collect.cprofile import raw_stats
+
+    prof = _profiled(_twice, lambda: _fact(6))
+    ours = raw_stats(prof)
+    prof.create_stats()
+    theirs = prof.stats
+    assert ours == theirs
+    fact = next(k for k in ours if k[2] == "_fact")
+    cc, nc = ours[fact][:2]
+    assert (cc, nc) == (3, 13)  # three outer calls, 4 + 3 + 6 in all
+    # the recursive edge: 3 + 2 + 5 calls; primitive where the edge was not already on the stack
+    # (the first step down of each of the three outer calls)
+    assert ours[fact][4][fact][:2] == (10, 3)
+
+
+def test_merged_raw_stats_are_pstats_add():
+    import pstats
+
+    from nbprof.collect.cprofile import merge_raw, raw_stats
+
+    first, second = _profiled(_twice), _profiled(_twice, lambda: _fact(2))
+    ours = merge_raw([raw_stats(first), raw_stats(second)])
+    theirs = pstats.Stats(first)
+    theirs.add(pstats.Stats(second))
+    assert ours == theirs.stats
