@@ -163,3 +163,85 @@ def test_merged_raw_stats_are_pstats_add():
     theirs = pstats.Stats(first)
     theirs.add(pstats.Stats(second))
     assert ours == theirs.stats
+
+
+# ------------------------------------------------------------------------------ the trace reader
+
+
+def _launching_trace() -> Trace:
+    t = Trace()
+    ext = t.op("aten::mm", 0, 50)
+    t.launch("gemm_kernel", ext, cpu_ts=10, cpu_dur=5, gpu_ts=30, gpu_dur=40, stream=7)
+    return t
+
+
+def test_a_trace_read_field_by_field_keeps_every_arg_of_its_events(tmp_path):
+    """ROCm writes a runtime call's stream as "0x0": the file fails the typed decoders and is read
+    field by field. The other args of every event (External id, correlation, device, stream,
+    launch dimensions) are read as in a typed file."""
+    typed = _launching_trace()
+    loose = _launching_trace()
+    runtime = next(e for e in loose.events if e["cat"] == "cuda_runtime")
+    runtime["args"]["stream"] = "0x0"
+    for t, name in ((typed, "typed.json"), (loose, "loose.json")):
+        p = t.load(tmp_path, name)
+        launches = p.launches()
+        assert launches[["name", "launch", "correlation", "stream"]].values.tolist() == [
+            ["gemm_kernel", "cudaLaunchKernel", 1, 7]], name
+        assert launches["launch_delay_us"].tolist() == [20.0]
+        k = p.kernels()
+        assert k[["name", "launched_by", "streams"]].values.tolist() == [["gemm_kernel", "aten::mm", "cuda:0 s7"]]
+        assert not p.meta.reader_notes
+
+
+def test_an_event_with_an_unreadable_field_is_left_out_and_the_events_after_it_are_read(tmp_path):
+    t = Trace()
+    bad = {"ph": "X", "cat": "kernel", "name": "bad_kernel", "pid": 0, "tid": 7, "ts": 1, "dur": 2,
+           "args": {"device": 0, "stream": "not a number", "correlation": 99}}
+    t.events.append(bad)
+    ext = t.op("aten::mm", 0, 50)
+    t.launch("gemm_kernel", ext, cpu_ts=10, cpu_dur=5, gpu_ts=30, gpu_dur=40, stream=7)
+    t.launch("gemm_kernel", ext, cpu_ts=20, cpu_dur=5, gpu_ts=70, gpu_dur=10, stream=7)
+    p = t.load(tmp_path)
+    assert p.kernels()[["name", "count", "device_total_us"]].values.tolist() == [["gemm_kernel", 2, 50.0]]
+    assert p.launches()["correlation"].tolist() == [1, 2]
+    assert p.meta.reader_notes == ["1 event with an unreadable `args.stream`: left out"]
+
+
+def test_device_properties_keep_the_values_of_their_types_and_count_the_others(tmp_path):
+    t = _launching_trace()
+    t.device_properties = [
+        {"id": 0, "name": "GPU A", "numSms": 132, "totalGlobalMem": 80 * 2**30, "computeMajor": 9,
+         "clockRate": "1.98 GHz"},  # a key nbprof does not read: kept as it is
+        {"id": 1, "name": 7, "numSms": "132", "warpSize": 32.0},  # a number as a name, numbers as text / float
+    ]
+    p = t.load(tmp_path)
+    assert p.meta.device_properties == [
+        {"id": 0, "name": "GPU A", "numSms": 132, "totalGlobalMem": 80 * 2**30, "computeMajor": 9,
+         "clockRate": "1.98 GHz"},
+        {"id": 1},
+    ]
+    assert p.meta.reader_notes == [
+        "3 deviceProperties values of the wrong type (a GPU's id, name or sizes): left out"]
+
+
+@pytest.mark.parametrize("info,noted", [
+    ({"rank": 0, "world_size": 2}, False),
+    ({"rank": 1, "world_size": 2, "backend": "nccl"}, False),
+    ({"rank": "0", "world_size": 2}, True),
+    ({"rank": 0, "world_size": -2}, True),
+])
+def test_a_distributed_info_that_does_not_say_a_rank_is_noted(tmp_path, info, noted):
+    import json
+
+    doc = _launching_trace().doc()
+    doc["distributedInfo"] = info
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps(doc))
+    import nbprof
+
+    p = nbprof.load_trace(path)
+    notes = [n for n in p.meta.reader_notes if n.startswith("distributedInfo")]
+    assert bool(notes) == noted
+    if not noted:
+        assert (p.meta.rank, p.meta.world_size) == (info["rank"], info["world_size"])
