@@ -245,3 +245,45 @@ def test_a_distributed_info_that_does_not_say_a_rank_is_noted(tmp_path, info, no
     assert bool(notes) == noted
     if not noted:
         assert (p.meta.rank, p.meta.world_size) == (info["rank"], info["world_size"])
+
+
+@pytest.mark.parametrize("loose", [False, True])
+def test_a_bare_list_of_events_is_read_with_or_without_fields_of_another_type(tmp_path, loose):
+    import json
+
+    import nbprof
+
+    t = _launching_trace()
+    if loose:
+        next(e for e in t.events if e["cat"] == "cuda_runtime")["args"]["stream"] = "0x0"
+    path = tmp_path / "list.json"
+    path.write_text(json.dumps(t.events, indent=1))
+    p = nbprof.load_trace(path)
+    assert p.launches()[["name", "correlation", "launch_delay_us"]].values.tolist() == [["gemm_kernel", 1, 20.0]]
+    assert p.kernels()["launched_by"].tolist() == ["aten::mm"]
+    assert not p.meta.reader_notes
+
+
+def test_the_events_text_columns_categories_are_python_strings(tmp_path):
+    """The text columns read from args (shapes, types, launch dimensions, collectives' fields) are
+    categoricals of Python strings (object categories), as the events table makes them, whatever
+    pandas would infer; the kinds' and devices' are pandas' own strings."""
+    import json
+
+    import nbprof
+
+    t = Trace()
+    ext = t.op("aten::mm", 0, 50)
+    t.events[-1]["args"].update({"Input Dims": [[2, 3], [3, 4]], "Input type": ["float", "float"]})
+    t.launch("gemm_kernel", ext, cpu_ts=10, cpu_dur=5, gpu_ts=30, gpu_dur=40, blocks_per_sm=2.0)
+    doc = t.doc()
+    doc["record_shapes"] = 1
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps(doc))
+    ev = nbprof.load_trace(path).events
+    cats = {c: str(ev[c].cat.categories.dtype) for c in ev.columns if isinstance(ev[c].dtype, pd.CategoricalDtype)}
+    assert cats == {"name": OBJ, "kind": "str", "device": "str", "input_shapes": OBJ, "input_types": OBJ,
+                    "grid": OBJ, "block": OBJ, "collective": OBJ, "msg_dtype": OBJ, "process_group": OBJ,
+                    "process_group_ranks": OBJ}
+    assert sorted(ev["input_shapes"].cat.categories) == ["[[2, 3], [3, 4]]", "[]"]  # torch: "[]" for no inputs
+    assert sorted(ev["grid"].cat.categories) == ["", "[264, 1, 1]"]
