@@ -287,3 +287,35 @@ def test_the_events_text_columns_categories_are_python_strings(tmp_path):
                     "process_group_ranks": OBJ}
     assert sorted(ev["input_shapes"].cat.categories) == ["[[2, 3], [3, 4]]", "[]"]  # torch: "[]" for no inputs
     assert sorted(ev["grid"].cat.categories) == ["", "[264, 1, 1]"]
+
+
+# ------------------------------------------------------------------------------ live torch
+
+
+def test_open_ranges_close_the_latest_of_a_name_and_close_all_innermost_first():
+    torch = pytest.importorskip("torch")
+    from nbprof.collect.torch_live import OpenRanges
+
+    ranges = OpenRanges()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        ranges.enter("fit")
+        ranges.enter("step")
+        ranges.enter("fit")  # the same name again, nested
+        assert len(ranges) == 3
+        torch.ones(1)
+        ranges.exit("fit")  # the inner "fit"
+        ranges.exit("never opened")  # nothing
+        assert len(ranges) == 2
+        torch.zeros(1)
+        ranges.close_all()  # "step", then the outer "fit"
+        assert len(ranges) == 0
+        torch.full((1,), 2.0)
+    spans = {}
+    for e in prof.events():
+        if e.name in ("fit", "step", "aten::ones", "aten::zeros", "aten::full"):
+            spans.setdefault(e.name, []).append((e.time_range.start, e.time_range.end))
+    (ones,), (zeros,), (full,) = spans["aten::ones"], spans["aten::zeros"], spans["aten::full"]
+    outer, inner = sorted(spans["fit"])
+    (step,) = spans["step"]
+    assert outer[0] <= step[0] <= inner[0] <= ones[0] and inner[1] <= zeros[0]  # the inner one ended first
+    assert zeros[1] <= step[1] <= outer[1] <= full[0]  # then step, then the outer one, before the last op
