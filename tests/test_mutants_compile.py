@@ -52,3 +52,30 @@ def test_op_times_of_eager_code_are_each_aten_ops_own_time(kernels, metric):
     times = {"self_cpu_us": [40.0, 8.0], "self_device_us": [100.0, 2.0]}[metric]
     assert t.values.tolist() == [["aten::mm", times[0], 4, ""], ["aten::add", times[1], 2, ""]]
     assert str(t["time_us"].dtype) == "float64"
+
+
+HERE = "/tmp/ipykernel_4242/3141592653.py"  # this kernel's file of a cell (named by a hash of its code)
+NAMES = {HERE: "In [5]", "/tmp/ipykernel_4242/2718281828.py": "In [6]", "/home/u/other/3141592653.py": "In [9]",
+         "C:\\Temp\\ipykernel_88\\1618033988.py": "In [2]"}  # a Windows kernel's
+
+
+@pytest.mark.parametrize("filename,line,expected", [
+    ("", 3, ""),  # no file: no location
+    (HERE, 12, "In [5] line 12"),
+    (HERE, None, "In [5]"),
+    ("<ipython-input-7-abc123>", 4, "In [7] line 4"),  # IPython's own name of a cell's code
+    ("<ipython-input-17-0>", None, "In [17]"),
+    # the same cell (the same hash) in another kernel's folder: a cache hit's provenance
+    ("/tmp/ipykernel_1/3141592653.py", 2, "In [5] line 2"),
+    ("C:\\Temp\\ipykernel_1\\1618033988.py", 2, "In [2] line 2"),  # Windows folders: "\\"
+    ("C:\\Temp\\ipykernel_1\\1111111111.py", 2, "…/ipykernel_1/1111111111.py:2"),
+    ("/tmp/ipykernel_1/1111111111.py", 2, "…/ipykernel_1/1111111111.py:2"),  # a cell this kernel never ran
+    ("/home/u/other/1111111111.py", 2, "…/other/1111111111.py:2"),  # not a kernel's cell file
+    ("/home/u/project/models/mlp.py", 12, "…/models/mlp.py:12"),
+    ("mlp.py", 3, "mlp.py:3"),
+    ("/opt/mlp.py", None, "/opt/mlp.py"),
+])
+def test_cell_location_names_a_line_as_a_traceback_does(filename, line, expected):
+    from nbprof.analysis.compilation import cell_location
+
+    assert cell_location(filename, line, NAMES) == expected
