@@ -79,3 +79,43 @@ def test_cell_location_names_a_line_as_a_traceback_does(filename, line, expected
     from nbprof.analysis.compilation import cell_location
 
     assert cell_location(filename, line, NAMES) == expected
+
+
+def test_compile_range_mask_marks_torch_compiles_own_ranges(tmp_path):
+    from nbprof.analysis.compilation import compile_range_mask
+
+    from .synthetic import Trace
+
+    t = Trace()
+    expected = {}
+
+    def ann(name, ts, dur, compile_range, op=False):
+        (t.op if op else t.annotation)(name, ts, dur)
+        expected[name] = compile_range
+
+    ann("train", 0, 1000, False)  # the user's range around it all
+    ann("entire_frame_compile", 10, 490, True)  # a phase's name around a timed range
+    ann("_compile.compile_inner (dynamo_timed)", 20, 460, True)
+    ann("compile_fx_inner", 30, 270, True)  # the same key as the timed range it holds
+    ann("compile_fx_inner (dynamo_timed)", 40, 250, True)
+    ann("aten::mm", 50, 10, False, op=True)  # an operator the compiler ran: not a range of its own
+    ann("PythonDispatchMode", 70, 5, True)
+    ann("CompilationMetrics_data: compile_id=0/0", 80, 1, True)  # the log's annotation inside
+    ann("my_helper", 310, 50, False)  # neither the key nor a phase: the timed range inside stops here
+    ann("other (dynamo_timed)", 320, 10, True)
+    ann("stray_data: x", 600, 5, False)  # "_data: " outside every compile range
+    ann("PythonDispatchMode#2", 700, 5, False)  # not the dispatcher's range
+    ann("compile_attempt_0", 800, 100, True)
+    ann("foo (dynamo_timed)", 810, 10, True)
+    t.gpu_annotation("gpu (dynamo_timed)", 820, 5, ext=1)  # on the device: not a CPU range
+    expected["gpu (dynamo_timed)"] = False
+    t.annotation("PythonDispatchMode", 900, 5)  # the dispatcher's range outside too: all of them go
+    events = t.load(tmp_path).events
+    mask = compile_range_mask(events)
+    assert mask.dtype == bool and len(mask) == len(events)
+    got = {}
+    for name, m in zip(events["name"].astype(str), mask.tolist()):
+        got.setdefault(name, []).append(m)
+    assert got.pop("PythonDispatchMode") == [True, True]
+    expected.pop("PythonDispatchMode")
+    assert got == {name: [m] for name, m in expected.items()}
