@@ -119,3 +119,59 @@ def test_compile_range_mask_marks_torch_compiles_own_ranges(tmp_path):
     assert got.pop("PythonDispatchMode") == [True, True]
     expected.pop("PythonDispatchMode")
     assert got == {name: [m] for name, m in expected.items()}
+
+
+def test_compile_units_split_each_units_time_among_the_phases_of_its_ranges(tmp_path):
+    from nbprof.analysis.compilation import compile_units
+
+    from .synthetic import Trace
+
+    t = Trace()
+    # a frame's compilation: phases by the ranges' names, exclusive times (ms of each in the comments)
+    t.annotation("_compile.compile_inner (dynamo_timed)", 100, 1000)  # Dynamo: 1000 - 500 - 40 - 10
+    t.annotation("CompilationMetrics_data: compile_id=0/0", 110, 1)  # a marker: its id, no time
+    t.annotation("compile_fx_inner (dynamo_timed)", 200, 500)  # lowering: 500 - 200 - 100
+    t.annotation("code_gen (dynamo_timed)", 300, 200)  # codegen: 200 - 50
+    t.annotation("compile_file (dynamo_timed)", 350, 50)  # C++ compile
+    t.annotation("mystery (dynamo_timed)", 550, 100)  # no rule: its parent's phase (lowering)
+    t.annotation("fx_graph_cache_lookup (dynamo_timed)", 750, 40)  # cache
+    t.annotation("PythonDispatchMode", 800, 10)  # no rule: Dynamo, as its parent
+    # a backward graph compiled at the first backward()
+    t.annotation("bw_compiler (dynamo_timed)", 2000, 300)  # lowering: 300 - 100
+    t.annotation("bwd_data: compile_id=[1/0]", 2010, 1)
+    t.annotation("autotune_select_algorithm (dynamo_timed)", 2050, 100)
+    t.annotation("later_data: compile_id=2/0", 2200, 1)  # the first marker's id is the unit's
+    t.annotation("PythonDispatchMode", 3000, 5)  # outside every compile range: no unit
+    t.annotation("weird (dynamo_timed)", 4000, 30)  # no rule, no parent: Other
+    events = t.load(tmp_path).events
+    u = compile_units(events)
+    assert list(u.columns) == ["row", "start_us", "dur_us", "frame_unit", "backward", "compile_id", "dynamo_us",
+                               "aot_autograd_us", "inductor_us", "codegen_us", "compile_code_us", "autotune_us",
+                               "cache_us", "other_us"]
+    assert events["name"].astype(str).to_numpy()[u["row"].to_numpy()].tolist() == [
+        "_compile.compile_inner (dynamo_timed)", "bw_compiler (dynamo_timed)", "weird (dynamo_timed)"]
+    assert u.drop(columns="row").values.tolist() == [
+        # start_us from the profile's start (its first event, at 100)
+        [0.0, 1000.0, True, False, "0/0", 460.0, 0.0, 300.0, 150.0, 50.0, 0.0, 40.0, 0.0],
+        [1900.0, 300.0, False, True, "1/0", 0.0, 0.0, 200.0, 0.0, 0.0, 100.0, 0.0, 0.0],
+        [3900.0, 30.0, False, False, "", 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 30.0],
+    ]
+    assert str(u["frame_unit"].dtype) == str(u["backward"].dtype) == "bool"
+
+
+UNIT_COLUMNS = ["row", "start_us", "dur_us", "frame_unit", "backward", "compile_id", "dynamo_us", "aot_autograd_us",
+                "inductor_us", "codegen_us", "compile_code_us", "autotune_us", "cache_us", "other_us"]
+
+
+@pytest.mark.parametrize("names", [[], ["PythonDispatchMode"], ["x_data: compile_id=0/0"]])
+def test_compile_units_of_a_profile_without_a_compile_range_are_an_empty_table(tmp_path, names):
+    from nbprof.analysis.compilation import compile_units
+
+    from .synthetic import Trace
+
+    t = Trace()
+    t.annotation("train", 0, 100)
+    for i, name in enumerate(names):  # a dispatcher's range or a marker alone is no compilation
+        t.annotation(name, 10 + i, 1)
+    u = compile_units(t.load(tmp_path).events)
+    assert list(u.columns) == UNIT_COLUMNS and len(u) == 0
