@@ -319,3 +319,30 @@ def test_open_ranges_close_the_latest_of_a_name_and_close_all_innermost_first():
     (step,) = spans["step"]
     assert outer[0] <= step[0] <= inner[0] <= ones[0] and inner[1] <= zeros[0]  # the inner one ended first
     assert zeros[1] <= step[1] <= outer[1] <= full[0]  # then step, then the outer one, before the last op
+
+
+# ------------------------------------------------------------------------------ kernels, launches
+
+KERNEL_DTYPES = {"name": OBJ, "kind": OBJ, "count": I64, "device_total_us": F64, "device_avg_us": F64,
+                 "device_min_us": F64, "device_max_us": F64, "share": F64, "bytes": I64, "streams": OBJ,
+                 "launched_by": OBJ, "grid": OBJ, "block": OBJ, "launch_configs": I64, "registers_per_thread": F64,
+                 "shared_memory_bytes": F64, "blocks_per_sm": F64, "occupancy_pct": F64, "tensor_cores": BOOL,
+                 "bandwidth_gbps": F64}
+LAUNCH_DTYPES = {"rank": OBJ, "device": OBJ, "stream": I64, "correlation": I64, "name": OBJ, "kind": OBJ,
+                 "launch": OBJ, "launch_start_us": F64, "cpu_dur_us": F64, "gpu_dur_us": F64, "launch_delay_us": F64}
+
+
+def test_kernel_and_launch_tables_of_a_profile_without_device_work_are_empty_typed_tables(tmp_path):
+    t = Trace()
+    t.op("aten::mm", 0, 10)
+    p = t.load(tmp_path)
+    k = p.kernels()
+    assert dtypes(k) == KERNEL_DTYPES and len(k) == 0
+    assert k["name"].str.contains("gemm").tolist() == []  # text columns, as in a table with rows
+    assert dtypes(p.launches()) == LAUNCH_DTYPES and len(p.launches()) == 0
+
+
+def test_kernel_and_launch_tables_have_their_dtypes(tmp_path):
+    p = _launching_trace().load(tmp_path)
+    assert dtypes(p.kernels(), "str") == KERNEL_DTYPES
+    assert dtypes(p.launches(), "str") == LAUNCH_DTYPES
