@@ -346,3 +346,15 @@ def test_kernel_and_launch_tables_have_their_dtypes(tmp_path):
     p = _launching_trace().load(tmp_path)
     assert dtypes(p.kernels(), "str") == KERNEL_DTYPES
     assert dtypes(p.launches(), "str") == LAUNCH_DTYPES
+
+
+def test_queue_length_of_one_stream_by_hand(tmp_path):
+    t = Trace()
+    ext = t.op("aten::mm", 0, 100)
+    t.launch("k1", ext, cpu_ts=10, cpu_dur=5, gpu_ts=30, gpu_dur=40)  # queued 10 -> done 70
+    t.launch("k2", ext, cpu_ts=20, cpu_dur=5, gpu_ts=50, gpu_dur=10)  # queued 20 -> done 60
+    q = t.load(tmp_path).queue_length()
+    assert dtypes(q, "str") == {"rank": OBJ, "device": OBJ, "stream": I64, "launches": I64, "window_us": F64,
+                                "mean_queue_length": F64, "max_queue_length": I64}
+    # 1 queued over [10, 20), 2 over [20, 60), 1 over [60, 70): 100 µs of work items over a 60 µs window
+    assert q.values.tolist() == [[None, "cuda:0", 7, 2, 60.0, 100 / 60, 2]]
