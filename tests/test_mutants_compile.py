@@ -175,3 +175,41 @@ def test_compile_units_of_a_profile_without_a_compile_range_are_an_empty_table(t
         t.annotation(name, 10 + i, 1)
     u = compile_units(t.load(tmp_path).events)
     assert list(u.columns) == UNIT_COLUMNS and len(u) == 0
+
+
+VALUE = "a Python value the code reads changed (each value compiles once: pass it as a tensor)"
+
+
+@pytest.mark.parametrize("reason,advice", [
+    ("0/1: L['n'] == 3", VALUE),
+    ("0/1: L['mode'] != 'train'", VALUE),
+    ("0/1: EQUALS_MATCH(L['scale'], 2.0)", VALUE),  # a guard's name, any case
+    ("0/1: Constant_Match(L['flag'])", VALUE),
+    ("0/1: Cache_Size_Limit reached", "the recompile limit was hit: Dynamo falls back to eager for this frame"),
+    ("0/1: something else", ""),
+])
+def test_recompile_advice_of_value_guards_and_the_limit(reason, advice):
+    from nbprof.analysis.compilation import _recompile_advice
+
+    assert _recompile_advice(reason) == advice
+
+
+def test_a_graph_breaks_title_explanation_and_user_line():
+    from nbprof.analysis.compilation import _graph_break
+
+    payload = (
+        "Graph Break Reason: Encountered graph break when attempting to trace CALL: a call to a function\n"
+        "\n"
+        "Unsupported Tensor.item() call with capture_scalar_outputs=False\n"
+        "  Explanation: Dynamo does not support tracing `Tensor.item()` with config.capture_scalar_outputs=False.\n"
+        "  Hint: Set `torch._dynamo.config.capture_scalar_outputs = True`\n"
+        "\n"
+        "User code traceback:\n"
+        '  File "/home/u/train.py", line 7, in step\n'
+        "    n = x.sum().item()\n"
+    )
+    b = _graph_break(payload)
+    assert b["reason"] == "Unsupported Tensor.item() call with capture_scalar_outputs=False"
+    assert b["explanation"] == ("Dynamo does not support tracing `Tensor.item()` with "
+                                "config.capture_scalar_outputs=False.")
+    assert (b["filename"], b["line"], b["code"]) == ("/home/u/train.py", 7, "n = x.sum().item()")
