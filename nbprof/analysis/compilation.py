@@ -333,8 +333,9 @@ def cell_location(filename: str, line: int | None, code_names: dict[str, str]) -
     if where is None and _KERNEL_CELL.search(filename):
         # a kernel cell's file is /tmp/ipykernel_<pid>/<hash of the cell's code>.py: what the FX graph
         # cache kept from another process (provenance of a cache hit) names the same cell by its hash
-        base = filename.rsplit("/", 1)[-1]
-        where = next((name for f, name in code_names.items() if f.rsplit("/", 1)[-1] == base
+        # (the folder separator "/" or, on Windows, "\\", as _KERNEL_CELL reads either)
+        base = re.split(r"[/\\]", filename)[-1]
+        where = next((name for f, name in code_names.items() if re.split(r"[/\\]", f)[-1] == base
                       and _KERNEL_CELL.search(f)), None)
     if where is not None:
         return f"{where} line {line}" if line else where

@@ -100,6 +100,10 @@ KERNEL_COLUMNS = (
 )
 
 
+_EMPTY_DTYPES = {**dict.fromkeys(("name", "kind", "streams", "launched_by", "grid", "block"), object),
+                 **dict.fromkeys(("count", "bytes", "launch_configs"), np.int64), "tensor_cores": bool}
+
+
 def kernel_table(events: pd.DataFrame) -> pd.DataFrame:
     """One row per (kernel name, kind): counts and device time; ``share`` of all device time;
     ``launched_by``: the CPU op that launched it most often (its External id, else the op around
@@ -172,8 +176,8 @@ def kernel_parts(events: pd.DataFrame) -> pd.DataFrame:
 
 def kernels_from_parts(parts: pd.DataFrame) -> pd.DataFrame:
     """The kernel table from :func:`kernel_parts` (of one trace, or concatenated over several)."""
-    if len(parts) == 0:
-        return pd.DataFrame({c: [] for c in KERNEL_COLUMNS})
+    if len(parts) == 0:  # the columns' types all the same (text, not float: `.str` works on them)
+        return pd.DataFrame({c: pd.Series(dtype=_EMPTY_DTYPES.get(c, np.float64)) for c in KERNEL_COLUMNS})
     g = parts.groupby(["name", "kind"], sort=False)
     out = g.agg(count=("count", "sum"), device_total_us=("dur_sum", "sum"), device_min_us=("dur_min", "min"),
                 device_max_us=("dur_max", "max"), bytes=("bytes", "sum"),
