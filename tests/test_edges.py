@@ -493,3 +493,46 @@ def test_ranks_of_merged_ranks_without_events_are_an_empty_report():
     assert list(report.differences.columns) == ["name", "kind", "comm", "count_min", "count_max", "time_min_us",
                                                 "time_max_us", "time_mean_us", "spread", "slowest_rank"]
     assert len(report.differences) == 0
+
+
+# -- survivors of the fresh sample of seed 41 (docs/testing.md) ----------------------------------
+
+
+def test_a_gzip_file_that_is_not_json_is_one_line_naming_it(tmp_path):
+    """gzip'd bytes that are not JSON: the reader says so, naming the file (not a bare error)."""
+    import gzip
+
+    import nbprof
+    from nbprof.errors import TraceError
+
+    f = tmp_path / "rank0.pt.trace.json.gz"
+    f.write_bytes(gzip.compress(b"  hello, not a trace"))
+    with pytest.raises(TraceError) as e:
+        nbprof.load_trace(f)
+    assert str(e.value) == f"{f}: not a chrome trace (decompressed, it does not start with '{{' or '[')"
+
+
+def test_script_json_passes_its_options_to_json_and_escapes_for_a_script():
+    """The compact separators the page asks for reach json.dumps; ``<`` and ``>`` are escaped so a
+    string cannot close the script element (expected text written out by hand)."""
+    from nbprof.format import script_json
+
+    text = script_json({"a": [1, "</script>"]}, separators=(",", ":"))
+    assert text == '{"a":[1,"\\u003c/script\\u003e"]}'
+    assert json.loads(text) == {"a": [1, "</script>"]}
+
+
+def test_a_cprofile_session_owns_its_own_profile_and_no_other():
+    """``owns`` tells nbprof's own profile (enabling it is no takeover) from anyone else's."""
+    import cProfile
+
+    from nbprof.collect.cprofile import CProfileSession
+
+    s = CProfileSession()
+    s.begin()
+    try:
+        mine, other = s.profiler, cProfile.Profile()
+        owned = (s.owns(mine), s.owns(other))
+    finally:
+        s.end()
+    assert owned == (True, False)
