@@ -55,7 +55,9 @@ import pandas as pd
 
 from .analysis.breakdown import hta_idle_rows
 from .analysis.device_stats import DeviceStats, process_codes
-from .analysis.findings import FINDING_COLUMNS, SEVERITIES, collective_wait, straggler
+from .analysis._tables import empty_table
+from .analysis.findings import FINDING_COLUMNS, FINDING_DTYPES, SEVERITIES, collective_wait, straggler
+from .analysis.steps import STEP_DTYPES
 from .analysis.key_averages import KEY_AVERAGE_COLUMNS
 from .analysis.kernels import kernel_parts, kernels_from_parts
 from .analysis.ranks import RankReport, differences_from_times, name_times, report_of
@@ -592,8 +594,7 @@ class ClusterProfile(TorchProfile):
         if not frames:
             columns = list(self._summaries[0].steps.columns)
             columns.insert(1, "rank")
-            return pd.DataFrame({c: pd.Series(dtype=object if c in ("top_op", "rank") else np.float64)
-                                 for c in columns})
+            return empty_table(STEP_DTYPES, columns)
         out = pd.concat(frames, ignore_index=True)
         out["rank"] = out["rank"].astype(object)
         return out.sort_values(["step", "rank"], kind="stable").reset_index(drop=True)
@@ -677,8 +678,7 @@ class ClusterProfile(TorchProfile):
         rows += _aggregate_findings([(r, s.findings) for r, s, _ in self._ranked()])
         order = {s: i for i, s in enumerate(SEVERITIES)}
         rows.sort(key=lambda row: order[row[1]])  # stable: the straggler first among equals
-        return pd.DataFrame(rows, columns=list(FINDING_COLUMNS)) if rows else \
-            pd.DataFrame({c: pd.Series(dtype=object) for c in FINDING_COLUMNS})
+        return pd.DataFrame(rows, columns=list(FINDING_COLUMNS)) if rows else empty_table(FINDING_DTYPES)
 
     def _order(self) -> list[Any]:
         """The rank labels sorted (the order of the merged tables' rank rows)."""

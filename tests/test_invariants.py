@@ -292,3 +292,47 @@ def test_an_ops_name_reads_back_from_the_report(tmp_path_factory, name):
     # the name made no element of its own: the findings are one <div> each, with only text inside
     findings = report[report.index('class="nbprof-finding"'):]
     assert htmltext.tags("<div " + findings.split("</div>", 1)[0] + "</div>") == ["div"]
+
+
+# ----------------------------------------------------------------- a column's dtype, whatever the trace
+
+def _tables(profile) -> dict[str, object]:
+    """Every table the public API gives a torch profile, by name."""
+    out: dict[str, object] = {f"key_averages({g!r})": profile.key_averages(group_by=g) for g in ("op", "shape", "stack")}
+    for name in ("events", "kernels", "steps", "overview", "modules", "ranges", "range_ops", "allocations",
+                 "launches", "queue_length", "collectives", "findings", "step_breakdown"):
+        value = getattr(profile, name)
+        out[name] = value() if callable(value) else value
+    ranks = profile.ranks()
+    for name in ("table", "differences"):
+        out[f"ranks().{name}"] = getattr(ranks, name)
+    stats = profile.device_stats
+    for name in ("devices", "streams"):
+        out[f"device_stats.{name}"] = getattr(stats, name)
+    return out
+
+
+def _kind(dtype) -> str:
+    """A dtype as users meet it: pandas 2 keeps strings as object, pandas 3 as "str"; a table of
+    no rows must give what a table of rows gives in the same pandas."""
+    return str(dtype)
+
+
+def test_a_tables_column_dtypes_do_not_depend_on_the_trace(synthetic_traces, tmp_path):
+    """The same column has the same dtype in a trace that has rows for its table and in one that
+    has none (a CPU-only trace's kernels, a trace without memory events' allocations, ...): code
+    that reads `.str` or compares integers must not break on the empty case. The rows' dtypes are
+    the answer: what torch's recorded traces give, read apart from the empty branches."""
+    one_op = Trace()
+    one_op.op("aten::empty", 0, 1)
+    paths = ([*RECORDED, *synthetic_traces.values(), one_op.write(tmp_path / "one_op.json")]
+             + sorted((DATA / "wild").glob("TestProfiler.*.json")))
+    seen: dict[tuple[str, str], dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for path in paths:
+        for table, frame in _tables(nbprof.load_trace(path)).items():
+            for column in frame.columns:
+                seen[(table, column)][_kind(frame[column].dtype)].add(
+                    f"{path.name} ({'rows' if len(frame) else 'empty'})")
+    differ = {key: {d: sorted(where)[:2] for d, where in kinds.items()}
+              for key, kinds in seen.items() if len(kinds) > 1}
+    assert not differ, "\n".join(f"{k}: {v}" for k, v in sorted(differ.items()))

@@ -23,7 +23,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..collect.cprofile import OUTSIDE_ACTIONS, STATS_COLUMNS, stats_table
+from ..collect.cprofile import OUTSIDE_ACTIONS, stats_table
+from ._tables import TEXT
 from .flame import pstats_location
 
 __all__ = ["action_stats", "actions_table", "ACTION_COLUMNS", "OUTSIDE_LABEL", "action_label"]
@@ -44,9 +45,10 @@ def action_stats(by_action: dict[str, dict[Any, Any]]) -> pd.DataFrame:
         table = stats_table(raw)
         table.insert(0, "action", action_label(action))
         parts.append(table)
-    if not parts:
-        return pd.DataFrame({c: pd.Series(dtype=object if c in ("action", "function", "filename") else np.float64)
-                             for c in ("action",) + STATS_COLUMNS})
+    if not parts:  # the stats table of no functions, as each action's has its columns
+        table = stats_table({})
+        table.insert(0, "action", pd.Series(dtype=TEXT))
+        return table
     return pd.concat(parts, ignore_index=True)
 
 

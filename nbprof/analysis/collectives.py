@@ -34,14 +34,17 @@ import numpy as np
 import pandas as pd
 
 from ..events import DEVICE_WORK_CODES, KIND_CODE, TREE_CODES, category_map, kind_mask, values_at
+from ._tables import LABEL, TEXT, empty_table
 from .breakdown import COMM, work_categories
 from .device_stats import process_codes
 
 __all__ = ["COLLECTIVE_COLUMNS", "CALL_COLUMNS", "DTYPE_BYTES", "collective_name", "collective_table",
            "collective_calls", "match_calls"]
 
-COLLECTIVE_COLUMNS = ("rank", "name", "process_group", "process_group_ranks", "count", "total_us", "mean_us",
-                      "max_us", "bytes")
+COLLECTIVE_DTYPES = {"rank": LABEL, "name": TEXT, "process_group": TEXT, "process_group_ranks": TEXT,
+                     "count": np.int64, "total_us": np.float64, "mean_us": np.float64, "max_us": np.float64,
+                     "bytes": np.int64}
+COLLECTIVE_COLUMNS = tuple(COLLECTIVE_DTYPES)
 
 # bytes per element of torch's ScalarType names, as record_param_comms writes them ("dtype")
 DTYPE_BYTES = {
@@ -94,9 +97,7 @@ def collective_table(events: pd.DataFrame) -> pd.DataFrame:
     rank, labels = process_codes(events)
     rows, _ = _rows(events)
     if len(rows) == 0:
-        return pd.DataFrame({c: pd.Series(dtype=object if c in ("rank", "name", "process_group",
-                                                                 "process_group_ranks") else np.float64)
-                             for c in COLLECTIVE_COLUMNS})
+        return empty_table(COLLECTIVE_DTYPES)
     # the args' "Collective name" where written, else the event's name; each name read once
     from_arg = category_map(events["collective"], collective_name, rows=rows)
     names = np.where(from_arg != "", from_arg, category_map(events["name"], collective_name, rows=rows))
@@ -126,7 +127,9 @@ def collective_table(events: pd.DataFrame) -> pd.DataFrame:
     return out.iloc[order][list(COLLECTIVE_COLUMNS)].reset_index(drop=True)
 
 
-CALL_COLUMNS = ("rank", "process_group", "seq", "name", "start_us", "dur_us", "event")
+CALL_DTYPES = {"rank": LABEL, "process_group": TEXT, "seq": np.int64, "name": TEXT, "start_us": np.float64,
+               "dur_us": np.float64, "event": np.int64}
+CALL_COLUMNS = tuple(CALL_DTYPES)
 
 
 def collective_calls(events: pd.DataFrame) -> pd.DataFrame:
@@ -136,10 +139,7 @@ def collective_calls(events: pd.DataFrame) -> pd.DataFrame:
     rank, labels = process_codes(events)
     rows, _ = _rows(events)
     if len(rows) == 0:
-        return pd.DataFrame({"rank": pd.Series(dtype=object), "process_group": pd.Series(dtype=object),
-                             "seq": pd.Series(dtype=np.int64), "name": pd.Series(dtype=object),
-                             "start_us": pd.Series(dtype=np.float64), "dur_us": pd.Series(dtype=np.float64),
-                             "event": pd.Series(dtype=np.int64)})
+        return empty_table(CALL_DTYPES)
     from_arg = category_map(events["collective"], collective_name, rows=rows)
     names = np.where(from_arg != "", from_arg, category_map(events["name"], collective_name, rows=rows))
     group = values_at(events["process_group"], rows)

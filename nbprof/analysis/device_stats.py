@@ -43,6 +43,7 @@ import pandas as pd
 from ..meta import TraceMeta
 from ..events import DEVICE_WORK_CODES, KIND_CODE, category_codes, category_mask, kind_mask, time_ns
 from ._intervals import measure_within, union_segments
+from ._tables import LABEL, TEXT, empty_table
 from .kernels import uses_tensor_cores
 from .memory import allocated_totals
 
@@ -82,7 +83,9 @@ DEVICE_COLUMNS = (
     "peak_reserved_bytes",
     "total_memory_bytes",
 )
-STREAM_COLUMNS = ("device", "stream", "busy_us", "busy_fraction", "kernel_us", "kernels")
+STREAM_DTYPES = {"rank": LABEL, "device": TEXT, "stream": np.int64, "busy_us": np.float64,
+                 "busy_fraction": np.float64, "kernel_us": np.float64, "kernels": np.int64}
+STREAM_COLUMNS = tuple(c for c in STREAM_DTYPES if c != "rank")
 
 
 @dataclass(frozen=True)
@@ -309,6 +312,7 @@ def device_stats(events: pd.DataFrame, meta: TraceMeta | None = None, *,
         devices.insert(0, "rank", rank_labels[key_rank])
         columns.insert(0, "rank")
     devices = devices[present][columns].reset_index(drop=True) if n_dev else devices.iloc[0:0][columns]
+    devices = devices.astype({"device": TEXT})  # the labels are strings: "str" in pandas 3, empty or not
 
     # per stream: busy time of each stream alone
     streams = _stream_stats(rows, kw, kind, stream, start, end, dur, spans, key_rank, n_dev, dev_labels,
@@ -367,7 +371,7 @@ def _stream_stats(rows, kw, kind, stream, start, end, dur, spans, key_rank, n_de
     if has_rank:
         columns.insert(0, "rank")
     if len(rows) == 0:
-        return pd.DataFrame({c: pd.Series(dtype=object if c in ("device", "rank") else float) for c in columns})
+        return empty_table(STREAM_DTYPES, columns)
     s_codes, s_labels = pd.factorize(stream[rows], sort=True)
     sk = kw * len(s_labels) + s_codes
     uk, inv = np.unique(sk, return_inverse=True)

@@ -36,7 +36,8 @@ import re
 import numpy as np
 import pandas as pd
 
-from ..events import DEVICE_WORK_CODES, kind_mask, values_at
+from ..events import DEVICE_WORK_CODES, kind_mask
+from ._tables import TEXT, empty_table
 
 __all__ = ["kernel_table", "kernel_parts", "kernels_from_parts", "KERNEL_COLUMNS", "uses_tensor_cores",
            "TENSOR_CORE_KERNEL_PATTERNS", "TENSOR_CORE_OPS", "TENSOR_CORE_MATH", "CUDA_CORE_MATH"]
@@ -100,8 +101,9 @@ KERNEL_COLUMNS = (
 )
 
 
-_EMPTY_DTYPES = {**dict.fromkeys(("name", "kind", "streams", "launched_by", "grid", "block"), object),
-                 **dict.fromkeys(("count", "bytes", "launch_configs"), np.int64), "tensor_cores": bool}
+KERNEL_DTYPES = {c: np.float64 for c in KERNEL_COLUMNS} | {
+    **dict.fromkeys(("name", "kind", "streams", "launched_by", "grid", "block"), TEXT),
+    **dict.fromkeys(("count", "bytes", "launch_configs"), np.int64), "tensor_cores": bool}
 
 
 def kernel_table(events: pd.DataFrame) -> pd.DataFrame:
@@ -176,8 +178,8 @@ def kernel_parts(events: pd.DataFrame) -> pd.DataFrame:
 
 def kernels_from_parts(parts: pd.DataFrame) -> pd.DataFrame:
     """The kernel table from :func:`kernel_parts` (of one trace, or concatenated over several)."""
-    if len(parts) == 0:  # the columns' types all the same (text, not float: `.str` works on them)
-        return pd.DataFrame({c: pd.Series(dtype=_EMPTY_DTYPES.get(c, np.float64)) for c in KERNEL_COLUMNS})
+    if len(parts) == 0:
+        return empty_table(KERNEL_DTYPES)
     g = parts.groupby(["name", "kind"], sort=False)
     out = g.agg(count=("count", "sum"), device_total_us=("dur_sum", "sum"), device_min_us=("dur_min", "min"),
                 device_max_us=("dur_max", "max"), bytes=("bytes", "sum"),

@@ -32,14 +32,19 @@ import numpy as np
 import pandas as pd
 
 from ..events import DEVICE_WORK_CODES, KIND_CODE, kind_mask, time_ns, values_at
+from ._tables import LABEL, TEXT, empty_table
 from .device_stats import process_codes
 
 __all__ = ["LAUNCH_COLUMNS", "QUEUE_COLUMNS", "launch_table", "queue_table", "stream_groups",
            "matched_launches"]
 
-LAUNCH_COLUMNS = ("rank", "device", "stream", "correlation", "name", "kind", "launch", "launch_start_us",
-                  "cpu_dur_us", "gpu_dur_us", "launch_delay_us")
-QUEUE_COLUMNS = ("rank", "device", "stream", "launches", "window_us", "mean_queue_length", "max_queue_length")
+LAUNCH_DTYPES = {"rank": LABEL, "device": TEXT, "stream": np.int64, "correlation": np.int64, "name": TEXT,
+                 "kind": TEXT, "launch": TEXT, "launch_start_us": np.float64, "cpu_dur_us": np.float64,
+                 "gpu_dur_us": np.float64, "launch_delay_us": np.float64}
+LAUNCH_COLUMNS = tuple(LAUNCH_DTYPES)
+QUEUE_DTYPES = {"rank": LABEL, "device": TEXT, "stream": np.int64, "launches": np.int64, "window_us": np.float64,
+                "mean_queue_length": np.float64, "max_queue_length": np.int64}
+QUEUE_COLUMNS = tuple(QUEUE_DTYPES)
 
 
 def matched_launches(events: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -78,6 +83,8 @@ def stream_groups(rank: np.ndarray, device: np.ndarray, stream: np.ndarray
 def launch_table(events: pd.DataFrame) -> pd.DataFrame:
     rank, labels = process_codes(events)
     work, call = matched_launches(events)
+    if len(work) == 0:
+        return empty_table(LAUNCH_DTYPES)
     start = events["start_us"].to_numpy()
     dur = events["dur_us"].to_numpy()
     delay_ns = time_ns(start[work]) - time_ns(start[call])
@@ -103,8 +110,7 @@ def queue_table(events: pd.DataFrame) -> pd.DataFrame:
     rank, labels = process_codes(events)
     work, call = matched_launches(events)
     if len(work) == 0:
-        return pd.DataFrame({c: pd.Series(dtype=object if c in ("rank", "device") else np.float64)
-                             for c in QUEUE_COLUMNS})
+        return empty_table(QUEUE_DTYPES)
     device = events["device"].cat.codes.to_numpy()[work].astype(np.int64)
     stream = events["stream"].to_numpy()[work]
     group, (stream_rank, stream_device, stream_id) = stream_groups(rank[work], device, stream)

@@ -13,11 +13,14 @@ import numpy as np
 import pandas as pd
 
 from ..events import KIND_CODE, category_codes, values_at
+from ._tables import LABEL, TEXT, empty_table
 
 __all__ = ["memory_curve", "MemoryPeak", "memory_peaks", "downsample_max", "allocations", "alive_at",
            "ALLOCATION_COLUMNS"]
 
-ALLOCATION_COLUMNS = ("device", "addr", "bytes", "alloc_us", "free_us", "lifetime_us", "op", "top_op")
+ALLOCATION_DTYPES = {"rank": LABEL, "device": TEXT, "addr": np.int64, "bytes": np.int64, "alloc_us": np.float64,
+                     "free_us": np.float64, "lifetime_us": np.float64, "op": TEXT, "top_op": TEXT}
+ALLOCATION_COLUMNS = tuple(c for c in ALLOCATION_DTYPES if c != "rank")
 
 
 def allocated_totals(events: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
@@ -131,8 +134,7 @@ def allocations(events: pd.DataFrame) -> pd.DataFrame:
     has_rank = "rank" in events.columns
     columns = (["rank"] if has_rank else []) + list(ALLOCATION_COLUMNS)
     if len(rows) == 0:
-        return pd.DataFrame({c: pd.Series(dtype=object if c in ("device", "op", "top_op", "rank") else float)
-                             for c in columns})
+        return empty_table(ALLOCATION_DTYPES, columns)
     # devices by their category codes (not 160 k strings factorized), one key with the rank's
     dev_code, device_labels = category_codes(events["device"], rows)
     rank_code = pd.factorize(events["rank"].to_numpy()[rows])[0] if has_rank else np.zeros(len(rows), np.int64)

@@ -33,13 +33,16 @@ import pandas as pd
 
 from ..events import KIND_CODE, category_map, time_ns
 from ._intervals import launch_points, sum_in_intervals
+from ._tables import TEXT, empty_table
 from .tree import _nest, lanes
 
 __all__ = ["module_tree", "MODULE_COLUMNS", "MODULE_PREFIX"]
 
 MODULE_PREFIX = "nn.Module: "
-MODULE_COLUMNS = ("module", "name", "type", "parent", "depth", "calls", "cpu_total_us", "self_cpu_us",
-                  "device_total_us", "self_device_us")
+MODULE_DTYPES = {"module": TEXT, "name": TEXT, "type": TEXT, "parent": TEXT, "depth": np.int64, "calls": np.int64,
+                 "cpu_total_us": np.float64, "self_cpu_us": np.float64, "device_total_us": np.float64,
+                 "self_device_us": np.float64}
+MODULE_COLUMNS = tuple(MODULE_DTYPES)
 
 
 def _instance(name: str) -> str:
@@ -58,9 +61,7 @@ def module_tree(events: pd.DataFrame) -> pd.DataFrame:
     """One row per module path (see the module doc); empty without ``nn.Module:`` events."""
     rows = module_rows(events)
     if len(rows) == 0:
-        return pd.DataFrame({c: pd.Series(dtype=object if c in ("module", "name", "type", "parent") else
-                                          (np.int64 if c in ("depth", "calls") else np.float64))
-                             for c in MODULE_COLUMNS})
+        return empty_table(MODULE_DTYPES)
     lane, _ = lanes(events)
     lane = pd.factorize(lane)[0].astype(np.int64)  # small codes: thread ids can be large, the sweeps offset by them
     start = time_ns(events["start_us"].to_numpy())

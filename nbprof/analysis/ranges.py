@@ -42,6 +42,7 @@ import pandas as pd
 from ..meta import TraceMeta
 from ..events import KIND_CODE, key_names, time_ns
 from ._intervals import launch_points, points_in_intervals, sum_in_intervals, union_segments
+from ._tables import TEXT, empty_table
 from .device_stats import process_codes, profiled_windows, span_ns
 
 __all__ = ["ranges", "range_ops", "RANGE_COLUMNS", "RANGE_OP_COLUMNS", "PATH_SEP", "range_labels",
@@ -66,7 +67,11 @@ RANGE_COLUMNS = (
     "gpu_span_us",
 )
 
-RANGE_OP_COLUMNS = ("path", "label", "name", "count", "self_cpu_us", "self_device_us")
+RANGE_OP_DTYPES = {"path": TEXT, "label": TEXT, "name": TEXT, "count": np.int64, "self_cpu_us": np.float64,
+                   "self_device_us": np.float64}
+RANGE_OP_COLUMNS = tuple(RANGE_OP_DTYPES)
+RANGE_DTYPES = {c: np.float64 for c in RANGE_COLUMNS} | {
+    "label": TEXT, "path": TEXT, "depth": np.int64, "count": np.int64, "kernels": np.int64}
 
 
 def range_labels(names: pd.Series) -> np.ndarray:
@@ -245,8 +250,7 @@ def range_ops(events: pd.DataFrame) -> pd.DataFrame:
     ann = np.flatnonzero((kind == KIND_CODE["annotation"]) & ~merged)
     ops = np.flatnonzero((kind == KIND_CODE["op"]) & ~merged & (events["thread"].to_numpy() >= 0))
     if len(ann) == 0:
-        return pd.DataFrame({c: pd.Series(dtype=object if c in ("path", "label", "name") else
-                                          (np.int64 if c == "count" else np.float64)) for c in RANGE_OP_COLUMNS})
+        return empty_table(RANGE_OP_DTYPES)
     labels = range_labels(events["name"])
     path_of, paths = _paths(events, ann, labels)
     start = time_ns(events["start_us"].to_numpy())
@@ -334,5 +338,4 @@ def _tree_order(parent: np.ndarray, depth: np.ndarray, first: np.ndarray) -> np.
 
 
 def _empty() -> pd.DataFrame:
-    types = {"label": object, "path": object, "depth": np.int64, "count": np.int64, "kernels": np.int64}
-    return pd.DataFrame({c: pd.Series(dtype=types.get(c, np.float64)) for c in RANGE_COLUMNS})
+    return empty_table(RANGE_DTYPES)

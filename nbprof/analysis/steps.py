@@ -27,10 +27,14 @@ from ..errors import OptionError
 from ..meta import TraceMeta
 from ..events import KIND_CODE, category_map, time_ns
 from ._intervals import assign_points, launch_points
+from ._tables import LABEL, TEXT, empty_table
 
 __all__ = ["steps", "step_breakdown", "STEP_COLUMNS", "BREAKDOWN_BY"]
 
-STEP_COLUMNS = ("step", "start_us", "dur_us", "self_cpu_us", "ops", "device_us", "kernels", "top_op", "top_op_us")
+STEP_DTYPES = {"step": np.int64, "rank": LABEL, "start_us": np.float64, "dur_us": np.float64,
+               "self_cpu_us": np.float64, "ops": np.int64, "device_us": np.float64, "kernels": np.int64,
+               "top_op": TEXT, "top_op_us": np.float64}
+STEP_COLUMNS = tuple(c for c in STEP_DTYPES if c != "rank")
 _STEP = re.compile(r"^ProfilerStep#(\d+)$")
 _CPU_KINDS = [KIND_CODE[k] for k in ("op", "runtime", "overhead", "other")]
 BREAKDOWN_BY = {
@@ -95,8 +99,7 @@ def steps(events: pd.DataFrame, meta: TraceMeta | None = None) -> pd.DataFrame:
     if st.rank is not None:
         columns.insert(1, "rank")
     if len(st) == 0:
-        return pd.DataFrame({c: pd.Series(dtype=object if c in ("top_op", "rank") else np.float64)
-                             for c in columns})
+        return empty_table(STEP_DTYPES, columns)
     n = len(st)
     kind = events["kind"].cat.codes.to_numpy()
     cpu = np.flatnonzero(np.isin(kind, _CPU_KINDS) & (events["thread"].to_numpy() >= 0)

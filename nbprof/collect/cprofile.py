@@ -527,11 +527,14 @@ def stats_table(raw: dict[Any, Any]) -> pd.DataFrame:
     keys = list(raw)
     n = len(keys)
     values = list(raw.values())
+    filenames: Any
+    functions: Any
     if n:
         filenames, linenos, functions = map(list, zip(*keys))
         primitive_l, ncalls_l, tottime_l, cumtime_l, _ = zip(*values)
-    else:
-        filenames, linenos, functions = [], [], []
+    else:  # text columns of no rows: what strings give (pandas 3's "str"), not float64
+        filenames = functions = np.array([], dtype=str)
+        linenos = []
         primitive_l = ncalls_l = tottime_l = cumtime_l = ()
     primitive = np.fromiter(primitive_l, dtype=np.int64, count=n)
     ncalls = np.fromiter(ncalls_l, dtype=np.int64, count=n)

@@ -50,9 +50,9 @@ from . import (
     top_function,
     top_op,
 )
-from ._common import FINDING_COLUMNS, SEVERITIES, Finding, PythonContext, TorchContext, findings_frame
+from ._common import FINDING_COLUMNS, FINDING_DTYPES, SEVERITIES, Finding, PythonContext, TorchContext, findings_frame
 
-__all__ = ["torch_findings", "python_findings", "kinds_markdown", "thresholds", "FINDING_COLUMNS", "KINDS",
+__all__ = ["torch_findings", "python_findings", "kinds_markdown", "thresholds", "FINDING_COLUMNS", "FINDING_DTYPES", "KINDS",
            "TORCH_KINDS", "PYTHON_KINDS", "SEVERITIES"]
 
 # The registry, in the order the checks run.

@@ -10,11 +10,14 @@ import pandas as pd
 
 from ...events import DEVICE_WORK_CODES, time_ns
 from .._intervals import launch_points
+from .._tables import TEXT, empty_table
 from ..device_stats import process_codes, span_ns
 from ..flame import pstats_location
 from ..tree import lanes
 
-FINDING_COLUMNS = ("kind", "severity", "message", "evidence")
+# evidence: a dict per finding
+FINDING_DTYPES = {"kind": TEXT, "severity": TEXT, "message": TEXT, "evidence": object}
+FINDING_COLUMNS = tuple(FINDING_DTYPES)
 SEVERITIES = ("high", "medium", "low")
 
 SCALAR_READ_OPS = ("aten::_local_scalar_dense",)  # .item(), bool(tensor), float(tensor), .tolist()
@@ -83,7 +86,7 @@ def findings_frame(rows: list[tuple[str, Finding]]) -> pd.DataFrame:
     """(kind, finding) pairs -> the findings DataFrame, sorted by severity, then by score (larger
     first); equal ones keep the order they were found in."""
     if not rows:
-        return pd.DataFrame({c: pd.Series(dtype=object) for c in FINDING_COLUMNS})
+        return empty_table(FINDING_DTYPES)
     order = {s: i for i, s in enumerate(SEVERITIES)}
     rows = sorted(rows, key=lambda r: (order[r[1].severity], -float(r[1].score)))
     return pd.DataFrame([(kind, f.severity, f.message.strip(), f.evidence) for kind, f in rows],
