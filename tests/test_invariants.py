@@ -304,7 +304,7 @@ def _tables(profile) -> dict[str, object]:
         value = getattr(profile, name)
         out[name] = value() if callable(value) else value
     ranks = profile.ranks()
-    for name in ("table", "differences"):
+    for name in ("table", "differences", "hta_idle"):
         out[f"ranks().{name}"] = getattr(ranks, name)
     stats = profile.device_stats
     for name in ("devices", "streams"):
@@ -333,6 +333,12 @@ def test_a_tables_column_dtypes_do_not_depend_on_the_trace(synthetic_traces, tmp
             for column in frame.columns:
                 seen[(table, column)][_kind(frame[column].dtype)].add(
                     f"{path.name} ({'rows' if len(frame) else 'empty'})")
+    for folder in (DATA / "ddp_gloo", collectives_folder(tmp_path / "ranks")):  # merged ranks: a rank column
+        cluster = nbprof.load_trace(folder, progress=False)
+        for table, frame in _tables(cluster).items():
+            for column in frame.columns:
+                seen[(table, column)][_kind(frame[column].dtype)].add(
+                    f"{folder.name} ({'rows' if len(frame) else 'empty'})")
     differ = {key: {d: sorted(where)[:2] for d, where in kinds.items()}
               for key, kinds in seen.items() if len(kinds) > 1}
     assert not differ, "\n".join(f"{k}: {v}" for k, v in sorted(differ.items()))

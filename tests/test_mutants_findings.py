@@ -1262,7 +1262,10 @@ def test_differences_from_times_by_hand():
     assert len(one) == 0
     assert list(one.columns) == ["name", "kind", "comm", "count_min", "count_max", "time_min_us", "time_max_us",
                                  "time_mean_us", "spread", "slowest_rank", "count_rankr0", "time_us_rankr0"]
-    assert all(one[c].dtype == object for c in one.columns)
+    # the dtypes the table has with rows (d above)
+    assert [str(one[c].dtype) for c in one.columns] == [str(d[c].dtype) for c in d.columns[:10]] + ["int64", "float64"]
+    assert [str(one[c].dtype) for c in one.columns[:10]] == [TXT, TXT, "bool", "int64", "int64", "float64", "float64",
+                                                            "float64", "float64", "object"]
 
 
 def test_name_times_of_merged_ranks(merged_ranks):

@@ -56,6 +56,7 @@ import pandas as pd
 
 from ..events import DEVICE_WORK_CODES, KIND_CODE, category_map, category_mask, kind_mask, time_ns
 from ._intervals import measure_within, union_segments
+from ._tables import LABEL, TEXT, empty_table
 from .launches import matched_launches, stream_groups
 
 __all__ = ["COMM_PATTERN", "BREAKDOWN_COLUMNS", "KERNEL_WAIT_MAX_NS", "is_comm", "breakdown_table",
@@ -70,6 +71,8 @@ COMM_PATTERN = re.compile(
 KERNEL_WAIT_MAX_NS = 2000
 HTA_KERNEL_DELAY_US = 30.0  # HTA's consecutive_kernel_delay default (30, compared with µs timestamps)
 HTA_IDLE_COLUMNS = ("hta_idle_host_wait_us", "hta_idle_kernel_wait_us", "hta_idle_other_us")
+HTA_IDLE_ROW_DTYPES = {"rank": LABEL, "device": TEXT, "stream": np.int64, "idle_category": TEXT,
+                       "idle_time_us": np.float64, "idle_time_ratio": np.float64}
 HTA_BREAKDOWN_COLUMNS = ("hta_breakdown_idle_us", "hta_breakdown_compute_us", "hta_breakdown_non_compute_us",
                          "hta_overlap_pct")
 # HTA 0.5.0's kernel types, by name (hta/utils/utils.py get_kernel_type): communication, else
@@ -382,13 +385,14 @@ def hta_idle_rows(table: pd.DataFrame, labels: np.ndarray) -> pd.DataFrame:
     stream's idle time; NaN where it has none)."""
     cats = ("host_wait", "kernel_wait", "other")
     n = len(table)
-    values = np.stack([table[f"hta_idle_{c}_us"].to_numpy(dtype=np.float64) for c in cats], axis=1) if n else \
-        np.zeros((0, 3))
+    if n == 0:
+        return empty_table(HTA_IDLE_ROW_DTYPES)
+    values = np.stack([table[f"hta_idle_{c}_us"].to_numpy(dtype=np.float64) for c in cats], axis=1)
     total = values.sum(axis=1, keepdims=True)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(total != 0, values / np.where(total != 0, total, 1.0), np.nan)
     return pd.DataFrame({
-        "rank": np.repeat(np.asarray(labels, dtype=object)[table["rank"].to_numpy()] if n else np.zeros(0, dtype=object), 3),
+        "rank": np.repeat(np.asarray(labels, dtype=object)[table["rank"].to_numpy()], 3),
         "device": np.repeat(table["device"].to_numpy(dtype=object), 3),
         "stream": np.repeat(table["stream"].to_numpy(dtype=np.int64), 3),
         "idle_category": np.tile(np.asarray(cats, dtype=object), n),

@@ -47,6 +47,7 @@ from ..events import DEVICE_WORK_CODES, KIND_CODE, KINDS, TREE_CODES, category_m
 from .breakdown import (BREAKDOWN_COLUMNS, COMM_PATTERN, HTA_BREAKDOWN_COLUMNS, HTA_IDLE_COLUMNS, breakdown_table,
                         hta_breakdown_table, hta_idle_rows, hta_idle_table, is_comm)
 from .device_stats import DeviceStats, device_stats, process_codes, profiled_windows, span_ns
+from ._tables import LABEL, TEXT, empty_table
 
 __all__ = ["RankReport", "rank_report", "report_of", "rank_table", "rank_differences", "name_times",
            "differences_from_times", "RANK_TIME_SPREAD"]
@@ -238,10 +239,12 @@ def differences_from_times(times: pd.DataFrame, labels: np.ndarray, spread: floa
 
 
 def _empty_differences(labels: np.ndarray) -> pd.DataFrame:
-    cols = ["name", "kind", "comm", "count_min", "count_max", "time_min_us", "time_max_us", "time_mean_us",
-            "spread", "slowest_rank"]
-    cols += [f"count_rank{lab}" for lab in labels.tolist()] + [f"time_us_rank{lab}" for lab in labels.tolist()]
-    return pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
+    dtypes = {"name": TEXT, "kind": TEXT, "comm": bool, "count_min": np.int64, "count_max": np.int64,
+              "time_min_us": np.float64, "time_max_us": np.float64, "time_mean_us": np.float64,
+              "spread": np.float64, "slowest_rank": LABEL}
+    dtypes |= {f"count_rank{lab}": np.int64 for lab in labels.tolist()}
+    dtypes |= {f"time_us_rank{lab}": np.float64 for lab in labels.tolist()}
+    return empty_table(dtypes)
 
 
 def rank_report(events: pd.DataFrame, meta: TraceMeta | None = None, stats: DeviceStats | None = None, *,
