@@ -342,3 +342,25 @@ def test_a_tables_column_dtypes_do_not_depend_on_the_trace(synthetic_traces, tmp
     differ = {key: {d: sorted(where)[:2] for d, where in kinds.items()}
               for key, kinds in seen.items() if len(kinds) > 1}
     assert not differ, "\n".join(f"{k}: {v}" for k, v in sorted(differ.items()))
+
+
+def test_a_python_profiles_column_dtypes_do_not_depend_on_the_profile():
+    """The same for %%cprofile's tables: a profile with calls between functions, one function
+    that calls nothing, and no function at all (cProfile's raw stats, written by hand)."""
+    from nbprof.model import PythonProfile
+
+    main, work = ("main.py", 1, "<module>"), ("work.py", 3, "work")
+    calls = {main: (1, 1, 0.5, 2.0, {}), work: (4, 4, 1.5, 1.5, {main: (4, 4, 1.5, 1.5)})}
+    profiles = {"calls": (PythonProfile(calls), "work"), "alone": (PythonProfile({main: (1, 1, 0.0, 0.0, {})}), "<module>"),
+                "none": (PythonProfile({}), None)}
+    seen: dict[tuple[str, str], dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for label, (profile, fn) in profiles.items():
+        tables = {"stats": profile.stats, "edges": profile.edges, "call_tree": profile.call_tree(),
+                  "findings": profile.findings}
+        if fn is not None:
+            tables |= {"callers": profile.callers(fn), "callees": profile.callees(fn)}
+        for table, frame in tables.items():
+            for column in frame.columns:
+                seen[(table, column)][_kind(frame[column].dtype)].add(f"{label} ({len(frame)})")
+    differ = {key: dict(kinds) for key, kinds in seen.items() if len(kinds) > 1}
+    assert not differ, "\n".join(f"{k}: {v}" for k, v in sorted(differ.items()))

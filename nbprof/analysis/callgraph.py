@@ -71,8 +71,9 @@ def _edge_view(edges: pd.DataFrame, mask: pd.Series, side: str) -> pd.DataFrame:
     sub = edges.loc[mask.to_numpy()]
     out = pd.DataFrame(
         {
-            "function": sub[f"{side}_function"].to_numpy(),
-            "filename": sub[f"{side}_filename"].to_numpy(),
+            # .array keeps the text dtype where no edge matches (to_numpy() of none is object)
+            "function": sub[f"{side}_function"].array,
+            "filename": sub[f"{side}_filename"].array,
             "lineno": sub[f"{side}_lineno"].to_numpy(),
             "ncalls": sub["ncalls"].to_numpy(),
             "primitive_calls": sub["primitive_calls"].to_numpy(),

@@ -596,8 +596,8 @@ def edges_table(raw: dict[Any, Any]) -> pd.DataFrame:
             e_tt.append(tt)
             e_ct.append(ct)
     m = len(e_nc)
-    if m == 0:  # no edges: object columns, as pandas makes them from no rows
-        caller_fn = caller_file = callee_fn = callee_file = np.zeros(0, dtype=object)  # type: ignore[assignment]
+    if m == 0:  # no edges: text columns as strings give them (pandas 3's "str"), not object
+        caller_fn = caller_file = callee_fn = callee_file = np.array([], dtype=str)  # type: ignore[assignment]
     return pd.DataFrame(
         {
             "caller_function": caller_fn,
