@@ -40,6 +40,8 @@ __all__ = ["LAUNCH_COLUMNS", "QUEUE_COLUMNS", "launch_table", "queue_table", "st
 LAUNCH_COLUMNS = ("rank", "device", "stream", "correlation", "name", "kind", "launch", "launch_start_us",
                   "cpu_dur_us", "gpu_dur_us", "launch_delay_us")
 QUEUE_COLUMNS = ("rank", "device", "stream", "launches", "window_us", "mean_queue_length", "max_queue_length")
+_QUEUE_DTYPES = {"rank": object, "device": object, "stream": np.int64, "launches": np.int64, "window_us": np.float64,
+                 "mean_queue_length": np.float64, "max_queue_length": np.int64}
 
 
 def matched_launches(events: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -102,9 +104,8 @@ def launch_table(events: pd.DataFrame) -> pd.DataFrame:
 def queue_table(events: pd.DataFrame) -> pd.DataFrame:
     rank, labels = process_codes(events)
     work, call = matched_launches(events)
-    if len(work) == 0:
-        return pd.DataFrame({c: pd.Series(dtype=object if c in ("rank", "device") else np.float64)
-                             for c in QUEUE_COLUMNS})
+    if len(work) == 0:  # the dtypes of a table with rows
+        return pd.DataFrame({c: pd.Series(dtype=_QUEUE_DTYPES[c]) for c in QUEUE_COLUMNS})
     device = events["device"].cat.codes.to_numpy()[work].astype(np.int64)
     stream = events["stream"].to_numpy()[work]
     group, (stream_rank, stream_device, stream_id) = stream_groups(rank[work], device, stream)

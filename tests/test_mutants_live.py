@@ -1,0 +1,389 @@
+"""The contracts of the live profiler sessions (cProfile's and torch.profiler's, started and stopped
+around a cell, another profiler taking over) and of the kernel, launch-queue, range and interval
+analyses, pinned where issue 26's mutation samples found them loose: a fresh session's state, what
+each option passes to torch.profiler, the takeover's fields, empty inputs (columns and dtypes
+written out), both sides of each boundary, tie order. Every expected value is worked out by hand
+in the test (small integer nanoseconds, hand-made traces) or read from torch's own objects, never
+with the code under test or its helpers.
+
+These tests call the sessions' methods directly and read what they hold (no cProfile frame, no
+"where was the profiler started" is read): mutmut's trampolines, frames of their own, change
+nothing here, so mutmut's selection keeps them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from .synthetic import Trace
+
+I64 = np.int64
+
+
+def a64(*values):
+    return np.array(values, dtype=I64)
+
+
+# ------------------------------------------------------------------------------------ _intervals
+
+
+def test_gaps_of_exactly_two_segments():
+    from nbprof.analysis._intervals import gaps
+
+    # one group: the one gap between them; two groups: no gap (a group's first segment has none)
+    out = gaps(a64(3, 3), a64(10, 25), a64(20, 40))
+    assert out.values.tolist() == [[3, 20, 25]]
+    assert all(out[c].dtype == I64 for c in ("group", "start", "end"))
+    assert len(gaps(a64(0, 1), a64(10, 25), a64(20, 40))) == 0
+
+
+# -------------------------------------------------------------------------------------- launches
+
+OBJ, F64 = "object", "float64"
+QUEUE_DTYPES = {"rank": OBJ, "device": OBJ, "stream": "int64", "launches": "int64", "window_us": F64,
+                "mean_queue_length": F64, "max_queue_length": "int64"}
+
+
+def _dtypes(frame):
+    """Each column's dtype; a text column as "object" (pandas 3 stores one of Python strings as "str")."""
+    return {c: OBJ if str(t) == "str" else str(t) for c, t in frame.dtypes.items()}
+
+
+def _ranked(tmp_path, traces):
+    from nbprof.collect.chrome_trace import read_trace_file
+    from nbprof.events import concat_traces
+    from nbprof.model import TorchProfile
+
+    read = [read_trace_file(t.write(tmp_path / f"rank{i}.json")) for i, t in enumerate(traces)]
+    return TorchProfile.from_trace(concat_traces(read, labels=list(range(len(traces))), label_column="rank"))
+
+
+def test_queue_length_per_stream_finishes_first_at_one_instant(tmp_path):
+    t = Trace()
+    ext = t.op("aten::mm", 0, 200)
+    # stream 7: k1 queued at 10, runs 30-70; k2 queued at 70 (the instant k1 ends), runs 80-90
+    t.launch("k1", ext, cpu_ts=10, cpu_dur=5, gpu_ts=30, gpu_dur=40, stream=7)
+    t.launch("k2", ext, cpu_ts=70, cpu_dur=5, gpu_ts=80, gpu_dur=10, stream=7)
+    # stream 3 of device 1: three queued at 100, 101, 102; run back to back 110-140
+    for i in range(3):
+        t.launch(f"c{i}", ext, cpu_ts=100 + i, cpu_dur=1, gpu_ts=110 + 10 * i, gpu_dur=10, stream=3, device=1)
+    q = t.load(tmp_path).queue_length()
+    assert list(q.columns) == list(QUEUE_DTYPES) and _dtypes(q) == QUEUE_DTYPES
+    # stream 7: 1 over [10, 70), 0 for no time at 70, 1 over [70, 90): 80 µs of one item over 80 µs
+    # device 1: 1 [100,101), 2 [101,102), 3 [102,120), 2 [120,130), 1 [130,140): 1+2+54+20+10 = 87 over 40
+    assert q.values.tolist() == [[None, "cuda:0", 7, 2, 80.0, 1.0, 1], [None, "cuda:1", 3, 3, 40.0, 87 / 40, 3]]
+
+
+def test_queue_length_of_no_launches_is_an_empty_table_of_the_same_dtypes(tmp_path):
+    t = Trace()
+    ext = t.op("aten::mm", 0, 100)
+    t.runtime("cudaLaunchKernel", 10, 5, ext=ext, corr=9)  # a runtime call whose kernel was not recorded
+    q = t.load(tmp_path).queue_length()
+    assert len(q) == 0 and list(q.columns) == list(QUEUE_DTYPES) and _dtypes(q) == QUEUE_DTYPES
+
+
+def test_queue_length_of_merged_ranks_is_per_rank_device_and_stream(tmp_path):
+    traces = []
+    for rank, (launch, start, dur) in enumerate(((0, 5, 10), (2, 2, 2))):
+        t = Trace(rank=rank)
+        ext = t.op("aten::mm", 0, 50)
+        t.launch("k", ext, cpu_ts=launch, cpu_dur=1, gpu_ts=start, gpu_dur=dur, stream=7)
+        t.launch("k", ext, cpu_ts=launch, cpu_dur=1, gpu_ts=start + dur, gpu_dur=dur, stream=9)
+        traces.append(t)
+    q = _ranked(tmp_path, traces).queue_length()
+    assert _dtypes(q) == QUEUE_DTYPES
+    # rank 0, stream 7: 1 item over [0, 15); stream 9: over [0, 25); rank 1: [2, 4) and [2, 6)
+    assert q.values.tolist() == [[0, "cuda:0", 7, 1, 15.0, 1.0, 1], [0, "cuda:0", 9, 1, 25.0, 1.0, 1],
+                                 [1, "cuda:0", 7, 1, 2.0, 1.0, 1], [1, "cuda:0", 9, 1, 4.0, 1.0, 1]]
+
+
+def test_stream_groups_code_each_rank_device_and_stream_in_their_sorted_order():
+    from nbprof.analysis.launches import stream_groups
+
+    rank, device, stream = a64(1, 0, 0, 1, 0, 0), a64(0, 1, 0, 0, 1, 0), a64(-3, 20, 7, -3, 7, 20)
+    group, (r, d, s) = stream_groups(rank, device, stream)
+    # sorted: (0,0,7) (0,0,20) (0,1,7) (0,1,20) (1,0,-3)
+    assert (r.tolist(), d.tolist(), s.tolist()) == ([0, 0, 0, 0, 1], [0, 0, 1, 1, 0], [7, 20, 7, 20, -3])
+    assert group.tolist() == [4, 3, 0, 4, 2, 1] and group.dtype == I64
+    assert r.dtype == d.dtype == s.dtype == I64
+    group, (r, d, s) = stream_groups(a64(), a64(), a64())
+    assert [len(x) for x in (group, r, d, s)] == [0, 0, 0, 0]
+    assert all(x.dtype == I64 for x in (group, r, d, s))
+    # one stream
+    group, (r, d, s) = stream_groups(a64(0, 0), a64(2, 2), a64(5, 5))
+    assert (group.tolist(), r.tolist(), d.tolist(), s.tolist()) == ([0, 0], [0], [2], [5])
+
+
+def test_launch_table_pairs_each_kernel_with_its_runtime_call_by_correlation(tmp_path):
+    t = Trace()
+    ext = t.op("aten::mm", 0, 200)
+    t.launch("k1", ext, cpu_ts=10, cpu_dur=5, gpu_ts=30, gpu_dur=40, stream=7)
+    t.launch("m1", ext, cpu_ts=20, cpu_dur=3, gpu_ts=70.5, gpu_dur=2, runtime="cudaMemcpyAsync",
+             cat="gpu_memcpy", nbytes=64, stream=9)
+    t.runtime("cudaDeviceSynchronize", 80, 4, ext=ext, corr=99)  # no device work: not a launch
+    # a kernel whose runtime call was not recorded: no launch row
+    t.events.append({"ph": "X", "cat": "kernel", "name": "orphan", "pid": 0, "tid": 7, "ts": 90, "dur": 1,
+                     "args": {"correlation": 555, "device": 0, "stream": 7}})
+    launches = t.load(tmp_path).launches()
+    rows = launches.drop(columns=["correlation"]).values.tolist()
+    assert rows == [[None, "cuda:0", 7, "k1", "kernel", "cudaLaunchKernel", 10.0, 5.0, 40.0, 20.0],
+                    [None, "cuda:0", 9, "m1", "memcpy", "cudaMemcpyAsync", 20.0, 3.0, 2.0, 50.5]]
+    assert launches["correlation"].tolist() == [1, 2]
+    assert _dtypes(launches)["launch_delay_us"] == F64 and _dtypes(launches)["correlation"] == "int64"
+
+
+# ------------------------------------------------------------------------------ torch's session
+
+
+torch = pytest.importorskip("torch")
+
+
+def _session(**options):
+    from nbprof.collect.torch_live import TorchSession
+    from nbprof.settings import TorchOptions
+
+    return TorchSession(TorchOptions(**options))
+
+
+def _run(session, work=lambda: torch.ones(4) + 1):
+    session.begin()
+    try:
+        work()
+    finally:
+        session.end()
+    return session
+
+
+@pytest.mark.filterwarnings("ignore:CUDA is not available")
+@pytest.mark.parametrize("options, activities", [
+    ({}, {"CPU"}),
+    ({"cuda": True}, {"CPU", "CUDA"}),  # asked for even where torch finds no GPU (it warns, records CPU)
+])
+def test_the_profilers_activities_are_the_cpu_and_cuda_only_when_asked(options, activities):
+    s = _session(**options)
+    s.begin()
+    try:
+        assert {a.name for a in s.profiler.activities} == activities
+    finally:
+        s.end()
+
+
+@pytest.mark.parametrize("options, expected", [
+    ({}, dict(record_shapes=False, profile_memory=False, with_stack=False, with_flops=False, with_modules=False)),
+    ({"shapes": True}, dict(record_shapes=True, profile_memory=False, with_stack=False, with_flops=False,
+                            with_modules=False)),
+    ({"memory": True}, dict(record_shapes=False, profile_memory=True, with_stack=False, with_flops=False,
+                            with_modules=False)),
+    ({"stack": True}, dict(record_shapes=False, profile_memory=False, with_stack=True, with_flops=False,
+                           with_modules=False)),
+    ({"flops": True}, dict(record_shapes=False, profile_memory=False, with_stack=False, with_flops=True,
+                           with_modules=False)),
+    # --modules: the Python tracer (torch 2.13 records eager modules only with it) and with_modules
+    ({"modules": True}, dict(record_shapes=False, profile_memory=False, with_stack=True, with_flops=False,
+                             with_modules=True)),
+])
+def test_each_option_is_passed_to_torch_profiler_as_its_own_flag(options, expected):
+    s = _session(**options)
+    s.begin()
+    try:
+        p = s.profiler
+        assert {k: getattr(p, k) for k in expected} == expected
+        assert getattr(p, "schedule", None) is None or p.schedule(0) is not None
+    finally:
+        s.end()
+
+
+@pytest.mark.parametrize("version, with_modules", [
+    ("2.13.0+cpu", True), ("2.14.1", True),
+    ("2.15.0", False), ("2.16.0.dev20270101", False), ("3.0.0", False),  # deprecated there: not passed
+    ("2.x-custom", True),  # a version nbprof cannot read: passed, as before the deprecation
+])
+def test_with_modules_is_passed_only_before_torch_2_15(monkeypatch, version, with_modules):
+    # the release is read from torch.__version__ at begin(); this torch takes with_modules either way,
+    # so the profiler object shows whether it was passed
+    monkeypatch.setattr(torch, "__version__", version)
+    s = _session(modules=True)
+    s.begin()
+    try:
+        assert s.profiler.with_modules is with_modules
+        assert s.profiler.with_stack is True
+    finally:
+        s.end()
+
+
+def test_a_takeover_by_code_that_holds_no_profiler_object_has_no_reference_to_one():
+    # another profiler starting is seen through torch's _prepare_profiler; called from here, no
+    # frame above holds a torch profiler object: the takeover names "a torch profiler", refers to none
+    s = _session()
+    s.begin()
+    try:
+        torch.ones(3) * 2
+        s._yield_to_other("_prepare_profiler")
+        tk = s.takeover
+        assert tk is not None and tk.by == "a torch profiler" and tk.other is None
+        assert tk.read_error is None and tk.at_s is not None and tk.at_s >= 0
+        # nbprof's session is over and read; its profiler is no longer enabled in torch
+        assert not torch.autograd._profiler_enabled()
+        names = set(s.result().events["name"])
+        assert "aten::mul" in names
+        # the calling code is named (this test's frame), none of torch's or nbprof's own frames
+        import os
+
+        import nbprof
+
+        me = "test_a_takeover_by_code_that_holds_no_profiler_object_has_no_reference_to_one"
+        assert me in [f for _, _, f in tk.sites]
+        own = (os.path.dirname(torch.__file__), os.path.dirname(nbprof.__file__))
+        assert not [s for s in tk.sites if s[0].startswith(own)]
+        # a second start after it: nothing more to stop, the takeover stays the first one's
+        s._yield_to_other("_prepare_profiler")
+        assert s.takeover is tk
+    finally:
+        s.end()
+    assert s.takeover is tk and tk.still_running is False
+
+
+def _x():
+    return torch.randn(8, 8)
+
+
+def _inner_profile():
+    with torch.profiler.profile() as p:
+        _x() + 1
+    return p
+
+
+def _inner_autograd_profile():
+    with torch.autograd.profiler.profile() as p:
+        _x() + 1
+    return p
+
+
+def _inner_legacy_profile():
+    with torch.autograd.profiler_legacy.profile():
+        _x() + 1
+    return None
+
+
+@pytest.mark.parametrize("start, by, readable", [
+    (_inner_profile, "torch.profiler.profile", True),
+    (_inner_autograd_profile, "torch.autograd.profiler.profile", True),
+    (_inner_legacy_profile, "torch.autograd.profiler_legacy.profile", False),  # nbprof.from_profiler cannot read it
+])
+def test_another_torch_profiler_started_in_the_cell_takes_over_and_is_named(start, by, readable):
+    s = _session()
+    s.begin()
+    try:
+        x = _x()
+        x @ x
+        inner = start()
+    finally:
+        s.end()
+    tk = s.takeover
+    assert tk.by == by and tk.read_error is None and tk.still_running is False
+    if readable:
+        assert tk.other is not None and tk.other() is inner
+    else:
+        assert tk.other is None
+    # what nbprof recorded before the other one started: the matmul, not the other's add
+    names = set(s.result().events["name"])
+    assert "aten::mm" in names and "aten::add" not in names
+    assert not torch.autograd._profiler_enabled()
+
+
+def test_emit_itt_started_in_the_cell_keeps_torchs_a_profiler_runs_flag():
+    # emit_itt sets torch's Python-side flag, then enables through _enable_profiler: nbprof's stop
+    # (in between) cleared the flag, which the takeover sets again for the one that starts
+    flags = torch.autograd.profiler
+    s = _session()
+    s.begin()
+    try:
+        with torch.autograd.profiler.emit_itt():
+            inside = flags._is_profiler_enabled
+            _x() + 1
+        after = flags._is_profiler_enabled
+    finally:
+        s.end()
+    assert (inside, after) == (True, False)
+    assert s.takeover.by == "torch.autograd.profiler.emit_itt" and s.takeover.other is None
+
+
+def test_a_profiler_the_cell_leaves_running_is_said_to_be_still_running():
+    s = _session()
+    s.begin()
+    try:
+        inner = torch.profiler.profile()
+        inner.start()
+        _x() + 1
+    finally:
+        s.end()
+        try:
+            assert s.takeover.still_running is True and s.takeover.other() is inner
+        finally:
+            inner.stop()
+    assert not torch.autograd._profiler_enabled()
+
+
+def test_the_takeovers_time_is_seconds_since_the_session_began():
+    import time
+
+    s = _session()
+    t0 = time.perf_counter()
+    s.begin()
+    try:
+        time.sleep(0.05)
+        s._yield_to_other("_prepare_profiler")
+        t1 = time.perf_counter()
+    finally:
+        s.end()
+    assert 0.05 <= s.takeover.at_s <= t1 - t0
+
+
+class _FailingProgress:
+    """The report's progress bar, failing when the read tells it the trace's size."""
+
+    MESSAGE = "cannot show progress " + "x" * 250 + "\nsecond line"
+
+    def start_if_big(self, size):
+        raise RuntimeError(self.MESSAGE)
+
+    def stage(self, text):
+        pass
+
+
+def test_a_takeover_whose_read_fails_says_why_in_one_line_of_200_characters():
+    from nbprof.collect.torch_live import TorchSession
+    from nbprof.settings import TorchOptions
+
+    s = TorchSession(TorchOptions(), progress=_FailingProgress())
+    s.begin()
+    try:
+        _x() + 1
+        s._yield_to_other("_prepare_profiler")  # the other profiler's start must not see the error
+    finally:
+        s.end()
+    expected = ("RuntimeError: cannot show progress " + "x" * 250)[:200]
+    assert s.takeover.read_error == expected and len(expected) == 200
+    assert s.takeover.by == "a torch profiler" and s.result() is None
+    assert not torch.autograd._profiler_enabled()
+
+
+class _InterruptedRange:
+    """A framework's action range whose end is interrupted (Ctrl-C while nbprof stops its session)."""
+
+    def __exit__(self, *exc):
+        raise KeyboardInterrupt
+
+
+def test_a_takeover_interrupted_while_nbprof_stops_still_says_a_torch_profiler_started():
+    s = _session()
+    s.begin()
+    try:
+        s.actions._open.append(("fit", _InterruptedRange()))
+        with pytest.raises(KeyboardInterrupt):
+            s._yield_to_other("_prepare_profiler")
+        assert s.takeover.by == "a torch profiler" and s.takeover.at_s >= 0
+    finally:
+        s.end()
+    assert not torch.autograd._profiler_enabled()
