@@ -133,6 +133,63 @@ def test_launch_table_pairs_each_kernel_with_its_runtime_call_by_correlation(tmp
     assert _dtypes(launches)["launch_delay_us"] == F64 and _dtypes(launches)["correlation"] == "int64"
 
 
+def test_queue_length_at_nanosecond_resolution_and_streams_spanning_each_other(tmp_path):
+    import warnings
+
+    t = Trace()
+    ext = t.op("aten::mm", 0, 200)
+    # stream 1 holds the whole span: queued at 0, runs 50-100; stream 2 queued at 0, done at 10
+    t.launch("long", ext, cpu_ts=0, cpu_dur=1, gpu_ts=50, gpu_dur=50, stream=1)
+    t.launch("short", ext, cpu_ts=0, cpu_dur=1, gpu_ts=5, gpu_dur=5, stream=2)
+    # stream 3: a kernel done 1 ns after the next one is queued (2 queued for 1 ns), then a window of 1 ns
+    t.launch("a", ext, cpu_ts=20, cpu_dur=1, gpu_ts=20, gpu_dur=1.001, stream=3)
+    t.launch("b", ext, cpu_ts=21, cpu_dur=1, gpu_ts=21.001, gpu_dur=1, stream=3)
+    # stream 4: one launch whose kernel ends 1 ns after its call starts
+    t.launch("c", ext, cpu_ts=30, cpu_dur=1, gpu_ts=30, gpu_dur=0.001, stream=4)
+    # stream 5: a launch whose kernel takes no time at the call's instant: a window of no time
+    t.launch("d", ext, cpu_ts=40, cpu_dur=1, gpu_ts=40, gpu_dur=0, stream=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # 0 / 0 of the empty window is no warning to the user
+        q = t.load(tmp_path).queue_length()
+    rows = q.drop(columns=["mean_queue_length"]).values.tolist()
+    assert rows == [[None, "cuda:0", 1, 1, 100.0, 1], [None, "cuda:0", 2, 1, 10.0, 1],
+                    [None, "cuda:0", 3, 2, 2.001, 2], [None, "cuda:0", 4, 1, 0.001, 1],
+                    [None, "cuda:0", 5, 1, 0.0, 0]]  # its end counts first: never queued for any time
+    # stream 3: 1 over [20, 21), 2 for 1 ns, 1 over [21.001, 22.001): 2002 ns of items over 2001 ns
+    mean = q["mean_queue_length"].tolist()
+    assert mean[:4] == [1.0, 1.0, 2002 / 2001, 1.0] and np.isnan(mean[4])
+
+
+def test_kernels_without_any_runtime_call_recorded_have_no_launches(tmp_path):
+    t = Trace()
+    t.op("aten::mm", 0, 100)
+    t.events.append({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10, "dur": 5,
+                     "args": {"correlation": 3, "device": 0, "stream": 7}})
+    p = t.load(tmp_path)
+    assert len(p.launches()) == 0 and list(p.launches().columns)[-1] == "launch_delay_us"
+    assert len(p.queue_length()) == 0
+
+
+def test_a_kernel_whose_correlation_two_runtime_calls_share_goes_with_the_first(tmp_path):
+    # the runtime call and the driver call inside it can carry one correlation id: the kernel's
+    # launch is the runtime call (the first of them); ids that fall as time goes (numpy's default
+    # sort is not stable on them)
+    t = Trace()
+    ext = t.op("aten::mm", 0, 10_000)
+    for i in range(20):
+        corr = 20 - i
+        t.runtime("cudaLaunchKernel", 100 * i + 10, 10, ext=ext, corr=corr)
+        t.events.append({"ph": "X", "cat": "cuda_driver", "name": "cuLaunchKernel", "pid": 1000, "tid": 1000,
+                         "ts": 100 * i + 12, "dur": 5, "args": {"External id": ext, "correlation": corr}})
+        t.events.append({"ph": "X", "cat": "kernel", "name": f"k{i}", "pid": 0, "tid": 7, "ts": 100 * i + 50,
+                         "dur": 5, "args": {"External id": ext, "correlation": corr, "device": 0, "stream": 7}})
+    launches = t.load(tmp_path).launches()
+    assert launches["name"].tolist() == [f"k{i}" for i in range(20)]
+    assert launches["launch"].tolist() == ["cudaLaunchKernel"] * 20
+    assert launches["launch_start_us"].tolist() == [100.0 * i + 10 for i in range(20)]
+    assert launches["cpu_dur_us"].tolist() == [10.0] * 20 and launches["launch_delay_us"].tolist() == [40.0] * 20
+
+
 # ------------------------------------------------------------------------------ torch's session
 
 
