@@ -444,3 +444,158 @@ def test_a_takeover_interrupted_while_nbprof_stops_still_says_a_torch_profiler_s
     finally:
         s.end()
     assert not torch.autograd._profiler_enabled()
+
+
+def test_a_fresh_torch_session_holds_nothing_and_its_calls_before_begin_do_nothing():
+    s = _session(cuda=True)
+    assert s.profiler is None and s.takeover is None and s.result() is None
+    assert s.cycles == [] and len(s.actions) == 0 and s.native_warnings() == []
+    s.step()
+    s.toggle_cuda(False)
+    s.end_action("fit")
+    s.end()  # before begin: nothing to stop
+    assert s.profiler is None and s.result() is None and not torch.autograd._profiler_enabled()
+
+
+def test_a_torch_session_refuses_to_start_under_another_running_profiler():
+    from nbprof.errors import ProfilerBusyError
+
+    with torch.profiler.profile() as outer:
+        s = _session()
+        with pytest.raises(ProfilerBusyError) as e:
+            s.begin()
+        assert str(e.value) == ("a torch profiler is already running in this process; stop it (or let its "
+                                "`with` block end) before profiling this cell")
+        assert s.profiler is None and torch.autograd._profiler_enabled()  # the other one untouched
+        torch.ones(2) + 1
+    assert "aten::add" in {e.key for e in outer.key_averages()}
+
+
+def test_the_profilers_shadow_hasattr_lives_only_while_the_session_runs():
+    import torch.profiler.profiler as module
+
+    s = _session()
+    s.begin()
+    try:
+        assert "hasattr" in module.__dict__
+    finally:
+        s.end()
+    assert "hasattr" not in module.__dict__
+
+
+def test_a_schedule_is_passed_to_torch_and_each_cycle_is_read_as_it_ends(monkeypatch):
+    import warnings
+
+    # torch warns of a repeating schedule once a process: as if for the first time here
+    monkeypatch.setattr(torch.profiler.profiler, "_WARNINGS_SHOWN", set())
+    s = _session(schedule=(1, 0, 2, 2))  # wait 1, no warmup, 2 active, twice
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        s.begin()
+        try:
+            assert s.profiler.on_trace_ready == s._cycle_ready
+            actions = [s.profiler.schedule(i).name for i in range(7)]
+            for i in range(7):
+                torch.full((i + 1,), 1.0).sum()
+                s.step()
+        finally:
+            s.end()
+    # torch's own warnings about warmup 0 and a repeating schedule are nbprof's to tell, not the user's
+    assert not [w for w in caught if "warmup" in str(w.message) or "clears events" in str(w.message)]
+    assert actions == ["NONE", "RECORD", "RECORD_AND_SAVE", "NONE", "RECORD", "RECORD_AND_SAVE", "NONE"]
+    assert len(s.cycles) == 2
+    events = s.result().events
+    assert sorted(set(events["cycle"])) == [0, 1]
+    steps = sorted(n for n in set(events["name"]) if n.startswith("ProfilerStep#"))
+    assert steps == ["ProfilerStep#1", "ProfilerStep#2", "ProfilerStep#4", "ProfilerStep#5"]
+
+
+def test_steps_after_another_profiler_took_over_do_nothing():
+    s = _session(schedule=(0, 1, 1, 0))
+    s.begin()
+    try:
+        s.step()
+        s._yield_to_other("_prepare_profiler")
+        before = s.profiler.step_num
+        s.step()
+        s.step()
+        assert s.profiler.step_num == before and not torch.autograd._profiler_enabled()
+    finally:
+        s.end()
+
+
+def test_a_session_that_code_nbprof_did_not_see_ended_is_reported_as_taken_over_by_no_one_known():
+    s = _session()
+    s.begin()
+    try:
+        torch.ones(3) + 1
+        torch.autograd._disable_profiler()  # what an unseen profiler's start does to nbprof's session
+        torch.ones(3) * 2
+    finally:
+        s.end()
+    assert s.takeover is not None and s.takeover.by == "" and s.takeover.at_s is None
+    assert s.result() is None  # torch holds nothing for it: never saved (it would crash the process)
+    assert not torch.autograd._profiler_enabled() and torch.autograd.profiler._is_profiler_enabled is False
+    # the next session works
+    again = _run(_session())
+    assert again.takeover is None and "aten::add" in set(again.result().events["name"])
+
+
+def test_a_scheduled_cycle_that_unseen_code_ended_is_not_read_and_says_so():
+    s = _session(schedule=(0, 1, 2, 1))  # warmup at step 0, recording at 1 and 2, saved at the end of 2
+    s.begin()
+    try:
+        for i in range(5):
+            torch.ones(3) + i
+            if i == 2:
+                torch.autograd._disable_profiler()  # the cycle's session ends unseen
+            s.step()
+    finally:
+        s.end()
+    assert s.cycles == [] and s.result() is None
+    assert s.takeover is not None and (s.takeover.by, s.takeover.at_s) == ("", None)
+    assert not torch.autograd._profiler_enabled()
+
+
+@pytest.mark.filterwarnings("ignore:CUDA is not available")
+@pytest.mark.parametrize("cuda", [True, False])
+def test_toggling_cuda_collection_asks_torch_only_while_nbprofs_session_records_cuda(cuda):
+    # on this CPU machine torch's toggle changes nothing to see: what nbprof asked torch is read
+    # from a spy that records each call and then calls torch's own
+    s = _session(cuda=cuda)
+    calls = []
+    s.toggle_cuda(False)  # before begin: no profiler to ask
+    s.begin()
+    try:
+        own = s.profiler.toggle_collection_dynamic
+
+        def spy(enable, activities):
+            calls.append((enable, [a.name for a in activities]))
+            return own(enable, activities)
+
+        s.profiler.toggle_collection_dynamic = spy
+        s.toggle_cuda(False)
+        torch.ones(3) + 1
+        s.toggle_cuda(True)
+        s._yield_to_other("_prepare_profiler")
+        s.toggle_cuda(False)  # nbprof's session is over: not its profiler's to toggle any more
+    finally:
+        s.end()
+    s.toggle_cuda(True)
+    assert calls == ([(False, ["CUDA"]), (True, ["CUDA"])] if cuda else [])
+
+
+# ------------------------------------------------------------------------------ cProfile's session
+
+
+def test_a_fresh_cprofile_session_holds_nothing_and_its_calls_before_begin_do_nothing():
+    from nbprof.collect.cprofile import CProfileSession
+
+    s = CProfileSession()
+    assert s.profiler is None and s.takeover is None
+    assert s.raw == {} and s.by_action == {} and s.action_counts == {} and s.result() == {}
+    assert not s.live() and not s.owns(None)
+    s.begin_action("fit")
+    s.end_action("fit")
+    s.end()  # before begin: nothing to stop
+    assert s.profiler is None and s.action_counts == {} and s.result() == {}
