@@ -599,3 +599,41 @@ def test_a_fresh_cprofile_session_holds_nothing_and_its_calls_before_begin_do_no
     s.end_action("fit")
     s.end()  # before begin: nothing to stop
     assert s.profiler is None and s.action_counts == {} and s.result() == {}
+
+
+# ---------------------------------------------------------------------------------------- ranges
+
+
+def _two_ranks(tmp_path):
+    """Label "step" open over [0, 100) on rank 0 and over [200, 300) on rank 1, merged."""
+    r0, r1 = Trace(rank=0), Trace(rank=1)
+    r0.annotation("step", 0, 100)
+    mm = r0.op("aten::mm", 10, 30)
+    r0.launch("k1", mm, cpu_ts=20, cpu_dur=5, gpu_ts=30, gpu_dur=10)  # in step, its own thread
+    add = r0.op("aten::add", 55, 10, tid=2000)
+    r0.launch("k2", add, cpu_ts=60, cpu_dur=2, gpu_ts=70, gpu_dur=5, tid=2000)  # in step: another thread
+    sub = r1.op("aten::sub", 40, 20)
+    r1.launch("k3", sub, cpu_ts=45, cpu_dur=2, gpu_ts=80, gpu_dur=7)  # rank 1, under no step of its own
+    r1.annotation("step", 200, 100)
+    relu = r1.op("aten::relu", 210, 50)
+    r1.launch("k4", relu, cpu_ts=220, cpu_dur=2, gpu_ts=230, gpu_dur=3)  # in rank 1's step
+    # label "opt" over [150, 180) on rank 0 and [400, 450) on rank 1
+    r0.annotation("opt", 150, 30)
+    div = r0.op("aten::div", 155, 10)
+    r0.launch("k5", div, cpu_ts=160, cpu_dur=1, gpu_ts=165, gpu_dur=11)  # in rank 0's opt
+    mul = r1.op("aten::mul", 165, 10)
+    r1.launch("k6", mul, cpu_ts=170, cpu_dur=1, gpu_ts=175, gpu_dur=13)  # rank 1, under no opt of its own
+    r1.annotation("opt", 400, 50)
+    return _ranked(tmp_path, [r0, r1])
+
+
+def test_a_labels_device_time_is_what_its_own_process_launched_while_it_was_open(tmp_path):
+    p = _two_ranks(tmp_path)
+    r = p.ranges()
+    assert r[["label", "path", "depth", "count", "total_us", "device_us", "kernels"]].values.tolist() == [
+        ["step", "step", 0, 2, 200.0, 18.0, 3],  # k1 + k2 + k4; k3 ran under no step of its process
+        ["opt", "opt", 0, 2, 80.0, 11.0, 1]]  # k5; k6 ran under no opt of its process
+    assert r["kernels"].dtype == I64 and r["device_us"].dtype == np.float64
+    ops = p.range_ops()
+    assert ops[["path", "name", "count"]].values.tolist() == [
+        ["step", "aten::relu", 1], ["step", "aten::mm", 1], ["step", "aten::add", 1], ["opt", "aten::div", 1]]  # by self CPU time
