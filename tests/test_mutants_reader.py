@@ -170,3 +170,163 @@ def test_a_duplicate_is_found_among_events_that_differ_in_one_field_only(tmp_pat
     assert ev["kind"].astype(str).tolist() == ["op"] * 5 + ["annotation", "op"]
     assert ev["external_id"].tolist() == [1, 1, 1, 1, 1, 1, 2]
     assert data.meta.reader_notes == [DUPLICATES.format(k=7, s="s")]
+
+
+# ------------------------------------------------------------------------------ ids and values beyond their type
+
+
+def test_pids_and_tids_strings_and_integers_beyond_int64_get_ids_of_their_own(tmp_path):
+    """Hand-made traces name processes and threads ("host", "main"); integers beyond int64 cannot
+    be a column's value. Each distinct text (and each such integer, as text) gets its own negative
+    id, -2, -3, ... in the order first met (pids before tids); all-digit text is the number;
+    int64's own bounds are kept as they are. A thread's negative id reads as its unsigned 32-bit
+    number (kineto writes tids as signed 32-bit numbers)."""
+    big = 2**64
+    rows = [(1, 1), ("host", "main"), (big, "worker"), (2**63 - 1, -(2**63)), ("42", big), (1, "main")]
+    events = [op(f"op{i}", T0 + 10 * i, 1.0, pid=p, tid=t) for i, (p, t) in enumerate(rows)]
+    data = read(tmp_path, events)
+    ev = data.events
+    assert names(ev) == [f"op{i}" for i in range(6)]
+    # pids: 1, "host" -> -2, 2**64 -> -3, int64's largest, "42" -> 42, 1
+    assert ev["pid"].tolist() == [1, -2, -3, 2**63 - 1, 42, 1]
+    # tids: 1, "main" -> -4, "worker" -> -5, int64's smallest, 2**64 -> -3 (its text's id), "main" -> -4
+    assert ev["thread"].tolist() == [1, 2**32 - 4, 2**32 - 5, -(2**63) + 2**32, 2**32 - 3, 2**32 - 4]
+    assert str(ev["pid"].dtype) == str(ev["thread"].dtype) == "int64"
+    assert data.meta.reader_notes == ["2 `pid` or `tid` values beyond int64: numbered apart"]
+
+
+def test_pids_and_tids_written_as_digits_are_numbers(tmp_path):
+    events = [op("a", T0, 1.0, pid="7", tid="8"), op("b", T0 + 10, 1.0, pid=7, tid="9")]
+    data = read(tmp_path, events)
+    assert data.events["pid"].tolist() == [7, 7] and data.events["thread"].tolist() == [8, 9]
+    assert data.meta.reader_notes == []
+
+
+def test_one_process_and_thread_at_int64s_bounds_are_read_as_they_are(tmp_path):
+    events = [op(f"op{i}", T0 + 10 * i, 1.0, pid=2**63 - 1, tid=-(2**63) + 2**32) for i in range(3)]
+    data = read(tmp_path, events)
+    assert data.events["pid"].tolist() == [2**63 - 1] * 3
+    # negative: 2**32 added (as to every negative thread id; it stays negative, in no op tree)
+    assert data.events["thread"].tolist() == [-(2**63) + 2**33] * 3
+    assert data.meta.reader_notes == []
+
+
+def kernel(ts: float, **args: Any) -> dict:
+    return {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": ts, "dur": 1.0,
+            "args": {"device": 0, "stream": 7, "correlation": 1, "External id": 1, **args}}
+
+
+def test_args_beyond_their_columns_type_read_as_the_default_and_are_counted(tmp_path):
+    """Registers per thread are int32, ids int64: a value beyond the type is its column's
+    default ("does not apply"), counted per arg in a note; the type's own bounds are values."""
+    events = [kernel(T0, **{"registers per thread": 2**31, "External id": 2**63}),
+              kernel(T0 + 10, **{"registers per thread": -(2**31), "External id": -(2**63)}),
+              kernel(T0 + 20, **{"registers per thread": 2**31 - 1, "External id": 2**63 - 1}),
+              kernel(T0 + 30, **{"registers per thread": 2**32 + 5, "External id": 2**64 - 1})]
+    data = read(tmp_path, events)
+    ev = data.events
+    assert ev["registers_per_thread"].tolist() == [-1, -(2**31), 2**31 - 1, -1]
+    assert ev["external_id"].tolist() == [0, -(2**63), 2**63 - 1, 0]
+    assert [str(ev[c].dtype) for c in ("registers_per_thread", "external_id")] == ["int32", "int64"]
+    assert sorted(data.meta.reader_notes) == ["2 events with `args.External id` beyond int64: read as 0",
+                                              "2 events with `args.registers per thread` beyond int32: read as -1"]
+
+
+def compact(doc: dict) -> bytes:
+    """JSON as nbprof's exporter and json.dumps write it: events cut at '}, {"ph": '."""
+    return json.dumps(doc).encode()
+
+
+def test_values_beyond_their_type_are_counted_over_every_slice_of_a_large_file(tmp_path):
+    """A file read in slices (~256 KiB each): the out-of-range values of every slice are counted."""
+    n = 6000
+    events = [kernel(T0 + i, **({"External id": 2**63} if i in (0, n // 2, n - 1) else {})) for i in range(n)]
+    raw = compact({"traceEvents": events})
+    assert len(raw) > 3 * (1 << 18)  # four slices at least
+    path = tmp_path / "big.json"
+    path.write_bytes(raw)
+    data = read_trace_file(path)
+    assert len(data.events) == n
+    assert data.events["external_id"].tolist() == [0 if i in (0, n // 2, n - 1) else 1 for i in range(n)]
+    assert data.meta.reader_notes == ["3 events with `args.External id` beyond int64: read as 0"]
+
+
+# ------------------------------------------------------------------------------ reading in slices
+
+
+@pytest.mark.parametrize("name", ["big.json", "big.json.gz"])
+def test_a_large_file_is_read_in_slices_never_whole(tmp_path, name):
+    """The module's promise: ~2 MB of buffers whatever the file's size, never the file whole in
+    memory. A 12 MiB file (3,000 events, each with a 4 kB arg nbprof does not read) is read
+    adding well under 4 MiB at its peak (1.3-1.4 MiB measured, plain or gzip'd); a reader that
+    looks for the events' "[" in vain reads 4 MiB ahead before it starts cutting (12 MiB)."""
+    import tracemalloc
+
+    pad = "x" * 4000
+    events = [op(f"op{i % 10}", T0 + i, 1.0, args={"External id": i + 1, "pad": pad}) for i in range(3000)]
+    path = write(tmp_path, events, name)
+    size = len(compact({"traceEvents": events}))
+    assert size > 11 << 20
+    read_trace_file(path)  # (imports, caches: not counted)
+    tracemalloc.start()
+    try:
+        data = read_trace_file(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert names(data) == [f"op{i % 10}" for i in range(3000)]
+    assert data.events["external_id"].tolist() == list(range(1, 3001))
+    assert peak < 4 << 20, f"{peak / 2**20:.1f} MiB at the peak reading a {size / 2**20:.0f} MiB file"
+
+
+# ------------------------------------------------------------------------------ gzip
+
+
+def gz_doc(n: int = 400) -> bytes:
+    return compact({"traceEvents": [op(f"op{i % 7}", T0 + i, 1.0) for i in range(n)]})
+
+
+@pytest.mark.parametrize("n", [1, 7, 1000, 1 << 16, 1 << 18])
+def test_gzip_reads_give_as_many_bytes_as_asked_until_the_end(n):
+    """``_Gunzip.read(n)``, as a file's ``read``: exactly n bytes until the stream's end, then the
+    rest, then b"" (never more than asked: a read that decompressed a whole 64 KiB input at
+    once could give ~1 MB for 1 byte asked), across members and zero padding."""
+    from nbprof.collect.chrome_trace import _Gunzip, max_trace_bytes
+
+    raw = gz_doc()
+    cut = [0, 5, len(raw) // 3, len(raw)]
+    data = b"".join(gzip.compress(raw[a:b], mtime=0) + b"\0" * 3 for a, b in zip(cut, cut[1:]))
+    stream = _Gunzip(__import__("io").BytesIO(data), "x", max_trace_bytes())
+    chunks = list(iter(lambda: stream.read(n), b""))
+    assert b"".join(chunks) == raw
+    assert [len(c) for c in chunks] == [n] * (len(raw) // n) + ([len(raw) % n] if len(raw) % n else [])
+    assert stream.read(n) == b""
+
+
+def test_gzip_members_apart_by_more_zero_padding_than_one_read_are_read_whole(tmp_path):
+    """Zeros after a member are let be, as ``gzip`` lets them, however many: 200 KiB of them
+    (more than one 64 KiB read of the file holds) between two members."""
+    raw = gz_doc()
+    half = len(raw) // 2
+    data = gzip.compress(raw[:half], mtime=0) + b"\0" * (200 << 10) + gzip.compress(raw[half:], mtime=0)
+    assert gzip.decompress(data) == raw
+    path = tmp_path / "padded.json.gz"
+    path.write_bytes(data)
+    assert names(read_trace_file(path)) == [f"op{i % 7}" for i in range(400)]
+
+
+@pytest.mark.parametrize("name", ["t.json", "t.json.gz"])
+def test_a_file_of_exactly_max_bytes_is_read_and_one_byte_more_is_not(tmp_path, name):
+    """``max_bytes`` is the most JSON read from one file (decompressed, for .gz): a file of exactly
+    that many bytes is read; one byte fewer allowed, it is refused with one line naming the file."""
+    from nbprof.errors import TraceError
+
+    raw = gz_doc(50)
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(raw) if name.endswith(".gz") else raw)
+    assert len(read_trace_file(path, max_bytes=len(raw)).events) == 50
+    with pytest.raises(TraceError) as info:
+        read_trace_file(path, max_bytes=len(raw) - 1)
+    message = str(info.value)
+    assert message.startswith(f"{path}: ") and "\n" not in message
+    assert f"{(len(raw) - 1) / 1024:.3g} KiB" in message and "more than" in message and 'max_bytes="8G"' in message
