@@ -330,3 +330,45 @@ def test_a_file_of_exactly_max_bytes_is_read_and_one_byte_more_is_not(tmp_path, 
     message = str(info.value)
     assert message.startswith(f"{path}: ") and "\n" not in message
     assert f"{(len(raw) - 1) / 1024:.3g} KiB" in message and "more than" in message and 'max_bytes="8G"' in message
+
+
+# ------------------------------------------------------------------------------ the reader's notes
+
+
+@pytest.mark.parametrize("k", [1, 2])
+def test_every_reader_note_counts_in_singular_and_plural(tmp_path, k):
+    """One file with k of everything the reader notes (a `ts` that is no number, unknown
+    categories, begin/end events, invalid UTF-8, an id beyond int64, a pid beyond int64, an
+    event without a name): each note, in the order the notes come, worded for k."""
+    s = "" if k == 1 else "s"
+    events = [op("a", T0, 1.0)]
+    for i in range(k):
+        events += [op("bad ts", "soon"), op("w", T0 + 10 + i, cat="weird"), op("o1", T0 + 20 + i, cat="odd"),
+                   op("o2", T0 + 30 + i, cat="odd"), {"ph": "B", "name": "b", "pid": 1, "tid": 1, "ts": T0},
+                   op("BAD_UTF8", T0 + 40 + i), op("id", T0 + 50 + i, args={"External id": 2**63}),
+                   op("pid", T0 + 60 + i, pid=2**64 + i), op("", T0 + 70 + i)]
+    raw = json.dumps({"traceEvents": events}).encode().replace(b"BAD_UTF8", b"bad \xff name")
+    path = tmp_path / "t.json"
+    path.write_bytes(raw)
+    data = read_trace_file(path)
+    assert data.meta.reader_notes == [
+        f"{k} event{s} with an unreadable `ts`: left out",
+        f'{3 * k} events in categories nbprof does not know, read as "other": odd ({2 * k}), weird ({k})',
+        f'{k} begin/end ("B"/"E") events not read: nbprof reads complete ("X") and instant ("i") events',
+        f"{k} invalid UTF-8 sequence{s} in names or args: read as \ufffd",
+        f"{k} event{s} with `args.External id` beyond int64: read as 0",
+        f"{k} `pid` or `tid` value{s} beyond int64: numbered apart",
+        f"{k} event{s} without a `name`: left out",
+    ]
+    assert names(data).count("bad \ufffd name") == k
+
+
+@pytest.mark.parametrize("entries,note", [
+    (1, "the file's one entry is not an event nbprof reads"),
+    (2, "none of the file's 2 entries is an event nbprof reads"),
+])
+def test_a_file_without_events_says_how_many_entries_it_had(tmp_path, entries, note):
+    meta = [{"ph": "M", "name": "thread_name", "pid": 1, "tid": i, "args": {"name": f"t{i}"}} for i in range(entries)]
+    data = read(tmp_path, meta)
+    assert len(data.events) == 0 and data.meta.reader_notes == [note]
+    assert data.meta.thread_names == {i: f"t{i}" for i in range(entries)}
