@@ -372,3 +372,111 @@ def test_a_file_without_events_says_how_many_entries_it_had(tmp_path, entries, n
     data = read(tmp_path, meta)
     assert len(data.events) == 0 and data.meta.reader_notes == [note]
     assert data.meta.thread_names == {i: f"t{i}" for i in range(entries)}
+
+
+# ------------------------------------------------------------------------------ events far apart
+
+
+SPANS = "the events span {}, more than a profile runs: are `ts` and `dur` nanoseconds? Chrome traces are in µs (shown as written)"
+AWAY = "{k} event{s} more than a day away from the other {m} (e.g. at `ts` {ts:g} µs, the others from {first:g}): left out"
+
+
+@pytest.mark.parametrize("case", ["gap of a day", "gap of a day and a ns", "two halves", "no majority of 4",
+                                  "one chain", "a day exactly"])
+def test_events_more_than_a_day_apart(tmp_path, case):
+    """Events are grouped where more than a day passes with nothing running: a group holding
+    most of them is kept and the others left out (said); with no such group (or one group),
+    all are kept and the span noted when it is over a day (times in ns where µs belong?)."""
+    d, ns = DAY_US, 0.001
+    starts, durs = {
+        "gap of a day": ([T0, T0 + 1, T0 + 1 + d], [0.0, 0.0, 0.0]),  # a gap of exactly a day: one group
+        "gap of a day and a ns": ([T0, T0 + 1, T0 + 1 + d + ns], [0.0, 0.0, 0.0]),
+        "two halves": ([T0, T0 + 1, T0 + 2 * d, T0 + 2 * d + 1], [0.0] * 4),
+        "no majority of 4": ([T0, T0 + 1, T0 + 2 * d, T0 + 4 * d], [0.0] * 4),  # groups of 2, 1, 1
+        "one chain": ([T0, T0 + 0.8 * d], [0.9 * d, 0.9 * d]),  # overlapping: nothing apart, 1.7 days
+        "a day exactly": ([T0, T0 + d], [0.0, 0.0]),
+    }[case]
+    events = [op(f"e{i}", ts, dur) for i, (ts, dur) in enumerate(zip(starts, durs))]
+    data = read(tmp_path, events)
+    every = [f"e{i}" for i in range(len(starts))]
+    expected_names, notes = {
+        "gap of a day": (every, [SPANS.format("1.0 days")]),
+        "gap of a day and a ns": (["e0", "e1"], [AWAY.format(k=1, s="", m=2, ts=T0 + 1 + d + ns, first=T0)]),
+        "two halves": (every, [SPANS.format("2.0 days")]),
+        "no majority of 4": (every, [SPANS.format("4.0 days")]),
+        "one chain": (every, [SPANS.format("1.7 days")]),
+        "a day exactly": (every, []),
+    }[case]
+    assert names(data) == expected_names
+    assert data.meta.reader_notes == notes
+
+
+def test_a_most_of_the_events_group_keeps_its_own_far_apart_events_out(tmp_path):
+    """Three of five events together, two strays far from them and from each other: the strays
+    go, the first stray in file order named."""
+    d = DAY_US
+    events = [op("late", T0 + 3 * d), op("a", T0), op("b", T0 + 1), op("c", T0 + 2), op("early", T0 - 5 * d)]
+    data = read(tmp_path, events)
+    assert names(data) == ["a", "b", "c"]
+    assert data.meta.reader_notes == [AWAY.format(k=2, s="s", m=3, ts=T0 + 3 * d, first=T0)]
+
+
+@pytest.mark.parametrize("days,text", [(729.5, "729.5 days"), (730, "2 years"), (1000, "3 years")])
+def test_a_span_of_two_years_or_more_is_said_in_years(tmp_path, days, text):
+    """Back-to-back day-long events (one group: nothing apart) spanning ``days``."""
+    whole = int(days)
+    events = [op(f"e{i}", T0 + i * DAY_US, DAY_US) for i in range(whole)]
+    if days != whole:
+        events.append(op("last", T0 + whole * DAY_US, (days - whole) * DAY_US))
+    data = read(tmp_path, events)
+    assert len(data.events) == len(events) and data.meta.reader_notes == [SPANS.format(text)]
+
+
+# ------------------------------------------------------------------------------ times an event cannot have
+
+
+TS_MAX, TS_MIN = 2.0**62 / 1000.0, -(2.0**61) / 1000.0  # µs whose ns, and a span, fit int64
+
+
+@pytest.mark.parametrize("ts,dur,note", [
+    (TS_MAX, 1.0, "1 event with a `ts` nbprof cannot place (e.g. {ts:g}; beyond 146 years of µs, or not a number: "
+                  "nanoseconds where chrome traces have µs?): left out"),
+    (math.nextafter(TS_MAX, 0.0), 1.0, None),
+    (TS_MIN, 1.0, None),
+    (math.nextafter(TS_MIN, -math.inf), 1.0, "1 event with a `ts` nbprof cannot place (e.g. {ts:g}; beyond 146 years "
+                                             "of µs, or not a number: nanoseconds where chrome traces have µs?): left out"),
+    (T0, 0.0, None),
+    (T0, -0.001, "1 event with a negative `dur` (e.g. -0.001): left out"),
+    (T0, DAY_US, None),
+    (T0, math.nextafter(DAY_US, math.inf), "1 event lasting longer than a day (`dur` up to 8.64e+10 µs: nanoseconds "
+                                           "where chrome traces have µs?): left out"),
+])
+def test_an_events_time_and_duration_bounds(tmp_path, ts, dur, note):
+    data = read(tmp_path, [op("e", ts, dur)])
+    if note is None:
+        assert names(data) == ["e"] and data.meta.reader_notes == []
+        assert data.events["dur_us"].tolist() == [dur]
+    else:
+        assert len(data.events) == 0
+        assert data.meta.reader_notes == [note.format(ts=ts)]  # (an event, left out: said once, for its reason)
+
+
+def test_each_event_left_out_for_its_time_is_counted_once_under_its_first_reason(tmp_path):
+    """The reasons in order: no ts, a ts out of range, no name, a negative dur, over a day; an
+    event with several is counted under the first only; each note gives the first example (the
+    longest duration)."""
+    no_ts = {k: v for k, v in op("no ts", dur=-1.0).items() if k != "ts"}
+    events = [op("ok", T0), no_ts, op("far", 1e16), op("", 1e17), op("far2", 2e16), op("", T0, -1.0),
+              op("neg", T0, -2.5), op("neg2", T0, -7.0), op("long", T0, 2 * DAY_US), op("long2", T0, 3 * DAY_US),
+              op("", T0, 5 * DAY_US)]
+    data = read(tmp_path, events)
+    assert names(data) == ["ok"]
+    assert data.meta.reader_notes == [
+        "1 event without a `ts`: left out",
+        "3 events with a `ts` nbprof cannot place (e.g. 1e+16; beyond 146 years of µs, or not a number: "
+        "nanoseconds where chrome traces have µs?): left out",
+        "2 events without a `name`: left out",
+        "2 events with a negative `dur` (e.g. -2.5): left out",
+        "2 events lasting longer than a day (`dur` up to 2.592e+11 µs: nanoseconds where chrome traces have µs?): "
+        "left out",
+    ]
