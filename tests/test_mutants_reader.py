@@ -480,3 +480,23 @@ def test_each_event_left_out_for_its_time_is_counted_once_under_its_first_reason
         "2 events lasting longer than a day (`dur` up to 2.592e+11 µs: nanoseconds where chrome traces have µs?): "
         "left out",
     ]
+
+
+def test_a_pid_written_as_signed_text_is_one_number_in_every_slice(tmp_path):
+    """A bug the mutation round found (_ids' numpy and per-value paths read text differently):
+    "-7" (as " 7", "+7") was the number -7 in the slices numpy read whole, and a name's id in a
+    slice that also held a name ("host"): one process split in two. Now the number everywhere,
+    as numpy (and Python's int()) reads it."""
+    n = 5000  # ~3 slices of ~256 KiB; the name only in the last
+    events = [op(f"op{i % 3}", T0 + i, 0.5, pid="host" if i == n - 10 else "-7", tid=" 7" if i % 2 else "+8")
+              for i in range(n)]
+    raw = compact({"traceEvents": events})
+    assert len(raw) > 2 * (1 << 18)
+    path = tmp_path / "t.json"
+    path.write_bytes(raw)
+    ev = read_trace_file(path).events
+    assert ev["pid"].tolist() == [-2 if i == n - 10 else -7 for i in range(n)]
+    assert ev["thread"].tolist() == [7 if i % 2 else 8 for i in range(n)]
+    # within one slice alike: the name beside the number
+    ev = read(tmp_path, [op("a", T0, pid="-7"), op("b", T0 + 1, pid="host"), op("c", T0 + 2, pid="٣")]).events
+    assert ev["pid"].tolist() == [-7, -2, 3]
