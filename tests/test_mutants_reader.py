@@ -500,3 +500,54 @@ def test_a_pid_written_as_signed_text_is_one_number_in_every_slice(tmp_path):
     # within one slice alike: the name beside the number
     ev = read(tmp_path, [op("a", T0, pid="-7"), op("b", T0 + 1, pid="host"), op("c", T0 + 2, pid="٣")]).events
     assert ev["pid"].tolist() == [-7, -2, 3]
+
+
+# ------------------------------------------------------------------------------ values of another type
+
+
+def test_values_of_another_type_are_read_where_they_can_be_and_their_events_left_out_where_not(tmp_path):
+    """A file the typed decoders refuse is read field by field: a value that reads as its type is
+    kept (ROCm's "0x7" stream, "9" for an id, 3.0 for a correlation), null is the default; an
+    event whose kind reads a field it cannot read is left out, counted under its first such field
+    (ph, name, cat, pid, tid, ts, dur, args, then its args), metadata only for ph and cat."""
+    def ev(label: str, i: int, **fields: Any) -> dict:
+        return {**op(label, T0 + i, 1.0), **fields}
+
+    events = [
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": T0, "dur": 2.0,
+         "args": {"device": "1", "stream": "0x7", "correlation": 3.0, "External id": "9"}},
+        ev("bad ph", 1, ph=5), ev("bad cat", 2, cat=7), ev("bad name and ts", 3, name=[1], ts="soon"),
+        ev("bad pid", 4, pid=[1]), ev("bad tid", 5, tid={}), ev("bad ts", 6, ts="soon"), ev("bad ts 2", 7, ts="x"),
+        ev("bad dur", 8, dur="long"), ev("bad args", 9, args=[1]), ev("bad id", 10, args={"External id": "seven"}),
+        ev("b", 11, args={"Bytes": "lots", "External id": 4}),  # Bytes: not an op's: let be
+        {"ph": "M", "name": "thread_name", "pid": [1], "tid": 6, "args": {"name": "worker"}},  # not counted
+        {"ph": "M", "name": "thread_name", "pid": 1, "tid": 5, "args": {"name": 5}},  # a name of another type: ""
+        {"ph": "M", "name": "process_labels", "pid": 1, "tid": 0, "args": "x"},  # not counted
+        ev("no ts", 13, ts=None), ev("e", 14, args=None), ev("f", 15, dur=None),
+        {"ph": "i", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "ts": T0 + 16,
+         "args": {"Bytes": "12", "Device Type": 1, "Device Id": "0", "Total Allocated": 12.0}},
+    ]
+    data = read(tmp_path, events)
+    ev_ = data.events
+    assert names(ev_) == ["k", "b", "e", "f", "[memory]"]
+    assert ev_["kind"].astype(str).tolist() == ["kernel", "op", "op", "op", "memory"]
+    assert ev_["device"].astype(str).tolist() == ["cuda:1", "cpu", "cpu", "cpu", "cuda:0"]
+    assert ev_["stream"].tolist() == [7, -1, -1, -1, -1]
+    assert ev_["correlation"].tolist() == [3, 0, 0, 0, 0]
+    assert ev_["external_id"].tolist() == [9, 4, 0, 1, 0]
+    assert ev_["dur_us"].tolist() == [2.0, 1.0, 1.0, 0.0, 0.0]
+    assert ev_["bytes"].tolist() == [0, 0, 0, 0, 12]
+    assert ev_["total_allocated_bytes"].tolist() == [-1, -1, -1, -1, 12]
+    assert data.meta.thread_names == {6: "worker", 5: ""}
+    assert data.meta.reader_notes == [
+        "1 event with an unreadable `args`: left out",
+        "1 event with an unreadable `args.External id`: left out",
+        "1 event with an unreadable `cat`: left out",
+        "1 event with an unreadable `dur`: left out",
+        "1 event with an unreadable `name`: left out",
+        "1 event with an unreadable `ph`: left out",
+        "1 event with an unreadable `pid`: left out",
+        "1 event with an unreadable `tid`: left out",
+        "2 events with an unreadable `ts`: left out",
+        "1 event without a `ts`: left out",
+    ]
