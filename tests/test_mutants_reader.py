@@ -382,7 +382,7 @@ AWAY = "{k} event{s} more than a day away from the other {m} (e.g. at `ts` {ts:g
 
 
 @pytest.mark.parametrize("case", ["gap of a day", "gap of a day and a ns", "two halves", "no majority of 4",
-                                  "one chain", "a day exactly"])
+                                  "one chain", "a day exactly", "before time zero"])
 def test_events_more_than_a_day_apart(tmp_path, case):
     """Events are grouped where more than a day passes with nothing running: a group holding
     most of them is kept and the others left out (said); with no such group (or one group),
@@ -395,6 +395,7 @@ def test_events_more_than_a_day_apart(tmp_path, case):
         "no majority of 4": ([T0, T0 + 1, T0 + 2 * d, T0 + 4 * d], [0.0] * 4),  # groups of 2, 1, 1
         "one chain": ([T0, T0 + 0.8 * d], [0.9 * d, 0.9 * d]),  # overlapping: nothing apart, 1.7 days
         "a day exactly": ([T0, T0 + d], [0.0, 0.0]),
+        "before time zero": ([-3 * d, -3 * d + 1, 0.0, 1.0], [0.0] * 4),  # two halves, negative times
     }[case]
     events = [op(f"e{i}", ts, dur) for i, (ts, dur) in enumerate(zip(starts, durs))]
     data = read(tmp_path, events)
@@ -406,6 +407,7 @@ def test_events_more_than_a_day_apart(tmp_path, case):
         "no majority of 4": (every, [SPANS.format("4.0 days")]),
         "one chain": (every, [SPANS.format("1.7 days")]),
         "a day exactly": (every, []),
+        "before time zero": (every, [SPANS.format("3.0 days")]),
     }[case]
     assert names(data) == expected_names
     assert data.meta.reader_notes == notes
