@@ -553,3 +553,13 @@ def test_values_of_another_type_are_read_where_they_can_be_and_their_events_left
         "2 events with an unreadable `ts`: left out",
         "1 event without a `ts`: left out",
     ]
+
+
+def test_text_args_are_kept_as_written_trailing_nul_included(tmp_path):
+    """A text arg (a collective's name, its dtype) is the string as the JSON writes it: numpy's
+    fixed-width strings would drop a trailing NUL ("all\\x00" read as "all", one category with "all")."""
+    events = [kernel(T0 + i, **{"Collective name": name, "dtype": "Float"}) for i, name in
+              enumerate(["all\u0000", "all", "b\u0000\u0000"])]
+    ev = read(tmp_path, events).events
+    assert ev["collective"].astype(str).tolist() == ["all\x00", "all", "b\x00\x00"]
+    assert sorted(ev["collective"].cat.categories) == ["", "all", "all\x00", "b\x00\x00"]
