@@ -1051,8 +1051,11 @@ class _Reader:
             out = np.empty(len(values), dtype=np.int64)
             names = self.string_ids
             for i, v in enumerate(values):
-                if isinstance(v, str) and v.isascii() and v.isdigit():  # "123", as numpy reads such strings
-                    v = int(v)
+                if isinstance(v, str):  # "123", "-7", " 7": a number, as numpy read it above (Python's int())
+                    try:
+                        v = int(v)
+                    except ValueError:
+                        pass
                 if isinstance(v, int) and _INT64_MIN <= v <= _INT64_MAX:
                     out[i] = v
                     continue
