@@ -581,7 +581,10 @@ def compilation(events: pd.DataFrame, log: dict[str, Any] | None, code_names: di
     frames = pd.DataFrame(rows, columns=frame_cols)
     # backward units named after the frame whose graph they compile
     if len(frames):
-        known = dict(zip(frames["compile_id"], zip(frames["frame"], frames["source"])))
+        # from the named rows only: the backward unit's own row (same compile id, unnamed, later in
+        # time) must not stand for its frame
+        named = frames[frames["frame"] != ""]
+        known = dict(zip(named["compile_id"], zip(named["frame"], named["source"])))
         for i in frames.index[(frames["kind"] == "backward") & (frames["frame"] == "")]:
             f = known.get(frames.at[i, "compile_id"])
             if f:
