@@ -592,3 +592,47 @@ def test_what_a_profile_without_the_log_or_kernel_profiling_cannot_say(tmp_path)
     u.op("Torch-Compiled Region: 0/0", 0, 100)
     c = compilation(u.load(tmp_path, "calls.json").events, None)
     assert c.notes == [CALLS_NOTE] and c.has_compiled_calls and not c.empty and len(c.frames) == 0
+
+
+def test_triton_kernels_and_device_extern_calls_with_the_log(tmp_path):
+    """A compiled step on a GPU: Triton kernels are device work (their CPU launch op of the same
+    name is not counted), the wrapper calls them as ``<kernel>.run(...)``, whose comments give the
+    ATen ops and the FX nodes (lines from Dynamo's output graph); an extern matmul counts the device
+    time of the kernel it launched (device "cuda"), an extern call without device work its CPU time."""
+    from nbprof.analysis.compilation import compilation
+
+    t = Trace()
+    t.op("Torch-Compiled Region: 0/0", 0, 300)
+    t.op("## Call CompiledFxGraph fx1 ##", 10, 280)
+    mm = t.op("aten::mm", 20, 30)
+    t.launch("sm90_xmma_gemm_f32f32_tn", mm, cpu_ts=25, cpu_dur=5, gpu_ts=40, gpu_dur=50)
+    t.op("triton_poi_fused_add_0", 58, 8)  # the launch on the CPU
+    t.launch("triton_poi_fused_add_0", 0, cpu_ts=60, cpu_dur=5, gpu_ts=95, gpu_dur=10)
+    t.launch("triton_red_fused_sum_1", 0, cpu_ts=70, cpu_dur=5, gpu_ts=110, gpu_dur=20)
+    t.op("aten::add", 80, 4)
+    graph = [f"# File: {CELL}:12 in forward, code: y = x + 1", 'add: "f32[16]" = x + 1',
+             f"# File: {CELL}:13 in forward, code: s = y.sum()", 'sum_1: "f32[]" = add.sum()']
+    code = ["# Topologically Sorted Source Nodes: [add], Original ATen: [aten.add, aten.view]",
+            "stream0 = get_raw_stream(0)",
+            "triton_poi_fused_add_0.run(buf0, 16, stream=stream0)",
+            "# Source Nodes: [sum_1], Original ATen: [aten.sum]",
+            "triton_red_fused_sum_1.run(buf0, buf1, 1, 16, stream=stream0)"]
+    prov = {"extern_kernels.mm:0": [stack(CELL, 11, "forward", "z = a @ b")]}
+    log = {"records": [{"event": "dynamo_output_graph", "lines": graph},
+                       {"event": "inductor_output_code", "lines": code},
+                       {"event": "inductor_provenance_tracking_kernel_stack_traces", "payload": json.dumps(prov)}]}
+    c = compilation(t.load(tmp_path).events, log, dict(CODE_NAMES))
+    total = 50 + 20 + 10 + 4
+    assert c.kernels.values.tolist() == [
+        ["aten::mm", "extern", 1, 50.0, 50.0, 50 / total, "aten.mm", "In [3] line 11", "cuda"],
+        ["triton_red_fused_sum_1", "triton", 1, 20.0, 20.0, 20 / total, "aten.sum", "In [3] line 13", "cuda:0"],
+        ["triton_poi_fused_add_0", "triton", 1, 10.0, 10.0, 10 / total, "aten.add, aten.view", "In [3] line 12",
+         "cuda:0"],
+        ["aten::add", "extern", 1, 4.0, 4.0, 4 / total, "aten.add", "", "cpu"],
+    ]
+    assert c.lines.values.tolist() == [
+        ["In [3] line 11", "z = a @ b", "aten::mm", 50.0, 1],
+        ["In [3] line 13", "s = y.sum()", "triton_red_fused_sum_1", 20.0, 1],
+        ["In [3] line 12", "y = x + 1", "triton_poi_fused_add_0", 10.0, 1],
+        ["(no source line known)", "", "aten::add", 4.0, 1],
+    ]

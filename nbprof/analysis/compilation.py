@@ -410,7 +410,9 @@ def _frame_label(m: dict[str, Any]) -> str:
 # ----------------------------------------------------------------------------- generated kernels
 
 _RECORDED_AS = re.compile(r'(?:RECORD_FUNCTION|RecordFunctionHandle \w+)\("(graph_\d+_\w+)"')
-_KERNEL_CALL = re.compile(r"^(?:\w+\s*=\s*)?([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)?)(?:\.run)?\(")
+# a kernel call: ``cpp_fused_relu_0(...)``, ``extern_kernels.mm(...)``, a Triton kernel's
+# ``triton_poi_fused_add_0.run(...)`` (its ".run" is no part of the kernel's name)
+_KERNEL_CALL = re.compile(r"^(?:\w+\s*=\s*)?([A-Za-z_]\w*(?:\.(?!run\()[A-Za-z_]\w*)?)(?:\.run)?\(")
 _HANDLE = re.compile(r"\[Provenance debug handles\]\s*(\S+?):(\d+)")
 _SOURCE_NODES = re.compile(r"Source Nodes: \[(.*?)\], Original ATen: \[(.*?)\]")
 _GRAPH_FILE = re.compile(r"# File: (.+?):(\d+) in (\S+), code: (.*)$")
