@@ -433,12 +433,13 @@ def test_compilations_are_joined_with_their_metrics_by_compile_id_when_the_count
     log = {"records": [metrics(1, 0, "step", TRAIN, 20, guards=3, compile_id=False),
                        metrics(0, 0, "forward", CELL, 8, guards=12)]}
     c = compilation(events, log, dict(CODE_NAMES))
-    assert c.frames[["compile_id", "frame", "source", "kind", "start_us", "compile_us", "dynamo_us", "guards"]
-                    ].values.tolist() == [
-        ["0/0", "forward", "In [3] line 8", "frame", 1000.0, 100.0, 100.0, 12],
-        ["1/0", "step", "…/u/train.py:20", "frame", 2000.0, 200.0, 200.0, 3],
-        ["", "", "", "frame", 3000.0, 300.0, 300.0, 0],
+    assert c.frames[["compile_id", "frame", "source", "kind", "start_us", "compile_us", "dynamo_us", "guards",
+                     "graph_breaks"]].values.tolist() == [
+        ["0/0", "forward", "In [3] line 8", "frame", 1000.0, 100.0, 100.0, 12, 0],
+        ["1/0", "step", "…/u/train.py:20", "frame", 2000.0, 200.0, 200.0, 3, 0],
+        ["", "", "", "frame", 3000.0, 300.0, 300.0, 0, 0],
     ]
+    assert str(c.frames["graph_breaks"].dtype) == "int64" and len(c.graph_breaks) == 0
     # per function, in the log's order
     assert c.per_frame[["frame", "source", "compiles", "recompiles"]].values.tolist() == [
         ["step", "…/u/train.py:20", 1, 0], ["forward", "In [3] line 8", 1, 0]]
@@ -636,3 +637,91 @@ def test_triton_kernels_and_device_extern_calls_with_the_log(tmp_path):
         ["In [3] line 12", "y = x + 1", "triton_poi_fused_add_0", 10.0, 1],
         ["(no source line known)", "", "aten::add", 4.0, 1],
     ]
+
+
+# ------------------------------------------------------------------------------- small pieces
+
+SHAPES, DTYPE, DEVICE = SHAPE_ADVICE, "an input's dtype changed", "an input's device changed"
+GRAD = "grad mode or requires_grad changed (e.g. train vs no_grad): compile each mode once"
+OBJECT = "an object the code reads is a different one (a new module or function each call)"
+VALUE = "a Python value the code reads changed (each value compiles once: pass it as a tensor)"
+LIMIT = "the recompile limit was hit: Dynamo falls back to eager for this frame"
+
+
+@pytest.mark.parametrize("reason,advice", [
+    # each guard's words alone, in capitals (the reason is read case-insensitively)
+    ("SIZE MISMATCH", SHAPES), ("STRIDE MISMATCH", SHAPES), ("SHAPE", SHAPES), ("size", ""), ("stride", ""),
+    ("DTYPE", DTYPE), ("DEVICE", DEVICE), ("REQUIRES_GRAD", GRAD), ("GRAD_MODE", GRAD), ("GRAD MODE", GRAD),
+    ("ID_MATCH", OBJECT), ("___CHECK_OBJ_ID", OBJECT), ("IDENTITY", OBJECT), ("==", VALUE), ("!=", VALUE),
+    ("EQUALS_MATCH", VALUE), ("CONSTANT_MATCH", VALUE), ("CACHE_SIZE_LIMIT", LIMIT), ("RECOMPILE_LIMIT", LIMIT),
+    ("", ""), ("= <", ""),
+    # the first that applies, in this order
+    ("shape dtype device requires_grad id_match == cache_size_limit", SHAPES),
+    ("dtype device requires_grad id_match == cache_size_limit", DTYPE),
+    ("device requires_grad id_match == cache_size_limit", DEVICE),
+    ("requires_grad id_match == cache_size_limit", GRAD),
+    ("id_match == cache_size_limit", OBJECT),
+    ("== cache_size_limit", VALUE),
+])
+def test_a_recompiles_advice_by_the_words_of_its_reason(reason, advice):
+    from nbprof.analysis.compilation import _recompile_advice
+
+    assert _recompile_advice(reason) == advice
+
+
+def _compilation(**tables):
+    from nbprof.analysis.compilation import Compilation
+
+    empty = pd.DataFrame()
+    return Compilation(**{k: tables.get(k, empty) for k in ("frames", "phases", "graph_breaks", "recompiles",
+                                                            "per_frame", "kernels", "lines")},
+                       has_compiled_calls=tables.get("calls", False))
+
+
+def test_a_compilations_repr_time_and_emptiness():
+    one = pd.DataFrame({"x": [1]})
+    c = _compilation(frames=pd.DataFrame({"compile_us": [1_000_000.0, 234_567.0]}), graph_breaks=one,
+                     recompiles=pd.DataFrame({"x": [1, 2]}), kernels=one)
+    assert c.compile_us == 1_234_567.0
+    assert repr(c) == "<Compilation 2 compilations (1.23 s), 1 graph break, 2 recompiles, 1 kernel>"
+    c = _compilation(frames=pd.DataFrame({"compile_us": [5_000.0]}), graph_breaks=pd.DataFrame({"x": [1, 2]}),
+                     recompiles=one, kernels=pd.DataFrame({"x": [1, 2, 3]}))
+    assert repr(c) == "<Compilation 1 compilation (0.01 s), 2 graph breaks, 1 recompile, 3 kernels>"
+    assert not c.empty
+    assert _compilation().empty and _compilation().compile_us == 0.0
+    # any one of them makes it not empty
+    assert not _compilation(kernels=one).empty and not _compilation(graph_breaks=one).empty
+    assert not _compilation(calls=True).empty and _compilation(recompiles=one).empty
+
+
+@pytest.mark.parametrize("name,expected", [
+    ("graph_0_cpp_fused_add_0", True), ("cpp_fused_add_0", True), ("graph_12_cpp_fused_0", True),
+    ("graph_0_cpp_add_0", False), ("cpp_add_0", False), ("my_cpp_fused_add_0", False),  # not Inductor's names
+    ("triton_poi_fused_add_0", True), ("triton_red_fused_sum_1.run", True), ("triton_tem_fused_mm_0", True),
+    ("triton_per_fused_0", True), ("triton_for_fused_0", True), ("triton_unk_fused_0", True),
+    ("triton_helper_fn_0", True), ("triton_xyz_fused_0", False), ("a_triton_poi_fused_0", False),
+    ("aten::mm", False), (7, False),
+])
+def test_which_names_are_inductors_kernels(name, expected):
+    from nbprof.analysis.compilation import is_inductor_kernel
+
+    assert is_inductor_kernel(name) is expected
+
+
+@pytest.mark.parametrize("name,ops", [
+    ("graph_0_cpp_fused_add_gelu_mul_0", ["add", "gelu", "mul"]),
+    ("cpp_fused_mul_mul_add_3", ["mul", "add"]),  # each op once, in order
+    ("triton_poi_fused__to_copy_relu_1", ["_to_copy", "relu"]),
+    ("triton_per_fused__log_softmax_native_layer_norm_12", ["_log_softmax", "native_layer_norm"]),
+    ("cpp_fused_convolution_backward_threshold_backward_2", ["convolution_backward", "threshold_backward"]),
+    # names of five and six pieces (the longest Inductor fuses under their own names)
+    ("triton_poi_fused__native_batch_norm_legit_functional_0", ["_native_batch_norm_legit_functional"]),
+    ("cpp_fused__native_batch_norm_legit_no_training_relu_4", ["_native_batch_norm_legit_no_training", "relu"]),
+    ("cpp_fused_le_scalar_tensor_where_0", ["le", "scalar", "tensor", "where"]),
+    ("cpp_fused_relu", []),  # no trailing number: not a fused kernel's name
+    ("aten::mm", []),
+])
+def test_the_ops_a_fused_kernels_name_lists(name, ops):
+    from nbprof.analysis.compilation import kernel_ops
+
+    assert kernel_ops(name) == ops

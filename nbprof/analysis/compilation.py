@@ -132,6 +132,8 @@ _JOINED = ("native_layer_norm", "native_batch_norm", "threshold_backward", "gelu
            "_native_batch_norm_legit_functional", "_native_batch_norm_legit_no_training", "var_mean",
            "embedding_backward", "rsqrt", "hardtanh_backward", "leaky_relu", "leaky_relu_backward",
            "le", "lt", "gt", "ge", "eq", "ne")
+# the most pieces one of them splits into (_native_batch_norm_legit_no_training: 6)
+_LONGEST_JOINED = max(len(name.lstrip("_").split("_")) for name in _JOINED)
 
 
 def _rejoin(parts: list[str]) -> list[str]:
@@ -140,7 +142,7 @@ def _rejoin(parts: list[str]) -> list[str]:
     out: list[str] = []
     i = 0
     while i < len(parts):
-        for span in (4, 3, 2):
+        for span in range(_LONGEST_JOINED, 1, -1):
             joined = "_".join(parts[i:i + span])
             if len(parts[i:i + span]) == span and joined in _JOINED:
                 out.append(joined)
