@@ -425,13 +425,15 @@ def _frames_trace(markers: list[str | None]) -> Trace:
 
 def test_compilations_are_joined_with_their_metrics_by_compile_id_when_the_counts_differ(tmp_path):
     """Three frame units in the trace (0/0, 1/0 and one without a marker) and two metrics records
-    in another order, 1/0's naming its id only in the record's context: each unit gets its own
-    metrics by compile id, the unmarked one none."""
+    in another order, 1/0's naming its id only in the record's context, 0/0's only in its metrics:
+    each unit gets its own metrics by compile id, the unmarked one none."""
     from nbprof.analysis.compilation import compilation
 
     events = _frames_trace(["0/0", "1/0", None]).load(tmp_path).events
-    log = {"records": [metrics(1, 0, "step", TRAIN, 20, guards=3, compile_id=False),
-                       metrics(0, 0, "forward", CELL, 8, guards=12)]}
+    forward = metrics(0, 0, "forward", CELL, 8, guards=12)
+    for k in ("frame_id", "frame_compile_id", "attempt"):  # its id in its metrics only
+        del forward[k]
+    log = {"records": [metrics(1, 0, "step", TRAIN, 20, guards=3, compile_id=False), forward]}
     c = compilation(events, log, dict(CODE_NAMES))
     assert c.frames[["compile_id", "frame", "source", "kind", "start_us", "compile_us", "dynamo_us", "guards",
                      "graph_breaks"]].values.tolist() == [
@@ -441,42 +443,58 @@ def test_compilations_are_joined_with_their_metrics_by_compile_id_when_the_count
     ]
     assert str(c.frames["graph_breaks"].dtype) == "int64" and len(c.graph_breaks) == 0
     # per function, in the log's order
-    assert c.per_frame[["frame", "source", "compiles", "recompiles"]].values.tolist() == [
-        ["step", "…/u/train.py:20", 1, 0], ["forward", "In [3] line 8", 1, 0]]
+    assert c.per_frame.values.tolist() == [["step", "…/u/train.py:20", 1, 0, 0, 200.0],
+                                           ["forward", "In [3] line 8", 1, 0, 0, 100.0]]
     assert c.notes == [] and c.has_log and not c.has_compiled_calls
 
 
 def test_a_compilations_kind_is_a_recompile_by_its_attempt_or_its_reason(tmp_path):
-    """By order (as many units as records): 0/0 a frame, 0/1 and 0/12 recompiles by their compile
-    id's attempt (> 0, even with no reason), 1/0 with a reason a recompile too; 10/0 a frame."""
+    """By order (as many frame units as records): 0/0 a frame, 0/1 and 0/12 recompiles by their
+    compile id's attempt (> 0, even with no reason), 1/0 and 10/0 with a reason recompiles too;
+    11/0 a frame. 1/0's record has no context (its id in its metrics only) and an empty line;
+    10/0 and 11/0 name no file."""
     from nbprof.analysis.compilation import compilation
 
-    t = _frames_trace([None] * 5)
+    t = _frames_trace([None] * 6)
     # a compile unit that is neither a frame's nor a backward graph's (its marker names 0/0): "other",
     # not named after 0/0's frame as a backward graph is
     t.annotation("autotune_select_algorithm (dynamo_timed)", 9000, 50)
     t.annotation("x_data: compile_id=0/0", 9001, 1)
     events = t.load(tmp_path).events
-    nameless = metrics(10, 0, "h", TRAIN, 9)
-    del nameless["metrics"]["co_filename"]  # no file: no source
-    log = {"records": [metrics(0, 0, "f", TRAIN, 1), metrics(0, 1, "f", TRAIN, 1),
-                       metrics(0, 12, "f", TRAIN, 1), metrics(1, 0, "g", TRAIN, 5, reason="x == 1"), nameless,
+    g = metrics(1, 0, "g", TRAIN, 5, reason="x == 1")
+    for k in ("frame_id", "frame_compile_id", "attempt"):
+        del g[k]
+    g["metrics"]["co_firstlineno"] = ""
+    h = metrics(10, 0, "h", TRAIN, 9, reason="DTYPE mismatch")
+    i = metrics(11, 0, "i", TRAIN, 9)
+    for r in (h, i):  # no file: no source
+        del r["metrics"]["co_filename"]
+    log = {"records": [metrics(0, 0, "f", TRAIN, 1), metrics(0, 1, "f", TRAIN, 1, reason="x == 2"),
+                       {"event": "dynamo_graph_break_reason", "frame_id": 0, "frame_compile_id": 1, "payload": BREAK},
+                       metrics(0, 12, "f", TRAIN, 1), g, h, i,
                        {"event": "dynamo_graph_break_reason", "frame_id": 7, "frame_compile_id": 0}]}
     c = compilation(events, log)
     assert c.frames[["compile_id", "frame", "source", "kind", "recompile_reason", "graph_breaks"]].values.tolist() == [
-        ["0/0", "f", "…/u/train.py:1", "frame", "", 0], ["0/1", "f", "…/u/train.py:1", "recompile", "", 0],
-        ["0/12", "f", "…/u/train.py:1", "recompile", "", 0], ["1/0", "g", "…/u/train.py:5", "recompile", "x == 1", 0],
-        ["10/0", "h", "", "frame", "", 0], ["0/0", "", "", "other", "", 0]]
+        ["0/0", "f", "…/u/train.py:1", "frame", "", 0], ["0/1", "f", "…/u/train.py:1", "recompile", "x == 2", 1],
+        ["0/12", "f", "…/u/train.py:1", "recompile", "", 0], ["1/0", "g", "…/u/train.py", "recompile", "x == 1", 0],
+        ["10/0", "h", "", "recompile", "DTYPE mismatch", 0], ["11/0", "i", "", "frame", "", 0],
+        ["0/0", "", "", "other", "", 0]]
     # a break record without a payload: a break of a frame not in the profile, nothing known of it
-    assert c.graph_breaks.values.tolist() == [["7/0", "", "", "", "", "", ""]]
+    assert c.graph_breaks[["compile_id", "frame", "source", "reason", "detail"]].values.tolist() == [
+        ["0/1", "f", "…/u/train.py:23", "Unsupported: builtin: print",
+         "Unsupported: builtin: print\n  Explanation: Dynamo does not know how to trace print"],
+        ["7/0", "", "", "", ""]]
     # only a recorded reason makes a recompiles row
     assert c.recompiles.values.tolist() == [
-        ["1/0", "g", "…/u/train.py:5", "x == 1",
-         "a Python value the code reads changed (each value compiles once: pass it as a tensor)"]]
-    # f: 100 + 200 + 300, and the 50 of the other unit of 0/0
-    assert c.per_frame.values.tolist() == [["f", "…/u/train.py:1", 3, 0, 0, 650.0],
-                                           ["g", "…/u/train.py:5", 1, 1, 0, 400.0],
-                                           ["h", "", 1, 0, 0, 500.0]]
+        ["0/1", "f", "…/u/train.py:1", "x == 2", VALUE],
+        ["1/0", "g", "…/u/train.py", "x == 1",
+         "a Python value the code reads changed (each value compiles once: pass it as a tensor)"],
+        ["10/0", "h", "", "DTYPE mismatch", "an input's dtype changed"]]
+    # f: 100 + 200 + 300, and the 50 of the other unit of 0/0; its recompile and its break counted
+    # although its last compilation had neither; h and i: two functions, both without a file
+    assert c.per_frame.values.tolist() == [["f", "…/u/train.py:1", 3, 1, 1, 650.0],
+                                           ["g", "…/u/train.py", 1, 1, 0, 400.0],
+                                           ["h", "", 1, 1, 0, 500.0], ["i", "", 1, 0, 0, 600.0]]
 
 
 def test_the_compile_mask_given_is_the_one_used(tmp_path):
@@ -725,3 +743,14 @@ def test_the_ops_a_fused_kernels_name_lists(name, ops):
     from nbprof.analysis.compilation import kernel_ops
 
     assert kernel_ops(name) == ops
+
+
+def test_a_compilation_shorter_than_a_microsecond_has_its_phase(tmp_path):
+    from nbprof.analysis.compilation import compilation
+
+    t = Trace()
+    t.op("aten::empty", 0, 1)
+    t.annotation("_compile.compile_inner (dynamo_timed)", 10, 0.25)
+    t.annotation("code_gen (dynamo_timed)", 10.05, 0.125)
+    c = compilation(t.load(tmp_path).events, None)
+    assert c.phases.values.tolist() == [["Dynamo tracing", 0.125, 0.5], ["Inductor codegen", 0.125, 0.5]]

@@ -353,6 +353,12 @@ def _compile_id(record: dict[str, Any]) -> str:
     return f"!{a}/{cid}" if a is not None else cid
 
 
+def _metrics_id(record: dict[str, Any]) -> str:
+    """A ``compilation_metrics`` record's compile id: its metrics', else its context's (one rule for
+    every table, so that a frame's breaks, recompiles and time meet under one id)."""
+    return str(record["metrics"].get("compile_id") or _compile_id(record))
+
+
 def _graph_break(payload: str) -> dict[str, Any]:
     """A ``dynamo_graph_break_reason`` artifact: where (file, line, code) and why (its first line)."""
     text = payload or ""
@@ -544,7 +550,7 @@ def compilation(events: pd.DataFrame, log: dict[str, Any] | None, code_names: di
         return cell_location(filename, int(line) if line not in (None, "") else None, code_names)
 
     # -- compilations: the trace's units joined with Dynamo's metrics (same order, or compile id)
-    by_id = {str(m["metrics"].get("compile_id") or _compile_id(m)): m["metrics"] for m in metrics}
+    by_id = {_metrics_id(m): m["metrics"] for m in metrics}
     frame_units = units.index[units["frame_unit"]].tolist() if len(units) else []
     matched: dict[int, dict[str, Any]] = {}
     if len(frame_units) == len(metrics):
@@ -606,7 +612,7 @@ def compilation(events: pd.DataFrame, log: dict[str, Any] | None, code_names: di
         breaks = _restart_breaks(metrics, where)
     graph_breaks = pd.DataFrame(breaks, columns=["compile_id", "filename", "line", "source", "code", "reason",
                                                  "explanation", "detail"])
-    frame_of = {str(m["metrics"].get("compile_id") or ""): m["metrics"] for m in metrics}
+    frame_of = {_metrics_id(m): m["metrics"] for m in metrics}
     if len(graph_breaks):
         graph_breaks.insert(1, "frame", [_frame_label(frame_of.get(c, {})) for c in graph_breaks["compile_id"]])
         counts = graph_breaks.groupby("compile_id").size()
@@ -618,7 +624,7 @@ def compilation(events: pd.DataFrame, log: dict[str, Any] | None, code_names: di
         mm = m["metrics"]
         reason = str(mm.get("recompile_reason") or "")
         if reason:
-            recs.append({"compile_id": str(mm.get("compile_id") or _compile_id(m)), "frame": _frame_label(mm),
+            recs.append({"compile_id": _metrics_id(m), "frame": _frame_label(mm),
                          "source": where(str(mm.get("co_filename") or ""), mm.get("co_firstlineno")),
                          "reason": reason, "advice": _recompile_advice(reason)})
     recompiles = pd.DataFrame(recs, columns=["compile_id", "frame", "source", "reason", "advice"])
@@ -633,7 +639,7 @@ def compilation(events: pd.DataFrame, log: dict[str, Any] | None, code_names: di
                                       "graph_breaks": 0, "compile_us": 0.0})
         entry["compiles"] += 1
         entry["recompiles"] += int(bool(mm.get("recompile_reason")))
-        cid = str(mm.get("compile_id") or "")
+        cid = _metrics_id(m)
         entry["graph_breaks"] += int((graph_breaks["compile_id"] == cid).sum()) if len(graph_breaks) else 0
         if len(frames):
             entry["compile_us"] += float(frames.loc[frames["compile_id"] == cid, "compile_us"].sum())
@@ -683,7 +689,7 @@ def _restart_breaks(metrics: list[dict[str, Any]], where: Any) -> list[dict[str,
             lines = resumes.get((filename, fn)) or []
             line, code = lines.pop(0) if lines else (None, "")
             title = reason.strip().splitlines()[0]
-            out.append({"compile_id": str(mm.get("compile_id") or _compile_id(m)), "filename": filename, "line": line,
+            out.append({"compile_id": _metrics_id(m), "filename": filename, "line": line,
                         "source": where(filename, line) if line else "", "code": code, "reason": title,
                         "explanation": "", "detail": reason.strip()})
     return out
