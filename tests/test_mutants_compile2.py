@@ -754,3 +754,41 @@ def test_a_compilation_shorter_than_a_microsecond_has_its_phase(tmp_path):
     t.annotation("code_gen (dynamo_timed)", 10.05, 0.125)
     c = compilation(t.load(tmp_path).events, None)
     assert c.phases.values.tolist() == [["Dynamo tracing", 0.125, 0.5], ["Inductor codegen", 0.125, 0.5]]
+
+
+def test_compiled_code_known_by_its_graph_calls_or_its_kernels_alone(tmp_path):
+    """Compiled code without a ``Torch-Compiled Region`` around it: a ``## Call CompiledFxGraph``
+    range alone says compiled code ran; a kernel's own range alone is a kernel (no call around it)."""
+    from nbprof.analysis.compilation import compilation
+
+    t = Trace()
+    t.op("## Call CompiledFxGraph fx0 ##", 0, 100)
+    t.op("my_cpp_helper", 10, 5)  # "cpp_" in a name that is no kernel's
+    c = compilation(t.load(tmp_path, "call.json").events, None)
+    assert c.has_compiled_calls and c.notes == [CALLS_NOTE] and len(c.kernels) == 0
+    t = Trace()
+    t.op("graph_0_cpp_fused_relu_0", 0, 7)
+    t.op("graph_0_cpp_fused_relu_0", 10, 3)
+    c = compilation(t.load(tmp_path, "kernel.json").events, None)
+    assert not c.has_compiled_calls and c.notes == []
+    assert c.kernels.values.tolist() == [["graph_0_cpp_fused_relu_0", "cpp", 2, 10.0, 5.0, 1.0, "aten.relu", "", "cpu"]]
+    assert c.lines.values.tolist() == [["(no source line known)", "", "graph_0_cpp_fused_relu_0", 10.0, 2]]
+
+
+def test_extern_calls_need_the_events_tree(tmp_path):
+    """``_kernels`` of an events table without its tree (no ``parent`` column): its kernels, and no
+    extern call (an ATen op is one only under a graph call)."""
+    from nbprof.analysis.compilation import _kernels
+
+    t = Trace()
+    t.op("aten::empty", 0, 1)
+    t.op("## Call CompiledFxGraph fx0 ##", 10, 100)  # row 1
+    t.op("aten::mm", 20, 30)
+    t.op("graph_0_cpp_fused_relu_0", 60, 7)
+    t.op("aten::add", 200, 4)
+    events = t.load(tmp_path).events
+    kernels, lines, calls = _kernels(events, [], lambda f, line: f"{f}:{line}")
+    assert kernels["name"].tolist() == ["aten::mm", "graph_0_cpp_fused_relu_0"] and calls
+    kernels, lines, calls = _kernels(events.drop(columns=["parent"]), [], lambda f, line: f"{f}:{line}")
+    assert kernels.values.tolist() == [["graph_0_cpp_fused_relu_0", "cpp", 1, 7.0, 7.0, 1.0, "aten.relu", "", "cpu"]]
+    assert calls
