@@ -773,6 +773,46 @@ def test_compiled_code_known_by_its_graph_calls_or_its_kernels_alone(tmp_path):
     assert not c.has_compiled_calls and c.notes == []
     assert c.kernels.values.tolist() == [["graph_0_cpp_fused_relu_0", "cpp", 2, 10.0, 5.0, 1.0, "aten.relu", "", "cpu"]]
     assert c.lines.values.tolist() == [["(no source line known)", "", "graph_0_cpp_fused_relu_0", 10.0, 2]]
+    # provenance before any generated code: its kernels by the names it gives
+    prov = {"cpp_fused_relu_0:0": [stack(TRAIN, 3, "f", "y = x.relu()")]}
+    c = compilation(t.load(tmp_path, "kernel.json").events,
+                    {"records": [{"event": "inductor_provenance_tracking_kernel_stack_traces",
+                                  "payload": json.dumps(prov)}]})
+    assert c.kernels["sources"].tolist() == ["…/u/train.py:3"]
+    # an extern call under the profile's first event (row 0), no kernel of its own
+    t = Trace()
+    t.op("## Call CompiledFxGraph fx0 ##", 0, 100)
+    t.op("aten::mm", 10, 30)
+    c = compilation(t.load(tmp_path, "extern.json").events, None)
+    assert c.kernels.values.tolist() == [["aten::mm", "extern", 1, 30.0, 30.0, 1.0, "aten.mm", "", "cpu"]]
+    assert c.notes == [] and c.has_compiled_calls
+
+
+def test_the_same_kernel_name_in_two_graphs_is_two_kernels(tmp_path):
+    """``cpp_fused_add_0`` in graph 0 and in graph 1 (each graph numbers its kernels from 0): the
+    kernels record themselves as ``graph_0_...`` and ``graph_1_...``, and each has its own ops and
+    lines, from its own code's comments and the provenance logged after it."""
+    from nbprof.analysis.compilation import compilation
+
+    graph = [f"# File: {CELL}:20 in f, code: a = x + 1", 'add: "f32[4]" = x + 1',
+             f"# File: {CELL}:30 in g, code: b = y + 2", 'add_1: "f32[4]" = y + 2']
+
+    def code(n: int, node: str, aten: str) -> list[str]:
+        return [f'RECORD_FUNCTION("graph_{n}_cpp_fused_add_0", c10::ArrayRef<c10::IValue>({{}}));',
+                f"# Source Nodes: [{node}], Original ATen: [{aten}]", "cpp_fused_add_0(buf0)"]
+
+    prov = {"cpp_fused_add_0:1": [stack(CELL, 31, "g", "c = b * 3")]}
+    log = {"records": [{"event": "dynamo_output_graph", "lines": graph},
+                       {"event": "inductor_output_code", "lines": code(0, "add", "aten.add")},
+                       {"event": "inductor_output_code", "lines": code(1, "add_1", "aten.add, aten.mul")},
+                       {"event": "inductor_provenance_tracking_kernel_stack_traces", "payload": json.dumps(prov)}]}
+    t = Trace()
+    t.op("graph_0_cpp_fused_add_0", 0, 10)
+    t.op("graph_1_cpp_fused_add_0", 20, 30)
+    c = compilation(t.load(tmp_path).events, log, dict(CODE_NAMES))
+    assert c.kernels[["name", "aten_ops", "sources"]].values.tolist() == [
+        ["graph_1_cpp_fused_add_0", "aten.add, aten.mul", "In [3] line 30; In [3] line 31"],
+        ["graph_0_cpp_fused_add_0", "aten.add", "In [3] line 20"]]
 
 
 def test_extern_calls_need_the_events_tree(tmp_path):
