@@ -832,3 +832,21 @@ def test_extern_calls_need_the_events_tree(tmp_path):
     kernels, lines, calls = _kernels(events.drop(columns=["parent"]), [], lambda f, line: f"{f}:{line}")
     assert kernels.values.tolist() == [["graph_0_cpp_fused_relu_0", "cpp", 1, 7.0, 7.0, 1.0, "aten.relu", "", "cpu"]]
     assert calls
+
+
+def test_compile_ranges_from_the_profiles_first_event_and_a_dispatcher_alone(tmp_path):
+    """A phase range as the profile's first event (row 0) around a timed range is a compile range
+    (the unit); the Python dispatcher's ranges in a profile without any compile range are not."""
+    from nbprof.analysis.compilation import compile_range_mask, compile_units
+
+    t = Trace()
+    t.annotation("dynamo", 0, 500)
+    t.annotation("_compile.compile_inner (dynamo_timed)", 10, 400)
+    t.op("aten::mm", 600, 10)
+    events = t.load(tmp_path).events
+    assert compile_range_mask(events).tolist() == [True, True, False]
+    assert compile_units(events)[["row", "dur_us", "frame_unit", "dynamo_us"]].values.tolist() == [[0, 500.0, True, 500.0]]
+    t = Trace()
+    t.annotation("PythonDispatchMode", 0, 50)
+    t.op("aten::mm", 10, 10)
+    assert compile_range_mask(t.load(tmp_path, "dispatch.json").events).tolist() == [False, False]
