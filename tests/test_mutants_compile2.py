@@ -850,3 +850,19 @@ def test_compile_ranges_from_the_profiles_first_event_and_a_dispatcher_alone(tmp
     t.annotation("PythonDispatchMode", 0, 50)
     t.op("aten::mm", 10, 10)
     assert compile_range_mask(t.load(tmp_path, "dispatch.json").events).tolist() == [False, False]
+
+
+def test_each_rows_nearest_compile_ancestor(tmp_path):
+    from nbprof.analysis.compilation import compile_ancestor
+
+    t = Trace()
+    t.annotation("a", 0, 100)  # 0: marked
+    t.annotation("b", 10, 50)  # 1: under 0, not marked
+    t.annotation("c", 20, 10)  # 2: under 1, marked
+    t.annotation("d", 22, 2)  # 3: under 2
+    t.annotation("e", 200, 10)  # 4: no parent
+    events = t.load(tmp_path).events
+    mask = np.array([True, False, True, False, False])
+    got = compile_ancestor(events, mask)
+    assert got.tolist() == [-1, 0, 0, 2, -1] and got.dtype == np.int64
+    assert compile_ancestor(events.iloc[[0, 4]].assign(parent=[-1, -1]), mask[[0, 4]]).tolist() == [-1, -1]
