@@ -866,3 +866,16 @@ def test_each_rows_nearest_compile_ancestor(tmp_path):
     got = compile_ancestor(events, mask)
     assert got.tolist() == [-1, 0, 0, 2, -1] and got.dtype == np.int64
     assert compile_ancestor(events.iloc[[0, 4]].assign(parent=[-1, -1]), mask[[0, 4]]).tolist() == [-1, -1]
+
+
+def test_a_phase_range_holding_no_timed_range_is_no_compile_range(tmp_path):
+    """A top-level timed range (no parent) and, later, a phase-named range with nothing timed in
+    it (the profile's last event): only the timed range is a compile range."""
+    from nbprof.analysis.compilation import compile_range_mask
+
+    t = Trace()
+    t.annotation("_compile.compile_inner (dynamo_timed)", 0, 100)
+    t.annotation("dynamo", 500, 10)
+    events = t.load(tmp_path).events
+    assert events["parent"].tolist() == [-1, -1]
+    assert compile_range_mask(events).tolist() == [True, False]
