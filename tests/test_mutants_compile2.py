@@ -9,6 +9,7 @@ comments, from the numbers written here."""
 from __future__ import annotations
 
 import json
+from pathlib import PurePosixPath
 
 import numpy as np
 import pandas as pd
@@ -308,11 +309,12 @@ def test_the_records_the_watch_keeps_of_each_shape():
     assert _compact({"dynamo_start": {}}, None, strings) == {"event": "dynamo_start", "stack": []}
     m = {"compile_id": "2/1", "co_name": "step", "co_filename": TRAIN, "co_firstlineno": 20, "guard_count": 4,
          "restart_reasons": {"b", "a"}, "fail_reason": None, "not_kept": 1, "start_time": 1.5,
-         "num_graph_breaks": (1, "x")}
+         "num_graph_breaks": (1, "x"), "frame_key": PurePosixPath("/k")}  # any other object as its text
     assert _compact({**ctx, "compilation_metrics": m}, None, strings) == {
         "event": "compilation_metrics", **keep,
         "metrics": {"compile_id": "2/1", "co_name": "step", "co_filename": TRAIN, "co_firstlineno": 20,
-                    "guard_count": 4, "restart_reasons": ["a", "b"], "start_time": 1.5, "num_graph_breaks": [1, "x"]}}
+                    "guard_count": 4, "restart_reasons": ["a", "b"], "start_time": 1.5, "num_graph_breaks": [1, "x"],
+                    "frame_key": "/k"}}
     assert "not_kept" not in KEPT_METRICS and "fail_reason" in KEPT_METRICS
     assert _compact({"compilation_metrics": None}, None, strings) == {"event": "compilation_metrics", "metrics": {}}
     for name in ("dynamo_graph_break_reason", "recompile_reasons", "inductor_provenance_tracking_kernel_stack_traces"):
@@ -325,6 +327,8 @@ def test_the_records_the_watch_keeps_of_each_shape():
     assert _compact({"artifact": {"name": "fx_graph_runnable"}}, "x", strings) is None
     assert _compact({"artifact": None}, "x", strings) is None
     code = ("import torch\n"
+            "# Source Nodes: [a line that names no ATen ops]\n"  # not a kernel's comment: left out
+            "helper(x)\n"
             "cpp_fused_relu_0 = async_compile.cpp_pybinding(['float*'], '''\n"
             '    RECORD_FUNCTION("graph_3_cpp_fused_relu_0", c10::ArrayRef<c10::IValue>({}));\n'
             "''')\n"
