@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from .conftest import needs_torch
 from .synthetic import Trace
 
 CELL = "/tmp/ipykernel_7/1111111.py"  # a notebook cell's file, named "In [3]" by the kernel
@@ -883,3 +884,17 @@ def test_a_phase_range_holding_no_timed_range_is_no_compile_range(tmp_path):
     events = t.load(tmp_path).events
     assert events["parent"].tolist() == [-1, -1]
     assert compile_range_mask(events).tolist() == [True, False]
+
+
+@needs_torch
+def test_the_file_names_torch_interned_before_the_cell():
+    """torch interns each file name once per process (``intern_string``: later records name it by
+    number): the watch reads torch's own table, number -> name."""
+    from torch._logging import structured
+
+    from nbprof.collect.compile_state import _interned
+
+    number = structured.intern_string("/home/u/interned_by_the_test.py")
+    table = _interned()
+    assert table[number] == "/home/u/interned_by_the_test.py"
+    assert table == {v: k for k, v in structured.INTERN_TABLE.items()}
