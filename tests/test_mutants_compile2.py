@@ -280,6 +280,22 @@ ENCOUNTERED = ("Graph break in user code at /home/u/train.py:23\n"
     ("Graph Break Reason: Encountered graph break\n", ("", None, "", "Encountered graph break", "",
                                                        "Encountered graph break")),
     ("", ("", None, "", "", "", "")),
+    ("Graph Break Reason: Encountered graph break when tracing\nthe real title\n",
+     ("", None, "", "the real title", "", "Encountered graph break when tracing\nthe real title")),
+    # the first "Graph Break Reason:" and the first "User code traceback:" start their parts, the first
+    # "Traceback (most recent call last)" (Dynamo's, chained) ends the user's; an explanation without a space
+    ("Graph break in user code at /home/u/train.py:23\nGraph Break Reason: outer\n  Explanation:no space\n"
+     "Graph Break Reason: inner\nUser code traceback:\n" + stack(TRAIN, 23, "step", "print(loss)")
+     + "User code traceback:\n  (the same)\nTraceback (most recent call last):\n" + stack("/torch/a.py", 1, "f", "a()")
+     + "Traceback (most recent call last):\n" + stack("/torch/b.py", 2, "g", "b()"),
+     (TRAIN, 23, "print(loss)", "outer", "no space", "outer\n  Explanation:no space\nGraph Break Reason: inner")),
+    # the innermost frame is the second traceback's (another line: no code)
+    ("Graph break in user code at /home/u/train.py:23\nGraph Break Reason: r\nUser code traceback:\n"
+     + stack(TRAIN, 23, "step", "print(loss)") + "User code traceback:\n" + stack(TRAIN, 40, "other", "x()"),
+     (TRAIN, 23, "", "r", "", "r")),
+    # a file line in the reason is not the user's traceback (which names no frame here)
+    ("Graph Break Reason: r\n" + stack("/torch/x.py", 3, "h", "h()") + "User code traceback:\n  (none)\n",
+     ("", None, "", "r", "", 'r\n  File "/torch/x.py", line 3, in h\n    h()\n    ^^^^^^^^')),
 ])
 def test_a_graph_break_payloads_place_title_explanation_and_detail(payload, expected):
     from nbprof.analysis.compilation import _graph_break

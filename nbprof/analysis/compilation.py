@@ -383,8 +383,6 @@ def _graph_break(payload: str) -> dict[str, Any]:
         f = frames[-1]
         if not filename or (f[0] == filename and int(f[1]) == line):
             filename, line, code = f[0], int(f[1]), f[3].strip()
-        elif f[0] == filename:
-            code = ""
     return {"filename": filename, "line": line, "code": code, "reason": title, "explanation": explanation,
             "detail": reason}
 
