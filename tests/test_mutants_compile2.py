@@ -914,3 +914,29 @@ def test_the_file_names_torch_interned_before_the_cell():
     table = _interned()
     assert table[number] == "/home/u/interned_by_the_test.py"
     assert table == {v: k for k, v in structured.INTERN_TABLE.items()}
+
+
+def test_restart_breaks_of_resume_functions_and_of_frames_without_a_file(tmp_path):
+    """A frame without a file name and the resume functions compiled after it (none names a file
+    either): ``forward`` breaks at 23; its resume function at 23 breaks again, at 25 (the next
+    line of forward's); the one at 25 at 27, whose resume function kept no code."""
+    from nbprof.analysis.compilation import compilation
+
+    def frame(fid: int, name: str, reasons: list[str], resume_code: str | None = None) -> dict:
+        r = metrics(fid, 0, name, "", 20)
+        del r["metrics"]["co_filename"]
+        r["metrics"]["restart_reasons"] = reasons
+        if resume_code is not None:
+            r["metrics"]["resume_code"] = resume_code
+        return r
+
+    log = {"records": [frame(0, "forward", ["first"]),
+                       frame(1, "torch_dynamo_resume_in_forward_at_23", ["second"], "print(a)"),
+                       frame(2, "torch_dynamo_resume_in_forward_at_25", ["third"], "y = 2"),
+                       frame(3, "torch_dynamo_resume_in_forward_at_27", [])]}
+    c = compilation(_frames_trace([None] * 4).load(tmp_path).events, log)
+    after = "torch_dynamo_resume_in_forward_at_{0} (after the graph break in forward at line {0})"
+    assert c.graph_breaks.values.tolist() == [
+        ["0/0", "forward", "", "print(a)", "first", "", "first"],
+        ["1/0", after.format(23), "", "y = 2", "second", "", "second"],
+        ["2/0", after.format(25), "", "", "third", "", "third"]]
