@@ -132,6 +132,8 @@ _JOINED = ("native_layer_norm", "native_batch_norm", "threshold_backward", "gelu
            "_native_batch_norm_legit_functional", "_native_batch_norm_legit_no_training", "var_mean",
            "embedding_backward", "rsqrt", "hardtanh_backward", "leaky_relu", "leaky_relu_backward",
            "le", "lt", "gt", "ge", "eq", "ne")
+# the most pieces one of them splits into (_native_batch_norm_legit_no_training: 6)
+_LONGEST_JOINED = max(len(name.lstrip("_").split("_")) for name in _JOINED)
 
 
 def _rejoin(parts: list[str]) -> list[str]:
@@ -140,7 +142,7 @@ def _rejoin(parts: list[str]) -> list[str]:
     out: list[str] = []
     i = 0
     while i < len(parts):
-        for span in (4, 3, 2):
+        for span in range(_LONGEST_JOINED, 1, -1):
             joined = "_".join(parts[i:i + span])
             if len(parts[i:i + span]) == span and joined in _JOINED:
                 out.append(joined)
@@ -351,6 +353,12 @@ def _compile_id(record: dict[str, Any]) -> str:
     return f"!{a}/{cid}" if a is not None else cid
 
 
+def _metrics_id(record: dict[str, Any]) -> str:
+    """A ``compilation_metrics`` record's compile id: its metrics', else its context's (one rule for
+    every table, so that a frame's breaks, recompiles and time meet under one id)."""
+    return str(record["metrics"].get("compile_id") or _compile_id(record))
+
+
 def _graph_break(payload: str) -> dict[str, Any]:
     """A ``dynamo_graph_break_reason`` artifact: where (file, line, code) and why (its first line)."""
     text = payload or ""
@@ -375,8 +383,6 @@ def _graph_break(payload: str) -> dict[str, Any]:
         f = frames[-1]
         if not filename or (f[0] == filename and int(f[1]) == line):
             filename, line, code = f[0], int(f[1]), f[3].strip()
-        elif f[0] == filename:
-            code = ""
     return {"filename": filename, "line": line, "code": code, "reason": title, "explanation": explanation,
             "detail": reason}
 
@@ -410,7 +416,9 @@ def _frame_label(m: dict[str, Any]) -> str:
 # ----------------------------------------------------------------------------- generated kernels
 
 _RECORDED_AS = re.compile(r'(?:RECORD_FUNCTION|RecordFunctionHandle \w+)\("(graph_\d+_\w+)"')
-_KERNEL_CALL = re.compile(r"^(?:\w+\s*=\s*)?([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)?)(?:\.run)?\(")
+# a kernel call: ``cpp_fused_relu_0(...)``, ``extern_kernels.mm(...)``, a Triton kernel's
+# ``triton_poi_fused_add_0.run(...)`` (its ".run" is no part of the kernel's name)
+_KERNEL_CALL = re.compile(r"^(?:\w+\s*=\s*)?([A-Za-z_]\w*(?:\.(?!run\()[A-Za-z_]\w*)?)(?:\.run)?\(")
 _HANDLE = re.compile(r"\[Provenance debug handles\]\s*(\S+?):(\d+)")
 _SOURCE_NODES = re.compile(r"Source Nodes: \[(.*?)\], Original ATen: \[(.*?)\]")
 _GRAPH_FILE = re.compile(r"# File: (.+?):(\d+) in (\S+), code: (.*)$")
@@ -540,7 +548,7 @@ def compilation(events: pd.DataFrame, log: dict[str, Any] | None, code_names: di
         return cell_location(filename, int(line) if line not in (None, "") else None, code_names)
 
     # -- compilations: the trace's units joined with Dynamo's metrics (same order, or compile id)
-    by_id = {str(m["metrics"].get("compile_id") or _compile_id(m)): m["metrics"] for m in metrics}
+    by_id = {_metrics_id(m): m["metrics"] for m in metrics}
     frame_units = units.index[units["frame_unit"]].tolist() if len(units) else []
     matched: dict[int, dict[str, Any]] = {}
     if len(frame_units) == len(metrics):
@@ -581,7 +589,10 @@ def compilation(events: pd.DataFrame, log: dict[str, Any] | None, code_names: di
     frames = pd.DataFrame(rows, columns=frame_cols)
     # backward units named after the frame whose graph they compile
     if len(frames):
-        known = dict(zip(frames["compile_id"], zip(frames["frame"], frames["source"])))
+        # from the named rows only: the backward unit's own row (same compile id, unnamed, later in
+        # time) must not stand for its frame
+        named = frames[frames["frame"] != ""]
+        known = dict(zip(named["compile_id"], zip(named["frame"], named["source"])))
         for i in frames.index[(frames["kind"] == "backward") & (frames["frame"] == "")]:
             f = known.get(frames.at[i, "compile_id"])
             if f:
@@ -599,7 +610,7 @@ def compilation(events: pd.DataFrame, log: dict[str, Any] | None, code_names: di
         breaks = _restart_breaks(metrics, where)
     graph_breaks = pd.DataFrame(breaks, columns=["compile_id", "filename", "line", "source", "code", "reason",
                                                  "explanation", "detail"])
-    frame_of = {str(m["metrics"].get("compile_id") or ""): m["metrics"] for m in metrics}
+    frame_of = {_metrics_id(m): m["metrics"] for m in metrics}
     if len(graph_breaks):
         graph_breaks.insert(1, "frame", [_frame_label(frame_of.get(c, {})) for c in graph_breaks["compile_id"]])
         counts = graph_breaks.groupby("compile_id").size()
@@ -611,7 +622,7 @@ def compilation(events: pd.DataFrame, log: dict[str, Any] | None, code_names: di
         mm = m["metrics"]
         reason = str(mm.get("recompile_reason") or "")
         if reason:
-            recs.append({"compile_id": str(mm.get("compile_id") or _compile_id(m)), "frame": _frame_label(mm),
+            recs.append({"compile_id": _metrics_id(m), "frame": _frame_label(mm),
                          "source": where(str(mm.get("co_filename") or ""), mm.get("co_firstlineno")),
                          "reason": reason, "advice": _recompile_advice(reason)})
     recompiles = pd.DataFrame(recs, columns=["compile_id", "frame", "source", "reason", "advice"])
@@ -626,7 +637,7 @@ def compilation(events: pd.DataFrame, log: dict[str, Any] | None, code_names: di
                                       "graph_breaks": 0, "compile_us": 0.0})
         entry["compiles"] += 1
         entry["recompiles"] += int(bool(mm.get("recompile_reason")))
-        cid = str(mm.get("compile_id") or "")
+        cid = _metrics_id(m)
         entry["graph_breaks"] += int((graph_breaks["compile_id"] == cid).sum()) if len(graph_breaks) else 0
         if len(frames):
             entry["compile_us"] += float(frames.loc[frames["compile_id"] == cid, "compile_us"].sum())
@@ -676,7 +687,7 @@ def _restart_breaks(metrics: list[dict[str, Any]], where: Any) -> list[dict[str,
             lines = resumes.get((filename, fn)) or []
             line, code = lines.pop(0) if lines else (None, "")
             title = reason.strip().splitlines()[0]
-            out.append({"compile_id": str(mm.get("compile_id") or _compile_id(m)), "filename": filename, "line": line,
+            out.append({"compile_id": _metrics_id(m), "filename": filename, "line": line,
                         "source": where(filename, line) if line else "", "code": code, "reason": title,
                         "explanation": "", "detail": reason.strip()})
     return out
