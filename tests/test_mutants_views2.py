@@ -1,0 +1,138 @@
+"""More contracts of the views' analysis pieces (the timeline's rectangles, lanes and merging, the
+op tree, device stats, memory, key averages, the overview, flame graph, modules), pinned where the
+second views round of issue 26's mutation samples found them loose. As in test_mutants_views.py,
+every expected value is worked out by hand in the test (small integer nanoseconds, hand-made
+traces), never with the code under test or its helpers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from .synthetic import Trace
+
+I64 = np.int64
+F64 = np.float64
+
+
+def a64(*values):
+    return np.array(values, dtype=I64)
+
+
+# ---------------------------------------------------------------------------------- device stats
+
+
+def _two_stream_trace() -> Trace:
+    """One device: a kernel [200, 300) on stream 7, one [250, 350) on stream 8, a copy [400, 450)
+    and a fill [950, 960) on stream 7; the profile spans [0, 1000)."""
+    t = Trace()
+    mm = t.op("aten::mm", 0, 1000)
+    t.launch("k1", mm, 110, 5, 200, 100)
+    t.launch("k2", mm, 120, 5, 250, 100, stream=8)
+    t.launch("Memcpy HtoD", mm, 130, 5, 400, 50, runtime="cudaMemcpyAsync", cat="gpu_memcpy", nbytes=1 << 20)
+    t.launch("Memset", mm, 140, 5, 950, 10, runtime="cudaMemsetAsync", cat="gpu_memset", nbytes=64)
+    return t
+
+
+def test_device_stats_given_windows_measures_span_and_busy_time_within_them(tmp_path):
+    """``windows`` (the profile's recorded stretches, when already computed) replace the profile's
+    own: the span is theirs, busy time is the device work inside them; counts and kernel time are
+    the whole profile's."""
+    from nbprof.analysis.device_stats import device_stats
+
+    p = _two_stream_trace().load(tmp_path)
+    # [0, 260) µs and [400, 420) µs: 280 µs recorded
+    windows = pd.DataFrame({"rank_code": a64(0, 0), "start_ns": a64(0, 400_000), "end_ns": a64(260_000, 420_000)})
+    d = device_stats(p.events, p.meta, windows=windows)
+    [row] = d.devices.to_dict("records")
+    # inside: [200, 260) of the kernels' union [200, 350), [400, 420) of the copy; the fill outside
+    assert (row["span_us"], row["busy_us"], row["idle_us"]) == (280.0, 80.0, 200.0)
+    assert row["busy_fraction"] == 80 / 280
+    assert (row["kernel_us"], row["memcpy_us"], row["memset_us"], row["kernels"]) == (200.0, 50.0, 10.0, 2)
+    # stream 7: [200, 260) + [400, 420); stream 8: [250, 260)
+    assert d.streams[["stream", "busy_us", "busy_fraction", "kernel_us", "kernels"]].values.tolist() == [
+        [7, 80.0, 80 / 280, 100.0, 1], [8, 10.0, 10 / 280, 100.0, 1]]
+    # without windows: the profile's own span [0, 1000) and all of its device work
+    [row] = device_stats(p.events, p.meta).devices.to_dict("records")
+    assert (row["span_us"], row["busy_us"], row["busy_fraction"]) == (1000.0, 210.0, 0.21)
+    # the profile's device_stats() passes its own windows: the same as computing them
+    assert p.device_stats.devices.equals(device_stats(p.events, p.meta).devices)
+
+
+def test_launch_estimates_never_count_the_sms_in_use_below_zero():
+    """The sweep's running sum of kernel shares comes back to 0 only up to rounding (0.1 + 0.7 -
+    0.7 - 0.1 is -2.8e-17 in floating point): over a long gap between kernels that must count as
+    no SMs in use, not as a negative area."""
+    from nbprof.analysis.device_stats import _launch_estimates
+
+    assert 0.1 + 0.7 - 0.7 - 0.1 < 0  # the rounding the clip guards against
+    # one device: a [0, 100_000) share 0.1, b [10_000, 50_000) share 0.7 inside it, then after a gap
+    # of about 10^12 ns c [10^12, 10^12 + 100_000) share 1 (blocks per SM 3: capped at 1)
+    events = pd.DataFrame({"blocks_per_sm": [0.1, 0.7, 3.0], "occupancy_pct": [10.0, 20.0, np.nan]})
+    start = a64(0, 10_000, 10**12)
+    dur = a64(100_000, 40_000, 100_000)
+    sm, occupancy = _launch_estimates(events, a64(0, 1, 2), a64(0, 0, 0), start, dur, 1)
+    # [0, 10k): 0.1; [10k, 50k): 0.8; [50k, 100k): 0.1; the gap: 0; c: 1
+    want = 0.1 * 10_000 + 0.8 * 40_000 + 0.1 * 50_000 + 100_000
+    assert sm[0] == pytest.approx(want, rel=1e-14, abs=0)
+    assert occupancy[0] == pytest.approx((10.0 * 100_000 + 20.0 * 40_000) / 140_000, rel=1e-14)
+    assert sm.dtype == occupancy.dtype == F64
+
+
+# -------------------------------------------------------------------------------------- timeline
+
+
+def test_a_rectangle_hidden_under_the_one_before_it_joins_it_even_unmerged(tmp_path):
+    """Two kernels overlapping on one stream (a malformed trace): the later one, ending inside the
+    earlier, is drawn from where the earlier ends, i.e. not at all: it joins the earlier one's
+    rectangle (count 2), also when nothing is merged (``merge=False``)."""
+    from nbprof.analysis.timeline import timeline_rects
+
+    t = Trace()
+    mm = t.op("aten::mm", 0, 500)
+    t.launch("big", mm, 10, 5, 100, 100)   # [100, 200)
+    t.launch("small", mm, 20, 5, 110, 40)  # [110, 150): under big
+    t.launch("after", mm, 30, 5, 300, 10)  # [300, 310)
+    p = t.load(tmp_path)
+    d = timeline_rects(p.events, p.meta, merge=False)
+    assert d.px_us == 0.0
+    dev = d.rects[d.rects["family"] == "kernel"]
+    assert dev[["x0_us", "x1_us", "busy_us", "count", "name", "distinct"]].values.tolist() == [
+        [100.0, 200.0, 100.0, 2, "big", 2], [300.0, 310.0, 10.0, 1, "after", 1]]
+    assert dev["names"].tolist() == [[("big", 1), ("small", 1)], None]
+    names = p.events["name"].astype(str).tolist()
+    assert dev["event"].iloc[0] == -1 and names[dev["event"].iloc[1]] == "after"
+    assert (d.merged_events, d.merged_rects) == (2, 1)
+
+
+RECT_COLUMNS = ("row", "lane", "level", "x0_us", "x1_us", "busy_us", "count", "name", "family", "hue", "event",
+                "names", "distinct")
+RECT_DTYPES = {"row": "int64", "lane": "int64", "level": "int64", "x0_us": "float64", "x1_us": "float64",
+               "busy_us": "float64", "count": "int64", "hue": "int64", "event": "int64", "names": "object",
+               "distinct": "int64"}
+
+
+def _rect_dtypes(rects: pd.DataFrame) -> dict:
+    """The rectangles' dtypes; ``name`` and ``family`` string columns (pandas 3 reads a column of
+    Python strings as ``str``, an empty one stays ``object``: either takes ``.str``)."""
+    out = {c: str(rects[c].dtype) for c in rects.columns if c not in ("name", "family")}
+    for c in ("name", "family"):
+        assert pd.api.types.is_string_dtype(rects[c]), c
+        assert rects[c].str.len().tolist() == [len(x) for x in rects[c]], c
+    return out
+
+
+def test_timeline_rects_of_no_events_have_every_columns_dtype(tmp_path):
+    from nbprof.analysis.timeline import timeline_rects
+
+    t = Trace()
+    mm = t.op("aten::mm", 0, 500)
+    t.launch("k", mm, 10, 5, 100, 100)
+    p = t.load(tmp_path)
+    for d in (timeline_rects(p.events.iloc[:0], p.meta), timeline_rects(p.events, p.meta, window=(1000.0, 2000.0)),
+              timeline_rects(p.events.iloc[:0], p.meta, merge=True)):
+        assert len(d.rects) == 0
+        assert list(d.rects.columns) == list(RECT_COLUMNS) and _rect_dtypes(d.rects) == RECT_DTYPES
+    d = timeline_rects(p.events, p.meta, merge=False)
+    assert _rect_dtypes(d.rects) == RECT_DTYPES
