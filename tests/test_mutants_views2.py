@@ -136,3 +136,32 @@ def test_timeline_rects_of_no_events_have_every_columns_dtype(tmp_path):
         assert list(d.rects.columns) == list(RECT_COLUMNS) and _rect_dtypes(d.rects) == RECT_DTYPES
     d = timeline_rects(p.events, p.meta, merge=False)
     assert _rect_dtypes(d.rects) == RECT_DTYPES
+
+
+# ----------------------------------------------------------------------------------------- flame
+
+
+def _edges(rows):
+    return pd.DataFrame(rows, columns=["caller_filename", "caller_lineno", "caller_function", "callee_filename",
+                                       "callee_lineno", "callee_function", "ncalls", "primitive_calls",
+                                       "tottime_s", "cumtime_s"])
+
+
+def test_call_tree_of_a_function_without_primitive_calls_shares_out_no_calls():
+    """cProfile counts no primitive call for a function whose every call it saw was recursive (or
+    that was running when it started): its callees' time is still shared out by time, their calls
+    by ``calls on this path / P_F``, which has no share to give: 0 calls, not a division by 0."""
+    from nbprof.analysis.flame import call_tree
+
+    stats = pd.DataFrame({
+        "filename": ["/u/a.py", "/u/a.py"], "lineno": [1, 5], "function": ["outer", "work"],
+        "ncalls": [2, 4], "primitive_calls": [0, 4], "tottime_s": [1.0, 3.0], "cumtime_s": [4.0, 3.0],
+    })
+    edges = _edges([("/u/a.py", 1, "outer", "/u/a.py", 5, "work", 4, 4, 3.0, 3.0)])
+    tree = call_tree(stats, edges, min_fraction=0.0)
+    assert tree[["name", "value_s", "self_s", "ncalls", "depth"]].values.tolist()[1:] == [
+        ["outer", 4.0, 1.0, 2.0, 1], ["work", 3.0, 3.0, 0.0, 2]]
+    # with its primitive call counted: 4 calls of work on outer's one path
+    stats["primitive_calls"] = [2, 4]
+    tree = call_tree(stats, edges, min_fraction=0.0)
+    assert tree["ncalls"].tolist()[1:] == [2.0, 4.0]
