@@ -165,3 +165,68 @@ def test_call_tree_of_a_function_without_primitive_calls_shares_out_no_calls():
     stats["primitive_calls"] = [2, 4]
     tree = call_tree(stats, edges, min_fraction=0.0)
     assert tree["ncalls"].tolist()[1:] == [2.0, 4.0]
+
+
+# ------------------------------------------------------------------------------- timeline window
+
+
+def test_window_summary_tables_dtypes_with_and_without_events_in_the_span(tmp_path):
+    """``calls`` int64, times float64, whether the span holds events or none; an event of a
+    thread < 0 (device work's own lanes) is never an op."""
+    from nbprof.analysis.timeline_window import window_summary
+
+    t = Trace()
+    a = t.op("aten::b", 0, 100)
+    t.launch("k", a, 10, 5, 60, 20)
+    t.gpu_annotation("range", 55, 30, a)  # on the stream: drawn there, neither an op nor work
+    ev = t.load(tmp_path).events
+    for s in (window_summary(ev, 0.0, 100.0), window_summary(ev, 1000.0, 2000.0)):
+        for table in (s.ops, s.kernels):
+            assert list(table.columns) == ["name", "calls", "in_window_us", "total_us"]
+            assert [str(table[c].dtype) for c in ("calls", "in_window_us", "total_us")] == ["int64", "float64",
+                                                                                            "float64"]
+            assert pd.api.types.is_string_dtype(table["name"])
+        assert type(s.device_busy_us) is float
+    s = window_summary(ev, 0.0, 100.0)
+    assert s.ops.values.tolist() == [["aten::b", 1, 100.0, 100.0], ["cudaLaunchKernel", 1, 5.0, 5.0]]
+    assert s.kernels.values.tolist() == [["k", 1, 20.0, 20.0]] and s.device_busy_us == 20.0
+
+
+def test_remerge_keeps_a_lone_rectangles_extra_columns_and_an_earlier_merge(tmp_path):
+    """Other columns (a rank's hover texts): a group of one keeps its value, a merged rectangle has
+    none (NaN in a float column, None otherwise:
+    missing); ``color`` is the view's and is dropped. A lone
+    rectangle that was an earlier merge keeps its names, distinct count and event -1, and counts
+    as merged (its events were). Everything but the rectangles passes through."""
+    import dataclasses
+
+    from nbprof.analysis.timeline import remerge, timeline_rects
+
+    t = Trace()
+    t.op("aten::a", 0, 1)
+    t.op("aten::b", 2, 1)
+    t.op("aten::a", 4, 2)
+    t.op("aten::z", 0, 100, tid=2000)
+    p = t.load(tmp_path)
+    data = timeline_rects(p.events, p.meta, merge=False)
+    links = pd.DataFrame({"group": [0], "row": [0], "x_us": [1.0], "last": [True], "text": ["x"]})
+    r = data.rects.assign(hover=["a0", "b", "a1", "z"], weight=[1.0, 2.0, 3.0, 2.5], color=["#1", "#2", "#3", "#4"])
+    data = dataclasses.replace(data, rects=r, links=links)
+    out = remerge(data, 1)  # one pixel of 100 µs: row 0's three join, z stays
+    assert list(out.rects.columns) == list(RECT_COLUMNS) + ["hover", "weight"]
+    h = out.rects["hover"].tolist()  # None, which pandas 3 stores as a str column's NaN
+    assert pd.isna(h[0]) and h[1] == "z"
+    w = out.rects["weight"].tolist()
+    assert np.isnan(w[0]) and w[1] == 2.5 and out.rects["weight"].dtype == F64
+    assert _rect_dtypes(out.rects.drop(columns=["hover", "weight"])) == RECT_DTYPES
+    assert out.links is links and out.hidden is data.hidden and out.events is data.events
+    assert out.event_row is data.event_row and out.rows is data.rows and out.lanes is data.lanes
+    # merged at 50 µs a pixel, then again at 100: row 0 is a group of one, an earlier merge
+    half = remerge(timeline_rects(p.events, p.meta, merge=False), 2)
+    assert half.px_us == 50.0 and half.rects["count"].tolist() == [3, 1]
+    again = remerge(half, 1)
+    assert again.px_us == 100.0
+    assert again.rects[["x0_us", "x1_us", "busy_us", "count", "name", "event", "distinct"]].values.tolist() == [
+        [0.0, 6.0, 4.0, 3, "aten::a", -1, 2], [0.0, 100.0, 100.0, 1, "aten::z", 3, 1]]
+    assert again.rects["names"].tolist() == [[("aten::a", 2), ("aten::b", 1)], None]
+    assert (again.merged_events, again.merged_rects) == (3, 1)
