@@ -230,3 +230,28 @@ def test_remerge_keeps_a_lone_rectangles_extra_columns_and_an_earlier_merge(tmp_
         [0.0, 6.0, 4.0, 3, "aten::a", -1, 2], [0.0, 100.0, 100.0, 1, "aten::z", 3, 1]]
     assert again.rects["names"].tolist() == [[("aten::a", 2), ("aten::b", 1)], None]
     assert (again.merged_events, again.merged_rects) == (3, 1)
+
+
+# -------------------------------------------------------------------------------------- overview
+
+
+def test_overview_advice_ties_go_to_loading_then_to_the_cpu():
+    """Why the GPU waits, where two reasons tie: data loading as big as the CPU (or the rest) is
+    the loading; the CPU as big as the rest is the CPU."""
+    from nbprof.analysis.overview import overview_advice
+
+    def row(**kw):
+        base = dict(duration_us=100.0, kernel_us=40.0, memcpy_us=0.0, memset_us=0.0, runtime_us=0.0,
+                    dataloader_us=0.0, cpu_exec_us=0.0, other_us=0.0)
+        return pd.Series({**base, **kw})
+
+    waits = "The GPU is busy 40.0% of the step time: it waits for the next batch from the DataLoader most of the time."
+    assert overview_advice(row(dataloader_us=20.0, cpu_exec_us=15.0, runtime_us=5.0, other_us=20.0), True)[1] == waits
+    assert overview_advice(row(dataloader_us=4.0, cpu_exec_us=3.0, runtime_us=1.0, other_us=4.0), True) == [waits]
+    [why] = overview_advice(row(cpu_exec_us=20.0, runtime_us=10.0, other_us=30.0), True)
+    assert why.startswith("The GPU is busy 40.0% of the step time: the CPU is the bound: operators and launches "
+                          "take 30.0 µs of the step")
+    [why] = overview_advice(row(cpu_exec_us=20.0, runtime_us=10.0, other_us=30.5), True)
+    assert why.endswith("try a bigger batch (it can change how the model converges).")
+    # data loading of exactly 5 % of a step is no advice; busy time counts copies and fills
+    assert overview_advice(row(kernel_us=30.0, memcpy_us=10.0, memset_us=10.0, dataloader_us=5.0), True) == []
