@@ -255,3 +255,36 @@ def test_overview_advice_ties_go_to_loading_then_to_the_cpu():
     assert why.endswith("try a bigger batch (it can change how the model converges).")
     # data loading of exactly 5 % of a step is no advice; busy time counts copies and fills
     assert overview_advice(row(kernel_us=30.0, memcpy_us=10.0, memset_us=10.0, dataloader_us=5.0), True) == []
+
+
+# --------------------------------------------------------------------------------------- modules
+
+
+MODULE_COLUMNS = ["module", "name", "type", "parent", "depth", "calls", "cpu_total_us", "self_cpu_us",
+                  "device_total_us", "self_device_us"]
+
+
+def test_module_tree_nests_equal_starts_longest_first_and_counts_only_its_threads_launches(tmp_path):
+    """Two calls starting together: the longer is the parent, whatever the file's order. Device
+    work launched on another thread during a call is not the call's. A type is the name less a
+    trailing ``_<number>``, and only that."""
+    from nbprof.analysis.modules import module_tree
+
+    t = Trace()
+    t.op("nn.Module: Inner_0", 0, 50, cat="python_function")  # first in the file
+    t.op("nn.Module: Seq_0", 0, 100, cat="python_function")
+    mm = t.op("aten::mm", 5, 10)
+    t.launch("gemm", mm, 6, 2, 40, 5)  # launched at 6 in Inner_0, runs [40, 45)
+    t.op("nn.Module: Conv_Block_3", 60, 10, cat="python_function")
+    other = t.op("aten::add", 20, 10, tid=2000)
+    t.launch("add_kernel", other, 22, 2, 80, 10, tid=2000)  # launched during Seq_0, on another thread
+    t.op("nn.Module: Odd_x", 200, 10, tid=2000, cat="python_function")
+    m = module_tree(t.load(tmp_path).events)
+    assert list(m.columns) == MODULE_COLUMNS
+    assert m.values.tolist() == [
+        ["Seq_0", "Seq_0", "Seq", "", 0, 1, 100.0, 40.0, 5.0, 0.0],
+        ["Seq_0.Inner_0", "Inner_0", "Inner", "Seq_0", 1, 1, 50.0, 50.0, 5.0, 5.0],
+        ["Seq_0.Conv_Block_3", "Conv_Block_3", "Conv_Block", "Seq_0", 1, 1, 10.0, 10.0, 0.0, 0.0],
+        ["Odd_x", "Odd_x", "Odd_x", "", 0, 1, 10.0, 10.0, 0.0, 0.0],
+    ]
+    assert [str(m[c].dtype) for c in MODULE_COLUMNS[4:]] == ["int64"] * 2 + ["float64"] * 4
