@@ -288,3 +288,32 @@ def test_module_tree_nests_equal_starts_longest_first_and_counts_only_its_thread
         ["Odd_x", "Odd_x", "Odd_x", "", 0, 1, 10.0, 10.0, 0.0, 0.0],
     ]
     assert [str(m[c].dtype) for c in MODULE_COLUMNS[4:]] == ["int64"] * 2 + ["float64"] * 4
+
+
+DEVICE_INT_COLUMNS = ("kernels", "memcpys", "memsets", "streams", "peak_allocated_bytes", "peak_reserved_bytes",
+                      "total_memory_bytes")
+
+
+def _device_dtypes(devices: pd.DataFrame) -> dict:
+    assert pd.api.types.is_string_dtype(devices["device"])
+    return {c: str(devices[c].dtype) for c in devices.columns if c != "device"}
+
+
+def test_device_stats_tables_dtypes_with_and_without_devices(tmp_path):
+    """Counts and bytes int64, times and shares float64, with device work or without any (the
+    empty table's columns typed as a full one's)."""
+    from nbprof.analysis.device_stats import DEVICE_COLUMNS, device_stats
+
+    want = {c: "int64" if c in DEVICE_INT_COLUMNS else "float64" for c in DEVICE_COLUMNS if c != "device"}
+    cpu = Trace()
+    cpu.op("aten::mm", 0, 10)
+    cpu.memory(5, 64, 64, 512, device=-1)
+    p = cpu.load(tmp_path, "cpu.json")
+    d = device_stats(p.events, p.meta)
+    assert len(d.devices) == 0 and _device_dtypes(d.devices) == want
+    p = _two_stream_trace().load(tmp_path)
+    d = device_stats(p.events, p.meta)
+    assert len(d.devices) == 1 and _device_dtypes(d.devices) == want
+    assert pd.api.types.is_string_dtype(d.streams["device"])
+    assert {c: str(d.streams[c].dtype) for c in ("stream", "busy_us", "busy_fraction", "kernel_us", "kernels")} == {
+        "stream": "int64", "busy_us": "float64", "busy_fraction": "float64", "kernel_us": "float64", "kernels": "int64"}
