@@ -317,3 +317,17 @@ def test_device_stats_tables_dtypes_with_and_without_devices(tmp_path):
     assert pd.api.types.is_string_dtype(d.streams["device"])
     assert {c: str(d.streams[c].dtype) for c in ("stream", "busy_us", "busy_fraction", "kernel_us", "kernels")} == {
         "stream": "int64", "busy_us": "float64", "busy_fraction": "float64", "kernel_us": "float64", "kernels": "int64"}
+
+
+def test_code_family_of_a_stdlib_file_reads_backslashes_as_separators():
+    """As for cells and packages, a backslash separates a stdlib path's parts (Windows' paths, which
+    os.path.normcase writes with backslashes there): the module is the first part under the stdlib."""
+    import os
+    import sysconfig
+
+    from nbprof.analysis.flame import code_family
+
+    stdlib = os.path.abspath(sysconfig.get_paths()["stdlib"])
+    assert code_family(os.path.join(stdlib, "json", "decoder.py")) == ("stdlib", "json")
+    assert code_family(stdlib + os.sep + "json\\decoder.py") == ("stdlib", "json")
+    assert code_family(os.path.join(stdlib, "random.py")) == ("stdlib", "random")
