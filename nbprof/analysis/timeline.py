@@ -592,9 +592,8 @@ def stack_timelines(parts: list[TimelineData], labels: list, shifts_us: list[flo
     rects, lanes, rows = [], [], []
     row_base, lane_base = 0, 0
     first_rows = np.zeros(len(parts), dtype=np.int64)
-    lane_first = np.zeros(len(parts), dtype=np.int64)
     for k, (part, label, shift) in enumerate(zip(parts, labels, shifts_us)):
-        first_rows[k], lane_first[k] = row_base, lane_base
+        first_rows[k] = row_base
         r = part.rects.copy()
         r["row"] = r["row"].to_numpy() + row_base
         r["lane"] = r["lane"].to_numpy() + lane_base

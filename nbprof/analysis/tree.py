@@ -195,8 +195,8 @@ def _sibling_overlap(parent: np.ndarray, s: np.ndarray, e: np.ndarray, n: int) -
     order = np.lexsort((s, parent))
     p, s, e = parent[order], s[order], e[order]
     furthest = pd.Series(e).groupby(p, sort=False).cummax().to_numpy()
-    before = np.empty_like(furthest)
-    before[1:] = furthest[:-1]
+    # the furthest end before each child (no uninitialized slot: the first row is set right away)
+    before = np.r_[s[:1], furthest[:-1]]
     first = np.r_[True, p[1:] != p[:-1]]
     before[first] = s[first]  # a parent's first child overlaps nothing before it
     # only a child that outlasts those before it overlaps them partially; one that ends with them
