@@ -76,13 +76,13 @@ def main() -> int:
     args = ap.parse_args()
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1",
            "PYTHONPATH": os.pathsep.join(filter(None, [str(MUTANTS), os.environ.get("PYTHONPATH")]))}
-    everything = all_mutants()
-    if not everything and not args.report:
-        # mutmut generates every mutant and maps the tests before it looks for the names it was
-        # given: a name that matches none does only that (and says it matched none)
+    if not args.report:
+        # mutmut generates every mutant (again for the files changed since: their functions'
+        # mutants renumbered) and maps the tests before it looks for the names it was given: a name
+        # that matches none does only that. So the sample is drawn from the code as it is now.
         subprocess.run([sys.executable, "-m", "mutmut", "run", "none.generate-only"], cwd=ROOT, env=env,
                        check=False, stdout=subprocess.DEVNULL)
-        everything = all_mutants()
+    everything = all_mutants()
     if not everything:
         print("no mutants: mutmut generated none (run `python -m mutmut run none.x` to see why)", file=sys.stderr)
         return 2
