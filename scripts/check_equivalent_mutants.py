@@ -11,6 +11,9 @@ own generator, nothing run), and compares the two edits:
   (``--fix`` rewrites the name);
 - the edit is gone (or ambiguous): stale, to look at by hand (the exit status is 1).
 
+A name numbered on another version of its file than the commit that wrote its line (mapped ahead
+to code on another branch, say) says so after it: ``name  # at <commit>``.
+
     python scripts/check_equivalent_mutants.py          # report
     python scripts/check_equivalent_mutants.py --fix    # and rename the renumbered ones
 """
@@ -33,9 +36,11 @@ _DEF = re.compile(r"^(\s*)def (x\S*?__mutmut_(?:orig|\d+))\(")
 
 
 def _module_file(name: str) -> tuple[str, str]:
-    """'nbprof.analysis.tree.x_build_tree__mutmut_3' -> ('nbprof/analysis/tree.py', 'x_build_tree__mutmut_3')."""
+    """'nbprof.analysis.tree.x_build_tree__mutmut_3' -> ('nbprof/analysis/tree.py', 'x_build_tree__mutmut_3');
+    a package's mutants are in its __init__.py."""
     module, _, local = name.partition(".x")
-    return module.replace(".", "/") + ".py", "x" + local
+    path = module.replace(".", "/")
+    return (path + "/__init__.py" if (ROOT / path).is_dir() else path + ".py"), "x" + local
 
 
 @functools.lru_cache(maxsize=None)
@@ -78,19 +83,21 @@ def main() -> int:
     args = ap.parse_args()
     text = LIST.read_text().splitlines()
     blame = _blame()
-    renamed: dict[str, str] = {}
+    renamed: dict[int, tuple[str, str]] = {}  # line number -> (listed name, its name now)
     stale = 0
     for number, line in enumerate(text, start=1):
-        name = line.strip()
-        if not name or name.startswith("#"):
+        name, _, comment = line.partition("#")
+        name = name.strip()
+        if not name:
             continue
+        at = re.match(r"\s*at\s+([0-9a-f]{7,40})\b", comment)
         path, local = _module_file(name)
         if not (ROOT / path).exists():
             print(f"stale: {name}: {path} is gone")
             stale += 1
             continue
         try:
-            then = _edits(path, blame.get(number, ""))
+            then = _edits(path, at.group(1) if at else blame.get(number, ""))
         except subprocess.CalledProcessError:
             then = {}
         now = _edits(path, "")
@@ -104,14 +111,15 @@ def main() -> int:
         if len(same) == 1:
             new = name[: len(name) - len(local)] + same[0]
             print(f"renumbered: {name} -> {same[0].rsplit('__mutmut_', 1)[1]} ({' | '.join(then[local])[:120]})")
-            renamed[name] = new
+            renamed[number] = (name, new)
         else:
             print(f"stale: {name}: its edit ({' | '.join(then[local])[:120]}) is "
                   + ("gone" if not same else f"at {len(same)} mutants"))
             stale += 1
     if args.fix and renamed:
-        LIST.write_text("\n".join(renamed.get(line.strip(), line) for line in text) + "\n")
-    listed = sum(1 for line in text if line.strip() and not line.startswith("#"))
+        LIST.write_text("\n".join(line.replace(*renamed[i], 1) if i in renamed else line
+                                  for i, line in enumerate(text, start=1)) + "\n")
+    listed = sum(1 for line in text if line.partition("#")[0].strip())
     print(f"{listed} listed: {len(renamed)} renumbered{' (fixed)' if args.fix and renamed else ''}, {stale} stale")
     return 1 if stale or (renamed and not args.fix) else 0
 
