@@ -93,6 +93,17 @@ class Trace:
         return nbprof.load_trace(self.write(Path(tmp_path) / name))
 
 
+def ops_to_merge() -> Trace:
+    """Three short ops on one thread (a, b, a again: two of them one name, 1 µs apart) and one
+    long op on another: what the timeline's merging of small rectangles is tested on."""
+    t = Trace()
+    t.op("aten::a", 0, 1)
+    t.op("aten::b", 2, 1)
+    t.op("aten::a", 4, 2)
+    t.op("aten::z", 0, 100, tid=2000)
+    return t
+
+
 def training_loop(
     steps: int = 4,
     *,

@@ -312,12 +312,6 @@ def _tables(profile) -> dict[str, object]:
     return out
 
 
-def _kind(dtype) -> str:
-    """A dtype as users meet it: pandas 2 keeps strings as object, pandas 3 as "str"; a table of
-    no rows must give what a table of rows gives in the same pandas."""
-    return str(dtype)
-
-
 def test_a_tables_column_dtypes_do_not_depend_on_the_trace(synthetic_traces, tmp_path):
     """The same column has the same dtype in a trace that has rows for its table and in one that
     has none (a CPU-only trace's kernels, a trace without memory events' allocations, ...): code
@@ -327,18 +321,13 @@ def test_a_tables_column_dtypes_do_not_depend_on_the_trace(synthetic_traces, tmp
     one_op.op("aten::empty", 0, 1)
     paths = ([*RECORDED, *synthetic_traces.values(), one_op.write(tmp_path / "one_op.json")]
              + sorted((DATA / "wild").glob("TestProfiler.*.json")))
+    folders = [DATA / "ddp_gloo", collectives_folder(tmp_path / "ranks")]  # merged ranks: a rank column
     seen: dict[tuple[str, str], dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
-    for path in paths:
-        for table, frame in _tables(nbprof.load_trace(path)).items():
+    for path in paths + folders:
+        for table, frame in _tables(nbprof.load_trace(path, progress=False)).items():
             for column in frame.columns:
-                seen[(table, column)][_kind(frame[column].dtype)].add(
+                seen[(table, column)][str(frame[column].dtype)].add(
                     f"{path.name} ({'rows' if len(frame) else 'empty'})")
-    for folder in (DATA / "ddp_gloo", collectives_folder(tmp_path / "ranks")):  # merged ranks: a rank column
-        cluster = nbprof.load_trace(folder, progress=False)
-        for table, frame in _tables(cluster).items():
-            for column in frame.columns:
-                seen[(table, column)][_kind(frame[column].dtype)].add(
-                    f"{folder.name} ({'rows' if len(frame) else 'empty'})")
     differ = {key: {d: sorted(where)[:2] for d, where in kinds.items()}
               for key, kinds in seen.items() if len(kinds) > 1}
     assert not differ, "\n".join(f"{k}: {v}" for k, v in sorted(differ.items()))
@@ -361,6 +350,6 @@ def test_a_python_profiles_column_dtypes_do_not_depend_on_the_profile():
             tables |= {"callers": profile.callers(fn), "callees": profile.callees(fn)}
         for table, frame in tables.items():
             for column in frame.columns:
-                seen[(table, column)][_kind(frame[column].dtype)].add(f"{label} ({len(frame)})")
+                seen[(table, column)][str(frame[column].dtype)].add(f"{label} ({len(frame)})")
     differ = {key: dict(kinds) for key, kinds in seen.items() if len(kinds) > 1}
     assert not differ, "\n".join(f"{k}: {v}" for k, v in sorted(differ.items()))

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from .synthetic import Trace
+from .synthetic import Trace, ops_to_merge
 
 # what a column of Python strings gets in this pandas (2: "object", 3: "str"), with rows or without
 TXT = str(pd.Series(["a"]).dtype)
@@ -1810,12 +1810,7 @@ def test_timeline_lanes_name_autograd_threads_and_processes(tmp_path):
 def test_remerge_by_hand(tmp_path):
     from nbprof.analysis.timeline import remerge, timeline_rects
 
-    t = Trace()
-    t.op("aten::a", 0, 1)
-    t.op("aten::b", 2, 1)
-    t.op("aten::a", 4, 2)
-    t.op("aten::z", 0, 100, tid=2000)
-    p = t.load(tmp_path)
+    p = ops_to_merge().load(tmp_path)
     data = timeline_rects(p.events, p.meta, merge=False)
     out = remerge(data, 1)  # one pixel of 100 µs
     assert out.rects[["row", "lane", "level", "x0_us", "x1_us", "busy_us", "count", "name", "family", "event",

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from .synthetic import Trace
+from .synthetic import Trace, ops_to_merge
 
 I64 = np.int64
 F64 = np.float64
@@ -202,12 +202,7 @@ def test_remerge_keeps_a_lone_rectangles_extra_columns_and_an_earlier_merge(tmp_
 
     from nbprof.analysis.timeline import remerge, timeline_rects
 
-    t = Trace()
-    t.op("aten::a", 0, 1)
-    t.op("aten::b", 2, 1)
-    t.op("aten::a", 4, 2)
-    t.op("aten::z", 0, 100, tid=2000)
-    p = t.load(tmp_path)
+    p = ops_to_merge().load(tmp_path)
     data = timeline_rects(p.events, p.meta, merge=False)
     links = pd.DataFrame({"group": [0], "row": [0], "x_us": [1.0], "last": [True], "text": ["x"]})
     r = data.rects.assign(hover=["a0", "b", "a1", "z"], weight=[1.0, 2.0, 3.0, 2.5], color=["#1", "#2", "#3", "#4"])
