@@ -101,3 +101,41 @@ def test_a_kernels_launcher_and_configuration_are_its_most_frequent_the_first_se
     assert kernels["block"].tolist() == ["[128, 1, 1]"] * len(plan)
     assert kernels["launch_configs"].tolist() == [2 if b else 1 for a, b in plan]
     assert kernels["count"].tolist() == [a + b for a, b in plan]
+
+
+def test_two_top_level_ops_that_partially_overlap_load_with_their_own_self_times(tmp_path):
+    """Whole-µs clocks write ``ts 100 dur 52`` then ``ts 150 dur 40`` on one thread (the first ends
+    2 µs into the second). Neither has children, so each self time is its own duration, and a
+    folder holding such a rank loads too (b854553 raised IndexError in _sibling_overlap here)."""
+    t = Trace()
+    t.op("aten::linear", 100, 52)
+    t.op("aten::relu", 150, 40)
+    p = t.load(tmp_path)
+    ops = p.events.set_index("name")
+    assert ops.loc["aten::linear", "self_cpu_us"] == 52.0 and ops.loc["aten::relu", "self_cpu_us"] == 40.0
+    assert (p.events["self_cpu_us"] >= 0).all()
+    ka = p.key_averages().set_index("name")
+    assert ka.loc["aten::linear", "cpu_total_us"] == 52.0 and ka.loc["aten::relu", "self_cpu_us"] == 40.0
+
+    import nbprof
+    folder = tmp_path / "ranks"
+    folder.mkdir()
+    for rank in (0, 1):
+        r = Trace(rank=rank)
+        r.op("aten::linear", 100, 52)
+        r.op("aten::relu", 150, 40)
+        r.write(folder / f"rank{rank}.json")
+    merged = nbprof.load_trace(folder)
+    assert merged.key_averages().set_index("name").loc["aten::relu", "count"] == 2
+
+
+def test_partial_overlaps_under_a_parent_give_back_their_overlap_once(tmp_path):
+    """A parent [0, 100] over children [10, 62] and [60, 90] (2 µs shared): the children cover
+    80 µs of it, so its self time is 20 µs, and theirs are their own 52 and 30."""
+    t = Trace()
+    t.op("aten::parent", 0, 100)
+    t.op("aten::first", 10, 52)
+    t.op("aten::second", 60, 30)
+    ev = t.load(tmp_path).events.set_index("name")
+    assert ev.loc["aten::parent", "self_cpu_us"] == pytest.approx(20.0)
+    assert ev.loc["aten::first", "self_cpu_us"] == 52.0 and ev.loc["aten::second", "self_cpu_us"] == 30.0

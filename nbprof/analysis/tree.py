@@ -195,10 +195,12 @@ def _sibling_overlap(parent: np.ndarray, s: np.ndarray, e: np.ndarray, n: int) -
     order = np.lexsort((s, parent))
     p, s, e = parent[order], s[order], e[order]
     furthest = pd.Series(e).groupby(p, sort=False).cummax().to_numpy()
-    # the furthest end before each child (no uninitialized slot: the first row is set right away)
-    before = np.r_[s[:1], furthest[:-1]]
-    first = np.r_[True, p[1:] != p[:-1]]
-    before[first] = s[first]  # a parent's first child overlaps nothing before it
+    # the furthest end before each child; a parent's first child overlaps nothing before it.
+    # Built whole from the children themselves, so an empty set of children gives empty arrays
+    # (np.r_[True, ...] would have one row for none: the IndexError of b854553)
+    first = np.ones(len(p), dtype=bool)
+    first[1:] = p[1:] != p[:-1]
+    before = np.where(first, s, np.roll(furthest, 1))
     # only a child that outlasts those before it overlaps them partially; one that ends with them
     # is a tie ``_split_ties`` made siblings (back-to-back calls on a whole-µs clock: each its own time)
     overlap = np.where(e > before, np.clip(before - s, 0, None), 0)
