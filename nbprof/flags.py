@@ -7,7 +7,8 @@ form or a check cannot differ between a cell and a script. A profiler's flags ar
 magic and its subcommand (``-s``/``--sort``, ``-l``/``--limit`` included); ``-q`` is everywhere;
 only what has no meaning on the other side is one front end's own: ``-o NAME`` (a variable) in the
 magics, ``--html``, ``--no-html`` and ``-m`` on the command line. ``markdown_table()`` is the one
-table of them that README.md shows (``python -m nbprof.flags`` prints it; a test keeps the two equal).
+table of them that the docs show (docs/reference/flags.md; ``python -m nbprof.flags`` prints it, a
+test keeps the two equal).
 
 Errors are ``OptionError`` with a one-line message that names the flag and what it accepts; the
 magics prefix it with ``%%torchprof:`` and raise it as a ``UsageError``, the command line prints
@@ -175,7 +176,7 @@ def _spelled(flag: Flag) -> str:
 
 def markdown_table() -> str:
     """Every flag, one row each (a switch and its ``--no-`` form share one; a flag that is the
-    same for both profilers too): README.md's table, built from the declarations above."""
+    same for both profilers too): the docs' table (docs/reference/flags.md), built from the declarations above."""
     rows: list[list[str]] = []  # [flags, where, meaning]
     index: dict[tuple[str, str], int] = {}
 
@@ -434,5 +435,5 @@ def _turn_on_what_the_view_needs(options: TorchOptions, args: argparse.Namespace
     return replace(options, notes=tuple(notes))
 
 
-if __name__ == "__main__":  # python -m nbprof.flags: the table README.md shows
+if __name__ == "__main__":  # python -m nbprof.flags: the table docs/reference/flags.md shows
     print(markdown_table())

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # One command: set up .venv and run the tests.
-#   scripts/test.sh               the fast tier, while working (about a minute): every test not
+#   scripts/test.sh               the fast tier, while working (times: docs/testing.md): every test not
 #                                 marked slow, browser or notebook
-#   scripts/test.sh --all         everything (CI): also each tutorial notebook run once, in JupyterLab
-#                                 in headless Chromium, Binder's environment, the other Pythons, then
-#                                 the live-torch tests on the oldest and newest supported torch
+#   scripts/test.sh --all         everything (CI): the docs site built (warnings as errors, the
+#                                 tutorials executed), then every test: also each tutorial notebook run
+#                                 once, in JupyterLab in headless Chromium, Binder's environment, the
+#                                 other Pythons, the built site offline in Chromium; then the live-torch
+#                                 tests on the oldest and newest supported torch
 #   scripts/test.sh -k timeline   extra arguments go to pytest (a -m of yours replaces the tier's)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -24,6 +26,9 @@ if ! command -v chromium >/dev/null 2>&1 && [ ! -x /usr/bin/chromium ]; then
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
   $SUDO apt-get update -qq && $SUDO apt-get install -y -qq chromium >/dev/null
 fi
+# the docs site first (tests/test_docs.py opens this build in a browser instead of building again):
+# warnings are errors; the tutorials run once, then come from docs/_build/.jupyter_cache
+.venv/bin/python -m sphinx -W --keep-going -b html docs docs/_build/html
 .venv/bin/python -m pytest tests ${args[@]+"${args[@]}"}
 # the compat step: the live-torch tests on PyPI's builds of the oldest supported torch and the
 # newest (venvs cached in ~/.cache/nbprof-torch, built when missing: ~6 min cold, ~1.5 min warm)

@@ -108,7 +108,7 @@ def test_import_is_light():
 
 
 # The result objects' public members (instance attributes: meta, profiler). Adding one is fine and
-# deliberate: add it here and to the README's "Results are data".
+# deliberate: add it here and to "Results are data" (docs/reference/results.md).
 RESULT_MEMBERS = {
     "TorchProfile": ["alive_at", "allocations", "collected", "collectives", "compilation", "device_stats", "events",
                      "findings",

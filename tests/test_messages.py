@@ -1,6 +1,6 @@
 """Every message true in the situation that prints it: empty states, notes, headlines; and the
 flags: the same names and meanings in the magics and on the command line, one table of them in
-README.md, output folders made.
+docs/reference/flags.md, output folders made.
 """
 
 from __future__ import annotations
@@ -205,8 +205,11 @@ def _command_line_options(sub: str) -> set[str]:
             if s not in ("-h", "--help") and a.help != "==SUPPRESS=="}
 
 
-def _readme_table() -> list[tuple[set[str], str]]:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+FLAGS_PAGE = ROOT / "docs" / "reference" / "flags.md"  # the docs' reference; the site regenerates it at build
+
+
+def _docs_table() -> list[tuple[set[str], str]]:
+    text = FLAGS_PAGE.read_text(encoding="utf-8")
     block = text.split("<!-- flags: begin -->", 1)[1].split("<!-- flags: end -->", 1)[0]
     rows = []
     for line in block.splitlines():
@@ -216,20 +219,24 @@ def _readme_table() -> list[tuple[set[str], str]]:
     return rows
 
 
-def test_readme_has_the_generated_table():
-    from nbprof.flags import markdown_table
+def test_the_docs_have_the_generated_table():
+    """docs/reference/flags.md holds what `python -m nbprof.flags` prints (the command itself, run)."""
+    import subprocess
+    import sys
 
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = FLAGS_PAGE.read_text(encoding="utf-8")
     block = text.split("<!-- flags: begin -->", 1)[1].split("<!-- flags: end -->", 1)[0]
-    assert block.strip() == markdown_table().strip(), (
-        "README.md's flag table is not nbprof.flags': replace what is between its flags markers with the "
-        "output of `python -m nbprof.flags`")
+    printed = subprocess.run([sys.executable, "-m", "nbprof.flags"], capture_output=True, text=True, check=True,
+                             cwd=ROOT).stdout
+    assert block.strip() == printed.strip(), (
+        "docs/reference/flags.md's flag table is not nbprof.flags': replace what is between its flags markers "
+        "with the output of `python -m nbprof.flags`")
 
 
 def test_the_table_lists_what_each_front_end_accepts():
-    """Read from the README and from the real parsers: the same flags in the magics and on the
+    """Read from the docs' table and from the real parsers: the same flags in the magics and on the
     command line for a profiler, and each documented where it works."""
-    rows = _readme_table()
+    rows = _docs_table()
     where: dict[str, set[str]] = {}
     for names, place in rows:
         for name in names:

@@ -40,11 +40,12 @@ def test_readme_installs_it_the_way_it_can_be_installed():
         assert not re.search(r"pip install [\"']?nbprof\[[^\]]*\](?!\s*@)", path.read_text(encoding="utf-8")), path
 
 
-def test_the_readme_example_output_uses_nbprofs_units():
-    """The example report's memory columns read as nbprof prints bytes (format.fmt_bytes)."""
+def test_the_docs_example_output_uses_nbprofs_units():
+    """The example report's memory columns (docs/getting-started.md, once README's) read as nbprof
+    prints bytes (format.fmt_bytes)."""
     from nbprof.format import fmt_bytes
 
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = (ROOT / "docs" / "getting-started.md").read_text(encoding="utf-8")
     block = text.split("torch profile: 1,679 events", 1)[1].split("rows (--limit 0 shows all)", 1)[0]
     sizes = re.findall(r"(-?\d+(?:\.\d+)?) ([KMGT]i?B|B)\b", block)
     assert len(sizes) >= 16
