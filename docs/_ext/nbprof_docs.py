@@ -72,7 +72,8 @@ def api_entries() -> str:
     for name in nbprof.__all__:
         obj = getattr(nbprof, name)
         if inspect.ismodule(obj):
-            out.append(f".. automodule:: nbprof.{name}\n   :members:")
+            # automodule makes its module the current one: the entries after it are nbprof's again
+            out.append(f".. automodule:: nbprof.{name}\n   :members:\n\n.. py:currentmodule:: nbprof")
         elif inspect.isclass(obj) and issubclass(obj, BaseException):
             out.append(f".. autoexception:: nbprof.{name}\n   :show-inheritance:")
         elif inspect.isclass(obj):
@@ -80,7 +81,7 @@ def api_entries() -> str:
         elif callable(obj):
             out.append(f".. autofunction:: nbprof.{name}")
         else:
-            out.append(f".. py:data:: nbprof.{name}\n   :value: {obj!r}\n\n   The installed version of nbprof.")
+            out.append(f".. py:data:: {name}\n   :module: nbprof\n   :value: {obj!r}\n\n   The installed version of nbprof.")
     return "```{eval-rst}\n" + "\n\n".join(out) + "\n```"
 
 
