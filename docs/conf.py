@@ -43,6 +43,7 @@ myst_heading_anchors = 3
 
 # Tutorials: run at build time, cached, a failing cell fails the build
 nb_execution_mode = "cache"
+nb_execution_cache_path = str(DOCS / "_build" / ".jupyter_cache")  # the same cache whatever the output folder
 nb_execution_raise_on_error = True
 nb_execution_timeout = 900  # a cell: notebook 7 compiles a model on two CPU cores
 nb_execution_in_temp = True  # the files a notebook writes (traces/) stay out of the checkout

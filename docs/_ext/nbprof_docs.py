@@ -104,11 +104,10 @@ def events_columns() -> str:
     def cell(text: str) -> str:
         return str(text).replace("|", "\\|").replace("\n", " ")
 
-    rows = ["| column | dtype | where it does not apply | read from | meaning |", "|---|---|---|---|---|"]
+    rows = ["| column | dtype | meaning | on events of kind | elsewhere | read from |", "|---|---|---|---|---|---|"]
     for c in COLUMNS:
-        where = "all" if c.kinds == KINDS else ", ".join(c.kinds)
-        rows.append(f"| `{c.name}` | `{c.dtype}` | `{c.default!r}` (events other than: {where}) | "
-                    f"`{cell(c.source)}` | {cell(c.doc)} |")
+        kinds, elsewhere = ("all", "") if c.kinds == KINDS else (", ".join(c.kinds), f"`{c.default!r}`")
+        rows.append(f"| `{c.name}` | `{c.dtype}` | {cell(c.doc)} | {kinds} | {elsewhere} | `{cell(c.source)}` |")
     events = load_trace(ROOT / "nbprof" / "data" / "cnn_train_cuda.trace.json.gz", progress=False).events
     declared = {c.name for c in COLUMNS}
     added = [c for c in events.columns if c not in declared]
