@@ -3,6 +3,7 @@
     nbprof torch [options] script.py [args ...]          (or python -m nbprof ...)
     nbprof torch [options] -m package.module [args ...]
     nbprof cprofile [options] script.py [args ...]
+    nbprof view [--html OUT] PATH                        a .prof file, a chrome trace or a folder of them
 
 The script runs as ``__main__`` with ``sys.argv = [script, args ...]`` and its folder first on
 ``sys.path``, as ``python script.py`` would run it. Then nbprof prints the report's text table and
@@ -11,6 +12,11 @@ writes the standalone HTML report (``--html PATH``, default ``<script>.nbprof.ht
 command, installed with the package. The exit code is the script's: ``sys.exit(n)`` gives n, an exception
 prints its traceback and gives 1 (the report of what ran until then is still written), Ctrl-C
 gives 130. ``nbprof.step()`` and ``nbprof.cuda_collection()`` work inside the script as in a cell.
+
+``nbprof view PATH`` runs nothing: it reads a profile written before (a ``.prof`` file of
+``python -m cProfile -o``, a chrome trace ``.json``/``.json.gz``, or a folder of traces, one per
+rank), prints its text table and writes its standalone HTML report (``--html OUT``, default PATH
+without its suffix + ``.nbprof.html``), as ``load_prof`` / ``load_trace`` and ``to_html`` would.
 """
 
 from __future__ import annotations
@@ -51,134 +57,112 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=f"Examples: {PROG} torch --memory train.py --epochs 1; "
                f"{PROG} cprofile -s cumtime prep.py data.csv",
     )
-    sub = parser.add_subparsers(dest="profiler", metavar="{torch,cprofile}")
+    sub = parser.add_subparsers(dest="profiler", metavar="{torch,cprofile,view}")
     sub.required = True
     helps = {"torch": "Profile with torch.profiler (CPU, and CUDA when available).",
              "cprofile": "Profile with cProfile."}
     for name, text in helps.items():
         p = sub.add_parser(name, help=text, usage=f"{PROG} {name} [options] (script.py | -m module) [args ...]")
         flags.add_flags(p, _flags(name))
+    view_parser(sub.add_parser)
     return parser
 
 
-# flags followed by a value, in either subcommand (the value is not the script)
-_VALUED = flags.valued_names(_flags("torch")) | flags.valued_names(_flags("cprofile"))
+VIEW_HELP = ("The report of a profile written before: a .prof file (python -m cProfile -o, %%cprofile --dump), "
+             "a chrome trace (.json, .json.gz) or a folder of traces (one per rank).")
 
 
-def _split(argv: list[str]) -> tuple[list[str], str | None, str | None, list[str]]:
-    """``[profiler, options..., script, args...]`` -> (nbprof's part, script, module, script args).
-
-    nbprof's options end at the first word that is not an option (the script) or at ``-m NAME``;
-    everything after belongs to the script, dashes included."""
-    out: list[str] = []
-    i = 0
-    while i < len(argv):
-        tok = argv[i]
-        if i == 0 and not tok.startswith("-"):  # the subcommand
-            out.append(tok)
-        elif tok == "-m":
-            if i + 1 >= len(argv):
-                out.append(tok)  # argparse reports the missing name
-                return out, None, None, []
-            return out, None, argv[i + 1], argv[i + 2:]
-        elif tok == "--":
-            if i + 1 < len(argv):
-                return out, argv[i + 1], None, argv[i + 2:]
-            return out, None, None, []
-        elif tok.startswith("-"):
-            out.append(tok)
-            if tok in _VALUED and i + 1 < len(argv):
-                out.append(argv[i + 1])
-                i += 1
-        else:
-            return out, tok, None, argv[i + 1:]
-        i += 1
-    return out, None, None, []
+def view_parser(add: Any) -> argparse.ArgumentParser:
+    """``nbprof view``'s parser, a subcommand of the main one (``add``: its ``add_parser``)."""
+    p = add("view", help=VIEW_HELP, description=VIEW_HELP + " Prints its text table and writes its HTML report.",
+            usage=f"{PROG} view [-q] [--html OUT | --no-html] PATH")
+    p.add_argument("path", metavar="PATH", help="a .prof file, a trace file or a folder of trace files")
+    flags.add_flags(p, flags.VIEW_FLAGS)
+    return p  # type: ignore[no-any-return]
 
 
-# ------------------------------------------------------------------------------------ running
+# ------------------------------------------------------------------------------------- view
+
+_TRACE_SUFFIXES = (".json", ".json.gz")
 
 
-def _load_target(script: str | None, module: str | None) -> tuple[types.CodeType, dict[str, Any], str]:
-    """The code to run as ``__main__``, its globals and its ``sys.argv[0]`` (as ``python script.py``
-    and ``python -m module`` would set them)."""
-    import importlib.util
+def _kind_of(path: str) -> str:
+    """"prof", "trace" or "folder" for what ``nbprof view`` reads; an OptionError otherwise."""
+    from .loading import is_prof_file
 
-    if script is not None:
-        path = script
-        spec = None
-    else:
-        assert module is not None
-        try:
-            spec = importlib.util.find_spec(module)
-        except (ImportError, ValueError) as e:
-            raise OptionError(f"-m {module}: {e}") from None
-        if spec is not None and spec.submodule_search_locations is not None:  # a package: its __main__
-            spec = importlib.util.find_spec(f"{module}.__main__")
-        if spec is None or not spec.origin or not os.path.isfile(spec.origin):
-            raise OptionError(f"-m {module}: no module by that name (or it has no source file to run)")
-        path = spec.origin
-    with open(path, "rb") as f:
-        source = f.read()
-    code = compile(source, path, "exec", dont_inherit=True)
-    namespace: dict[str, Any] = {"__name__": "__main__", "__file__": path, "__builtins__": builtins,
-                                 "__spec__": spec, "__package__": spec.parent if spec else None,
-                                 "__cached__": None, "__loader__": spec.loader if spec else None}
-    return code, namespace, path
-
-
-def _execute(code: types.CodeType, namespace: dict[str, Any]) -> None:
-    """Run ``code`` as the ``__main__`` module (restored afterwards)."""
-    module = types.ModuleType("__main__")
-    module.__dict__.update(namespace)
-    saved_main = sys.modules.get("__main__")
-    sys.modules["__main__"] = module
+    if not os.path.exists(path):
+        raise OptionError(f"{path}: no such file or folder")
+    if os.path.isdir(path):
+        return "folder"
+    if is_prof_file(path):
+        return "prof"
+    if path.lower().endswith(_TRACE_SUFFIXES):
+        return "trace"
     try:
-        exec(code, module.__dict__)
-    finally:
-        if saved_main is not None:
-            sys.modules["__main__"] = saved_main
+        with open(path, "rb") as f:
+            head = f.read(64)
+    except OSError as e:
+        raise OptionError(f"{path}: cannot be read ({e.strerror or e})") from None
+    if head[:2] == b"\x1f\x8b" or head.lstrip()[:1] in (b"{", b"["):
+        return "trace"
+    raise OptionError(f"{path}: neither a .prof file (cProfile's stats), a chrome trace (.json, .json.gz) "
+                      "nor a folder of traces")
 
 
-def _restore_script_root(session: "CProfileSession", code: types.CodeType) -> None:
-    """cProfile: the script's ``<module>`` frame is called by nbprof (through ``exec``), and
-    nbprof's frames and the calls they make are taken out of the stats; give the script's top
-    frame its own numbers back, without callers (as pstats shows a root)."""
-    full = getattr(session.profiler, "stats", None)  # None when cProfile never started
-    key = (code.co_filename, code.co_firstlineno, code.co_name)
-    if not full or key not in full:
-        return
-    cc, nc, tt, ct, _ = full[key]
-    session.raw[key] = (cc, nc, tt, ct, {})
+def _default_html(path: str) -> str:
+    """``run.prof`` -> ``run.nbprof.html``, ``trace.json.gz`` -> ``trace.nbprof.html``, a folder
+    ``ranks/`` -> ``ranks.nbprof.html`` beside it."""
+    from .collect.cprofile import PROF_SUFFIXES
+
+    base = path.rstrip("/" + os.sep) or path
+    for suffix in _TRACE_SUFFIXES[::-1] + PROF_SUFFIXES:
+        if base.lower().endswith(suffix):
+            base = base[: -len(suffix)]
+            break
+    return base + ".nbprof.html"
 
 
-def _exit_code(error: BaseException | None) -> int:
-    if error is None:
-        return 0
-    if isinstance(error, SystemExit):
-        code = error.code
-        if code is None:
+def view(argv: list[str]) -> int:
+    """``nbprof view PATH``: print the report's text, write its HTML; 2 for a path it cannot read."""
+    args = build_parser().parse_args(["view", *argv])
+    path = args.path
+    try:
+        kind = _kind_of(path)
+        out = None if args.no_html else flags.check_path("--html", args.html or _default_html(path), (".html", ".htm"))
+    except NbprofError as e:
+        print(f"{PROG} view: {e}", file=sys.stderr)
+        return 2
+    from . import loading
+
+    try:
+        result = loading.load_prof(path) if kind == "prof" else loading.load_trace(path)
+    except NbprofError as e:
+        print(f"{PROG} view: {e}", file=sys.stderr)
+        return 2
+    try:
+        if not args.quiet:
+            print(result.report().text())
+            sys.stdout.flush()
+        if out is None:
             return 0
-        if isinstance(code, int):
-            return code
-        print(code, file=sys.stderr)
-        return 1
-    if isinstance(error, KeyboardInterrupt):
-        return 130
-    return 1
-
-
-def _print_traceback(error: BaseException) -> None:
-    """The script's traceback, without nbprof's own frames on top."""
-    tb = error.__traceback__
-    here = os.path.abspath(__file__)
-    while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) == here:
-        tb = tb.tb_next
-    traceback.print_exception(type(error), error, tb, file=sys.stderr)
+        try:
+            flags.make_folder_of(out)
+            result.to_html(out)
+        except (OSError, NbprofError) as e:
+            print(f"{PROG} view: could not write {out}: {e}", file=sys.stderr)
+            return 1
+        print(f"nbprof: report written to {out}", file=sys.stderr)
+        return 0
+    finally:
+        close = getattr(result, "close", None)  # a folder of ranks: its timeline's workers
+        if close is not None:
+            close()
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["view"]:  # reads a file; nothing runs (no script, no profiler flags)
+        return view(argv[1:])
     parser = build_parser()
     ours, script, module, script_args = _split(argv)
     args, unknown = parser.parse_known_args(ours)

@@ -268,15 +268,10 @@ def _as_profile(obj: Any, side: str) -> Any:
         return obj
     if isinstance(obj, (str, os.PathLike)):
         path = os.fspath(obj)
-        if path.endswith((".prof", ".pstats", ".cprof")):
-            import marshal
+        from .loading import is_prof_file, load_prof
 
-            try:
-                with open(path, "rb") as f:
-                    raw = marshal.load(f)
-            except (OSError, EOFError, ValueError, TypeError) as e:
-                raise OptionError(f"{path}: cannot read this .prof file ({e})") from None
-            return PythonProfile(raw, PythonMeta(source=path))
+        if is_prof_file(path):
+            return load_prof(path)
         from .loading import load_trace
 
         return load_trace(path)

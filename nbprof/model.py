@@ -497,8 +497,10 @@ class PythonProfile:
 
         key = (float(min_fraction), int(max_nodes))
         if key not in self._trees:
+            # a file's tree is rooted at the file (its top-level calls: python -m cProfile's exec)
+            root = os.path.basename(self.meta.source) if self.meta.source else "cell"
             self._trees[key] = call_tree(self._stats, self._edges, min_fraction=key[0], max_nodes=key[1],
-                                         code_names=self.meta.code_names)
+                                         root_label=root, code_names=self.meta.code_names)
         return self._trees[key].copy(deep=False)
 
     def flame(self, *, min_fraction: float = 0.005, max_nodes: int = 2000, maxdepth: int = 6,
