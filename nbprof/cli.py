@@ -81,6 +81,122 @@ def view_parser(add: Any) -> argparse.ArgumentParser:
     return p  # type: ignore[no-any-return]
 
 
+# flags followed by a value, in either subcommand (the value is not the script)
+_VALUED = flags.valued_names(_flags("torch")) | flags.valued_names(_flags("cprofile"))
+
+
+def _split(argv: list[str]) -> tuple[list[str], str | None, str | None, list[str]]:
+    """``[profiler, options..., script, args...]`` -> (nbprof's part, script, module, script args).
+
+    nbprof's options end at the first word that is not an option (the script) or at ``-m NAME``;
+    everything after belongs to the script, dashes included."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        tok = argv[i]
+        if i == 0 and not tok.startswith("-"):  # the subcommand
+            out.append(tok)
+        elif tok == "-m":
+            if i + 1 >= len(argv):
+                out.append(tok)  # argparse reports the missing name
+                return out, None, None, []
+            return out, None, argv[i + 1], argv[i + 2:]
+        elif tok == "--":
+            if i + 1 < len(argv):
+                return out, argv[i + 1], None, argv[i + 2:]
+            return out, None, None, []
+        elif tok.startswith("-"):
+            out.append(tok)
+            if tok in _VALUED and i + 1 < len(argv):
+                out.append(argv[i + 1])
+                i += 1
+        else:
+            return out, tok, None, argv[i + 1:]
+        i += 1
+    return out, None, None, []
+
+
+# ------------------------------------------------------------------------------------ running
+
+
+def _load_target(script: str | None, module: str | None) -> tuple[types.CodeType, dict[str, Any], str]:
+    """The code to run as ``__main__``, its globals and its ``sys.argv[0]`` (as ``python script.py``
+    and ``python -m module`` would set them)."""
+    import importlib.util
+
+    if script is not None:
+        path = script
+        spec = None
+    else:
+        assert module is not None
+        try:
+            spec = importlib.util.find_spec(module)
+        except (ImportError, ValueError) as e:
+            raise OptionError(f"-m {module}: {e}") from None
+        if spec is not None and spec.submodule_search_locations is not None:  # a package: its __main__
+            spec = importlib.util.find_spec(f"{module}.__main__")
+        if spec is None or not spec.origin or not os.path.isfile(spec.origin):
+            raise OptionError(f"-m {module}: no module by that name (or it has no source file to run)")
+        path = spec.origin
+    with open(path, "rb") as f:
+        source = f.read()
+    code = compile(source, path, "exec", dont_inherit=True)
+    namespace: dict[str, Any] = {"__name__": "__main__", "__file__": path, "__builtins__": builtins,
+                                 "__spec__": spec, "__package__": spec.parent if spec else None,
+                                 "__cached__": None, "__loader__": spec.loader if spec else None}
+    return code, namespace, path
+
+
+def _execute(code: types.CodeType, namespace: dict[str, Any]) -> None:
+    """Run ``code`` as the ``__main__`` module (restored afterwards)."""
+    module = types.ModuleType("__main__")
+    module.__dict__.update(namespace)
+    saved_main = sys.modules.get("__main__")
+    sys.modules["__main__"] = module
+    try:
+        exec(code, module.__dict__)
+    finally:
+        if saved_main is not None:
+            sys.modules["__main__"] = saved_main
+
+
+def _restore_script_root(session: "CProfileSession", code: types.CodeType) -> None:
+    """cProfile: the script's ``<module>`` frame is called by nbprof (through ``exec``), and
+    nbprof's frames and the calls they make are taken out of the stats; give the script's top
+    frame its own numbers back, without callers (as pstats shows a root)."""
+    full = getattr(session.profiler, "stats", None)  # None when cProfile never started
+    key = (code.co_filename, code.co_firstlineno, code.co_name)
+    if not full or key not in full:
+        return
+    cc, nc, tt, ct, _ = full[key]
+    session.raw[key] = (cc, nc, tt, ct, {})
+
+
+def _exit_code(error: BaseException | None) -> int:
+    if error is None:
+        return 0
+    if isinstance(error, SystemExit):
+        code = error.code
+        if code is None:
+            return 0
+        if isinstance(code, int):
+            return code
+        print(code, file=sys.stderr)
+        return 1
+    if isinstance(error, KeyboardInterrupt):
+        return 130
+    return 1
+
+
+def _print_traceback(error: BaseException) -> None:
+    """The script's traceback, without nbprof's own frames on top."""
+    tb = error.__traceback__
+    here = os.path.abspath(__file__)
+    while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) == here:
+        tb = tb.tb_next
+    traceback.print_exception(type(error), error, tb, file=sys.stderr)
+
+
 # ------------------------------------------------------------------------------------- view
 
 _TRACE_SUFFIXES = (".json", ".json.gz")
