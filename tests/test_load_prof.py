@@ -162,6 +162,25 @@ def test_every_cprofile_view(prof_file):
     assert repr(p).startswith("<PythonProfile ")
 
 
+def test_the_tree_of_one_function(prof_file):
+    """snakeviz draws a function picked in its table with all its calls: ``root=`` does, with
+    pstats' numbers (shared is called from two places; its tree holds both)."""
+    p = nbprof.load_prof(prof_file)
+    ps = pstats.Stats(str(prof_file))
+    ps.calc_callees()
+    [key] = [k for k in ps.stats if k[2] == "shared"]
+    tree = p.call_tree(root="shared", min_fraction=0)
+    top = tree.iloc[1]
+    assert (top["function"], top["value_s"], top["ncalls"]) == ("shared", ps.stats[key][3], ps.stats[key][0])
+    assert tree["parent"].iloc[1] == 0 and (tree["parent"] == 0).sum() == 1
+    kids = tree[tree["parent"] == 1]
+    assert {(r.filename, r.lineno, r.function): r.value_s for r in kids.itertuples()} == \
+        {c: e[3] for c, e in ps.all_callees[key].items()}
+    assert p.flame(root="shared").data[0].labels[1] == "shared"
+    with pytest.raises(nbprof.OptionError, match="is not in this profile"):
+        p.call_tree(root="no_such_function")
+
+
 def test_a_file_has_no_cell(tmp_path):
     """What called python -m cProfile's exec: no function (the cell's words are for %%cprofile)."""
     path = cprofile_run(tmp_path, body="def f():\n    return sum(range(10))\nf()\n")

@@ -103,18 +103,21 @@ def call_tree(
     max_nodes: int = DEFAULT_MAX_NODES,
     root_label: str = "cell",
     code_names: dict[str, str] | None = None,
+    focus: tuple[str, int, str] | None = None,
 ) -> pd.DataFrame:
     """The call tree of a cProfile profile (``stats`` and ``edges`` tables), one row per node.
 
     ``min_fraction``: children worth less than this share of the root are merged into an
     "other" node; ``max_nodes``: the most rows the tree has (at least 2). ``code_names`` maps a
-    notebook cell's file name to "In [n]".
+    notebook cell's file name to "In [n]". ``focus``: a function's ``(file, line, name)``: the
+    tree of that function alone, all its calls (its whole cumtime, from every caller) under the
+    root, as snakeviz draws a function picked in its table.
     """
     if not 0 <= min_fraction < 1:
         raise ValueError(f"min_fraction must be in [0, 1); got {min_fraction!r}")
     max_nodes = max(int(max_nodes), 2)
     g = _Graph(stats, edges)
-    return _Builder(g, min_fraction, max_nodes, root_label, code_names or {}).build()
+    return _Builder(g, min_fraction, max_nodes, root_label, code_names or {}, focus).build()
 
 
 # ------------------------------------------------------------------------------ the graph
@@ -149,6 +152,13 @@ class _Graph:
                 self.callees[i].append((j, float(nc), float(ct)))
                 self.callers[j].append((i, float(nc), float(ct)))
         self.component = _strongly_connected(n, self.callees)
+
+    def only(self, key: tuple[str, int, str]) -> list[tuple[int, float, float]]:
+        """(function, cumtime, primitive calls) of the function ``key``: a tree's one top level."""
+        for f, k in enumerate(zip(self.filename, self.lineno, self.function)):
+            if k == key:
+                return [(f, self.cumtime[f], self.primitive[f])]
+        raise KeyError(key)
 
     def top_level(self) -> list[tuple[int, float, float]]:
         """(function, top-level time, top-level calls) of every function the cell called itself."""
@@ -263,8 +273,9 @@ class _Node:
 
 class _Builder:
     def __init__(self, g: _Graph, min_fraction: float, max_nodes: int, root_label: str,
-                 code_names: dict[str, str]) -> None:
+                 code_names: dict[str, str], focus: tuple[str, int, str] | None = None) -> None:
         self.g = g
+        self.focus = focus
         self.min_fraction = min_fraction
         self.max_nodes = max_nodes
         self.root_label = root_label
@@ -335,7 +346,7 @@ class _Builder:
 
     def build(self) -> pd.DataFrame:
         g = self.g
-        tops = g.top_level()
+        tops = g.top_level() if self.focus is None else g.only(self.focus)
         total = math.fsum(v for _, v, _ in tops)
         self.threshold = self.min_fraction * total
         root = self._new(-1, _ROOT, total, 0.0, float("nan"), "root")
