@@ -261,20 +261,15 @@ class Comparison:
 
 
 def _as_profile(obj: Any, side: str) -> Any:
-    from .meta import PythonMeta
     from .model import PythonProfile, TorchProfile
 
     if isinstance(obj, (TorchProfile, PythonProfile)):
         return obj
     if isinstance(obj, (str, os.PathLike)):
         path = os.fspath(obj)
-        from .loading import is_prof_file, load_prof
+        from .loading import is_prof_file, load_prof, load_trace
 
-        if is_prof_file(path):
-            return load_prof(path)
-        from .loading import load_trace
-
-        return load_trace(path)
+        return load_prof(path) if is_prof_file(path) else load_trace(path)
     import cProfile
     import pstats
 

@@ -67,7 +67,7 @@ def load_prof(path: Any) -> Any:
         raise OptionError("load_prof: no files given")
     raws = [read_prof_file(p) for p in paths]
     raw = raws[0] if len(raws) == 1 else merge_raw(raws)
-    return PythonProfile(raw, PythonMeta(source=", ".join(paths)))
+    return PythonProfile(raw, PythonMeta(source=", ".join(paths), files=paths))
 
 
 def is_prof_file(path: str) -> bool:

@@ -502,7 +502,9 @@ class PythonProfile:
         key = (float(min_fraction), int(max_nodes), focus)
         if key not in self._trees:
             # a file's tree is rooted at the file (its top-level calls: python -m cProfile's exec)
-            label = os.path.basename(self.meta.source) if self.meta.source else "cell"
+            files = self.meta.files
+            label = (f"{len(files)} files" if len(files) > 1 else os.path.basename(self.meta.source)) \
+                if self.meta.source else "cell"
             self._trees[key] = call_tree(self._stats, self._edges, min_fraction=key[0], max_nodes=key[1],
                                          root_label=label, code_names=self.meta.code_names, focus=focus)
         return self._trees[key].copy(deep=False)
