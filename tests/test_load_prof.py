@@ -290,3 +290,34 @@ def test_compare_reads_the_files(prof_file, tmp_path):
 
 def test_a_folder_of_traces_is_not_a_prof(tmp_path):
     assert "load_trace" in one_line_error(DATA / "ddp_gloo")
+
+
+@pytest.mark.browser
+def test_the_page_of_a_file_in_a_browser(prof_file, tmp_path):
+    """The HTML ``nbprof view`` writes, in headless Chromium: the searchable table, the icicle
+    drawn by plotly.js, and its Sunburst button redrawing the same tree as a sunburst."""
+    from . import lab
+
+    if not lab.chromium_available():
+        pytest.skip("Debian's chromium is not installed")
+    path = Path(nbprof.load_prof(prof_file).to_html(tmp_path / "run.html"))
+    errors: list[str] = []
+    with lab.browser() as context:
+        page = context.new_page()
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file://") else r.abort())
+        page.goto(path.as_uri())
+        page.wait_for_selector(".dt-search input", timeout=30_000)  # more functions than a page: a search box
+        page.locator(".nbprof-tabs > label", has_text="Flame").click()
+        page.wait_for_function("() => document.querySelector('#nbprof-flame .main-svg')", timeout=30_000)
+        drawn = page.evaluate("() => { const d = document.getElementById('nbprof-flame').data[0];"
+                              " return [d.type, d.labels.length, d.labels.includes('main')]; }")
+        assert drawn[0] == "icicle" and drawn[1] > 10 and drawn[2]
+        page.locator("#nbprof-flame .updatemenu-button", has_text="Sunburst").click()
+        page.wait_for_function("() => document.querySelectorAll('#nbprof-flame .sunburstlayer path').length > 10",
+                               timeout=30_000)
+        after = page.evaluate("() => { const gd = document.getElementById('nbprof-flame');"
+                              " return [gd.data[0].type, gd.data[0].labels.length, gd._fullLayout.height]; }")
+        assert after == ["sunburst", drawn[1], 620]
+        page.screenshot(path=str(tmp_path / "sunburst.png"))
+    assert not errors
