@@ -29,7 +29,7 @@ import traceback
 import types
 from typing import TYPE_CHECKING, Any
 
-from . import flags
+from . import flags, settings
 from .errors import NbprofError, OptionError
 from .flags import Flag
 
@@ -75,7 +75,7 @@ VIEW_HELP = ("The report of a profile written before: a .prof file (python -m cP
 def view_parser(add: Any) -> argparse.ArgumentParser:
     """``nbprof view``'s parser, a subcommand of the main one (``add``: its ``add_parser``)."""
     p = add("view", help=VIEW_HELP, description=VIEW_HELP + " Prints its text table and writes its HTML report.",
-            usage=f"{PROG} view [-q] [--html OUT | --no-html] PATH")
+            usage=f"{PROG} view [-s KEY] [-l N] [-q] [--html OUT | --no-html] PATH")
     p.add_argument("path", metavar="PATH", help="a .prof file, a trace file or a folder of trace files")
     flags.add_flags(p, flags.VIEW_FLAGS)
     return p  # type: ignore[no-any-return]
@@ -244,6 +244,9 @@ def view(argv: list[str]) -> int:
     path = args.path
     try:
         kind = _kind_of(path)
+        resolve = settings.resolve_python_sort if kind == "prof" else settings.resolve_torch_sort
+        sort = resolve(args.sort) if args.sort else None
+        limit = flags.check_limit(args.limit)
         out = None if args.no_html else flags.check_path("--html", args.html or _default_html(path), (".html", ".htm"))
     except NbprofError as e:
         print(f"{PROG} view: {e}", file=sys.stderr)
@@ -255,6 +258,10 @@ def view(argv: list[str]) -> int:
     except NbprofError as e:
         print(f"{PROG} view: {e}", file=sys.stderr)
         return 2
+    if sort is not None:  # the table's order and rows, in the text and in the HTML report alike
+        result.meta.sort = sort
+    if limit is not None:
+        result.meta.limit = limit
     try:
         if not args.quiet:
             print(result.report().text())

@@ -150,8 +150,12 @@ COMMAND_LINE_FLAGS: tuple[Flag, ...] = (
 )
 
 
-# ``nbprof view PATH``: the report of a file already written (nothing runs, so no profiler flags)
+# ``nbprof view PATH``: the report of a file already written (nothing runs: the table's order and rows, the files)
 VIEW_FLAGS: tuple[Flag, ...] = (
+    Flag(("-s", "--sort"), metavar="KEY",
+         help="Sort the table by this key: pstats' for a .prof file (tottime, cumtime, ncalls, ...), torch's for "
+              "a trace (self_cpu_us, cpu_total_us, count, ...)."),
+    PYTHON_FLAGS[1],  # -l/--limit N
     QUIET_FLAG,
     replace(COMMAND_LINE_FLAGS[0], help="Write the standalone HTML report here (default: PATH without its "
                                         "suffix, with .nbprof.html); its folder is created."),

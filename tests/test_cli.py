@@ -201,14 +201,23 @@ def test_view_a_prof_file_from_python_m_cprofile(tmp_path):
     assert "report written to run.nbprof.html" in r.stderr
     r = cli("view", "-q", "--html", "out/sub/r.html", "run.prof", cwd=tmp_path)  # nbprof view's flags
     assert r.returncode == 0 and not r.stdout and (tmp_path / "out/sub/r.html").exists()
+    r = cli("view", "-s", "ncalls", "-l", "2", "--no-html", "run.prof", cwd=tmp_path)  # pstats' keys
+    rows = [x.split() for x in r.stdout.splitlines() if x.strip()[:1].isdigit() and " of " not in x]
+    # the generator's 501 resumes, then square's 500 calls (pstats' ncalls)
+    assert r.returncode == 0 and [(x[0], x[-1]) for x in rows] == [("501", "job.py:7(<genexpr>)"),
+                                                                   ("500", "job.py:3(square)")]
+    r = cli("view", "-s", "self_cpu_us", "run.prof", cwd=tmp_path)  # torch's key, for a .prof
+    assert r.returncode == 2 and "unknown sort key 'self_cpu_us'; choose one of: tottime" in r.stderr
 
 
 def test_view_a_trace_and_a_folder_of_ranks(tmp_path):
     from .conftest import DATA, trace_path
 
-    r = cli("view", "--html", str(tmp_path / "t.html"), str(trace_path("two_streams")), cwd=tmp_path)
+    r = cli("view", "-s", "count", "-l", "3", "--html", str(tmp_path / "t.html"), str(trace_path("two_streams")),
+            cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "torch profile" in (tmp_path / "t.html").read_text() and "Self CPU" in r.stdout
+    assert "3 of " in r.stdout and "--limit 0 shows all" in r.stdout
     r = cli("view", "--html", str(tmp_path / "ranks.html"), str(DATA / "ddp_gloo"), cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     html = (tmp_path / "ranks.html").read_text()
