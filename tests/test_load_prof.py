@@ -234,6 +234,21 @@ def test_other_writers_of_the_format(prof_file, tmp_path):
     assert merged.pstats.stats == pstats.Stats(str(tmp_path / "pure.prof"), str(tmp_path / "pure.prof")).stats
 
 
+def test_a_cprofile_cell_dumped_and_loaded_again(shell, tmp_path):
+    """``%%cprofile --dump`` in a real IPython shell, then ``load_prof`` of its file: the cell's
+    table again (pstats' numbers, the result's own)."""
+    from .conftest import run
+
+    target = tmp_path / "cell.prof"
+    result, _ = run(shell, f"%%cprofile -q --dump {target} -o cell_profile\n"
+                           "def f(n):\n    return sum(i * i for i in range(n))\n[f(300) for _ in range(7)];")
+    assert result.success
+    p = nbprof.load_prof(target)
+    oracle = pstats.Stats(str(target)).stats
+    assert p.pstats.stats == oracle == shell.user_ns["cell_profile"].pstats.stats
+    assert row_of(p.stats, next(k for k in oracle if k[2] == "f"))["ncalls"] == 7
+
+
 def one_line_error(path, cls=TraceError):
     with pytest.raises(cls) as info:
         nbprof.load_prof(path)
