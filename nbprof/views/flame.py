@@ -2,10 +2,10 @@
 
 ``flame_figure(tree)`` is the interactive plotly icicle (click a box to zoom into it, click the
 bar on top to zoom out), with buttons that draw the same tree as a sunburst (snakeviz's other
-style: the rings read like the icicle's rows, around the centre); ``flame_svg(tree)`` draws the same icicle as a small inline SVG for
-places without plotly.js (nbconvert, nbviewer, GitHub). Boxes are coloured by where the code
-lives: the notebook's cells stand out (orange) from the user's own files (blue), the standard
-library (teal), builtins (grey) and each installed package (its own hue).
+style: the rings are the icicle's rows, around the centre); ``flame_svg(tree)`` draws the same
+icicle as a small inline SVG for places without plotly.js (nbconvert, nbviewer, GitHub). Boxes
+are coloured by where the code lives: the notebook's cells stand out (orange) from the user's own
+files (blue), the standard library (teal), builtins (grey) and each installed package (its own hue).
 
 The figure renders itself (``views.figure.rendering_figure``): the plotly mimetype for front ends
 that draw it, the SVG as ``text/html`` for the rest. It does not depend on ``plotly.io.renderers``.
@@ -199,7 +199,7 @@ def flame_figure(tree: pd.DataFrame, *, maxdepth: int = 6, height: int | None = 
 
 
 def _style_toggle(height: int) -> dict[str, Any]:
-    """Buttons over the figure that draw the same tree as an icicle or as a sunburst (snakeviz's
+    """Buttons under the figure that draw the same tree as an icicle or as a sunburst (snakeviz's
     two styles): plotly restyles the one trace's type; the sunburst, a disc, gets a taller figure."""
     def button(label: str, kind: str, h: int) -> dict[str, Any]:
         return dict(label=label, method="update", args=[{"type": kind}, {"height": h}])
