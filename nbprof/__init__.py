@@ -7,6 +7,7 @@
 Public API (everything else is internal):
 
     nbprof.load_trace(path)            chrome trace file(s) -> TorchProfile
+    nbprof.load_prof(path)             a .prof file (python -m cProfile -o) -> PythonProfile
     nbprof.from_profiler(prof)         a finished torch.profiler.profile -> TorchProfile
     nbprof.trace_handler(dir_name)     on_trace_ready= for a scheduled profiler: a report per cycle
     nbprof.compare(a, b)               two profiles -> Comparison
@@ -34,6 +35,7 @@ __all__ = [
     "load_ipython_extension",
     "unload_ipython_extension",
     "load_trace",
+    "load_prof",
     "from_profiler",
     "trace_handler",
     "compare",
@@ -87,6 +89,17 @@ def load_trace(path: Any, *, workers: int | None = None, client: Any = None,
     from .loading import load_trace as _load
 
     return _load(path, workers=workers, client=client, progress=progress, max_bytes=max_bytes)
+
+
+def load_prof(path: Any) -> "PythonProfile":
+    """Read a ``.prof`` file (``python -m cProfile -o run.prof script.py``, ``pstats``'
+    ``dump_stats``, ``%%cprofile --dump``, ``%prun -D``: what snakeviz opens) into a
+    :class:`PythonProfile` with every ``%%cprofile`` view: the stats table (pstats' numbers),
+    callers and callees, the flame view, findings, the report. A list of files: added up, as
+    ``pstats.Stats(a, b)`` adds them. A file that is not one: a one-line ``TraceError``."""
+    from .loading import load_prof as _load_prof
+
+    return _load_prof(path)  # type: ignore[no-any-return]
 
 
 def from_profiler(prof: Any) -> "TorchProfile":

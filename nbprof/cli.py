@@ -3,6 +3,7 @@
     nbprof torch [options] script.py [args ...]          (or python -m nbprof ...)
     nbprof torch [options] -m package.module [args ...]
     nbprof cprofile [options] script.py [args ...]
+    nbprof view [--html OUT] PATH                        a .prof file, a chrome trace or a folder of them
 
 The script runs as ``__main__`` with ``sys.argv = [script, args ...]`` and its folder first on
 ``sys.path``, as ``python script.py`` would run it. Then nbprof prints the report's text table and
@@ -11,6 +12,11 @@ writes the standalone HTML report (``--html PATH``, default ``<script>.nbprof.ht
 command, installed with the package. The exit code is the script's: ``sys.exit(n)`` gives n, an exception
 prints its traceback and gives 1 (the report of what ran until then is still written), Ctrl-C
 gives 130. ``nbprof.step()`` and ``nbprof.cuda_collection()`` work inside the script as in a cell.
+
+``nbprof view PATH`` runs nothing: it reads a profile written before (a ``.prof`` file of
+``python -m cProfile -o``, a chrome trace ``.json``/``.json.gz``, or a folder of traces, one per
+rank), prints its text table and writes its standalone HTML report (``--html OUT``, default PATH
+without its suffix + ``.nbprof.html``), as ``load_prof`` / ``load_trace`` and ``to_html`` would.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ import traceback
 import types
 from typing import TYPE_CHECKING, Any
 
-from . import flags
+from . import flags, settings
 from .errors import NbprofError, OptionError
 from .flags import Flag
 
@@ -51,14 +57,28 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=f"Examples: {PROG} torch --memory train.py --epochs 1; "
                f"{PROG} cprofile -s cumtime prep.py data.csv",
     )
-    sub = parser.add_subparsers(dest="profiler", metavar="{torch,cprofile}")
+    sub = parser.add_subparsers(dest="profiler", metavar="{torch,cprofile,view}")
     sub.required = True
     helps = {"torch": "Profile with torch.profiler (CPU, and CUDA when available).",
              "cprofile": "Profile with cProfile."}
     for name, text in helps.items():
         p = sub.add_parser(name, help=text, usage=f"{PROG} {name} [options] (script.py | -m module) [args ...]")
         flags.add_flags(p, _flags(name))
+    view_parser(sub.add_parser)
     return parser
+
+
+VIEW_HELP = ("The report of a profile written before: a .prof file (python -m cProfile -o, %%cprofile --dump), "
+             "a chrome trace (.json, .json.gz) or a folder of traces (one per rank).")
+
+
+def view_parser(add: Any) -> argparse.ArgumentParser:
+    """``nbprof view``'s parser, a subcommand of the main one (``add``: its ``add_parser``)."""
+    p = add("view", help=VIEW_HELP, description=VIEW_HELP + " Prints its text table and writes its HTML report.",
+            usage=f"{PROG} view [-s KEY] [-l N] [-q] [--html OUT | --no-html] PATH")
+    p.add_argument("path", metavar="PATH", help="a .prof file, a trace file or a folder of trace files")
+    flags.add_flags(p, flags.VIEW_FLAGS)
+    return p  # type: ignore[no-any-return]
 
 
 # flags followed by a value, in either subcommand (the value is not the script)
@@ -177,8 +197,95 @@ def _print_traceback(error: BaseException) -> None:
     traceback.print_exception(type(error), error, tb, file=sys.stderr)
 
 
+# ------------------------------------------------------------------------------------- view
+
+_TRACE_SUFFIXES = (".json", ".json.gz")
+
+
+def _kind_of(path: str) -> str:
+    """"prof", "trace" or "folder" for what ``nbprof view`` reads; an OptionError otherwise."""
+    from .loading import is_prof_file
+
+    if not os.path.exists(path):
+        raise OptionError(f"{path}: no such file or folder")
+    if os.path.isdir(path):
+        return "folder"
+    if is_prof_file(path):
+        return "prof"
+    if path.lower().endswith(_TRACE_SUFFIXES):
+        return "trace"
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+    except OSError as e:
+        raise OptionError(f"{path}: cannot be read ({e.strerror or e})") from None
+    if head[:2] == b"\x1f\x8b" or head.lstrip()[:1] in (b"{", b"["):
+        return "trace"
+    raise OptionError(f"{path}: neither a .prof file (cProfile's stats), a chrome trace (.json, .json.gz) "
+                      "nor a folder of traces")
+
+
+def _default_html(path: str) -> str:
+    """``run.prof`` -> ``run.nbprof.html``, ``trace.json.gz`` -> ``trace.nbprof.html``, a folder
+    ``ranks/`` -> ``ranks.nbprof.html`` beside it."""
+    from .collect.cprofile import PROF_SUFFIXES
+
+    base = path.rstrip("/" + os.sep) or path
+    for suffix in _TRACE_SUFFIXES[::-1] + PROF_SUFFIXES:
+        if base.lower().endswith(suffix):
+            base = base[: -len(suffix)]
+            break
+    return base + ".nbprof.html"
+
+
+def view(argv: list[str]) -> int:
+    """``nbprof view PATH``: print the report's text, write its HTML; 2 for a path it cannot read."""
+    args = build_parser().parse_args(["view", *argv])
+    path = args.path
+    try:
+        kind = _kind_of(path)
+        resolve = settings.resolve_python_sort if kind == "prof" else settings.resolve_torch_sort
+        sort = resolve(args.sort) if args.sort else None
+        limit = flags.check_limit(args.limit)
+        out = None if args.no_html else flags.check_path("--html", args.html or _default_html(path), (".html", ".htm"))
+    except NbprofError as e:
+        print(f"{PROG} view: {e}", file=sys.stderr)
+        return 2
+    from . import loading
+
+    try:
+        result = loading.load_prof(path) if kind == "prof" else loading.load_trace(path)
+    except NbprofError as e:
+        print(f"{PROG} view: {e}", file=sys.stderr)
+        return 2
+    if sort is not None:  # the table's order and rows, in the text and in the HTML report alike
+        result.meta.sort = sort
+    if limit is not None:
+        result.meta.limit = limit
+    try:
+        if not args.quiet:
+            print(result.report().text())
+            sys.stdout.flush()
+        if out is None:
+            return 0
+        try:
+            flags.make_folder_of(out)
+            result.to_html(out)
+        except (OSError, NbprofError) as e:
+            print(f"{PROG} view: could not write {out}: {e}", file=sys.stderr)
+            return 1
+        print(f"nbprof: report written to {out}", file=sys.stderr)
+        return 0
+    finally:
+        close = getattr(result, "close", None)  # a folder of ranks: its timeline's workers
+        if close is not None:
+            close()
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["view"]:  # reads a file; nothing runs (no script, no profiler flags)
+        return view(argv[1:])
     parser = build_parser()
     ours, script, module, script_args = _split(argv)
     args, unknown = parser.parse_known_args(ours)

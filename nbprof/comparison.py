@@ -261,25 +261,15 @@ class Comparison:
 
 
 def _as_profile(obj: Any, side: str) -> Any:
-    from .meta import PythonMeta
     from .model import PythonProfile, TorchProfile
 
     if isinstance(obj, (TorchProfile, PythonProfile)):
         return obj
     if isinstance(obj, (str, os.PathLike)):
         path = os.fspath(obj)
-        if path.endswith((".prof", ".pstats", ".cprof")):
-            import marshal
+        from .loading import is_prof_file, load_prof, load_trace
 
-            try:
-                with open(path, "rb") as f:
-                    raw = marshal.load(f)
-            except (OSError, EOFError, ValueError, TypeError) as e:
-                raise OptionError(f"{path}: cannot read this .prof file ({e})") from None
-            return PythonProfile(raw, PythonMeta(source=path))
-        from .loading import load_trace
-
-        return load_trace(path)
+        return load_prof(path) if is_prof_file(path) else load_trace(path)
     import cProfile
     import pstats
 

@@ -2,7 +2,7 @@
 
     NbprofError                 base of everything below
     ├── OptionError             a bad flag or argument value (the magics turn it into a UsageError)
-    ├── TraceError              a trace file that cannot be read (names the file)
+    ├── TraceError              a trace or .prof file that cannot be read (names the file)
     ├── ProfilerBusyError       another profiler is already running in this process
     └── MissingDependencyError  an optional package (torch, ...) is not installed
 
@@ -29,7 +29,7 @@ class OptionError(NbprofError, ValueError):
 
 
 class TraceError(NbprofError, ValueError):
-    """A trace file is missing, empty, truncated or not a chrome trace."""
+    """A trace file (or a cProfile ``.prof`` file) is missing, empty, truncated or not one."""
 
 
 class ProfilerBusyError(NbprofError, RuntimeError):

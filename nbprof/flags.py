@@ -34,6 +34,7 @@ __all__ = [
     "QUIET_FLAG",
     "OUTPUT_FLAG",
     "COMMAND_LINE_FLAGS",
+    "VIEW_FLAGS",
     "magic_flags",
     "markdown_table",
     "make_folder_of",
@@ -147,6 +148,19 @@ COMMAND_LINE_FLAGS: tuple[Flag, ...] = (
     # before --html, -o was the report's path here, and in the magics the result's variable; -o
     # PATH still works, with a note (cli.main), so that scripts written for it keep working
     Flag(("-o",), dest="html_o", metavar="PATH", hidden=True, help="Deprecated spelling of --html PATH."),
+)
+
+
+# ``nbprof view PATH``: the report of a file already written (nothing runs: the table's order and rows, the files)
+VIEW_FLAGS: tuple[Flag, ...] = (
+    Flag(("-s", "--sort"), metavar="KEY",
+         help="Sort the table by this key: pstats' for a .prof file (tottime, cumtime, ncalls, ...), torch's for "
+              "a trace (self_cpu_us, cpu_total_us, count, ...)."),
+    PYTHON_FLAGS[1],  # -l/--limit N
+    QUIET_FLAG,
+    replace(COMMAND_LINE_FLAGS[0], help="Write the standalone HTML report here (default: PATH without its "
+                                        "suffix, with .nbprof.html); its folder is created."),
+    COMMAND_LINE_FLAGS[1],
 )
 
 

@@ -1,5 +1,5 @@
 """nbprof.load_trace: one chrome trace file as a TorchProfile, or a folder of them (one per rank) as a
-ClusterProfile (``nbprof.cluster``)."""
+ClusterProfile (``nbprof.cluster``). nbprof.load_prof: cProfile's ``.prof`` files as a PythonProfile."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import re
 from typing import Any
 
 from .collect.chrome_trace import max_trace_bytes, read_trace_file
-from .errors import TraceError
+from .errors import OptionError, TraceError
 
-__all__ = ["load_trace", "trace_files"]
+__all__ = ["load_trace", "trace_files", "load_prof", "is_prof_file"]
 
 _TRACE_FILE = re.compile(r"\.json(\.gz)?$")
 
@@ -48,3 +48,38 @@ def load_trace(path: Any, *, workers: int | None = None, client: Any = None, pro
         summaries = summarize_ranks(files, workers=n, client=dask, progress=progress, limit=limit)
         return ClusterProfile(path, summaries, workers=n, client=dask, limit=limit)
     return TorchProfile.from_trace(read_trace_file(path, max_bytes=limit))
+
+
+def load_prof(path: Any) -> Any:
+    """A ``.prof`` file (``python -m cProfile -o``, ``pstats.Stats.dump_stats``, ``%%cprofile
+    --dump``, ``%prun -D``) as a :class:`~nbprof.model.PythonProfile`; a list of them added up as
+    ``pstats.Stats(a, b, ...)`` adds them (each function's calls and times, each caller's)."""
+    from .collect.cprofile import merge_raw, read_prof_file
+    from .meta import PythonMeta
+    from .model import PythonProfile
+
+    paths = [path] if isinstance(path, (str, os.PathLike)) else path
+    try:
+        paths = [os.fspath(p) for p in paths]
+    except TypeError:
+        raise OptionError(f"load_prof takes a .prof file's path or a list of them, not {type(path).__name__}") from None
+    if not paths:
+        raise OptionError("load_prof: no files given")
+    raws = [read_prof_file(p) for p in paths]
+    raw = raws[0] if len(raws) == 1 else merge_raw(raws)
+    return PythonProfile(raw, PythonMeta(source=", ".join(paths), files=paths))
+
+
+def is_prof_file(path: str) -> bool:
+    """``path`` names a cProfile file: by its suffix, or (a file of any name) by its first bytes."""
+    from .collect.cprofile import PROF_SUFFIXES, is_pstats_head
+
+    if path.lower().endswith(PROF_SUFFIXES):
+        return True
+    if not os.path.isfile(path):
+        return False
+    try:
+        with open(path, "rb") as f:
+            return is_pstats_head(f.read(2))
+    except OSError:
+        return False

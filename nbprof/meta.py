@@ -111,4 +111,6 @@ class PythonMeta(RunInfo):
     """A :class:`~nbprof.model.PythonProfile`'s metadata."""
 
     source: str = ""
-    """A profile read from a file (``.prof``): its path; "" for a run."""
+    """A profile read from a file (``.prof``): its path (several: joined by ", "); "" for a run."""
+    files: list[str] = field(default_factory=list)
+    """``load_prof``: the files read, added up."""

@@ -437,7 +437,7 @@ class PythonProfile:
         self._raw = raw
         self.meta = meta if meta is not None else PythonMeta()
         self.profiler = profiler
-        self._trees: dict[tuple[float, int], pd.DataFrame] = {}
+        self._trees: dict[tuple[float, int, tuple[str, int, str] | None], pd.DataFrame] = {}
         # a framework's actions (Lightning's hooks): each one's raw stats, how many times it began
         self._by_action = by_action or {}
         self._action_counts = action_counts or {}
@@ -487,28 +487,37 @@ class PythonProfile:
 
         return callees(self._stats, self._edges, fn)
 
-    def call_tree(self, *, min_fraction: float = 0.005, max_nodes: int = 2000) -> pd.DataFrame:
+    def call_tree(self, *, min_fraction: float = 0.005, max_nodes: int = 2000, root: Any = None) -> pd.DataFrame:
         """The call tree behind the flame view, one row per box (see ``nbprof.analysis.flame``):
         ``id, parent, name, label, filename, lineno, function, value_s, self_s, ncalls, depth,
-        recursive, kind, family, package``. The root (``"cell"``) holds the time spent inside
-        the functions the cell called; children worth less than ``min_fraction`` of it are merged
-        into "other" boxes, and the tree has at most ``max_nodes`` rows."""
+        recursive, kind, family, package``. The root (``"cell"``, or a file's name) holds the time
+        spent inside the functions the cell called; children worth less than ``min_fraction`` of
+        it are merged into "other" boxes, and the tree has at most ``max_nodes`` rows. ``root``: a
+        function (as ``callers`` takes it): the tree of that function only, its whole cumtime,
+        as snakeviz draws a function picked in its table."""
+        from .analysis.callgraph import match_function
         from .analysis.flame import call_tree
 
-        key = (float(min_fraction), int(max_nodes))
+        focus = None if root is None else match_function(self._stats, root)
+        key = (float(min_fraction), int(max_nodes), focus)
         if key not in self._trees:
+            # a file's tree is rooted at the file (its top-level calls: python -m cProfile's exec)
+            files = self.meta.files
+            label = (f"{len(files)} files" if len(files) > 1 else os.path.basename(self.meta.source)) \
+                if self.meta.source else "cell"
             self._trees[key] = call_tree(self._stats, self._edges, min_fraction=key[0], max_nodes=key[1],
-                                         code_names=self.meta.code_names)
+                                         root_label=label, code_names=self.meta.code_names, focus=focus)
         return self._trees[key].copy(deep=False)
 
     def flame(self, *, min_fraction: float = 0.005, max_nodes: int = 2000, maxdepth: int = 6,
-              height: int | None = None, title: str | None = None) -> Any:
+              height: int | None = None, title: str | None = None, root: Any = None) -> Any:
         """The flame view: a plotly icicle of :meth:`call_tree`, sized by cumulative time; click a
-        box to zoom in. A plotly ``Figure`` that renders itself (plotly where the front end draws
-        it, a static SVG elsewhere; no plotly renderer setup needed)."""
+        box to zoom in; its buttons draw the same tree as a sunburst. ``root``: one function's
+        tree (see :meth:`call_tree`). A plotly ``Figure`` that renders itself (plotly where the
+        front end draws it, a static SVG elsewhere; no plotly renderer setup needed)."""
         from .views.flame import flame_figure
 
-        tree = self.call_tree(min_fraction=min_fraction, max_nodes=max_nodes)
+        tree = self.call_tree(min_fraction=min_fraction, max_nodes=max_nodes, root=root)
         return flame_figure(tree, maxdepth=maxdepth, height=height, title=title)
 
     def actions(self) -> pd.DataFrame:

@@ -30,6 +30,7 @@ PUBLIC = [
     "from_profiler",
     "lightning",
     "load_ipython_extension",
+    "load_prof",
     "load_trace",
     "step",
     "trace_handler",
@@ -95,6 +96,7 @@ def test_signatures():
     assert list(inspect.signature(nbprof.cuda_collection).parameters) == ["on"]
     assert not inspect.signature(nbprof.step).parameters
     assert list(inspect.signature(nbprof.from_profiler).parameters) == ["prof"]
+    assert list(inspect.signature(nbprof.load_prof).parameters) == ["path"]
     # torch.profiler.tensorboard_trace_handler(dir_name, worker_name, use_gzip), then nbprof's own
     assert list(inspect.signature(nbprof.trace_handler).parameters) == ["dir_name", "worker_name", "use_gzip", "show",
                                                                         "keep"]

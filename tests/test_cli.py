@@ -177,3 +177,65 @@ def test_torch_profiles_the_script_with_a_schedule_and_exports(tmp_path):
     assert a.loc["aten::mm", "count"] == 2 and a.loc["body", "count"] == 2
     assert p.collected["shapes"]
     assert (tmp_path / "train.nbprof.html").exists()
+
+
+# ------------------------------------------------------------------------------------ view
+
+
+def test_view_a_prof_file_from_python_m_cprofile(tmp_path):
+    """The file the user has: ``python -m cProfile -o run.prof job.py``; ``nbprof view`` prints
+    pstats' numbers and writes the report's HTML next to it."""
+    script(tmp_path, PY)
+    subprocess.run([sys.executable, "-m", "cProfile", "-o", "run.prof", "job.py"], cwd=tmp_path, check=True,
+                   capture_output=True, timeout=120)
+    r = cli("view", "run.prof", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    [square] = [v for k, v in pstats.Stats(str(tmp_path / "run.prof")).stats.items() if k[2] == "square"]
+    line = next(x for x in r.stdout.splitlines() if "(square)" in x)
+    assert line.split()[0] == str(square[1]) == "500" and "job.py:3(square)" in line
+    assert "from run.prof" in r.stdout
+    html = (tmp_path / "run.nbprof.html").read_text()
+    assert html.lstrip().lower().startswith("<!doctype html")
+    for name in ("job.py:3(square)", "builtins.sum", "Callers &amp; callees", '"type":"icicle"'):
+        assert name in html, name
+    assert "report written to run.nbprof.html" in r.stderr
+    r = cli("view", "-q", "--html", "out/sub/r.html", "run.prof", cwd=tmp_path)  # nbprof view's flags
+    assert r.returncode == 0 and not r.stdout and (tmp_path / "out/sub/r.html").exists()
+    r = cli("view", "-s", "ncalls", "-l", "2", "--no-html", "run.prof", cwd=tmp_path)  # pstats' keys
+    rows = [x.split() for x in r.stdout.splitlines() if x.strip()[:1].isdigit() and " of " not in x]
+    # the generator's 501 resumes, then square's 500 calls (pstats' ncalls)
+    assert r.returncode == 0 and [(x[0], x[-1]) for x in rows] == [("501", "job.py:7(<genexpr>)"),
+                                                                   ("500", "job.py:3(square)")]
+    r = cli("view", "-s", "self_cpu_us", "run.prof", cwd=tmp_path)  # torch's key, for a .prof
+    assert r.returncode == 2 and "unknown sort key 'self_cpu_us'; choose one of: tottime" in r.stderr
+
+
+def test_view_a_trace_and_a_folder_of_ranks(tmp_path):
+    from .conftest import DATA, trace_path
+
+    r = cli("view", "-s", "count", "-l", "3", "--html", str(tmp_path / "t.html"), str(trace_path("two_streams")),
+            cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "torch profile" in (tmp_path / "t.html").read_text() and "Self CPU" in r.stdout
+    assert "3 of " in r.stdout and "--limit 0 shows all" in r.stdout
+    r = cli("view", "--html", str(tmp_path / "ranks.html"), str(DATA / "ddp_gloo"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    html = (tmp_path / "ranks.html").read_text()
+    assert ">Ranks<" in html and "ProfilerStep#" in html
+
+
+def test_view_says_what_it_cannot_read(tmp_path):
+    script(tmp_path, PY)
+    (tmp_path / "notes.txt").write_text("not a profile\n")
+    (tmp_path / "cut.prof").write_bytes(b"\xfb)\x03")
+    for path, message in (("job.py", "neither a .prof file (cProfile's stats), a chrome trace (.json, .json.gz) "
+                                     "nor a folder of traces"),
+                          ("notes.txt", "neither a .prof file"), ("missing.prof", "missing.prof: no such file or folder"),
+                          ("cut.prof", "cut.prof: not a complete .prof file"),
+                          (".", "no trace files (.json or .json.gz) in this folder")):
+        r = cli("view", path, cwd=tmp_path)
+        assert r.returncode == 2 and r.stderr.startswith("python -m nbprof view: ") and message in r.stderr, path
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert not list(tmp_path.glob("*.html"))
+    r = cli("view", "--html", "r.txt", "cut.prof", cwd=tmp_path)
+    assert r.returncode == 2 and "--html r.txt: the file must end with .html or .htm" in r.stderr

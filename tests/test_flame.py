@@ -272,6 +272,23 @@ def test_hand_computed_diamond():
     assert [tree["function"].iloc[i] for i in tree.index[tree["parent"] == 1]] == ["q", "p"]  # biggest first
 
 
+def test_hand_computed_reentered_exec():
+    """python -m cProfile's exec runs the script, and again, nested, each module the script imports:
+    exec (10 s) -> script (own 6 s) -> imp -> exec (nested) -> mod (4 s). The edge exec -> mod's
+    4 s are inside exec -> script's 10: the children of exec are placed biggest first, so the
+    script keeps its whole cumtime (scaled in proportion it had 10 * 10 / 14)."""
+    raw = _raw({
+        "exec": (1, 2, 0.0, 10.0, {"imp": (1, 1, 0.0, 4.0)}),
+        "script": (1, 1, 6.0, 10.0, {"exec": (1, 1, 6.0, 10.0)}),
+        "imp": (1, 1, 0.0, 4.0, {"script": (1, 1, 0.0, 4.0)}),
+        "mod": (1, 1, 4.0, 4.0, {"exec": (1, 1, 4.0, 4.0)}),
+    })
+    tree = PythonProfile(raw).call_tree(min_fraction=0)
+    check_invariants(tree)
+    assert [(r.name, r.depth, r.value_s) for r in tree.itertuples()] == [
+        ("cell", 0, 10.0), ("exec", 1, 10.0), ("script", 2, 10.0), ("imp", 3, 4.0), ("exec ↻", 4, 4.0)]
+
+
 def test_hand_computed_mutual_recursion_and_top_level_shares():
     """a <-> b recurse (a called once by the cell); f is called by the cell and by g."""
     # the run: a1 (own 1 s) -> b1 (2 s) -> a2 (2 s) -> b2 (3 s); g (2 s) -> f (2 s); f (3 s)

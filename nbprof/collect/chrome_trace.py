@@ -93,6 +93,7 @@ import pandas as pd
 from ..errors import OptionError, TraceError
 from ..format import plural
 from ..meta import TraceMeta
+from .cprofile import is_pstats_head
 from ..events import (
     ARG_COLUMNS,
     COPY_CODES,
@@ -567,6 +568,8 @@ def _read_file(path: str, limit: TraceLimit) -> TraceData:
     with open(path, "rb") as f:
         head = f.read(2)
         f.seek(0)
+        if is_pstats_head(head):  # what people try first with a python -m cProfile -o file
+            raise TraceError(f"{path}: a cProfile .prof file, not a chrome trace: use nbprof.load_prof")
         if head == b"\x1f\x8b":
             # decompressed as it is read, in slices; only a file they cannot cut is decompressed whole
             sliced = _read_sliced(_Gunzip(f, path, limit).read, path)

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import _lsprof
 import cProfile
+import marshal
+import numbers
 import os
 import sys
 import threading
@@ -36,11 +38,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..errors import ProfilerBusyError
+from ..errors import ProfilerBusyError, TraceError
 from .collector import Collector, Takeover, code_sites
 
 __all__ = ["CProfileSession", "MergedProfile", "OUTSIDE_ACTIONS", "raw_stats", "raw_stats_of", "merge_raw", "stats_tables", "stats_table", "edges_table", "STATS_COLUMNS", "EDGE_COLUMNS", "another_profiler_active",
-           "ProfilerHookWatch"]
+           "ProfilerHookWatch", "read_prof_file", "is_pstats_head", "PROF_SUFFIXES"]
 
 STATS_COLUMNS = (
     "function",
@@ -452,7 +454,12 @@ def merge_raw(raws: Any) -> dict[Any, Any]:
             h_cc, h_nc, h_tt, h_ct, h_callers = have
             for caller, edge in callers.items():
                 old = h_callers.get(caller)
-                h_callers[caller] = edge if old is None else tuple(a + b for a, b in zip(old, edge))
+                if old is None:
+                    h_callers[caller] = edge
+                elif isinstance(edge, tuple):
+                    h_callers[caller] = tuple(a + b for a, b in zip(old, edge))
+                else:  # profile.Profile's files: a call count per caller
+                    h_callers[caller] = old + edge
             out[key] = (h_cc + cc, h_nc + nc, h_tt + tt, h_ct + ct, h_callers)
     return out
 
@@ -613,3 +620,86 @@ def edges_table(raw: dict[Any, Any]) -> pd.DataFrame:
         },
         columns=list(EDGE_COLUMNS),
     )
+
+
+# ------------------------------------------------------------------------------ .prof files
+
+# what people name cProfile's files (python -m cProfile -o, dump_stats, %prun -D, snakeviz's docs)
+PROF_SUFFIXES = (".prof", ".pstats", ".cprof", ".profile", ".pstat")
+
+
+def is_pstats_head(head: bytes) -> bool:
+    """The first two bytes of a file are those of a marshalled dict keyed by tuples: what
+    ``python -m cProfile -o``, ``pstats.Stats.dump_stats``, ``profile.Profile.dump_stats`` and
+    ``%%cprofile --dump`` write (marshal's dict type, with or without its reference flag, then a
+    tuple, or the end of an empty dict). No JSON starts so, so a chrome trace is never taken for one."""
+    return len(head) >= 2 and head[0] in (0x7B, 0xFB) and head[1] in b"()0\xa8\xa9"
+
+
+def read_prof_file(path: str) -> dict[Any, Any]:
+    """A ``.prof`` file -> cProfile's raw stats dict, as ``pstats.Stats(path)`` reads it (marshal),
+    checked to be one: ``{(file, line, function): (primitive calls, calls, tottime, cumtime,
+    {caller: (calls, primitive calls, tottime, cumtime)})}`` (``profile.Profile``'s files have a
+    call count per caller instead). Whatever is wrong: a one-line TraceError naming the file.
+
+    marshal is not meant for untrusted data (Python's docs); pstats and snakeviz read these files
+    with it all the same. Here a file whose first bytes are not a stats dict's is never handed to
+    marshal, and from Python 3.13 marshal is told to make no code objects."""
+    if not os.path.exists(path):
+        raise TraceError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise TraceError(f"{path}: is a folder; load_prof reads .prof files (a folder of traces: nbprof.load_trace)")
+    try:
+        with open(path, "rb") as f:
+            head = f.read(2)
+            if not is_pstats_head(head):
+                raise TraceError(f"{path}: {_not_stats(head)}")
+            data = head + f.read()
+    except OSError as e:
+        raise TraceError(f"{path}: cannot be read ({e.strerror or e})") from None
+    try:
+        raw = marshal.loads(data, allow_code=False) if sys.version_info >= (3, 13) else marshal.loads(data)  # type: ignore[call-arg,unused-ignore]
+    except (EOFError, ValueError, TypeError) as e:
+        raise TraceError(f"{path}: not a complete .prof file (marshal: {e}; was it fully written?)") from None
+    problem = _stats_problem(raw)
+    if problem:
+        raise TraceError(f"{path}: not cProfile's stats ({problem})")
+    return raw  # type: ignore[no-any-return]
+
+
+_WHAT_PROF_IS = "not a .prof file (cProfile's stats: python -m cProfile -o, dump_stats, %%cprofile --dump)"
+
+
+def _not_stats(head: bytes) -> str:
+    """What a file that is no stats dict seems to be, from its first bytes."""
+    if not head:
+        return "the file is empty, " + _WHAT_PROF_IS
+    if head == b"\x1f\x8b" or head.lstrip()[:1] in (b"{", b"["):
+        return "a chrome trace (JSON), not a .prof file: use nbprof.load_trace"
+    return _WHAT_PROF_IS
+
+
+def _is_key(key: Any) -> bool:
+    return (isinstance(key, tuple) and len(key) == 3 and isinstance(key[0], str) and isinstance(key[1], int)
+            and isinstance(key[2], str))
+
+
+def _numbers(values: Any) -> bool:
+    return all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in values)
+
+
+def _stats_problem(raw: Any) -> str | None:
+    """Why ``raw`` is not a stats dict the tables can be built from (None: it is one). Every
+    function and edge is looked at: the tables and the call tree assume these shapes."""
+    if not isinstance(raw, dict):
+        return f"it holds a {type(raw).__name__}, not a dict of functions"
+    for key, value in raw.items():
+        if not _is_key(key):
+            return f"a key is {key!r:.60}, not (file, line, function)"
+        if not (isinstance(value, tuple) and len(value) == 5 and _numbers(value[:4]) and isinstance(value[4], dict)):
+            return f"{key[0]}:{key[1]}({key[2]}) has {value!r:.60}, not (calls, calls, tottime, cumtime, callers)"
+        for caller, edge in value[4].items():
+            if not _is_key(caller) or not (_numbers((edge,)) or (isinstance(edge, tuple) and len(edge) == 4
+                                                                  and _numbers(edge))):
+                return f"{key[0]}:{key[1]}({key[2]}) has a caller {caller!r:.60}: {edge!r:.40}"
+    return None

@@ -1,10 +1,11 @@
 """The flame view of a cProfile profile: an icicle of the call tree (``nbprof.analysis.flame``).
 
 ``flame_figure(tree)`` is the interactive plotly icicle (click a box to zoom into it, click the
-bar on top to zoom out); ``flame_svg(tree)`` draws the same icicle as a small inline SVG for
-places without plotly.js (nbconvert, nbviewer, GitHub). Boxes are coloured by where the code
-lives: the notebook's cells stand out (orange) from the user's own files (blue), the standard
-library (teal), builtins (grey) and each installed package (its own hue).
+bar on top to zoom out), with buttons that draw the same tree as a sunburst (snakeviz's other
+style: the rings are the icicle's rows, around the centre); ``flame_svg(tree)`` draws the same
+icicle as a small inline SVG for places without plotly.js (nbconvert, nbviewer, GitHub). Boxes
+are coloured by where the code lives: the notebook's cells stand out (orange) from the user's own
+files (blue), the standard library (teal), builtins (grey) and each installed package (its own hue).
 
 The figure renders itself (``views.figure.rendering_figure``): the plotly mimetype for front ends
 that draw it, the SVG as ``text/html`` for the rest. It does not depend on ``plotly.io.renderers``.
@@ -34,6 +35,7 @@ FAMILY_COLORS = {
 FAMILY_LABELS = {"cell": "this notebook", "user": "your files", "stdlib": "standard library",
                  "builtin": "builtins", "package": "packages"}
 _PACKAGE_COLORS = ("#59a14f", "#b07aa1", "#edc948", "#e15759", "#9c755f", "#ff9da7", "#8cd17d", "#a0cbe8")
+SUNBURST_HEIGHT = 620  # px: the sunburst is a disc as wide as this, less the margins
 _FONT = "-apple-system, 'Segoe UI', Roboto, Helvetica, Arial, sans-serif"
 
 
@@ -95,13 +97,14 @@ def _legend(tree: pd.DataFrame) -> list[tuple[str, str]]:
 
 def _hover_texts(tree: pd.DataFrame) -> list[str]:
     root = float(tree["value_s"].iloc[0]) if len(tree) else 0.0
+    whole = _whole(tree)
     values = tree["value_s"].tolist()
     parents = tree["parent"].tolist()
     out = []
     for i, (kind, label, fn, line, func, v, s, n) in enumerate(zip(
             tree["kind"].tolist(), tree["label"].tolist(), tree["filename"].tolist(), tree["lineno"].tolist(),
             tree["function"].tolist(), values, tree["self_s"].tolist(), tree["ncalls"].tolist())):
-        pct = f"{100 * v / root:.1f}% of the cell" if root > 0 else ""
+        pct = f"{100 * v / root:.1f}% of {whole}" if root > 0 else ""
         p = parents[i]
         if p >= 0 and values[p] > 0 and kind != "root":
             pct += f", {100 * v / values[p]:.1f}% of its caller"
@@ -121,6 +124,12 @@ def _hover_texts(tree: pd.DataFrame) -> list[str]:
             lines += [f"cumtime {fmt_s(v)} ({pct})", f"tottime {fmt_s(s)}", f"ncalls {_calls(n)}"]
         out.append("<br>".join(lines))
     return out
+
+
+def _whole(tree: pd.DataFrame) -> str:
+    """What the root stands for, in a sentence: "the cell" (a run), or the file's name."""
+    name = str(tree["name"].iloc[0]) if len(tree) else "cell"
+    return "the cell" if name == "cell" else name
 
 
 def _calls(n: float) -> str:
@@ -171,10 +180,11 @@ def flame_figure(tree: pd.DataFrame, *, maxdepth: int = 6, height: int | None = 
     if len(tree) <= 1 or not tree["value_s"].iloc[0] > 0:
         annotations.append(dict(text="no Python function calls were recorded", showarrow=False, xref="paper",
                                 yref="paper", x=0.5, y=0.5, font=dict(size=13, color="#777777")))
+    height = height or max(260, 70 + 56 * rows)
     layout = dict(
         template=dict(layout=dict()),  # plotly's "none", already resolved (no validation here)
-        height=height or max(260, 70 + 56 * rows),
-        margin=dict(l=4, r=4, t=(54 if title else 30), b=24),
+        height=height,
+        margin=dict(l=4, r=4, t=(54 if title else 30), b=30),
         font=dict(family=_FONT, size=12, color="#1f1f1f"),
         paper_bgcolor="#ffffff",
         annotations=annotations,
@@ -182,8 +192,23 @@ def flame_figure(tree: pd.DataFrame, *, maxdepth: int = 6, height: int | None = 
     )
     if title:
         layout["title"] = dict(text=esc_plotly(title), x=0.01, y=0.98, font=dict(size=14))
+    if len(tree) > 1:
+        layout["updatemenus"] = [_style_toggle(height)]
     return rendering_figure(dict(data=[icicle], layout=layout), html=lambda: drawing_html(flame_svg(tree), "the flame view"),
                             text=_describe(tree))
+
+
+def _style_toggle(height: int) -> dict[str, Any]:
+    """Buttons under the figure that draw the same tree as an icicle or as a sunburst (snakeviz's
+    two styles): plotly restyles the one trace's type; the sunburst, a disc, gets a taller figure."""
+    def button(label: str, kind: str, h: int) -> dict[str, Any]:
+        return dict(label=label, method="update", args=[{"type": kind}, {"height": h}])
+
+    # under the plot, right (the legend is left): over it, the modebar would cover the buttons
+    return dict(type="buttons", direction="right", showactive=True, active=0, x=1, xanchor="right", y=0,
+                yanchor="top", pad=dict(t=4, b=0, l=0, r=0), font=dict(size=11), bgcolor="#f4f5f7",
+                bordercolor="#c8ccd2", buttons=[button("Icicle", "icicle", height),
+                                                button("Sunburst", "sunburst", max(height, SUNBURST_HEIGHT))])
 
 
 def _describe(tree: pd.DataFrame) -> str:
@@ -243,7 +268,7 @@ def flame_svg(tree: pd.DataFrame, width: int = 960, height: int | None = None, *
             hidden[i] = True
             continue
         y = depths[i] * row
-        tip = labels[i] if kinds[i] != "root" else "cell: time inside profiled functions"
+        tip = labels[i] if kinds[i] != "root" else f"{names[i]}: time inside profiled functions"
         tip += f"\ncumtime {fmt_s(values[i])} ({100 * values[i] / root_value:.1f}%)"
         if kinds[i] != "root":
             tip += f"\ntottime {fmt_s(selfs[i])}\nncalls {_calls(calls[i])}"

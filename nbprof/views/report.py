@@ -367,8 +367,15 @@ class PythonReport:
     def empty_message(self) -> str | None:
         return None if len(self.frame()) else "The profile recorded no Python function calls."
 
+    def source_line(self) -> str | None:
+        """Where a profile read from a file came from (None: a run)."""
+        source = self.profile.meta.source
+        return f"from {source}" if source else None
+
     def text(self) -> str:
         lines = ["cProfile: " + self.summary_text()]
+        if self.source_line():
+            lines.append(str(self.source_line()))
         frame = self.frame()
         if self.empty_message:
             lines.append(self.empty_message)
@@ -385,9 +392,9 @@ class PythonReport:
 
     def html(self, include_library: bool | None = None, panels: dict[str, str] | None = None) -> str:
         lines = [f'<div class="nbprof-summary"><b>cProfile</b> · {esc(self.summary_text())}</div>']
-        top = self.top_line()
-        if top:
-            lines.append(f'<div class="nbprof-sub">{esc(top)}</div>')
+        sub = [x for x in (self.source_line(), self.top_line()) if x]
+        if sub:
+            lines.append(f'<div class="nbprof-sub">{esc(" · ".join(sub))}</div>')
         lines.append(_notes_html(self.notes))
         return _report_html(self, PYTHON_TABS, lines, include_library, panels)
 

@@ -36,7 +36,7 @@ def render(report: Any, top: int = 40) -> str:
             f'<div class="nbprof-cg" data-i="{i}"><div style="margin:6px 0 2px"><b>{esc(location)}</b>: '
             f'{esc(frame.at[row, "ncalls_text"])} call{"" if frame.at[row, "ncalls_text"] == "1" else "s"}, tottime {fmt_s(frame.at[row, "tottime_s"])}, '
             f'cumtime {fmt_s(frame.at[row, "cumtime_s"])}</div>'
-            + _edges_html("called by", edges, edges.callers(key), edges.caller, names)
+            + _edges_html("called by", edges, edges.callers(key), edges.caller, names, bool(report.profile.meta.source))
             + _edges_html("calls", edges, edges.callees(key), edges.callee, names) + "</div>"
         )
     script = (
@@ -51,14 +51,19 @@ def render(report: Any, top: int = 40) -> str:
     )
 
 
-def _edges_html(title: str, edges: Any, rows: list[int], other: list[tuple], names: dict[str, str] | None) -> str:
+def _edges_html(title: str, edges: Any, rows: list[int], other: list[tuple], names: dict[str, str] | None,
+                from_file: bool = False) -> str:
     """The edges to or from a function: ``rows`` index the columns of an ``EdgeIndex``; ``other``
-    is the function on the other end."""
+    is the function on the other end; ``from_file``: a profile read from a .prof file (no cell)."""
     from ...analysis.flame import location_label
 
     if not rows:
-        nothing = ("the cell's own top-level code (cProfile does not see the cell as a function)"
-                   if title == "called by" else "no other function")
+        if title != "called by":
+            nothing = "no other function"
+        elif from_file:
+            nothing = "no profiled function (a top-level call of the profile)"
+        else:
+            nothing = "the cell's own top-level code (cProfile does not see the cell as a function)"
         return f'<div style="color:#666;margin:2px 0 6px">{esc(title)}: {nothing}</div>'
     table = pd.DataFrame({
         "ncalls_text": [f"{int(edges.ncalls[r]):,}" + ("" if edges.ncalls[r] == edges.primitive_calls[r]
