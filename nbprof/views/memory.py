@@ -72,7 +72,7 @@ def memory_curve_svg(curve: pd.DataFrame, end_us: float, width: int = _WIDTH, pa
         label = f"{device}: peak {fmt_bytes(p.peak_allocated_bytes)} at {fmt_us(p.peak_time_us - t0)}"
         if p.peak_op:
             label += f" in {p.peak_op}"
-        if device != "cpu" and p.peak_reserved_bytes >= 0:
+        if not str(device).endswith("cpu") and p.peak_reserved_bytes >= 0:  # "cpu", "rank 1 · cpu": none
             label += f" · reserved up to {fmt_bytes(p.peak_reserved_bytes)}"
         parts.append(f'<text x="{left}" y="{y0 + 20}" fill="{color}" font-weight="600">{esc(label)}</text>')
         t = d["time_us"].to_numpy()

@@ -12,7 +12,7 @@ import pandas as pd
 from ...analysis.ranks import rank_spread
 from ..table import Column
 
-__all__ = ["with_rank_spread"]
+__all__ = ["with_rank_spread", "insert_after"]
 
 
 def with_rank_spread(profile: Any, frame: pd.DataFrame, per_rank: pd.DataFrame, keys: list[str], value: str,
@@ -33,5 +33,12 @@ def with_rank_spread(profile: Any, frame: pd.DataFrame, per_rank: pd.DataFrame, 
                  Column("max_rank", "Most on rank", "text")]
     if not cols:
         return out, cols, ""
-    return out, cols, (f"summed over {len(ranks)} ranks; {label.lower()}: the least and the most one rank spent "
+    return out, cols, (f"summed over {len(ranks)} ranks; {label}, least / most rank: what one rank spent "
                        "(0 on a rank without the row), and the rank that spent the most")
+
+
+def insert_after(cols: list[Column], key: str, extra: list[Column]) -> list[Column]:
+    """``cols`` with ``extra`` right after the column of ``key`` (at the end without one): the
+    ranks' spread beside the sum it spreads."""
+    at = next((i + 1 for i, c in enumerate(cols) if c.key == key), len(cols))
+    return cols[:at] + extra + cols[at:]
