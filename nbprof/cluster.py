@@ -641,7 +641,7 @@ class ClusterProfile(TorchProfile):
         out["peak_time_us"] = out["peak_time_us"].astype(np.float64)
         return out
 
-    def rank_memory_summaries(self) -> list[tuple[Any, MemorySummary | None, float]]:
+    def _memory_by_rank(self) -> list[tuple[Any, MemorySummary | None, float]]:
         """(rank, its ``MemorySummary`` or None, the shift of its clock in µs), in rank order: what
         the Memory tab draws."""
         return [(r, s.memory, shift) for r, s, shift in self._ranked()]
@@ -652,7 +652,7 @@ class ClusterProfile(TorchProfile):
         device ("rank 1 · cpu"): the Memory tab's chart of every rank, ``memory_curve()``."""
         curves, peaks = [], []
         end = 0.0
-        for r, m, shift in self.rank_memory_summaries():
+        for r, m, shift in self._memory_by_rank():
             if m is None:
                 continue
             end = max(end, m.end_us + shift)

@@ -25,6 +25,7 @@ import nbprof
 from nbprof.cluster import ClusterProfile
 
 from .conftest import DATA
+from .synthetic import Trace
 
 VIEWS = DATA / "cluster_views"
 FOLDERS = {"ranks": VIEWS / "ranks", "partial": VIEWS / "partial"}
@@ -228,7 +229,7 @@ def test_memory_per_rank_is_each_ranks_own_memory_view(loaded):
     p, alone = loaded["ranks"]
     shifts = dict(zip(p.rank_labels, p._shift_us))
     peaks = p.rank_memory().set_index(["rank", "device"])
-    for r, m, shift in p.rank_memory_summaries():
+    for r, m, shift in p._memory_by_rank():
         one = alone[r]
         assert shift == shifts[r]
         assert m is not None and m.peaks == memory_peaks(one._memory_curve)
@@ -267,7 +268,7 @@ def test_a_rank_without_memory_has_its_line_and_the_others_their_views(loaded):
     p, alone = loaded["partial"]
     assert alone[0].collected["memory"] and not alone[1].collected["memory"]
     assert "Memory" in titles(p)
-    got = {r: m for r, m, _ in p.rank_memory_summaries()}
+    got = {r: m for r, m, _ in p._memory_by_rank()}
     assert got[1] is None and got[0] is not None
     assert list(p.rank_memory()["rank"]) == [0]
     html = p.report().html(include_library=False)
@@ -323,3 +324,45 @@ def test_workers_and_dask_give_the_same_views(loaded):
             html = other.report().html(include_library=False)
             assert "Rank 1 recorded no memory" in html and ">By stack</label>" in html
             no_events_here(other)
+
+
+def busy_memory_rank(rank: int, n: int = 12000) -> Trace:
+    """A rank whose allocator moves thousands of times (more points than the chart has pixels),
+    on a GPU and the CPU, its most reserved memory where allocated memory is not at its peak."""
+    t = Trace(rank=rank)
+    t.op("aten::step", 0, 10.0 * n + 10)
+    total = {0: 0, -1: 0}
+    rng = np.random.default_rng(rank)
+    for k in range(n):
+        device = 0 if k % 3 else -1
+        size = int(rng.integers(1, 64)) << 10
+        nbytes = size if total[device] < (1 << 22) and rng.random() < 0.6 else -min(size, total[device])
+        total[device] += nbytes
+        reserved = (8 << 22) if k == n // 7 else (6 << 22)
+        t.memory(5.0 + 10.0 * k, nbytes, total[device], reserved if device == 0 else 0, device=device, addr=k + 1)
+    return t
+
+
+def test_a_busy_allocator_is_sent_as_the_chart_draws_it(tmp_path):
+    """The worker sends the points the chart draws, not every memory event, and the peaks of every
+    event: the rank's chart and peaks are the same as from its whole curve."""
+    from nbprof.analysis.memory import memory_peaks
+    from nbprof.views.memory import memory_curve_svg
+
+    folder = tmp_path / "busy"
+    folder.mkdir()
+    for r in (0, 1):
+        busy_memory_rank(r).write(folder / f"r{r}.json")
+    p = nbprof.load_trace(folder, workers=0, progress=False)
+    for r, m, _ in p._memory_by_rank():
+        one = nbprof.load_trace(folder / f"r{r}.json")
+        whole = one._memory_curve
+        assert len(m.curve) < len(whole) / 2  # reduced
+        assert m.peaks == memory_peaks(whole)
+        assert max(pk.peak_reserved_bytes for pk in m.peaks) == 8 << 22  # kept, though not a drawn point
+        ev = one.events
+        assert (memory_curve_svg(m.curve, m.end_us, peaks=m.peaks)
+                == memory_curve_svg(whole, float((ev["start_us"] + ev["dur_us"]).max())))
+    html = p.report().html(include_library=False)
+    assert "rank 1 · cuda:0: peak" in html and "reserved up to 32.00 MiB" in html
+    no_events_here(p)

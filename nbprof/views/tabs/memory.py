@@ -105,7 +105,7 @@ def render_ranks(report: Any) -> str:
             Column("peak_allocated_bytes", "Peak allocated", "bytes"), Column("peak_time_us", "At", "time_us"),
             Column("peak_op", "In", "name", 48), Column("peak_reserved_bytes", "Reserved up to", "bytes")]
     summaries = {r: s for r, s in zip(p.rank_labels, p.rank_summaries)}
-    without = [str(r) for r, m, _ in p.rank_memory_summaries() if m is None]
+    without = [str(r) for r, m, _ in p._memory_by_rank() if m is None]
     note = f"ranks {', '.join(without)} recorded no memory (run with --memory on every rank)" if without else ""
     first = ((drawing_html(chart, "every rank's memory chart", style=False) if chart else "")
              + (f'<div class="nbprof-note">⚠ {esc(note)}</div>' if note else "")
@@ -113,7 +113,7 @@ def render_ranks(report: Any) -> str:
                               caption="each rank's peak per device, on the common clock; a rank's tab has its "
                                       "operators and the blocks held at its peak"))
     tabs = [("Every rank", first)]
-    for r, m, _ in p.rank_memory_summaries():
+    for r, m, _ in p._memory_by_rank():
         s = summaries[r]
         body = (memory_html(s.summary.has_device, s.key_averages, m, report.limit or 0) if m is not None
                 else empty(f"Rank {r} recorded no memory: run with --memory."))
