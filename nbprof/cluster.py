@@ -29,11 +29,14 @@ TraceError saying how it ended and which rank it was reading, with its size; eit
 interrupt, ends every worker before the error goes on (nothing is left running).
 
 Every per-rank table comes from the one function :func:`rank_summary`; a new per-rank analysis is
-a field there and its merge here. ``p.rank(r)`` loads one rank's full profile (every view works on
-it; the last one is kept). The timeline is drawn from each rank's view computed in its worker and
-zooms ask the workers again (``nbprof.cluster_timeline``): no events here either. What needs every
-event (``p.events``, ranges, memory, exports) merges all ranks on first use, as ``load_trace`` did
-before, and says so.
+a field there and its merge here. The report has every tab a rank has (docs/clusters.md): key
+averages by operator, input shape and stack, ranges, modules summed over the ranks; memory per rank
+(each rank's chart points, peaks and blocks held at them: ``analysis.memory.MemorySummary``).
+``p.rank(r)`` loads one rank's full profile (every view works on it; the last one is kept). The
+timeline is drawn from each rank's view computed in its worker and zooms ask the workers again
+(``nbprof.cluster_timeline``): no events here either. What needs every event (``p.events``,
+allocations, launches, exports) merges all ranks on first use, as ``load_trace`` did before, and
+says so.
 """
 
 from __future__ import annotations
@@ -475,12 +478,14 @@ def labels_of(metas: list[TraceMeta]) -> list[Any]:
 
 class ClusterProfile(TorchProfile):
     """A folder of ranks, summarized apart (see the module doc): the merged report's tables
-    (``ranks()``, ``key_averages()``, ``kernels()``, ``steps()``, ``overview()``, ``collectives()``,
-    ``collective_calls()``, ``queue_length()``, ``device_stats``, ``findings``, ``summary``) from the
-    ranks' summaries; ``timeline()`` / ``timeline_view()``: every rank's lanes on one clock, drawn
-    from the views the workers computed, zooms read by the workers (``nbprof.cluster_timeline``);
-    ``rank(r)``: one rank's full profile; what needs every event (``events``, ``ranges()``,
-    ``launches()`` (a row per launch), ``modules()``, exports) merges all ranks on first use.
+    (``ranks()``, ``key_averages(group_by)``, ``kernels()``, ``steps()``, ``overview()``,
+    ``ranges()``, ``range_ops()``, ``modules()``, ``rank_memory()``, ``memory_curve()``,
+    ``collectives()``, ``collective_calls()``, ``queue_length()``, ``device_stats``, ``findings``,
+    ``summary``) from the ranks' summaries; ``timeline()`` / ``timeline_view()``: every rank's lanes
+    on one clock, drawn from the views the workers computed, zooms read by the workers
+    (``nbprof.cluster_timeline``); ``rank(r)``: one rank's full profile; what needs every event
+    (``events``, ``allocations()``, ``launches()`` (a row per launch), exports) merges all ranks on
+    first use.
 
     ``workers`` / ``client``: where the timeline's zooms run (as the ranks were read: ``plan``);
     ``limit``: ``read_trace_file``'s ``max_bytes``, for the ranks read again."""
@@ -893,8 +898,8 @@ def _rank_averages(s: RankSummary, group_by: str) -> pd.DataFrame:
     if table is not None:
         return table
     out = s.key_averages.copy()
-    out.insert(1, column, "[]" if group_by == "shape" else "")
-    out[column] = out[column].astype(object)
+    out.insert(1, column, pd.Series(np.full(len(out), "[]" if group_by == "shape" else "", dtype=object),
+                                    index=out.index))
     return out
 
 
@@ -911,8 +916,9 @@ def _sum_averages(frames: list[pd.DataFrame]) -> pd.DataFrame:
     with np.errstate(divide="ignore", invalid="ignore"):
         out["cpu_avg_us"] = out["cpu_total_us"] / out["count"]
         out["device_avg_us"] = out["device_total_us"] / out["count"]
-    for c in ("name", *extra):
-        out[c] = out[c].astype(object)
+    out["name"] = out["name"].astype(object)
+    for c in extra:  # the dtype pandas gives a rank's own table (str where pandas infers strings)
+        out[c] = pd.Series(out[c].to_numpy(dtype=object), index=out.index)
     return out[columns]
 
 

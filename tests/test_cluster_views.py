@@ -366,3 +366,45 @@ def test_a_busy_allocator_is_sent_as_the_chart_draws_it(tmp_path):
     html = p.report().html(include_library=False)
     assert "rank 1 · cuda:0: peak" in html and "reserved up to 32.00 MiB" in html
     no_events_here(p)
+
+
+@pytest.mark.browser
+def test_the_new_tabs_in_chromium(tmp_path, loaded):
+    """The folder's standalone page in headless Chromium: each new tab shows its panel; the Memory
+    tab's own tabs switch between every rank's chart and each rank's. Screenshots in tests/artifacts/."""
+    lab = pytest.importorskip("tests.lab")
+    if not lab.chromium_available():
+        pytest.skip("Debian's chromium is not installed")
+    p, _ = loaded["partial"]
+    page_path = tmp_path / "folder.html"
+    p.to_html(page_path)
+    artifacts = Path(__file__).parent / "artifacts"
+    artifacts.mkdir(exist_ok=True)
+    with lab.browser(1400, 1000) as context:
+        page = context.new_page()
+        page.goto(page_path.as_uri())
+        top = page.locator(".nbprof-report > .nbprof-tabs > label")
+        assert top.all_inner_texts() == titles(p)
+        for title in NEW_TABS:
+            top.filter(has_text=title).first.click()
+            i = titles(p).index(title)
+            panel = page.locator(f".nbprof-report > .nbprof-tabs > .nbprof-panel-{i}")
+            assert panel.is_visible() and panel.bounding_box()["height"] > 100, title
+            assert page.locator(".nbprof-report > .nbprof-tabs > .nbprof-panel:visible").count() == 1
+            page.screenshot(path=str(artifacts / f"cluster-views-{title.replace(' ', '-').lower()}.png"))
+            if title == "Ranges":  # each range a row, and the ranks' spread beside the totals
+                assert panel.locator("tbody tr").count() == len(p.ranges())
+                assert "Total, most rank" in panel.inner_text()
+        # the Memory tab's own tabs: every rank's chart, then rank 0's own tab, then rank 1's line
+        top.filter(has_text="Memory").first.click()
+        memory = page.locator(f".nbprof-panel-{titles(p).index('Memory')}")
+        sub = memory.locator(".nbprof-tabs > label")
+        assert sub.all_inner_texts() == ["Every rank", "Rank 0", "Rank 1"]
+        shown = memory.locator(".nbprof-tabs > .nbprof-panel:visible")
+        assert shown.count() == 1 and "rank 0 · cpu: peak" in shown.locator("svg").first.inner_html()
+        sub.nth(1).click()
+        assert shown.count() == 1 and "Held on cpu at its peak" in shown.inner_text()
+        assert shown.locator("svg").first.is_visible()
+        page.screenshot(path=str(artifacts / "cluster-views-memory-rank0.png"))
+        sub.nth(2).click()
+        assert shown.count() == 1 and shown.inner_text().strip() == "Rank 1 recorded no memory: run with --memory."
