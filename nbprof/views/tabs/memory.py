@@ -106,7 +106,8 @@ def render_ranks(report: Any) -> str:
             Column("peak_op", "In", "name", 48), Column("peak_reserved_bytes", "Reserved up to", "bytes")]
     summaries = {r: s for r, s in zip(p.rank_labels, p.rank_summaries)}
     without = [str(r) for r, m, _ in p._memory_by_rank() if m is None]
-    note = f"ranks {', '.join(without)} recorded no memory (run with --memory on every rank)" if without else ""
+    who = f"rank{'s' if len(without) > 1 else ''} {', '.join(without)}"
+    note = f"{who} recorded no memory (run with --memory on every rank)" if without else ""
     first = ((drawing_html(chart, "every rank's memory chart", style=False) if chart else "")
              + (f'<div class="nbprof-note">⚠ {esc(note)}</div>' if note else "")
              + datatable_html(peaks, cols, order=[("peak_allocated_bytes", "desc")], page_length=0,
