@@ -81,6 +81,11 @@ def test_the_tabs_of_a_folder_are_every_tab_its_ranks_have(loaded, name):
     html = p.report().html(include_library=False)
     for title in NEW_TABS:
         assert f">{title}</label>" in html
+    # it opens on the Ranks tab, or on the grouping asked for
+    for group_by, title in ((None, "Ranks"), ("shape", "By input shape"), ("stack", "By stack")):
+        html = p.report(group_by=group_by).html(include_library=False)
+        checked = re.search(r'<input type="radio"[^>]* id="nbprof-\d+-(\d+)" checked', html)
+        assert checked and got[int(checked.group(1))] == title
     no_events_here(p)
 
 

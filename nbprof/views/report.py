@@ -277,7 +277,8 @@ class ClusterReport(TorchReport):
 
     def __init__(self, profile: Any, sort: str | None = None, limit: int | None = None, group_by: str | None = None):
         super().__init__(profile, sort, limit, group_by)
-        self.opens_on = None  # the Ranks tab, first
+        if self.group_by == "op":  # the Ranks tab, first, unless a grouping was asked for
+            self.opens_on = None
         self.notes.append(f"{len(profile.rank_labels)} ranks summarized apart: p.rank(r) is one rank's full profile "
                           "(its events, timeline with Python frames, every block of memory); p.events merges every "
                           "rank's events into this process")
