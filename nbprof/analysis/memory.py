@@ -197,7 +197,8 @@ def allocations(events: pd.DataFrame) -> pd.DataFrame:
         "top_op": top_op,
     })
     if has_rank:
-        out.insert(0, "rank", events["rank"].to_numpy()[ev_rows])
+        # a label, as every per-rank table's (and this table's without rows): object, not int64
+        out.insert(0, "rank", pd.Series(events["rank"].to_numpy()[ev_rows], dtype=object))
     # allocation order; blocks from before the profile first
     out = out.assign(_t=np.where(np.isnan(alloc_t), -np.inf, alloc_t), _r=ev_rows)
     return out.sort_values(["_t", "_r"], kind="stable").drop(columns=["_t", "_r"]).reset_index(drop=True)
