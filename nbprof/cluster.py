@@ -29,11 +29,14 @@ TraceError saying how it ended and which rank it was reading, with its size; eit
 interrupt, ends every worker before the error goes on (nothing is left running).
 
 Every per-rank table comes from the one function :func:`rank_summary`; a new per-rank analysis is
-a field there and its merge here. ``p.rank(r)`` loads one rank's full profile (every view works on
-it; the last one is kept). The timeline is drawn from each rank's view computed in its worker and
-zooms ask the workers again (``nbprof.cluster_timeline``): no events here either. What needs every
-event (``p.events``, ranges, memory, exports) merges all ranks on first use, as ``load_trace`` did
-before, and says so.
+a field there and its merge here. The report has every tab a rank has (docs/clusters.md): key
+averages by operator, input shape and stack, ranges, modules summed over the ranks; memory per rank
+(each rank's chart points, peaks and blocks held at them: ``analysis.memory.MemorySummary``).
+``p.rank(r)`` loads one rank's full profile (every view works on it; the last one is kept). The
+timeline is drawn from each rank's view computed in its worker and zooms ask the workers again
+(``nbprof.cluster_timeline``): no events here either. What needs every event (``p.events``,
+allocations, launches, exports) merges all ranks on first use, as ``load_trace`` did before, and
+says so.
 """
 
 from __future__ import annotations
@@ -58,8 +61,11 @@ from .analysis.device_stats import DeviceStats, process_codes
 from .analysis._tables import empty_table
 from .analysis.findings import FINDING_COLUMNS, FINDING_DTYPES, SEVERITIES, collective_wait, straggler
 from .analysis.steps import STEP_DTYPES
-from .analysis.key_averages import KEY_AVERAGE_COLUMNS
+from .analysis.key_averages import GROUP_BY, KEY_AVERAGE_COLUMNS
 from .analysis.kernels import kernel_parts, kernels_from_parts
+from .analysis.memory import MemorySummary
+from .analysis.modules import merge_modules, module_parts
+from .analysis.ranges import merge_range_ops, merge_ranges, range_parts
 from .analysis.ranks import RankReport, differences_from_times, name_times, report_of
 from .analysis.summary import TorchSummary, default_sort, top_row
 from .cluster_timeline import (ClusterTimeline, ClusterTimelineView, RankPool, RankTimeline, new_cache_dir,
@@ -120,6 +126,22 @@ class RankSummary:
     the cache when first shown: ``nbprof.cluster_timeline``)."""
     seconds: float
     """Time to read and summarize it."""
+    shape_averages: pd.DataFrame | None = None
+    """``key_averages("shape")``, where the rank recorded input shapes (None: its rows are its
+    operators', every shape ``[]``)."""
+    stack_averages: pd.DataFrame | None = None
+    """``key_averages("stack")``, where the rank recorded Python stacks (None: every stack "")."""
+    ranges: pd.DataFrame | None = None
+    """``analysis.ranges.range_parts``: its Ranges table with each path's first start."""
+    range_span_us: float = 0.0
+    """The span its ranges' shares divide by."""
+    range_ops: pd.DataFrame | None = None
+    """``range_ops()``: the operators under each range."""
+    modules: pd.DataFrame | None = None
+    """``analysis.modules.module_parts``: its module tree with each module's first call."""
+    memory: MemorySummary | None = None
+    """What its Memory tab draws (``analysis.memory.MemorySummary``: the chart's points, peaks,
+    blocks held at each peak); None where it recorded no memory."""
 
 
 def rank_summary(path: str, cache_root: str | None = None, limit: Any = None) -> RankSummary:
@@ -148,6 +170,8 @@ def _summarize(path: str, cache_root: str | None, limit: Any = None) -> RankSumm
     # between ranks (name_times again) one rank has none of: the folder's are from every rank's times
     rank_row, idle = p._rank_parts
     _, labels = process_codes(ev)
+    collected = p.collected
+    ranges, range_span_us = range_parts(ev, p.meta)
     return RankSummary(
         file=path, meta=trace_meta, events=len(ev), start_us=start, end_us=end,
         rank_row=rank_row, hta_idle=hta_idle_rows(idle, labels), key_averages=p.key_averages("op"),
@@ -156,6 +180,10 @@ def _summarize(path: str, cache_root: str | None, limit: Any = None) -> RankSumm
         device_stats=p.device_stats, summary=p.summary, findings=p.findings, overview=p.overview(),
         collectives=p.collectives(), queue_length=p.queue_length(),
         timeline=rank_timeline(ev, p.meta, path, cache_root=cache_root),
+        shape_averages=p.key_averages("shape") if collected["shapes"] else None,
+        stack_averages=p.key_averages("stack") if collected["stack"] else None,
+        ranges=ranges, range_span_us=range_span_us, range_ops=p.range_ops(), modules=module_parts(ev),
+        memory=p._memory_summary if collected["memory"] else None,
         seconds=time.perf_counter() - t0,
     )
 
@@ -450,12 +478,14 @@ def labels_of(metas: list[TraceMeta]) -> list[Any]:
 
 class ClusterProfile(TorchProfile):
     """A folder of ranks, summarized apart (see the module doc): the merged report's tables
-    (``ranks()``, ``key_averages()``, ``kernels()``, ``steps()``, ``overview()``, ``collectives()``,
-    ``collective_calls()``, ``queue_length()``, ``device_stats``, ``findings``, ``summary``) from the
-    ranks' summaries; ``timeline()`` / ``timeline_view()``: every rank's lanes on one clock, drawn
-    from the views the workers computed, zooms read by the workers (``nbprof.cluster_timeline``);
-    ``rank(r)``: one rank's full profile; what needs every event (``events``, ``ranges()``,
-    ``launches()`` (a row per launch), ``modules()``, exports) merges all ranks on first use.
+    (``ranks()``, ``key_averages(group_by)``, ``kernels()``, ``steps()``, ``overview()``,
+    ``ranges()``, ``range_ops()``, ``modules()``, ``rank_memory()``, ``memory_curve()``,
+    ``collectives()``, ``collective_calls()``, ``queue_length()``, ``device_stats``, ``findings``,
+    ``summary``) from the ranks' summaries; ``timeline()`` / ``timeline_view()``: every rank's lanes
+    on one clock, drawn from the views the workers computed, zooms read by the workers
+    (``nbprof.cluster_timeline``); ``rank(r)``: one rank's full profile; what needs every event
+    (``events``, ``allocations()``, ``launches()`` (a row per launch), exports) merges all ranks on
+    first use.
 
     ``workers`` / ``client``: where the timeline's zooms run (as the ranks were read: ``plan``);
     ``limit``: ``read_trace_file``'s ``max_bytes``, for the ranks read again."""
@@ -541,19 +571,112 @@ class ClusterProfile(TorchProfile):
 
     def key_averages(self, group_by: str = "op", *, per_rank: bool = False) -> pd.DataFrame:
         """Totals over the ranks (counts and times summed, averages recomputed), one row per
-        operator; ``per_rank=True``: one row per rank and operator (a ``rank`` column first).
-        Grouped by shape or stack: from every event (merged on first use)."""
-        if group_by != "op":
-            if per_rank:
-                raise OptionError("key_averages(per_rank=True) groups by operator only; "
-                                  "p.rank(r).key_averages(group_by) for one rank")
-            return super().key_averages(group_by)
+        operator (``"op"``), operator and input shape (``"shape"``) or operator and Python stack
+        (``"stack"``), from the ranks' summaries; ``per_rank=True``: one row per rank and key (a
+        ``rank`` column first)."""
+        if group_by not in GROUP_BY:
+            raise OptionError(f"group_by must be one of {', '.join(GROUP_BY)}; got {group_by!r}")
         if per_rank:
-            return pd.concat([s.key_averages.assign(rank=r)[["rank", *KEY_AVERAGE_COLUMNS]]
-                              for r, s, _ in self._ranked()], ignore_index=True)
-        if "op" not in self._averages:
-            self._averages["op"] = _sum_averages([s.key_averages for s in self._summaries])
-        return self._averages["op"].copy(deep=False)
+            frames = [_rank_averages(s, group_by) for _, s, _ in self._ranked()]
+            out = pd.concat([f.assign(rank=r)[["rank", *f.columns]] for (r, _, _), f in zip(self._ranked(), frames)],
+                            ignore_index=True)
+            out["rank"] = out["rank"].astype(object)
+            return out
+        if group_by not in self._averages:
+            self._averages[group_by] = _sum_averages([_rank_averages(s, group_by) for s in self._summaries])
+        return self._averages[group_by].copy(deep=False)
+
+    # -- the views every rank has, summed (or each rank's: memory) --------------------------------
+
+    @functools.cached_property
+    def _ranges(self) -> pd.DataFrame:
+        return merge_ranges([(s.ranges, s.range_span_us, shift) for s, shift in zip(self._summaries, self._shift_us)
+                             if s.ranges is not None])
+
+    @functools.cached_property
+    def _range_ops(self) -> pd.DataFrame:
+        return merge_range_ops([s.range_ops for s in self._summaries if s.range_ops is not None],
+                               self._ranges["path"])
+
+    @functools.cached_property
+    def _modules(self) -> pd.DataFrame:
+        return merge_modules([(s.modules, shift) for s, shift in zip(self._summaries, self._shift_us)
+                              if s.modules is not None])
+
+    def ranges(self, *, per_rank: bool = False) -> pd.DataFrame:
+        """The ``record_function`` ranges summed over the ranks (counts, times, device work; min and
+        max over every instance; shares of the ranks' spans summed), from the summaries;
+        ``per_rank=True``: each rank's own table, a ``rank`` column first."""
+        if per_rank:
+            return self._per_rank_table(lambda s: None if s.ranges is None else s.ranges.drop(columns="first_us"),
+                                        self._ranges)
+        return self._ranges.copy(deep=False)
+
+    def modules(self, *, per_rank: bool = False) -> pd.DataFrame:
+        """The ``nn.Module`` tree summed over the ranks (calls and times per module path), from the
+        summaries; ``per_rank=True``: each rank's own tree, a ``rank`` column first."""
+        if per_rank:
+            return self._per_rank_table(lambda s: None if s.modules is None else s.modules.drop(columns="first_us"),
+                                        self._modules)
+        return self._modules.copy(deep=False)
+
+    def _per_rank_table(self, part: Callable[[RankSummary], pd.DataFrame | None], empty: pd.DataFrame) -> pd.DataFrame:
+        frames = [f.assign(rank=r) for r, s, _ in self._ranked() if (f := part(s)) is not None and len(f)]
+        if not frames:
+            out = empty.iloc[0:0].assign(rank=pd.Series(dtype=object))
+        else:
+            out = pd.concat(frames, ignore_index=True)
+        out["rank"] = out["rank"].astype(object)
+        return out[["rank", *[c for c in out.columns if c != "rank"]]]
+
+    def rank_memory(self) -> pd.DataFrame:
+        """Each rank's memory peaks, one row per rank and device: ``rank, device,
+        peak_allocated_bytes, peak_time_us`` (on the common clock), ``peak_op,
+        peak_reserved_bytes, start_allocated_bytes``; ranks that recorded no memory have none.
+        The Memory tab draws every rank's curve and each rank's own tab; ``p.rank(r)`` has every
+        block."""
+        rows = [(r, pk.device, pk.peak_allocated_bytes, pk.peak_time_us + shift, pk.peak_op, pk.peak_reserved_bytes,
+                 pk.start_allocated_bytes)
+                for r, s, shift in self._ranked() if s.memory is not None for pk in s.memory.peaks]
+        out = pd.DataFrame(rows, columns=["rank", "device", "peak_allocated_bytes", "peak_time_us", "peak_op",
+                                          "peak_reserved_bytes", "start_allocated_bytes"])
+        out["rank"] = out["rank"].astype(object)
+        for c in ("peak_allocated_bytes", "peak_reserved_bytes", "start_allocated_bytes"):
+            out[c] = out[c].astype(np.int64)
+        out["peak_time_us"] = out["peak_time_us"].astype(np.float64)
+        return out
+
+    def _memory_by_rank(self) -> list[tuple[Any, MemorySummary | None, float]]:
+        """(rank, its ``MemorySummary`` or None, the shift of its clock in µs), in rank order: what
+        the Memory tab draws."""
+        return [(r, s.memory, shift) for r, s, shift in self._ranked()]
+
+    @functools.cached_property
+    def _every_rank_memory(self) -> MemorySummary:
+        """Every rank's chart points and peaks on the common clock, one "device" per rank and
+        device ("rank 1 · cpu"): the Memory tab's chart of every rank, ``memory_curve()``."""
+        curves, peaks = [], []
+        end = 0.0
+        for r, m, shift in self._memory_by_rank():
+            if m is None:
+                continue
+            end = max(end, m.end_us + shift)
+            curves.append(m.curve.assign(device=[f"rank {r} · {d}" for d in m.curve["device"]],
+                                         time_us=m.curve["time_us"] + shift))
+            peaks += [dataclasses.replace(pk, device=f"rank {r} · {pk.device}", peak_time_us=pk.peak_time_us + shift)
+                      for pk in m.peaks]
+        curve = pd.concat(curves, ignore_index=True) if curves else pd.DataFrame(
+            columns=["device", "time_us", "allocated_bytes", "reserved_bytes", "delta_bytes", "op"])
+        return MemorySummary(curve, peaks, end, [])
+
+    def memory_curve(self) -> Any:
+        """Every rank's allocated (and reserved) memory over time, one curve per rank and device on
+        the common clock: a plotly ``Figure``, drawn from the points the ranks' workers sent (the
+        chart's resolution; ``p.rank(r).memory_curve()`` has every memory event)."""
+        from .views.memory import memory_curve_figure
+
+        m = self._every_rank_memory
+        return memory_curve_figure(m.curve, m.end_us, peaks=m.peaks)
 
     @functools.cached_property
     def _summary(self) -> TorchSummary:
@@ -765,17 +888,38 @@ def _release(pool: RankPool, roots: list[str], client: Any) -> None:
         remove_cache(root, client)
 
 
+def _rank_averages(s: RankSummary, group_by: str) -> pd.DataFrame:
+    """A rank's key averages by ``group_by``: a rank that recorded no shapes (stacks) has its
+    operators' rows with every shape ``[]`` (stack ""), as its events would group."""
+    if group_by == "op":
+        return s.key_averages
+    column = "input_shapes" if group_by == "shape" else "stack"
+    table = s.shape_averages if group_by == "shape" else s.stack_averages
+    if table is not None:
+        return table
+    out = s.key_averages.copy()
+    out.insert(1, column, pd.Series(np.full(len(out), "[]" if group_by == "shape" else "", dtype=object),
+                                    index=out.index))
+    return out
+
+
 def _sum_averages(frames: list[pd.DataFrame]) -> pd.DataFrame:
-    """Key averages of several ranks as one: counts and sums added per (name, kind), in the order
-    the rows first appear (rank by rank, as in the merged events), averages recomputed."""
+    """Key averages of several ranks as one: counts and sums added per (name, [shape | stack],
+    kind), in the order the rows first appear (rank by rank, as in the merged events), averages
+    recomputed."""
     frame = pd.concat(frames, ignore_index=True)
+    extra = [c for c in ("input_shapes", "stack") if c in frame.columns]
+    columns = list(KEY_AVERAGE_COLUMNS)
+    columns[1:1] = extra
     summed = [c for c in KEY_AVERAGE_COLUMNS if c not in ("name", "kind", "cpu_avg_us", "device_avg_us")]
-    out = frame.groupby(["name", "kind"], sort=False)[summed].sum().reset_index()
+    out = frame.groupby(["name", *extra, "kind"], sort=False, dropna=False)[summed].sum().reset_index()
     with np.errstate(divide="ignore", invalid="ignore"):
         out["cpu_avg_us"] = out["cpu_total_us"] / out["count"]
         out["device_avg_us"] = out["device_total_us"] / out["count"]
     out["name"] = out["name"].astype(object)
-    return out[list(KEY_AVERAGE_COLUMNS)]
+    for c in extra:  # the dtype pandas gives a rank's own table (str where pandas infers strings)
+        out[c] = pd.Series(out[c].to_numpy(dtype=object), index=out.index)
+    return out[columns]
 
 
 def _aggregate_findings(per_rank: list[tuple[Any, pd.DataFrame]]) -> list[tuple[str, str, str, dict[str, Any]]]:

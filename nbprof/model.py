@@ -165,6 +165,15 @@ class TorchProfile:
 
         return memory_curve(self._events)
 
+    @functools.cached_property
+    def _memory_summary(self) -> Any:
+        """What the Memory tab draws (``analysis.memory.MemorySummary``): the chart's points, the
+        peaks, the blocks held at each."""
+        from .analysis.memory import summarize_memory
+        from .views.memory import CHART_BUCKETS
+
+        return summarize_memory(self._events, self._memory_curve, self._allocations, CHART_BUCKETS)
+
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         return self.report()._repr_mimebundle_(include, exclude)
 

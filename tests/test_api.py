@@ -123,7 +123,8 @@ RESULT_MEMBERS = {
 }
 # a folder of ranks (nbprof.cluster): a TorchProfile, and one rank's profile on demand
 RESULT_MEMBERS["ClusterProfile"] = sorted(RESULT_MEMBERS["TorchProfile"] + ["close", "collective_calls", "rank",
-                                                                              "rank_labels", "rank_summaries"])
+                                                                              "rank_labels", "rank_memory",
+                                                                              "rank_summaries"])
 
 
 def test_result_objects_members():

@@ -321,7 +321,8 @@ def test_a_tables_column_dtypes_do_not_depend_on_the_trace(synthetic_traces, tmp
     one_op.op("aten::empty", 0, 1)
     paths = ([*RECORDED, *synthetic_traces.values(), one_op.write(tmp_path / "one_op.json")]
              + sorted((DATA / "wild").glob("TestProfiler.*.json")))
-    folders = [DATA / "ddp_gloo", collectives_folder(tmp_path / "ranks")]  # merged ranks: a rank column
+    # merged ranks: a rank column; the views every rank has, summed (one rank without memory)
+    folders = [DATA / "ddp_gloo", collectives_folder(tmp_path / "ranks"), DATA / "cluster_views" / "partial"]
     seen: dict[tuple[str, str], dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     for path in paths + folders:
         for table, frame in _tables(nbprof.load_trace(path, progress=False)).items():

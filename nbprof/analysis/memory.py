@@ -16,7 +16,7 @@ from ..events import KIND_CODE, category_codes, values_at
 from ._tables import LABEL, TEXT, empty_table
 
 __all__ = ["memory_curve", "MemoryPeak", "memory_peaks", "downsample_max", "allocations", "alive_at",
-           "ALLOCATION_COLUMNS"]
+           "ALLOCATION_COLUMNS", "HeldAtPeak", "held_at_peaks", "MemorySummary", "summarize_memory", "drawn_curve"]
 
 ALLOCATION_DTYPES = {"rank": LABEL, "device": TEXT, "addr": np.int64, "bytes": np.int64, "alloc_us": np.float64,
                      "free_us": np.float64, "lifetime_us": np.float64, "op": TEXT, "top_op": TEXT}
@@ -101,21 +101,38 @@ def memory_peaks(curve: pd.DataFrame) -> list[MemoryPeak]:
 def downsample_max(x: np.ndarray, y: np.ndarray, buckets: int) -> tuple[np.ndarray, np.ndarray]:
     """Reduce a step curve to at most ~2 points per bucket keeping each bucket's first and max
     points, so the peak survives any zoom-out."""
+    keep = _kept(x, y, buckets)
+    return (x, y) if keep is None else (x[keep], y[keep])
+
+
+def _kept(x: np.ndarray, y: np.ndarray, buckets: int) -> np.ndarray | None:
+    """The positions :func:`downsample_max` keeps (None: all of them). Keeping them again keeps
+    them all: a curve reduced once draws as the whole curve does."""
     n = len(x)
     if n <= 2 * buckets or n == 0:
-        return x, y
+        return None
     span = x[-1] - x[0]
     if span <= 0:
-        i = int(np.argmax(y))
-        return x[[0, i]], y[[0, i]]
+        return np.array([0, int(np.argmax(y))])
     bucket = np.minimum(((x - x[0]) / span * buckets).astype(np.int64), buckets - 1)
     starts = np.flatnonzero(np.r_[True, bucket[1:] != bucket[:-1]])
     # the position of each bucket's max: sort by (bucket, -y) and take each bucket's first
     order = np.lexsort((-y, bucket))
     sorted_bucket = bucket[order]
     maxpos = order[np.r_[True, sorted_bucket[1:] != sorted_bucket[:-1]]]
-    keep = np.unique(np.concatenate([starts, maxpos, [n - 1]]))
-    return x[keep], y[keep]
+    return np.unique(np.concatenate([starts, maxpos, [n - 1]]))
+
+
+def drawn_curve(curve: pd.DataFrame, buckets: int) -> pd.DataFrame:
+    """The points of ``curve`` (:func:`memory_curve`'s frame) that a chart ``buckets`` wide draws
+    (:func:`downsample_max` of each device's allocated bytes): what a rank's worker sends for its
+    chart instead of every memory event. Its peaks are not all in it (the most reserved):
+    :func:`memory_peaks` of the whole curve go with it."""
+    parts = []
+    for _, d in curve.groupby("device", sort=True):
+        keep = _kept(d["time_us"].to_numpy(), d["allocated_bytes"].to_numpy(), buckets)
+        parts.append(d if keep is None else d.iloc[keep])
+    return pd.concat(parts, ignore_index=True) if parts else curve.iloc[0:0].reset_index(drop=True)
 
 
 def allocations(events: pd.DataFrame) -> pd.DataFrame:
@@ -180,7 +197,8 @@ def allocations(events: pd.DataFrame) -> pd.DataFrame:
         "top_op": top_op,
     })
     if has_rank:
-        out.insert(0, "rank", events["rank"].to_numpy()[ev_rows])
+        # a label, as every per-rank table's (and this table's without rows): object, not int64
+        out.insert(0, "rank", pd.Series(events["rank"].to_numpy()[ev_rows], dtype=object))
     # allocation order; blocks from before the profile first
     out = out.assign(_t=np.where(np.isnan(alloc_t), -np.inf, alloc_t), _r=ev_rows)
     return out.sort_values(["_t", "_r"], kind="stable").drop(columns=["_t", "_r"]).reset_index(drop=True)
@@ -209,3 +227,54 @@ def alive_at(allocs: pd.DataFrame, time_us: float, device: str) -> pd.DataFrame:
     a = allocs[allocs["device"] == device]
     held = ((a["alloc_us"] <= time_us) | a["alloc_us"].isna()) & ~(a["free_us"] <= time_us)
     return a[held].sort_values("bytes", ascending=False, kind="stable")
+
+
+@dataclass(frozen=True)
+class HeldAtPeak:
+    """What one device held when its allocated memory peaked (the Memory tab's tables)."""
+
+    peak: MemoryPeak
+    blocks: pd.DataFrame
+    """The blocks allocated during the profile and alive at the peak (``allocations()``' columns
+    and ``age_us``: how long before the peak each was allocated), biggest first."""
+    older_bytes: int
+    """What the allocator held when the profile started, less what of it was freed by the peak."""
+
+
+def held_at_peaks(allocs: pd.DataFrame, peaks: list[MemoryPeak]) -> list[HeldAtPeak]:
+    """Per device with blocks held at its peak (GPUs first): the blocks held, from
+    :func:`allocations` of one profile (merged ranks' are not paired per rank: none)."""
+    if not len(allocs) or "rank" in allocs.columns:
+        return []
+    out = []
+    for peak in sorted(peaks, key=lambda pk: (pk.device == "cpu", pk.device)):
+        held = alive_at(allocs, peak.peak_time_us, peak.device)
+        if not len(held):
+            continue
+        during = held[held["alloc_us"].notna()].copy()
+        freed_early = allocs[(allocs["device"] == peak.device) & allocs["alloc_us"].isna()
+                             & (allocs["free_us"] <= peak.peak_time_us)]["bytes"].sum()
+        during["age_us"] = peak.peak_time_us - during["alloc_us"]
+        out.append(HeldAtPeak(peak, during.reset_index(drop=True),
+                              max(peak.start_allocated_bytes - int(freed_early), 0)))
+    return out
+
+
+@dataclass(frozen=True)
+class MemorySummary:
+    """What the Memory tab draws of one profile, without its events: the points of its chart, the
+    peaks (of the whole curve), where the time axis ends, and the blocks held at each peak. A
+    rank's worker sends it for the folder's report (``nbprof.cluster``)."""
+
+    curve: pd.DataFrame
+    peaks: list[MemoryPeak]
+    end_us: float
+    held: list[HeldAtPeak]
+
+
+def summarize_memory(events: pd.DataFrame, curve: pd.DataFrame, allocs: pd.DataFrame, buckets: int) -> MemorySummary:
+    """The :class:`MemorySummary` of a profile's events, its :func:`memory_curve` and its
+    :func:`allocations`; the chart ``buckets`` wide."""
+    end_us = float((events["start_us"] + events["dur_us"]).max()) if len(events) else 0.0
+    peaks = memory_peaks(curve)
+    return MemorySummary(drawn_curve(curve, buckets), peaks, end_us, held_at_peaks(allocs, peaks))

@@ -36,7 +36,7 @@ from ._intervals import launch_points, sum_in_intervals
 from ._tables import TEXT, empty_table
 from .tree import _nest, lanes
 
-__all__ = ["module_tree", "MODULE_COLUMNS", "MODULE_PREFIX"]
+__all__ = ["module_tree", "module_parts", "merge_modules", "MODULE_COLUMNS", "MODULE_PREFIX"]
 
 MODULE_PREFIX = "nn.Module: "
 MODULE_DTYPES = {"module": TEXT, "name": TEXT, "type": TEXT, "parent": TEXT, "depth": np.int64, "calls": np.int64,
@@ -59,9 +59,15 @@ def module_rows(events: pd.DataFrame) -> np.ndarray:
 
 def module_tree(events: pd.DataFrame) -> pd.DataFrame:
     """One row per module path (see the module doc); empty without ``nn.Module:`` events."""
+    return module_parts(events).drop(columns="first_us")
+
+
+def module_parts(events: pd.DataFrame) -> pd.DataFrame:
+    """The module tree with each path's first call (``first_us``, the profile's clock): what
+    several ranks' trees are merged from (:func:`merge_modules`)."""
     rows = module_rows(events)
     if len(rows) == 0:
-        return empty_table(MODULE_DTYPES)
+        return empty_table(MODULE_DTYPES | {"first_us": np.float64})
     lane, _ = lanes(events)
     lane = pd.factorize(lane)[0].astype(np.int64)  # small codes: thread ids can be large, the sweeps offset by them
     start = time_ns(events["start_us"].to_numpy())
@@ -101,6 +107,26 @@ def module_tree(events: pd.DataFrame) -> pd.DataFrame:
     ).reset_index()
     out["type"] = [n.rsplit("_", 1)[0] if n.rsplit("_", 1)[-1].isdigit() else n for n in out["name"]]
     out["parent"] = [m.rsplit(".", 1)[0] if "." in m else "" for m in out["module"]]
+    out = out.iloc[_tree_order(out)].reset_index(drop=True)
+    out["depth"] = out["depth"].astype(np.int64)
+    out["calls"] = out["calls"].astype(np.int64)
+    out["first_us"] = out["first"] / 1000.0
+    return out[[*MODULE_COLUMNS, "first_us"]]
+
+
+def merge_modules(parts: list[tuple[pd.DataFrame, float]]) -> pd.DataFrame:
+    """Several ranks' module trees as one: ``parts`` are each rank's :func:`module_parts` and the
+    shift of its clock onto the common one (µs). Calls and times summed per module path, in tree
+    order (children by their first call on the common clock)."""
+    frames = [t.assign(first_us=t["first_us"] + shift) for t, shift in parts if len(t)]
+    if not frames:
+        return empty_table(MODULE_DTYPES)
+    out = pd.concat(frames, ignore_index=True).groupby("module", sort=False).agg(
+        name=("name", "first"), type=("type", "first"), parent=("parent", "first"), depth=("depth", "first"),
+        calls=("calls", "sum"), cpu_total_us=("cpu_total_us", "sum"), self_cpu_us=("self_cpu_us", "sum"),
+        device_total_us=("device_total_us", "sum"), self_device_us=("self_device_us", "sum"),
+        first=("first_us", "min"),
+    ).reset_index()
     out = out.iloc[_tree_order(out)].reset_index(drop=True)
     out["depth"] = out["depth"].astype(np.int64)
     out["calls"] = out["calls"].astype(np.int64)

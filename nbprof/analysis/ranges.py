@@ -46,7 +46,7 @@ from ._tables import TEXT, empty_table
 from .device_stats import process_codes, profiled_windows, span_ns
 
 __all__ = ["ranges", "range_ops", "RANGE_COLUMNS", "RANGE_OP_COLUMNS", "PATH_SEP", "range_labels",
-           "annotation_parents"]
+           "annotation_parents", "range_parts", "merge_ranges", "merge_range_ops"]
 
 PATH_SEP = " › "
 
@@ -150,10 +150,20 @@ def _paths(events: pd.DataFrame, ann: np.ndarray, labels: np.ndarray) -> tuple[n
 
 def ranges(events: pd.DataFrame, meta: TraceMeta | None = None) -> pd.DataFrame:
     """The Ranges table (see the module doc) of a tree-built events table."""
+    return range_parts(events, meta)[0].drop(columns="first_us")
+
+
+def range_parts(events: pd.DataFrame, meta: TraceMeta | None = None) -> tuple[pd.DataFrame, float]:
+    """What ranks' Ranges tables are merged from (:func:`merge_ranges`): the table with each path's
+    first start (``first_us``, the profile's clock: the merged table's sibling order), and the span
+    its ``share_of_span`` divides by (µs: the profiled windows of each process, summed)."""
     kind = events["kind"].cat.codes.to_numpy()
     ann = np.flatnonzero((kind == KIND_CODE["annotation"]) & ~events["merged"].to_numpy())
+    windows = profiled_windows(events, meta)
+    rank_codes, rank_labels = process_codes(events)
+    span = float(span_ns(windows, len(rank_labels)).sum())
     if len(ann) == 0:
-        return _empty()
+        return empty_table(RANGE_DTYPES | {"first_us": np.float64}), span / 1000.0
     labels = range_labels(events["name"])
     path_of, paths = _paths(events, ann, labels)
     n_paths = len(paths)
@@ -208,10 +218,6 @@ def ranges(events: pd.DataFrame, meta: TraceMeta | None = None) -> pd.DataFrame:
             ok = path_of[surv] >= 0
             np.add.at(gpu_span, path_of[surv[ok]], dur[miss[hit2][ok]].astype(float))
 
-    windows = profiled_windows(events, meta)
-    rank_codes, rank_labels = process_codes(events)
-    span = float(span_ns(windows, len(rank_labels)).sum())
-
     path_text = _path_text(paths)
     parent_path = paths["parent_path"].to_numpy()
     has_parent = parent_path >= 0
@@ -236,10 +242,66 @@ def ranges(events: pd.DataFrame, meta: TraceMeta | None = None) -> pd.DataFrame:
             "device_us": device_ns / 1000.0,
             "kernels": kernels,
             "gpu_span_us": gpu_span / 1000.0,
+            "first_us": firsts / 1000.0,
         }
     )
     order = _tree_order(paths["parent_path"].to_numpy(), paths["depth"].to_numpy(), firsts)
-    return out.iloc[order].reset_index(drop=True)
+    return out.iloc[order].reset_index(drop=True), span / 1000.0
+
+
+def merge_ranges(parts: list[tuple[pd.DataFrame, float, float]]) -> pd.DataFrame:
+    """Several profiles' Ranges tables as one (a folder of ranks): ``parts`` are each profile's
+    :func:`range_parts` and the shift of its clock onto the common one (µs). Counts, times, device
+    work summed per path; min and max over all instances; shares recomputed from the sums (of the
+    span: every profile's, as the merged events' table divides by); paths in tree order, siblings
+    by their first start on the common clock."""
+    frames = [t.assign(first_us=t["first_us"] + shift) for t, _, shift in parts if len(t)]
+    if not frames:
+        return _empty()
+    span_us = sum(span for _, span, _ in parts)
+    out = pd.concat(frames, ignore_index=True).groupby("path", sort=False).agg(
+        label=("label", "first"), depth=("depth", "first"), count=("count", "sum"), total_us=("total_us", "sum"),
+        min_us=("min_us", "min"), max_us=("max_us", "max"), device_us=("device_us", "sum"),
+        kernels=("kernels", "sum"), gpu_span_us=("gpu_span_us", "sum"), first_us=("first_us", "min"),
+    ).reset_index()
+    paths = out["path"].tolist()
+    index = {p: i for i, p in enumerate(paths)}
+    depth = out["depth"].to_numpy(dtype=np.int64)
+    # a path's parent: itself less its last label
+    parent = np.array([index[p[: len(p) - len(PATH_SEP) - len(lb)]] if d > 0 else -1
+                       for p, lb, d in zip(paths, out["label"], depth)], dtype=np.int64)
+    total = out["total_us"].to_numpy(dtype=np.float64)
+    count = out["count"].to_numpy(dtype=np.int64)
+    has_parent = parent >= 0
+    parent_total = np.where(has_parent, total[np.maximum(parent, 0)], np.nan)
+    root = _roots(parent)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out["share_of_parent"] = np.where(has_parent & (parent_total > 0), total / parent_total, np.nan)
+        out["share_of_root"] = np.where(total[root] > 0, total / total[root], np.nan)
+    out["mean_us"] = total / np.maximum(count, 1)
+    out["share_of_span"] = total / span_us if span_us > 0 else np.nan
+    out["count"] = count
+    out["kernels"] = out["kernels"].astype(np.int64)
+    out["depth"] = depth
+    order = _tree_order(parent, depth, out["first_us"].to_numpy())
+    return out.iloc[order][list(RANGE_COLUMNS)].reset_index(drop=True)
+
+
+def merge_range_ops(frames: list[pd.DataFrame], paths: pd.Series) -> pd.DataFrame:
+    """Several profiles' ``range_ops`` as one: counts and self times summed per (path, operator),
+    the paths in the order of ``paths`` (the merged Ranges table's), each path's operators by self
+    CPU time."""
+    frames = [f for f in frames if len(f)]
+    if not frames:
+        return empty_table(RANGE_OP_DTYPES)
+    out = pd.concat(frames, ignore_index=True).groupby(["path", "label", "name"], sort=False).agg(
+        count=("count", "sum"), self_cpu_us=("self_cpu_us", "sum"), self_device_us=("self_device_us", "sum"),
+    ).reset_index()
+    position = {p: i for i, p in enumerate(paths)}
+    out["_at"] = [position.get(p, len(position)) for p in out["path"]]
+    out = out.sort_values(["_at", "self_cpu_us"], ascending=[True, False], kind="stable")
+    out["count"] = out["count"].astype(np.int64)
+    return out[list(RANGE_OP_COLUMNS)].reset_index(drop=True)
 
 
 def range_ops(events: pd.DataFrame) -> pd.DataFrame:

@@ -50,7 +50,7 @@ from .device_stats import DeviceStats, device_stats, process_codes, profiled_win
 from ._tables import LABEL, TEXT, empty_table
 
 __all__ = ["RankReport", "rank_report", "report_of", "rank_table", "rank_differences", "name_times",
-           "differences_from_times", "RANK_TIME_SPREAD"]
+           "differences_from_times", "RANK_TIME_SPREAD", "rank_spread", "SPREAD_COLUMNS"]
 
 # A kernel "differs" across ranks when its count differs, or its total time's spread
 # (max - min) / mean is at least this.
@@ -270,3 +270,28 @@ def report_of(table: pd.DataFrame, differences: pd.DataFrame, hta_idle: pd.DataF
     imbalance = (float(compute[i]) - med) / med if med > 0 else 0.0
     report = RankReport(table=table, slowest=table["rank"].iloc[i], imbalance=imbalance, differences=differences)
     return report if hta_idle is None else dataclasses.replace(report, hta_idle=hta_idle)
+
+
+SPREAD_COLUMNS = ("ranks", "rank_min_us", "rank_max_us", "max_rank")
+
+
+def rank_spread(per_rank: pd.DataFrame, keys: list[str], value: str, ranks: list[Any]) -> pd.DataFrame:
+    """How a summed table's rows differ across ranks: ``per_rank`` holds one row per rank and key
+    (a ``rank`` column, the ``keys``, ``value``); per key: ``ranks`` (how many of ``ranks`` have
+    it), ``rank_min_us`` and ``rank_max_us`` of ``value`` over every rank (0 on a rank without the key:
+    it spent nothing there), ``max_rank`` (the first rank with the most). One row per key, in the
+    order the keys first appear."""
+    if not len(per_rank):
+        return empty_table({**{k: TEXT for k in keys}, "ranks": np.int64, "rank_min_us": np.float64,
+                            "rank_max_us": np.float64, "max_rank": LABEL})
+    by_key = per_rank.groupby(keys, sort=False, dropna=False)
+    present = by_key["rank"].nunique()
+    wide = per_rank.groupby([*keys, "rank"], sort=False, dropna=False)[value].sum().unstack("rank")
+    wide = wide.reindex(index=present.index, columns=list(ranks)).fillna(0.0)
+    values = wide.to_numpy(dtype=np.float64)
+    out = present.rename("ranks").reset_index()
+    out["ranks"] = out["ranks"].astype(np.int64)
+    out["rank_min_us"] = values.min(axis=1)
+    out["rank_max_us"] = values.max(axis=1)
+    out["max_rank"] = pd.Series(np.asarray(list(ranks), dtype=object)[values.argmax(axis=1)], dtype=object)
+    return out

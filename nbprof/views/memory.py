@@ -9,11 +9,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..analysis.memory import downsample_max, memory_peaks
+from ..analysis.memory import MemoryPeak, downsample_max, memory_peaks
 from ..format import esc, esc_plotly, fmt_bytes, fmt_us
 from .figure import drawing_html, rendering_figure
 
-__all__ = ["memory_curve_svg", "memory_curve_figure", "describe"]
+__all__ = ["memory_curve_svg", "memory_curve_figure", "describe", "CHART_BUCKETS"]
 
 _COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#e377c2"]
 
@@ -34,20 +34,27 @@ def _byte_ticks(lo: float, hi: float, count: int) -> np.ndarray:
     return _nice_ticks(lo / unit, hi / unit, count) * unit
 
 
-def memory_curve_svg(curve: pd.DataFrame, end_us: float, width: int = 760, panel_height: int = 130) -> str:
+# the chart's default width and margins: its plot is CHART_BUCKETS pixels wide, one bucket each
+_WIDTH, _LEFT, _RIGHT = 760, 72, 16
+CHART_BUCKETS = _WIDTH - _LEFT - _RIGHT
+
+
+def memory_curve_svg(curve: pd.DataFrame, end_us: float, width: int = _WIDTH, panel_height: int = 130,
+                     peaks: list[MemoryPeak] | None = None) -> str:
     """Allocated bytes over time (``analysis.memory.memory_curve``'s frame), one small chart per
     device (each on its own scale, since CPU and GPU totals differ by orders of magnitude); the
     peak marked and named with its op. ``end_us``: where the time axis ends (the profile's last
-    event)."""
+    event). ``peaks``: the curve's peaks when ``curve`` holds only the points drawn
+    (``analysis.memory.drawn_curve``); default: the curve's own."""
     if curve.empty:
         return ""
-    left, right = 72, 16
+    left, right = _LEFT, _RIGHT
     pw = width - left - right
     t0 = 0.0  # start_us counts from the profile's start, like every other view
     t1 = max(float(end_us), t0 + 1e-3)
     x_of = lambda t: left + (t - t0) / (t1 - t0) * pw  # noqa: E731
     devices = list(curve.groupby("device", sort=True))
-    peaks = {p.device: p for p in memory_peaks(curve)}
+    by_device = {p.device: p for p in (memory_peaks(curve) if peaks is None else peaks)}
     head, axis_h, title_h = 18, 22, 30
     height = head + len(devices) * (panel_height + title_h) + axis_h
     parts = [
@@ -60,12 +67,12 @@ def memory_curve_svg(curve: pd.DataFrame, end_us: float, width: int = 760, panel
     y0 = head
     for i, (device, d) in enumerate(devices):
         color = _COLORS[i % len(_COLORS)]
-        p = peaks[device]
+        p = by_device[device]
         top = y0 + title_h
         label = f"{device}: peak {fmt_bytes(p.peak_allocated_bytes)} at {fmt_us(p.peak_time_us - t0)}"
         if p.peak_op:
             label += f" in {p.peak_op}"
-        if device != "cpu" and p.peak_reserved_bytes >= 0:
+        if not str(device).endswith("cpu") and p.peak_reserved_bytes >= 0:  # "cpu", "rank 1 · cpu": none
             label += f" · reserved up to {fmt_bytes(p.peak_reserved_bytes)}"
         parts.append(f'<text x="{left}" y="{y0 + 20}" fill="{color}" font-weight="600">{esc(label)}</text>')
         t = d["time_us"].to_numpy()
@@ -101,23 +108,25 @@ def memory_curve_svg(curve: pd.DataFrame, end_us: float, width: int = 760, panel
     return "".join(parts)
 
 
-def describe(curve: pd.DataFrame) -> str:
+def describe(curve: pd.DataFrame, peaks: list[MemoryPeak] | None = None) -> str:
     """The curve in one line: each device's peak, when, and in which op."""
     if curve.empty:
         return "Allocated memory: none recorded (profile with --memory)"
     parts = []
-    for p in memory_peaks(curve):
+    for p in memory_peaks(curve) if peaks is None else peaks:
         part = f"{p.device} peak {fmt_bytes(p.peak_allocated_bytes)} at {fmt_us(p.peak_time_us)}"
         parts.append(part + (f" in {p.peak_op}" if p.peak_op else ""))
     return "Allocated memory: " + " · ".join(parts)
 
 
-def memory_curve_figure(curve: pd.DataFrame, end_us: float) -> Any:
-    """The same curve as a zoomable plotly figure (``result.memory_curve()``); ``end_us`` as for
-    :func:`memory_curve_svg`, which draws its static rendering."""
+def memory_curve_figure(curve: pd.DataFrame, end_us: float, peaks: list[MemoryPeak] | None = None) -> Any:
+    """The same curve as a zoomable plotly figure (``result.memory_curve()``); ``end_us`` and
+    ``peaks`` as for :func:`memory_curve_svg`, which draws its static rendering."""
+    if peaks is None:
+        peaks = memory_peaks(curve)
 
     def svg() -> str | None:  # no curve: the figure's note
-        drawn = memory_curve_svg(curve, end_us)
+        drawn = memory_curve_svg(curve, end_us, peaks=peaks)
         return drawing_html(drawn, "the memory chart") if drawn else None
 
     # plain dicts, as plotly's JSON has them (validated once by the tests, not at every call)
@@ -137,7 +146,7 @@ def memory_curve_figure(curve: pd.DataFrame, end_us: float) -> Any:
     annotations = [dict(x=(p.peak_time_us - t0) / 1000.0, y=p.peak_allocated_bytes,
                         text=f"peak {fmt_bytes(p.peak_allocated_bytes)}" + (f" · {esc_plotly(p.peak_op)}" if p.peak_op else ""),
                         showarrow=True, arrowhead=2)
-                   for p in memory_peaks(curve)]
+                   for p in peaks]
     yaxis: dict[str, Any] = dict(title=dict(text="bytes"))
     if not curve.empty:  # the same binary-unit ticks as the static chart
         top = float(max(curve["allocated_bytes"].max(), curve["reserved_bytes"].max(), 1))
@@ -145,7 +154,7 @@ def memory_curve_figure(curve: pd.DataFrame, end_us: float) -> Any:
         yaxis.update(tickvals=ticks.tolist(), ticktext=[fmt_bytes(t, compact=True) for t in ticks])
     layout = dict(title=dict(text="Allocated memory"), xaxis=dict(title=dict(text="time (ms)")), yaxis=yaxis,
                   height=320, margin=dict(l=60, r=20, t=40, b=40), annotations=annotations, template="plotly_white")
-    return rendering_figure(dict(data=data, layout=layout), html=svg, text=describe(curve))
+    return rendering_figure(dict(data=data, layout=layout), html=svg, text=describe(curve, peaks))
 
 
 def _plotly_names(names: pd.Series) -> np.ndarray:

@@ -18,7 +18,6 @@ in the same order as the first tab's table. The zoomable timeline is a plotly fi
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 import pandas as pd
@@ -30,6 +29,7 @@ from .datatable import library_html
 from .figure import DRAWING_CSS, in_colab
 from .overview import overview_html, overview_text
 from .table import pstats_ncalls, render_text, sorted_rows
+from .tabbar import next_uid, panel_rules, tabs_html
 from .tabs import CLUSTER_TABS, PYTHON_TABS, TORCH_TABS, Tab
 from .tabs.base import empty
 from .tabs.functions import function_columns
@@ -37,7 +37,6 @@ from .tabs.operators import operator_columns, with_shares
 
 __all__ = ["TorchReport", "ClusterReport", "PythonReport", "report_css", "tabs_html"]
 
-_ids = itertools.count(1)
 _library_sent = False
 
 # Wide tables: headers wrap (cells do not), so the Operators table with shapes and FLOPs fits in
@@ -72,37 +71,8 @@ _CSS = """
 def report_css(uid: int | None = None, panels: int = 0) -> str:
     """The report's style; with ``uid``, the rules that show each of its ``panels`` panels when
     its tab is checked (one rule per panel, so every tab of the list works)."""
-    rules = ",".join(f"#nbprof-{uid}-{i}:checked~.nbprof-panel-{i}" for i in range(panels))
+    rules = panel_rules(uid, panels) if uid is not None else ""
     return f"<style>{_CSS}{rules}{{display:block}}</style>" if rules else f"<style>{_CSS}</style>"
-
-
-def tabs_html(uid: int, tabs: list[tuple[str, str]], selected: int = 0) -> str:
-    """Tabs from (title, body html) pairs: radio inputs + labels + panels, no script.
-
-    Where outputs are sanitized (a notebook opened untrusted in JupyterLab or Notebook 7: no
-    <style>, no SVG, the ``hidden`` attribute kept) the selected panel shows, the others stay
-    ``hidden`` (the style shows a checked tab's panel), and a line says how to see them. Where
-    all styling is stripped (GitHub's notebook preview) every panel shows, one after the other:
-    the separators between the labels and a title above each panel, hidden by the style, keep
-    that readable."""
-    out = [f'<div class="nbprof-tabs" id="nbprof-tabs-{uid}">']
-    for i, (title, _) in enumerate(tabs):
-        checked = " checked" if i == selected else ""
-        out.append(
-            f'<input type="radio" name="nbprof-tabs-{uid}" id="nbprof-{uid}-{i}"{checked} hidden="hidden">'
-            f'<label for="nbprof-{uid}-{i}">{esc(title)}</label>'
-            + ('<span class="nbprof-tab-sep"> · </span>' if i < len(tabs) - 1 else "")
-        )
-    if len(tabs) > 1:
-        out.append('<div class="nbprof-unstyled" style="color:#8a4b00;margin:4px 0">This output is shown without '
-                   f"its styles and scripts (an untrusted notebook): the {esc(tabs[selected][0])} tab only, tables "
-                   "unsorted. Trust the notebook (or run the cell again) for every tab.</div>")
-    for i, (title, body) in enumerate(tabs):
-        hidden = "" if i == selected else ' hidden="hidden"'
-        out.append(f'<div class="nbprof-panel nbprof-panel-{i}"{hidden}>'
-                   f'<div class="nbprof-panel-title"><b>{esc(title)}</b></div>{body}</div>')
-    out.append("</div>")
-    return "".join(out)
 
 
 def library(include: bool | None = None) -> str:
@@ -128,7 +98,7 @@ def _report_html(report: Any, registry: list[Tab], head: list[str], include_libr
     """The report's HTML: its head lines, then the tabs of ``registry`` the profile shows, with
     one CSS rule per panel. ``panels``: bodies to use instead of drawing a tab (by title; the
     standalone page puts the interactive figure there)."""
-    report.uid = uid = next(_ids)
+    report.uid = uid = next_uid()
     tabs = [t for t in registry if t.shown(report.profile)]
     parts = [library(include_library), report_css(uid, len(tabs)), '<div class="nbprof-report">', *head]
     if report.empty_message:
@@ -300,16 +270,18 @@ class TorchReport:
 
 class ClusterReport(TorchReport):
     """The report of a folder of ranks summarized apart (:class:`~nbprof.cluster.ClusterProfile`):
-    the Ranks tab first, then the tabs its summaries have, and the timeline stacked from the ranks'
-    views (no events: no memory, no ranges)."""
+    the Ranks tab first, then every tab its ranks have, summed over the ranks (or each rank's: Memory)
+    from their summaries, and the timeline stacked from the ranks' views (no events here)."""
 
     tabs = CLUSTER_TABS
 
     def __init__(self, profile: Any, sort: str | None = None, limit: int | None = None, group_by: str | None = None):
         super().__init__(profile, sort, limit, group_by)
-        self.opens_on = None  # the Ranks tab, first
+        if self.group_by == "op":  # the Ranks tab, first, unless a grouping was asked for
+            self.opens_on = None
         self.notes.append(f"{len(profile.rank_labels)} ranks summarized apart: p.rank(r) is one rank's full profile "
-                          "(memory, ranges); p.events merges every rank's events into this process")
+                          "(its events, timeline with Python frames, every block of memory); p.events merges every "
+                          "rank's events into this process")
 
 
 class PythonReport:

@@ -13,10 +13,10 @@ from .compile import COMPILE
 from .flame import FLAME
 from .functions import FUNCTIONS
 from .kernels import KERNELS
-from .memory import MEMORY
-from .modules import MODULES
-from .operators import BY_SHAPE, BY_STACK, OPERATORS
-from .ranges import RANGES
+from .memory import CLUSTER_MEMORY, MEMORY
+from .modules import CLUSTER_MODULES, MODULES
+from .operators import BY_SHAPE, BY_STACK, CLUSTER_BY_SHAPE, CLUSTER_BY_STACK, CLUSTER_OPERATORS, OPERATORS
+from .ranges import CLUSTER_RANGES, RANGES
 from .ranks import CLUSTER_RANKS, RANKS
 from .steps import STEPS
 from .timeline import TIMELINE
@@ -24,6 +24,8 @@ from .timeline import TIMELINE
 __all__ = ["Tab", "TORCH_TABS", "CLUSTER_TABS", "PYTHON_TABS"]
 
 TORCH_TABS: list[Tab] = [OPERATORS, BY_SHAPE, BY_STACK, MEMORY, KERNELS, COMPILE, MODULES, RANGES, STEPS, RANKS, TIMELINE]
-# a folder of ranks summarized apart (nbprof.cluster): what the summaries hold, the ranks first
-CLUSTER_TABS: list[Tab] = [CLUSTER_RANKS, OPERATORS, KERNELS, STEPS, TIMELINE]
+# a folder of ranks summarized apart (nbprof.cluster): the ranks first, then every tab a rank has
+# (but Compile: torch.compile's log is one process's), summed over the ranks from their summaries
+CLUSTER_TABS: list[Tab] = [CLUSTER_RANKS, CLUSTER_OPERATORS, CLUSTER_BY_SHAPE, CLUSTER_BY_STACK, CLUSTER_MEMORY,
+                           KERNELS, CLUSTER_MODULES, CLUSTER_RANGES, STEPS, TIMELINE]
 PYTHON_TABS: list[Tab] = [FUNCTIONS, ACTIONS, CALLGRAPH, FLAME]

@@ -9,53 +9,49 @@ from ...format import esc, fmt_bytes
 from ..datatable import datatable_html
 from ..figure import drawing_html
 from ..table import Column
-from .base import Tab
+from .base import Tab, empty
 
-__all__ = ["MEMORY"]
+__all__ = ["MEMORY", "CLUSTER_MEMORY", "memory_html", "held_html", "held_at_peak"]
 
 
 def render(report: Any) -> str:
+    p = report.profile
+    return memory_html(p.summary.has_device, p.key_averages("op"), p._memory_summary, report.limit or 0)
+
+
+def memory_html(has_device: bool, averages: Any, memory: Any, limit: int = 0) -> str:
+    """One profile's Memory panel: its chart, each operator's allocations (``averages``: its key
+    averages by operator) and the blocks held at each peak, from its ``analysis.memory.MemorySummary``
+    (a folder of ranks draws each rank's, sent by its worker, with the same function)."""
     from ..memory import memory_curve_svg
 
-    p = report.profile
-    s = p.summary
-    frame = p.key_averages("op")
+    frame = averages
     frame = frame[(frame["cpu_mem_bytes"] != 0) | (frame["device_mem_bytes"] != 0)
                   | (frame["self_cpu_mem_bytes"] != 0) | (frame["self_device_mem_bytes"] != 0)]
-    main = "self_device_mem_bytes" if s.has_device and frame["self_device_mem_bytes"].abs().sum() else "self_cpu_mem_bytes"
+    main = "self_device_mem_bytes" if has_device and frame["self_device_mem_bytes"].abs().sum() else "self_cpu_mem_bytes"
     frame = frame.sort_values(main, ascending=False, kind="stable")
     cols = [Column("name", "Name", "name", 70), Column("count", "Calls", "count")]
-    if s.has_device:
+    if has_device:
         cols += [Column("self_device_mem_bytes", "Self CUDA Mem", "bytes"),
                  Column("device_mem_bytes", "CUDA Mem", "bytes")]
     cols += [Column("self_cpu_mem_bytes", "Self CPU Mem", "bytes"), Column("cpu_mem_bytes", "CPU Mem", "bytes"),
              Column("kind", "Kind")]
-    ev = p._events
-    curve = memory_curve_svg(p._memory_curve, float((ev["start_us"] + ev["dur_us"]).max()))
-    table = datatable_html(frame, cols, order=[(main, "desc")], page_length=report.limit or 0,
+    curve = memory_curve_svg(memory.curve, memory.end_us, peaks=memory.peaks)
+    table = datatable_html(frame, cols, order=[(main, "desc")], page_length=limit,
                            caption="memory allocated (+) and freed (−) inside each operator; self = not in its children")
-    return (drawing_html(curve, "the memory chart", style=False) if curve else "") + table + held_at_peak(p)
+    return (drawing_html(curve, "the memory chart", style=False) if curve else "") + table + held_html(memory.held)
 
 
 def held_at_peak(profile: Any) -> str:
     """Per device, the blocks held when allocated memory peaked: what to free or shrink."""
-    from ...analysis.memory import memory_peaks
+    return held_html(profile._memory_summary.held)
 
-    allocs = profile.allocations()
-    if not len(allocs) or "rank" in allocs.columns:
-        return ""
+
+def held_html(held: list[Any]) -> str:
+    """The tables of ``analysis.memory.held_at_peaks``: per device, the blocks held at its peak."""
     out = []
-    peaks = memory_peaks(profile._memory_curve)
-    order = sorted(peaks, key=lambda pk: (pk.device == "cpu", pk.device))  # GPUs first
-    for peak in order:
-        held = profile.alive_at(peak.peak_time_us, peak.device)
-        if not len(held):
-            continue
-        during = held[held["alloc_us"].notna()].copy()
-        # what the allocator held when the profile started, less what of it was freed by the peak
-        freed_early = allocs[(allocs["device"] == peak.device) & allocs["alloc_us"].isna()
-                             & (allocs["free_us"] <= peak.peak_time_us)]["bytes"].sum()
-        older = max(peak.start_allocated_bytes - int(freed_early), 0)
+    for h in held:
+        peak, during, older = h.peak, h.blocks, h.older_bytes
         head = (f"Held on {peak.device} at its peak ({fmt_bytes(peak.peak_allocated_bytes)} at "
                 f"{peak.peak_time_us / 1000:.2f} ms): {len(during):,} block{'' if len(during) == 1 else 's'} "
                 f"allocated during the profile "
@@ -65,7 +61,6 @@ def held_at_peak(profile: Any) -> str:
         head += _unaccounted(int(during["bytes"].sum()) + older - peak.peak_allocated_bytes)
         out.append(f'<div class="nbprof-sub" style="margin-top:10px"><b>{esc(head)}</b></div>')
         if len(during):
-            during["age_us"] = peak.peak_time_us - during["alloc_us"]
             cols = [Column("bytes", "Size", "bytes"), Column("op", "Allocated in", "name", 40),
                     Column("top_op", "Under", "name", 48), Column("alloc_us", "At", "time_us"),
                     Column("age_us", "Held for", "time_us"), Column("free_us", "Freed at", "time_us")]
@@ -93,3 +88,39 @@ def _unaccounted(extra: int) -> str:
 
 MEMORY = Tab("Memory", render, applies=lambda p: p.collected["memory"],
              missing="Memory was not recorded: run with --memory.")
+
+
+def render_ranks(report: Any) -> str:
+    """A folder's Memory (``nbprof.cluster``): tabs of its own, every rank's curve on the common
+    clock with each rank's peaks first, then each rank's own Memory tab (drawn from what its worker
+    sent, as that rank's file alone draws it)."""
+    from ..memory import memory_curve_svg
+    from ..tabbar import subtabs_html
+
+    p = report.profile
+    every = p._every_rank_memory
+    chart = memory_curve_svg(every.curve, every.end_us, peaks=every.peaks)
+    peaks = p.rank_memory()
+    cols = [Column("rank", "Rank", "text"), Column("device", "Device", "text"),
+            Column("peak_allocated_bytes", "Peak allocated", "bytes"), Column("peak_time_us", "At", "time_us"),
+            Column("peak_op", "In", "name", 48), Column("peak_reserved_bytes", "Reserved up to", "bytes")]
+    summaries = {r: s for r, s in zip(p.rank_labels, p.rank_summaries)}
+    without = [str(r) for r, m, _ in p._memory_by_rank() if m is None]
+    who = f"rank{'s' if len(without) > 1 else ''} {', '.join(without)}"
+    note = f"{who} recorded no memory (run with --memory on every rank)" if without else ""
+    first = ((drawing_html(chart, "every rank's memory chart", style=False) if chart else "")
+             + (f'<div class="nbprof-note">⚠ {esc(note)}</div>' if note else "")
+             + datatable_html(peaks, cols, order=[("peak_allocated_bytes", "desc")], page_length=0,
+                              caption="each rank's peak per device, on the common clock; a rank's tab has its "
+                                      "operators and the blocks held at its peak"))
+    tabs = [("Every rank", first)]
+    for r, m, _ in p._memory_by_rank():
+        s = summaries[r]
+        body = (memory_html(s.summary.has_device, s.key_averages, m, report.limit or 0) if m is not None
+                else empty(f"Rank {r} recorded no memory: run with --memory."))
+        tabs.append((f"Rank {r}", body))
+    return subtabs_html(tabs)
+
+
+CLUSTER_MEMORY = Tab("Memory", render_ranks, applies=lambda p: p.collected["memory"],
+                     missing="Memory was not recorded: run with --memory.")

@@ -9,23 +9,35 @@ from typing import Any
 from ..datatable import datatable_html
 from ..table import Column
 from .base import Tab
+from .spread import insert_after, with_rank_spread
 
-__all__ = ["MODULES"]
+__all__ = ["MODULES", "CLUSTER_MODULES"]
 
 # the tree's indent per level: non-breaking spaces survive HTML and the static preview
 _INDENT = "\u00a0\u00a0\u00a0"
 
 
-def render(report: Any) -> str:
+def render(report: Any, per_rank: bool = False) -> str:
     tree = report.profile.modules()
     tree["tree"] = [_INDENT * int(d) + str(n) for d, n in zip(tree["depth"], tree["name"])]
     cols = [Column("tree", "Module", "text", 80), Column("type", "Type", "name", 40), Column("calls", "Calls", "count"),
             Column("cpu_total_us", "CPU total", "time_us"), Column("self_cpu_us", "Self CPU", "time_us")]
     if (tree["device_total_us"] > 0).any():
         cols += [Column("device_total_us", "GPU total", "time_us"), Column("self_device_us", "Self GPU", "time_us")]
+    caption = "nn.Module calls as a tree: self = total less the child modules' calls"
+    if per_rank:  # a folder of ranks: how the ranks differ on each module
+        tree, spread_cols, spread = with_rank_spread(report.profile, tree, report.profile.modules(per_rank=True),
+                                                     ["module"], "cpu_total_us", "CPU total")
+        cols = insert_after(cols, "cpu_total_us", spread_cols)
+        caption += f"; {spread}" if spread else ""
     cols.append(Column("module", "Path", "name", 100))
-    return datatable_html(tree, cols, order=[], page_length=report.limit or 0,
-                          caption="nn.Module calls as a tree: self = total less the child modules' calls")
+    return datatable_html(tree, cols, order=[], page_length=report.limit or 0, caption=caption)
+
+
+def render_ranks(report: Any) -> str:
+    """A folder's Modules: summed over the ranks, with how they differ."""
+    return render(report, per_rank=True)
 
 
 MODULES = Tab("Modules", render, applies=lambda p: len(p.modules()) > 0)
+CLUSTER_MODULES = Tab("Modules", render_ranks, applies=lambda p: len(p.modules()) > 0)

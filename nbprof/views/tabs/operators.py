@@ -15,8 +15,10 @@ from ...events import DEVICE_WORK_KINDS
 from ..datatable import datatable_html
 from ..table import Column
 from .base import Tab
+from .spread import insert_after, with_rank_spread
 
-__all__ = ["operator_columns", "with_shares", "OPERATORS", "BY_SHAPE", "BY_STACK"]
+__all__ = ["operator_columns", "with_shares", "OPERATORS", "BY_SHAPE", "BY_STACK", "CLUSTER_OPERATORS",
+           "CLUSTER_BY_SHAPE", "CLUSTER_BY_STACK"]
 
 _DEVICE_WORK = list(DEVICE_WORK_KINDS)
 
@@ -54,16 +56,29 @@ def operator_columns(summary: Any, collected: dict[str, bool], group_by: str, fr
     return cols
 
 
-def _render(group_by: str):
+# the times a folder's tables show per rank (the report's sort when it is one of them)
+_SPREAD_LABELS = {"self_cpu_us": "Self CPU", "cpu_total_us": "CPU total", "self_device_us": "Self CUDA",
+                  "device_total_us": "CUDA total"}
+
+
+def _render(group_by: str, per_rank: bool = False):
     def render(report: Any) -> str:
         p = report.profile
         frame = p.key_averages(group_by)
         frame = with_shares(frame[~frame["kind"].isin(_DEVICE_WORK)], p.summary)
         cols = operator_columns(p.summary, p.collected, group_by, frame) + [Column("kind", "Kind")]
+        caption = None
+        if per_rank:  # a folder of ranks: how the ranks differ on each row
+            value = report.sort if report.sort in _SPREAD_LABELS else p.summary.sort
+            value = value if value in _SPREAD_LABELS else "self_cpu_us"
+            keys = ["name", *{"shape": ["input_shapes"], "stack": ["stack"]}.get(group_by, []), "kind"]
+            frame, spread_cols, caption = with_rank_spread(p, frame, p.key_averages(group_by, per_rank=True), keys,
+                                                           value, _SPREAD_LABELS[value])
+            cols = insert_after(cols, value, spread_cols)
         sort = report.sort if report.sort in frame.columns else "self_cpu_us"
         frame = frame.sort_values(sort, ascending=sort == "name", kind="stable")
         return datatable_html(frame, cols, order=[(sort, "asc" if sort == "name" else "desc")],
-                              page_length=report.limit or 0)
+                              page_length=report.limit or 0, caption=caption or None)
 
     return render
 
@@ -72,3 +87,9 @@ OPERATORS = Tab("Operators", _render("op"), group_by="op")
 BY_SHAPE = Tab("By input shape", _render("shape"), applies=lambda p: p.collected["shapes"],
                missing="Input shapes were not recorded: run with --shapes.", group_by="shape")
 BY_STACK = Tab("By stack", _render("stack"), applies=lambda p: p.collected["stack"], group_by="stack")
+# a folder of ranks (nbprof.cluster): the same tables summed over the ranks, with how they differ
+CLUSTER_OPERATORS = Tab("Operators", _render("op", per_rank=True), group_by="op")
+CLUSTER_BY_SHAPE = Tab("By input shape", _render("shape", per_rank=True), applies=lambda p: p.collected["shapes"],
+                       missing="Input shapes were not recorded: run with --shapes.", group_by="shape")
+CLUSTER_BY_STACK = Tab("By stack", _render("stack", per_rank=True), applies=lambda p: p.collected["stack"],
+                       group_by="stack")

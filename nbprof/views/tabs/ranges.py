@@ -16,8 +16,9 @@ from ...format import fmt_share
 from ..datatable import datatable_html
 from ..table import Column, render_text
 from .base import Tab
+from .spread import insert_after, with_rank_spread
 
-__all__ = ["RANGES", "top_ops_text", "ranges_text"]
+__all__ = ["RANGES", "CLUSTER_RANGES", "top_ops_text", "ranges_text"]
 
 TOP_OPS = 3  # operators named per range
 
@@ -35,7 +36,7 @@ def top_ops_text(ops: pd.DataFrame, paths: pd.Series, n: int = TOP_OPS) -> list[
     return [str(text.get(p, "")) for p in paths]
 
 
-def render(report: Any) -> str:
+def render(report: Any, per_rank: bool = False) -> str:
     frame = report.profile.ranges()
     indent = "\u2003"
     frame["label_indented"] = [indent * int(d) + str(n) for n, d in zip(frame["label"], frame["depth"])]
@@ -47,9 +48,19 @@ def render(report: Any) -> str:
         cols.append(Column("share_of_root", "Share of outermost range", "share"))
     if "device_us" in frame.columns and (frame["device_us"] > 0).any():
         cols.append(Column("device_us", "GPU time (kernels)", "time_us"))
+    caption = "record_function ranges (Lightning's actions among them), nested ranges indented"
+    if per_rank:  # a folder of ranks: how the ranks differ on each range
+        frame, spread_cols, spread = with_rank_spread(report.profile, frame, report.profile.ranges(per_rank=True),
+                                                      ["path"], "total_us", "Total")
+        cols = insert_after(cols, "total_us", spread_cols)
+        caption += f"; {spread}" if spread else ""
     cols.append(Column("top_ops", "Top operators (self CPU)", "text"))
-    return datatable_html(frame, cols, order=[], page_length=0,
-                          caption="record_function ranges (Lightning's actions among them), nested ranges indented")
+    return datatable_html(frame, cols, order=[], page_length=0, caption=caption)
+
+
+def render_ranks(report: Any) -> str:
+    """A folder's Ranges: summed over the ranks, with how they differ."""
+    return render(report, per_rank=True)
 
 
 def ranges_text(profile: Any) -> str:
@@ -67,3 +78,4 @@ def ranges_text(profile: Any) -> str:
 
 
 RANGES = Tab("Ranges", render, applies=lambda p: len(p.ranges()) > 0)
+CLUSTER_RANGES = Tab("Ranges", render_ranks, applies=lambda p: len(p.ranges()) > 0)
