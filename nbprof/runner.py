@@ -212,7 +212,7 @@ class TorchRun(Run):
     def _collector(self) -> Collector:
         from .collect.torch_live import TorchSession
 
-        return TorchSession(self.options, self.progress)
+        return TorchSession(self.options, self.progress, self.shell)
 
     def _build(self, data: Any) -> Any:
         opts = self.options

@@ -1,0 +1,418 @@
+"""Line by line (``--lines``, ``TorchProfile.lines()``): every operator, kernel and allocated byte on
+the line of the user's code that ran it.
+
+Two steps, both vectorized:
+
+- ``finish_line_data`` (at the end of a run): the collected data (``collect.lines.read_lines``)
+  still has operators whose innermost line is not known from torch's tree (operator syntax:
+  ``x @ w`` makes no Python call). Each is joined to the last line its function's code started
+  before the operator did and after its call began (``np.searchsorted`` over the line tracer's
+  record, per code object), and its stack gets that line. Frames get ``function_line`` (the first
+  line of their code object) and ``cell``. The result is :data:`meta.line_data`: plain lists, it
+  is saved with the trace.
+- ``line_table`` (on demand): the events table's per-event numbers (self CPU time, device time of
+  the kernels each op launched: ``analysis.tree``) summed per line: on the innermost line of the
+  op's stack (``self_*``) and on every line of it (``*_total_*``, each op once per line, however
+  often a recursive stack holds the line). What has no user line (other threads, code before the
+  first user line, kernels no op launched, operators torch's tree did not have) is on one row,
+  ``function == OUTSIDE``, so each self column sums to the profile's total.
+
+A trace torch wrote with ``with_stack`` (no ``line_data``) gives what it holds: its
+``python_function`` events are named by each function's entry line, so ``line_table_from_frames``
+puts each op on the innermost user frame's ``def`` line (``meta.line_data["method"] ==
+"function_entries"``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..events import DEVICE_WORK_CODES, KIND_CODE, TREE_CODES, kind_mask
+from .key_averages import averaged_rows
+
+__all__ = ["finish_line_data", "line_table", "LINE_COLUMNS", "OUTSIDE", "line_data_from_frames"]
+
+OUTSIDE = "(outside your code)"
+
+LINE_COLUMNS = ("cell", "file", "line", "function", "function_line", "source", "ops", "self_cpu_us",
+                "cpu_total_us", "self_device_us", "device_total_us", "alloc_bytes")
+
+_FRONTEND = [KIND_CODE[k] for k in ("op", "annotation", "other")]
+
+
+# ----------------------------------------------------------------------------------- the join
+
+
+def finish_line_data(raw: dict[str, Any]) -> dict[str, Any]:
+    """``collect.lines.read_lines``'s data -> the saved form (see the module doc)."""
+    codes: dict[int, tuple[str, str, int]] = raw["codes"]
+    frames: list[list[Any]] = [list(f) for f in raw["frames"]]
+    frame_ids = {tuple(f): i for i, f in enumerate(frames)}
+    stacks: list[list[int]] = [list(s) for s in raw["stacks"]]
+    stack_ids = {tuple(s): i for i, s in enumerate(stacks)}
+    tracer = raw["tracer"]
+
+    def joined(part: dict[str, Any]) -> np.ndarray:
+        stack = np.asarray(part["stack"], dtype=np.int64)
+        join = np.asarray(part["join"], dtype=np.int64)
+        line = _join_lines(join, np.asarray(part["start"], dtype=np.int64), np.asarray(part["since"], dtype=np.int64),
+                           tracer["code"], tracer["time"], tracer["line"])
+        hit = np.flatnonzero(line >= 0)
+        if len(hit) == 0:
+            return stack
+        # one new frame per (code, line), one new stack per (context, frame): a loop per distinct
+        # pair, never per event
+        pairs, inverse = np.unique(np.stack([stack[hit], join[hit], line[hit]], axis=1), axis=0, return_inverse=True)
+        new = np.empty(len(pairs), dtype=np.int64)
+        for k, (ctx, cid, ln) in enumerate(pairs.tolist()):
+            file, name, _ = codes[cid]
+            key = (file, ln, name)
+            fid = frame_ids.get(key)
+            if fid is None:
+                fid = frame_ids[key] = len(frames)
+                frames.append([file, ln, name])
+            skey = tuple(stacks[ctx]) + (fid,)
+            sid = stack_ids.get(skey)
+            if sid is None:
+                sid = stack_ids[skey] = len(stacks)
+                stacks.append(list(skey))
+            new[k] = sid
+        out = stack.copy()
+        out[hit] = new[inverse.reshape(-1)]
+        return out
+
+    op_stack = joined(raw["ops"])
+    alloc_stack = joined(raw["allocs"])
+    alloc_bytes = np.bincount(alloc_stack, weights=np.asarray(raw["allocs"]["bytes"], dtype=np.float64),
+                              minlength=len(stacks)) if len(alloc_stack) else np.zeros(len(stacks))
+    used = np.flatnonzero(alloc_bytes)
+    spans = raw.get("code_spans", {})
+    return {
+        "version": raw["version"],
+        "method": raw["method"],
+        "frames": {
+            "file": [f[0] for f in frames],
+            "line": [int(f[1]) for f in frames],
+            "function": [f[2] for f in frames],
+            "function_line": _function_lines(frames, codes, spans),
+        },
+        "cells": dict(raw.get("cells", {})),
+        "stacks": stacks,
+        "ops": {"external_id": [int(v) for v in raw["ops"]["external_id"]], "stack": op_stack.tolist()},
+        "allocs": {"stack": used.tolist(), "bytes": [int(b) for b in alloc_bytes[used]]},
+        "notes": _notes(raw),
+    }
+
+
+def _join_lines(join: np.ndarray, start: np.ndarray, since: np.ndarray, t_code: np.ndarray, t_time: np.ndarray,
+                t_line: np.ndarray) -> np.ndarray:
+    """For each event with a join (the user function's code id, else -1): the line that function
+    last started at or before ``start`` and at or after ``since`` (its call's start), else -1."""
+    out = np.full(len(join), -1, dtype=np.int64)
+    want = np.flatnonzero(join >= 0)
+    if len(want) == 0 or len(t_code) == 0:
+        return out
+    order = np.lexsort((t_time, t_code))  # by code, then time
+    codes_sorted, times_sorted, lines_sorted = t_code[order], t_time[order], t_line[order]
+    uniq, first = np.unique(codes_sorted, return_index=True)
+    bounds = np.append(first, len(codes_sorted))
+    which = np.searchsorted(uniq, join[want])
+    known = (which < len(uniq)) & (uniq[np.minimum(which, len(uniq) - 1)] == join[want])
+    for k in np.unique(which[known]).tolist():  # one searchsorted per code object
+        sel = want[known & (which == k)]
+        lo, hi = bounds[k], bounds[k + 1]
+        pos = np.searchsorted(times_sorted[lo:hi], start[sel], side="right") - 1
+        ok = pos >= 0
+        at = lo + np.maximum(pos, 0)
+        ok &= times_sorted[at] >= since[sel]
+        out[sel[ok]] = lines_sorted[at[ok]]
+    return out
+
+
+def _function_lines(frames: list[list[Any]], codes: dict[int, tuple[str, str, int]],
+                    spans: dict[int, tuple[int, int]]) -> list[int | None]:
+    """Each frame's function's first line: the code object of that file and name whose lines
+    hold the frame's line (the innermost, for nested functions of one name)."""
+    by_name: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    for cid, (file, name, first) in codes.items():
+        lo, hi = spans.get(cid, (first, first))
+        by_name.setdefault((file, name), []).append((first, max(hi, first)))
+    out: list[int | None] = []
+    for file, line, name in frames:
+        best = None
+        for lo, hi in by_name.get((file, name), ()):
+            if lo <= line <= hi and (best is None or lo > best):
+                best = lo
+        out.append(best)
+    return out
+
+
+def _notes(raw: dict[str, Any]) -> list[str]:
+    notes = []
+    if raw.get("refused"):
+        notes.append(f"--lines: no line tracer ({raw['refused']}), so operator syntax (x @ w, h * 2, t[i]) "
+                     "counts on the line that called its function")
+    return notes
+
+
+# ------------------------------------------------------------------------------ the line table
+
+
+def line_table(events: pd.DataFrame, line_data: dict[str, Any] | None, sources: dict[str, str] | None = None,
+               cells: dict[str, str] | None = None) -> pd.DataFrame:
+    """One row per user line with anything in it, and one ``OUTSIDE`` row (see the module doc).
+    ``sources``: {file: text} for the ``source`` column; ``cells``: {file: "In [n]"}."""
+    if not line_data:
+        return _empty()
+    frames = line_data["frames"]
+    stacks: list[list[int]] = line_data["stacks"]
+    n_frames, n_stacks = len(frames["file"]), len(stacks)
+    kind = events["kind"].cat.codes.to_numpy()
+    ext = events["external_id"].to_numpy()
+    front = kind_mask(kind, _FRONTEND)
+
+    # each events row -> its stack (0: none), through the External id; rows without one of their
+    # own (runtime calls, profiler overhead) take their parent's
+    op_ext = np.asarray(line_data["ops"]["external_id"], dtype=np.int64)
+    op_stack = np.asarray(line_data["ops"]["stack"], dtype=np.int64)
+    row_stack = np.zeros(len(events), dtype=np.int64)
+    parent = events["parent"].to_numpy()
+    known = np.zeros(len(events), dtype=bool)
+    if len(op_ext):
+        order = np.argsort(op_ext, kind="stable")
+        keys, vals = op_ext[order], op_stack[order]
+        at = np.minimum(np.searchsorted(keys, ext), len(keys) - 1)
+        known = front & (ext > 0) & (keys[at] == ext)
+        row_stack[known] = vals[at[known]]
+        for _ in range(64):  # a level of the tree per pass, for every row at once
+            climb = np.flatnonzero(~known & (parent >= 0))
+            if len(climb) == 0:
+                break
+            up = parent[climb]
+            got = known[up]
+            if not got.any():
+                break
+            row_stack[climb[got]] = row_stack[up[got]]
+            known[climb[got]] = True
+
+    # the rows key averages count, as they count them (merged same-name children, compile ranges
+    # and other threads' unnamed rows left out), so the columns sum to the profile's totals
+    cpu_rows = averaged_rows(events) & kind_mask(kind, TREE_CODES)
+    self_cpu = np.where(cpu_rows, events["self_cpu_us"].to_numpy(dtype=np.float64), 0.0)
+    self_dev = np.where(cpu_rows, events["self_device_us"].to_numpy(dtype=np.float64), 0.0)
+    # device work no op launched: on the outside row, so the column sums to all device time
+    work = kind_mask(kind, DEVICE_WORK_CODES)
+    unlaunched = float(events["dur_us"].to_numpy(dtype=np.float64)[work].sum() - self_dev.sum())
+
+    # top-level operator calls: an op whose parent is no op of the same stack
+    is_op = (kind == KIND_CODE["op"]) & cpu_rows
+    par = np.maximum(parent, 0)
+    nested = (parent >= 0) & is_op[par] & (row_stack[par] == row_stack)
+    top = is_op & ~nested
+
+    per_stack = {
+        "ops": np.bincount(row_stack, weights=top.astype(np.float64), minlength=n_stacks),
+        "cpu": np.bincount(row_stack, weights=self_cpu, minlength=n_stacks),
+        "dev": np.bincount(row_stack, weights=self_dev, minlength=n_stacks),
+        "alloc": np.zeros(n_stacks),
+    }
+    alloc_stack = np.asarray(line_data["allocs"]["stack"], dtype=np.int64)
+    if len(alloc_stack):
+        np.add.at(per_stack["alloc"], alloc_stack, np.asarray(line_data["allocs"]["bytes"], dtype=np.float64))
+
+    # self: the innermost frame of each stack; total: every distinct frame of it
+    lengths = np.fromiter((len(s) for s in stacks), dtype=np.int64, count=n_stacks)
+    flat = np.fromiter((f for s in stacks for f in s), dtype=np.int64, count=int(lengths.sum()))
+    owner = np.repeat(np.arange(n_stacks), lengths)
+    innermost = np.full(n_stacks, n_frames, dtype=np.int64)  # n_frames: the outside row
+    has = lengths > 0
+    innermost[has] = flat[np.cumsum(lengths)[has] - 1]
+    pairs = np.unique(np.stack([owner, flat], axis=1), axis=0) if len(flat) else np.zeros((0, 2), np.int64)
+
+    def self_sum(values: np.ndarray) -> np.ndarray:
+        return np.bincount(innermost, weights=values, minlength=n_frames + 1)
+
+    def total_sum(values: np.ndarray) -> np.ndarray:
+        out = np.bincount(pairs[:, 1], weights=values[pairs[:, 0]], minlength=n_frames + 1) if len(pairs) else \
+            np.zeros(n_frames + 1)
+        out[n_frames] = values[0] if n_stacks else 0.0
+        return out
+
+    cpu_self, dev_self = self_sum(per_stack["cpu"]), self_sum(per_stack["dev"])
+    dev_self[n_frames] += max(unlaunched, 0.0)
+    cpu_total, dev_total = total_sum(per_stack["cpu"]), total_sum(per_stack["dev"])
+    dev_total[n_frames] = dev_self[n_frames]
+    table = pd.DataFrame({
+        "file": pd.Series(list(frames["file"]) + [None], dtype=object),
+        "line": pd.array(list(frames["line"]) + [None], dtype="Int64"),
+        "function": pd.Series(list(frames["function"]) + [OUTSIDE], dtype=object),
+        "function_line": pd.array(list(frames["function_line"]) + [None], dtype="Int64"),
+        "ops": self_sum(per_stack["ops"]).round().astype(np.int64),
+        "self_cpu_us": cpu_self,
+        "cpu_total_us": cpu_total,
+        "self_device_us": dev_self,
+        "device_total_us": dev_total,
+        "alloc_bytes": self_sum(per_stack["alloc"]).round().astype(np.int64),
+    })
+    cells = {**line_data.get("cells", {}), **(cells or {})}
+    table.insert(0, "cell", pd.Series([cells.get(f) if f is not None else None for f in table["file"]], dtype=object))
+    table.insert(5, "source", pd.Series(_sources(table, sources or {}), dtype=object))
+    anything = (table[["ops", "self_cpu_us", "cpu_total_us", "self_device_us", "device_total_us",
+                       "alloc_bytes"]] != 0).any(axis=1)
+    anything.iloc[-1] = True
+    table = table[anything.to_numpy()]
+    return _in_source_order(table, cells).reset_index(drop=True)
+
+
+def _sources(table: pd.DataFrame, sources: dict[str, str]) -> list[str]:
+    split = {f: text.splitlines() for f, text in sources.items()}
+    out = []
+    for f, line in zip(table["file"].tolist(), table["line"].tolist()):
+        lines = split.get(f) if f is not None else None
+        out.append(lines[line - 1] if lines and line is not pd.NA and 0 < line <= len(lines) else "")
+    return out
+
+
+def _in_source_order(table: pd.DataFrame, cells: dict[str, str]) -> pd.DataFrame:
+    """Cells by their number, then files by name, lines in order; the outside row last."""
+    def cell_number(name: Any) -> float:
+        try:
+            return float(str(name).split("[", 1)[1].rstrip("]"))
+        except (IndexError, ValueError):
+            return float("inf")
+
+    key = pd.DataFrame({
+        "outside": table["file"].isna().to_numpy(),
+        "not_cell": table["cell"].isna().to_numpy(),
+        "cell": [cell_number(c) for c in table["cell"]],
+        "file": table["file"].fillna("").to_numpy(),
+        "line": table["line"].fillna(0).to_numpy(dtype=np.int64),
+    })
+    order = key.sort_values(["outside", "not_cell", "cell", "file", "line"], kind="stable").index.to_numpy()
+    return table.iloc[order]
+
+
+def _empty() -> pd.DataFrame:
+    return pd.DataFrame({
+        "cell": pd.Series([], dtype=object), "file": pd.Series([], dtype=object),
+        "line": pd.Series([], dtype="Int64"), "function": pd.Series([], dtype=object),
+        "function_line": pd.Series([], dtype="Int64"), "source": pd.Series([], dtype=object),
+        "ops": pd.Series([], dtype=np.int64), "self_cpu_us": pd.Series([], dtype=np.float64),
+        "cpu_total_us": pd.Series([], dtype=np.float64), "self_device_us": pd.Series([], dtype=np.float64),
+        "device_total_us": pd.Series([], dtype=np.float64), "alloc_bytes": pd.Series([], dtype=np.int64),
+    })
+
+
+# ---------------------------------------------------------------- torch's own with_stack traces
+
+
+def line_data_from_frames(events: pd.DataFrame, code_names: dict[str, str]) -> dict[str, Any] | None:
+    """``line_data`` of a trace torch wrote with ``with_stack``: each op's stack is the user frames
+    (``python_function`` events, named "file(line): function" by the function's entry line)
+    enclosing it. None when the trace has no Python frames."""
+    from .stacks import _FRAME, is_user_frame
+
+    kind = events["kind"].cat.codes.to_numpy()
+    py = np.flatnonzero(kind == KIND_CODE["python"])
+    if len(py) == 0:
+        return None
+    names = events["name"].astype(str).to_numpy()
+    parent = events["parent"].to_numpy()
+    # the user frames among the Python events, interned (a loop per distinct frame name)
+    uniq, inv = np.unique(names[py], return_inverse=True)
+    frame_of_name = np.full(len(uniq), -1, dtype=np.int64)
+    files, lines_, functions = [], [], []
+    for k, name in enumerate(uniq.tolist()):
+        m = _FRAME.match(name)
+        if m is None or not is_user_frame(name):
+            continue
+        frame_of_name[k] = len(files)
+        files.append(m.group("file"))
+        lines_.append(int(m.group("line")))
+        functions.append(m.group("function"))
+    if not files:
+        return None
+    row_frame = np.full(len(events), -1, dtype=np.int64)
+    row_frame[py] = frame_of_name[inv]
+    # every row's chain of Python ancestors, climbed for all rows at once, a level per pass
+    n = len(events)
+    chains: list[np.ndarray] = []
+    cur = parent.copy()
+    for _ in range(256):
+        alive = cur >= 0
+        if not alive.any():
+            break
+        level = np.where(alive, row_frame[np.maximum(cur, 0)], -1)
+        chains.append(level)
+        cur = np.where(alive, parent[np.maximum(cur, 0)], -1)
+    front = np.flatnonzero(kind_mask(kind, _FRONTEND) & (events["external_id"].to_numpy() > 0))
+    if not chains:
+        return None
+    grid = np.stack(chains, axis=1)[front]  # innermost ancestor first
+    stacks_seen: dict[tuple[int, ...], int] = {(): 0}
+    keys = [tuple(int(f) for f in row[::-1] if f >= 0) for row in np.unique(grid, axis=0)]
+    uniq_rows, row_inv = np.unique(grid, axis=0, return_inverse=True)
+    ids = np.empty(len(uniq_rows), dtype=np.int64)
+    for k, key in enumerate(keys):
+        ids[k] = stacks_seen.setdefault(key, len(stacks_seen))
+    stacks = [list(s) for s, _ in sorted(stacks_seen.items(), key=lambda kv: kv[1])]
+    del n
+    return {
+        "version": 1,
+        "method": "function_entries",
+        "frames": {"file": files, "line": lines_, "function": functions, "function_line": list(lines_)},
+        "cells": {f: code_names[f] for f in files if f in code_names},
+        "stacks": stacks,
+        "ops": {"external_id": events["external_id"].to_numpy()[front].tolist(),
+                "stack": ids[row_inv.reshape(-1)].tolist()},
+        "allocs": {"stack": [], "bytes": []},
+        "notes": ["lines from torch's Python frames: each is a function's entry line (its def), not the line "
+                  "inside it that ran the operator (record with %%torchprof --lines for that)"],
+    }
+
+
+# ------------------------------------------------------------------------- read from a file
+
+
+def checked_lines(obj: Any) -> tuple[dict[str, Any] | None, dict[str, str], str | None]:
+    """A trace's ``nbprofLines`` -> (line_data, sources, None), or (None, {}, what is wrong): a
+    file's line table is used only when every index in it points where it should."""
+    try:
+        data, sources = obj["line_data"], obj.get("sources") or {}
+        frames = data["frames"]
+        n = len(frames["file"])
+        columns = ("file", "line", "function", "function_line")
+        if any(len(frames[c]) != n for c in columns):
+            return None, {}, "frames of unequal lengths"
+        if not all(isinstance(f, str) for f in frames["file"]) or not all(
+                isinstance(v, int) and v > 0 for v in frames["line"]):
+            return None, {}, "a frame's file or line is not one"
+        stacks = data["stacks"]
+        if not stacks or stacks[0] != [] or not all(
+                isinstance(s, list) and all(isinstance(f, int) and 0 <= f < n for f in s) for s in stacks):
+            return None, {}, "a stack names a frame that is not there"
+        for part in ("ops", "allocs"):
+            keys = ("external_id", "stack") if part == "ops" else ("stack", "bytes")
+            a, b = data[part][keys[0]], data[part][keys[1]]
+            if len(a) != len(b) or not all(isinstance(v, int) for v in a) or not all(isinstance(v, int) for v in b):
+                return None, {}, f"{part} of unequal lengths or not integers"
+            stack_list = b if part == "ops" else a
+            if any(not 0 <= s < len(stacks) for s in stack_list):
+                return None, {}, f"{part} name a stack that is not there"
+        if not isinstance(sources, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                                    for k, v in sources.items()):
+            return None, {}, "sources are not text"
+        cells = data.get("cells") or {}
+        if not isinstance(cells, dict):
+            return None, {}, "cells is not a table"
+        out = {"version": data.get("version", 1), "method": str(data.get("method", "tracer")),
+               "frames": {c: list(frames[c]) for c in columns}, "cells": dict(cells), "stacks": stacks,
+               "ops": {"external_id": list(data["ops"]["external_id"]), "stack": list(data["ops"]["stack"])},
+               "allocs": {"stack": list(data["allocs"]["stack"]), "bytes": list(data["allocs"]["bytes"])},
+               "notes": [str(x) for x in data.get("notes") or []]}
+        return out, dict(sources), None
+    except (KeyError, TypeError, AttributeError, IndexError):
+        return None, {}, "not the shape nbprof writes"

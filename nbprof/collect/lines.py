@@ -1,0 +1,165 @@
+"""``--lines``: read, from torch's in-process event tree, which line of the user's code ran each
+operator and allocation, before the results are saved (the trace file does not carry it).
+
+torch's tree (``kineto_results.experimental_event_tree()``) holds every Python call the Python
+tracer saw, each with its caller frame (file, line, function), and under them the operators
+(whose ``correlation_id`` is the trace's External id, the events table's ``external_id``) and
+allocations. One walk gives each operator its *context*: the user's lines on the Python stack
+above it, outermost first (a call's caller line, kept when that file is the user's: a cell or a
+user file, ``line_tracer.UserCode``). Where the innermost Python event above an operator is a call
+*of* a user function (no Python call between: ``x @ w``), the line inside that function is not in
+the tree; the operator gets a *join* (the function's code, the call's start) that
+``analysis.lines.join_lines`` resolves with the line tracer's record, vectorized.
+
+The result (:class:`LineData`, plain lists: it travels in the saved trace) holds every
+operator's stack, the frames and stacks interned, and the bytes allocated per stack. Calls that
+began before the profile started (the frames around the cell: the kernel, a test harness, a
+script calling IPython) add no line: the profile is of the cell.
+"""
+
+from __future__ import annotations
+
+import linecache
+import time
+from typing import Any
+
+import numpy as np
+
+from .line_tracer import LineTracer, UserCode
+
+__all__ = ["read_lines", "LINE_DATA_VERSION", "collect_sources"]
+
+LINE_DATA_VERSION = 1
+
+
+def read_lines(results: Any, tracer: LineTracer, user: UserCode, entered_ns: int) -> dict[str, Any]:
+    """The ``--lines`` data of a stopped profile (``results``: its kineto results; ``entered_ns``:
+    ``time.time_ns()`` once the profiler had started). Returns the :data:`meta.line_data` dict."""
+    from torch._C._profiler import _EventType
+
+    began = time.perf_counter()
+    user.refresh()
+    roots = results.experimental_event_tree()
+    PYCALL, PYCCALL, OP, ALLOC = _EventType.PyCall, _EventType.PyCCall, _EventType.TorchOp, _EventType.Allocation
+
+    # frames: (file, line, function) of the user's lines, interned; stacks: tuples of frame ids
+    frame_ids: dict[tuple[str, int, str], int] = {}
+    stack_ids: dict[tuple[int, ...], int] = {(): 0}
+    resolve_cache: dict[str, str | None] = {}
+
+    def frame_of(state: Any) -> int:
+        name = state.file_name
+        full = resolve_cache.get(name, 0)
+        if full == 0:
+            full = resolve_cache[name] = user.resolve(name)
+        if full is None:
+            return -1
+        key = (full, state.line_number, state.function_name)
+        fid = frame_ids.get(key)
+        if fid is None:
+            fid = frame_ids[key] = len(frame_ids)
+        return fid
+
+    # user functions' own code, for the join: (file, first line, name) -> the code object's id
+    code_keys: dict[tuple[str, int, str], int] = {}
+    for cid, code in tracer.code_objects.items():
+        code_keys[(code.co_filename, code.co_firstlineno, code.co_name)] = cid
+
+    op_corr: list[int] = []
+    op_ctx: list[int] = []
+    op_join: list[int] = []  # the code id of the user function that ran it directly, or -1
+    op_since: list[int] = []  # that call's start (ns)
+    op_start: list[int] = []
+    alloc_ctx: list[int] = []
+    alloc_join: list[int] = []
+    alloc_since: list[int] = []
+    alloc_start: list[int] = []
+    alloc_bytes: list[int] = []
+    stack_tuples: list[tuple[int, ...]] = [()]
+    n_events = 0
+
+    # depth-first, iteratively: (node, context stack id, join code id, join since)
+    todo: list[tuple[Any, int, int, int]] = [(r, 0, -1, 0) for r in reversed(roots)]
+    pop, push = todo.pop, todo.append
+    while todo:
+        node, ctx, join, since = pop()
+        n_events += 1
+        tag = node.tag
+        if tag == OP:
+            op_corr.append(node.correlation_id)
+            op_ctx.append(ctx)
+            op_join.append(join)
+            op_since.append(since)
+            op_start.append(node.start_time_ns)
+        elif tag == PYCALL or tag == PYCCALL:
+            fields = node.extra_fields
+            start = node.start_time_ns
+            if start >= entered_ns:
+                fid = frame_of(fields.caller)
+                if fid >= 0:
+                    key = stack_tuples[ctx] + (fid,)
+                    sid = stack_ids.get(key)
+                    if sid is None:
+                        sid = stack_ids[key] = len(stack_tuples)
+                        stack_tuples.append(key)
+                    ctx = sid
+            join = -1
+            if tag == PYCALL:
+                site = fields.callsite
+                name = site.file_name
+                full = resolve_cache.get(name, 0)
+                if full == 0:
+                    full = resolve_cache[name] = user.resolve(name)
+                if full is not None:
+                    join = code_keys.get((full, site.line_number, site.function_name), -1)
+                    since = start
+        elif tag == ALLOC:
+            size = node.extra_fields.alloc_size
+            if size > 0:
+                alloc_ctx.append(ctx)
+                alloc_join.append(join)
+                alloc_since.append(since)
+                alloc_start.append(node.start_time_ns)
+                alloc_bytes.append(size)
+        children = node.children
+        if children:
+            for child in reversed(children):
+                push((child, ctx, join, since))
+
+    frames = sorted(frame_ids.items(), key=lambda kv: kv[1])
+    return {
+        "version": LINE_DATA_VERSION,
+        "method": "tracer" if tracer.refused is None else "calls",
+        "frames": [[f, line, fn] for (f, line, fn), _ in frames],
+        "stacks": [list(s) for s in stack_tuples],
+        "ops": {"external_id": op_corr, "stack": op_ctx, "join": op_join, "since": op_since, "start": op_start},
+        "allocs": {"stack": alloc_ctx, "join": alloc_join, "since": alloc_since, "start": alloc_start,
+                   "bytes": alloc_bytes},
+        "tracer": {"time": np.frombuffer(tracer.times, dtype=np.int64) if len(tracer.times) else np.zeros(0, np.int64),
+                   "code": np.frombuffer(tracer.codes, dtype=np.int64) if len(tracer.codes) else np.zeros(0, np.int64),
+                   "line": np.frombuffer(tracer.lines, dtype=np.int64) if len(tracer.lines) else np.zeros(0, np.int64)},
+        "codes": {cid: (c.co_filename, c.co_name, c.co_firstlineno) for cid, c in tracer.code_objects.items()},
+        "code_spans": {cid: _code_span(c) for cid, c in tracer.code_objects.items()},
+        "cells": {f: user.cell_name(f) for f in {k[0] for k in frame_ids} | {c.co_filename for c in
+                                                                             tracer.code_objects.values()}
+                  if user.cell_name(f)},
+        "refused": tracer.refused,
+        "walk_s": time.perf_counter() - began,
+        "tree_events": n_events,
+    }
+
+
+def _code_span(code: Any) -> tuple[int, int]:
+    """(first line, last line) of a code object's own lines (nested functions excluded)."""
+    lines = [line for _, _, line in code.co_lines() if line is not None]
+    return (code.co_firstlineno, max(lines) if lines else code.co_firstlineno)
+
+
+def collect_sources(files: Any) -> dict[str, str]:
+    """The text of each file (a cell from IPython's cache) as it was when the profile ran."""
+    out = {}
+    for f in files:
+        lines = linecache.getlines(f)
+        if lines:
+            out[f] = "".join(lines)
+    return out
