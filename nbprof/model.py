@@ -102,7 +102,12 @@ class TorchProfile:
         if data is None:
             raise OptionError("this profile has no lines: record it with %%torchprof --lines "
                               "(or nbprof torch --lines)")
-        table = line_table(self._events, data, self.meta.sources, self.meta.code_names)
+        sources = self.meta.sources
+        if not sources:  # torch's own trace: the cells and files this kernel still has
+            from .collect.lines import collect_sources
+
+            sources = collect_sources(set(data["frames"]["file"]))
+        table = line_table(self._events, data, sources, self.meta.code_names)
         table.attrs = {"method": data.get("method", "tracer"), "notes": list(data.get("notes", []))}
         return table
 

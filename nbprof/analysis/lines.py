@@ -312,66 +312,70 @@ def _empty() -> pd.DataFrame:
 def line_data_from_frames(events: pd.DataFrame, code_names: dict[str, str]) -> dict[str, Any] | None:
     """``line_data`` of a trace torch wrote with ``with_stack``: each op's stack is the user frames
     (``python_function`` events, named "file(line): function" by the function's entry line)
-    enclosing it. None when the trace has no Python frames."""
-    from .stacks import _FRAME, is_user_frame
+    around it, up to the cell that ran it. None when the trace has no Python frames. A loop per
+    distinct innermost frame (as ``stacks.op_stacks``), never per event."""
+    from .stacks import _FRAME, innermost_frames, is_user_frame
 
-    kind = events["kind"].cat.codes.to_numpy()
-    py = np.flatnonzero(kind == KIND_CODE["python"])
-    if len(py) == 0:
+    cand = innermost_frames(events)
+    if cand is None:
         return None
+    kind = events["kind"].cat.codes.to_numpy()
     names = events["name"].astype(str).to_numpy()
     parent = events["parent"].to_numpy()
-    # the user frames among the Python events, interned (a loop per distinct frame name)
-    uniq, inv = np.unique(names[py], return_inverse=True)
-    frame_of_name = np.full(len(uniq), -1, dtype=np.int64)
-    files, lines_, functions = [], [], []
-    for k, name in enumerate(uniq.tolist()):
-        m = _FRAME.match(name)
-        if m is None or not is_user_frame(name):
-            continue
-        frame_of_name[k] = len(files)
-        files.append(m.group("file"))
-        lines_.append(int(m.group("line")))
-        functions.append(m.group("function"))
-    if not files:
+    ext = events["external_id"].to_numpy()
+    rows = np.flatnonzero(kind_mask(kind, _FRONTEND) & (ext > 0) & (cand >= 0))
+    cells = {**_shell_cells(), **code_names}
+    frame_ids: dict[tuple[str, int, str], int] = {}
+    stack_ids: dict[tuple[int, ...], int] = {(): 0}
+
+    def stack_of(f: int) -> int:
+        chain: list[int] = []
+        while f >= 0:
+            m = _FRAME.match(names[f])
+            if m is not None and is_user_frame(names[f]):
+                key = (m.group("file"), int(m.group("line")), m.group("function"))
+                chain.append(frame_ids.setdefault(key, len(frame_ids)))
+                if key[0] in cells and key[2] == "<module>":  # what ran the cell is the kernel
+                    break
+            f = parent[f]
+        return stack_ids.setdefault(tuple(reversed(chain)), len(stack_ids))
+
+    uniq, inverse = np.unique(cand[rows], return_inverse=True)
+    ids = np.asarray([stack_of(int(f)) for f in uniq], dtype=np.int64)
+    if not frame_ids:
         return None
-    row_frame = np.full(len(events), -1, dtype=np.int64)
-    row_frame[py] = frame_of_name[inv]
-    # every row's chain of Python ancestors, climbed for all rows at once, a level per pass
-    n = len(events)
-    chains: list[np.ndarray] = []
-    cur = parent.copy()
-    for _ in range(256):
-        alive = cur >= 0
-        if not alive.any():
-            break
-        level = np.where(alive, row_frame[np.maximum(cur, 0)], -1)
-        chains.append(level)
-        cur = np.where(alive, parent[np.maximum(cur, 0)], -1)
-    front = np.flatnonzero(kind_mask(kind, _FRONTEND) & (events["external_id"].to_numpy() > 0))
-    if not chains:
-        return None
-    grid = np.stack(chains, axis=1)[front]  # innermost ancestor first
-    stacks_seen: dict[tuple[int, ...], int] = {(): 0}
-    keys = [tuple(int(f) for f in row[::-1] if f >= 0) for row in np.unique(grid, axis=0)]
-    uniq_rows, row_inv = np.unique(grid, axis=0, return_inverse=True)
-    ids = np.empty(len(uniq_rows), dtype=np.int64)
-    for k, key in enumerate(keys):
-        ids[k] = stacks_seen.setdefault(key, len(stacks_seen))
-    stacks = [list(s) for s, _ in sorted(stacks_seen.items(), key=lambda kv: kv[1])]
-    del n
+    frames = sorted(frame_ids, key=frame_ids.__getitem__)
+    stacks = [list(s) for s in sorted(stack_ids, key=stack_ids.__getitem__)]
+    files = [f[0] for f in frames]
     return {
         "version": 1,
         "method": "function_entries",
-        "frames": {"file": files, "line": lines_, "function": functions, "function_line": list(lines_)},
-        "cells": {f: code_names[f] for f in files if f in code_names},
+        "frames": {"file": files, "line": [f[1] for f in frames], "function": [f[2] for f in frames],
+                   # a frame's line is its function's first line
+                   "function_line": [f[1] for f in frames]},
+        "cells": {f: cells[f] for f in files if f in cells},
         "stacks": stacks,
-        "ops": {"external_id": events["external_id"].to_numpy()[front].tolist(),
-                "stack": ids[row_inv.reshape(-1)].tolist()},
+        "ops": {"external_id": ext[rows].tolist(), "stack": ids[inverse.reshape(-1)].tolist()},
         "allocs": {"stack": [], "bytes": []},
         "notes": ["lines from torch's Python frames: each is a function's entry line (its def), not the line "
-                  "inside it that ran the operator (record with %%torchprof --lines for that)"],
+                  "inside it that ran the operator (record with %%torchprof --lines for that); no memory per line"],
     }
+
+
+def _shell_cells() -> dict[str, str]:
+    """The running IPython's own table of compiled cells ("In [n]" by file name), if any."""
+    import sys
+
+    if "IPython" not in sys.modules:
+        return {}
+    try:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+        table = getattr(getattr(shell, "compile", None), "_filename_map", None) or {}
+        return {f: f"In [{n}]" for f, n in table.items()}
+    except Exception:
+        return {}
 
 
 # ------------------------------------------------------------------------- read from a file
