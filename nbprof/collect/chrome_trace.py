@@ -1277,7 +1277,7 @@ class _Reader:
             reader_notes=self._notes(),
         )
         if trace.nbprofLines is not None:
-            from ..analysis.lines import checked_lines
+            from .lines import checked_lines
 
             meta.line_data, meta.sources, problem = checked_lines(trace.nbprofLines)
             if problem:

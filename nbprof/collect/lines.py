@@ -27,7 +27,7 @@ import numpy as np
 
 from .line_tracer import LineTracer, UserCode
 
-__all__ = ["read_lines", "LINE_DATA_VERSION", "collect_sources"]
+__all__ = ["read_lines", "LINE_DATA_VERSION", "collect_sources", "checked_lines"]
 
 LINE_DATA_VERSION = 1
 
@@ -127,6 +127,7 @@ def read_lines(results: Any, tracer: LineTracer, user: UserCode, entered_ns: int
                 push((child, ctx, join, since))
 
     frames = sorted(frame_ids.items(), key=lambda kv: kv[1])
+    files = {k[0] for k in frame_ids} | {c.co_filename for c in tracer.code_objects.values()}
     return {
         "version": LINE_DATA_VERSION,
         "method": "tracer" if tracer.refused is None else "calls",
@@ -140,9 +141,8 @@ def read_lines(results: Any, tracer: LineTracer, user: UserCode, entered_ns: int
                    "line": np.frombuffer(tracer.lines, dtype=np.int64) if len(tracer.lines) else np.zeros(0, np.int64)},
         "codes": {cid: (c.co_filename, c.co_name, c.co_firstlineno) for cid, c in tracer.code_objects.items()},
         "code_spans": {cid: _code_span(c) for cid, c in tracer.code_objects.items()},
-        "cells": {f: user.cell_name(f) for f in {k[0] for k in frame_ids} | {c.co_filename for c in
-                                                                             tracer.code_objects.values()}
-                  if user.cell_name(f)},
+        "cells": {f: user.cell_name(f) for f in files if user.cell_name(f)},
+        "sources": collect_sources(files),
         "refused": tracer.refused,
         "walk_s": time.perf_counter() - began,
         "tree_events": n_events,
@@ -163,3 +163,47 @@ def collect_sources(files: Any) -> dict[str, str]:
         if lines:
             out[f] = "".join(lines)
     return out
+
+
+# ------------------------------------------------------------------------- read from a file
+
+
+def checked_lines(obj: Any) -> tuple[dict[str, Any] | None, dict[str, str], str | None]:
+    """A trace's ``nbprofLines`` -> (line_data, sources, None), or (None, {}, what is wrong): a
+    file's line table is used only when every index in it points where it should."""
+    try:
+        data, sources = obj["line_data"], obj.get("sources") or {}
+        frames = data["frames"]
+        n = len(frames["file"])
+        columns = ("file", "line", "function", "function_line")
+        if any(len(frames[c]) != n for c in columns):
+            return None, {}, "frames of unequal lengths"
+        if not all(isinstance(f, str) for f in frames["file"]) or not all(
+                isinstance(v, int) and v > 0 for v in frames["line"]):
+            return None, {}, "a frame's file or line is not one"
+        stacks = data["stacks"]
+        if not stacks or stacks[0] != [] or not all(
+                isinstance(s, list) and all(isinstance(f, int) and 0 <= f < n for f in s) for s in stacks):
+            return None, {}, "a stack names a frame that is not there"
+        for part in ("ops", "allocs"):
+            keys = ("external_id", "stack") if part == "ops" else ("stack", "bytes")
+            a, b = data[part][keys[0]], data[part][keys[1]]
+            if len(a) != len(b) or not all(isinstance(v, int) for v in a) or not all(isinstance(v, int) for v in b):
+                return None, {}, f"{part} of unequal lengths or not integers"
+            stack_list = b if part == "ops" else a
+            if any(not 0 <= s < len(stacks) for s in stack_list):
+                return None, {}, f"{part} name a stack that is not there"
+        if not isinstance(sources, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                                    for k, v in sources.items()):
+            return None, {}, "sources are not text"
+        cells = data.get("cells") or {}
+        if not isinstance(cells, dict):
+            return None, {}, "cells is not a table"
+        out = {"version": data.get("version", 1), "method": str(data.get("method", "tracer")),
+               "frames": {c: list(frames[c]) for c in columns}, "cells": dict(cells), "stacks": stacks,
+               "ops": {"external_id": list(data["ops"]["external_id"]), "stack": list(data["ops"]["stack"])},
+               "allocs": {"stack": list(data["allocs"]["stack"]), "bytes": list(data["allocs"]["bytes"])},
+               "notes": [str(x) for x in data.get("notes") or []]}
+        return out, dict(sources), None
+    except (KeyError, TypeError, AttributeError, IndexError):
+        return None, {}, "not the shape nbprof writes"

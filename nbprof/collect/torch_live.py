@@ -121,6 +121,7 @@ class TorchSession(Collector):
         self._tracer: Any = None  # --lines: collect.line_tracer.LineTracer
         self._entered_ns = 0
         self._lines_error = ""
+        self.lines: dict[str, Any] | None = None  # --lines: collect.lines.read_lines's data
         self.progress = progress  # views.progress.Progress, told how big the trace is
         self.profiler: Any = None  # the live torch.profiler.profile
         self._stderr: NativeStderrFilter | None = None
@@ -348,28 +349,22 @@ class TorchSession(Collector):
                 self.takeover = Takeover(by="", at_s=None)
             return None
         # what was asked to be recorded becomes metadata in one place, the runner (TorchMeta)
-        lines = self._read_lines(prof.profiler.kineto_results) if self._tracer is not None else None
+        if self._tracer is not None:
+            self.lines = self._read_lines(prof.profiler.kineto_results)
         trace = read_results(prof.profiler, progress=self.progress, flops=self.options.flops)
-        if lines is not None:
-            trace.meta.line_data, trace.meta.sources = lines
-        elif self._tracer is not None:
+        if self._tracer is not None and self.lines is None:
             trace.meta.reader_notes.append(f"--lines: could not read the lines ({self._lines_error})")
         return trace
 
-    def _read_lines(self, results: Any) -> tuple[dict[str, Any], dict[str, str]] | None:
-        """--lines: torch's event tree, read before the results are saved (``collect.lines``)."""
-        from ..analysis.lines import finish_line_data
-        from .lines import collect_sources, read_lines
+    def _read_lines(self, results: Any) -> dict[str, Any] | None:
+        """--lines: torch's event tree, read before the results are saved (``collect.lines``);
+        the runner joins it to the line tracer's record (``analysis.lines.finish_line_data``)."""
+        from .lines import read_lines
 
         try:
             if self.progress is not None:
                 self.progress.stage("reading the lines of your code")
-            began = time.perf_counter()
-            raw = read_lines(results, self._tracer, self._tracer.user, self._entered_ns)
-            data = finish_line_data(raw)
-            data["collect_s"] = time.perf_counter() - began
-            data["line_events"] = len(self._tracer.times)
-            return data, collect_sources(set(data["frames"]["file"]))
+            return read_lines(results, self._tracer, self._tracer.user, self._entered_ns)
         except Exception as e:  # the profile itself stands; the report says the lines are missing
             self._lines_error = f"{type(e).__name__}: {e}".splitlines()[0][:200]
             return None
