@@ -213,3 +213,23 @@ def test_the_join_is_vectorized_and_exact():
     start = np.array([21, 30, 41, 50, 5, 35])
     since = np.array([0, 0, 0, 0, 0, 31])
     assert _join_lines(join, start, since, t_code, t_time, t_line).tolist() == [3, 4, 6, -1, -1, -1]
+
+
+def test_operators_on_a_thread_without_python_go_to_the_line_that_waited(shell):
+    """TorchScript's fork runs ``work`` on an inter-op thread with no Python above its operators (as
+    autograd's device threads run a CUDA backward): they go to the cell's line running then."""
+    run(shell, "import torch, warnings\nwarnings.simplefilter(\"ignore\", DeprecationWarning)\nxs = torch.randn(64, 64)\n@torch.jit.script\ndef work(x):\n    y = x\n"
+               "    for i in range(4):\n        y = torch.mm(y, x)\n    return y\n@torch.jit.script\ndef par(x):\n"
+               "    f = torch.jit.fork(work, x)\n    y = torch.mm(x, x)\n    return torch.jit.wait(f) + y\npar(xs)\n")
+    result, _ = run(shell, "%%torchprof --lines -q -o tp_\nz = xs + 1\nres = par(xs)\nz = xs + 1\n")
+    assert result.error_in_exec is None
+    p = shell.user_ns["tp_"]
+    ev = p.events
+    ops = ev[ev["kind"] == "op"]
+    assert ops["thread"].nunique() >= 2  # the fork did run on other threads
+    lines = p.lines()
+    row = _row(lines, "res = par(xs)")
+    ka = p.key_averages().set_index("name")
+    # every aten::mm (4 forked, 1 in par) is under this line: the outside row holds none
+    assert lines.iloc[-1]["self_cpu_us"] == 0
+    assert row.self_cpu_us >= ka.loc["aten::mm", "self_cpu_us"]

@@ -55,11 +55,31 @@ def finish_line_data(raw: dict[str, Any]) -> dict[str, Any]:
     stack_ids = {tuple(s): i for i, s in enumerate(stacks)}
     tracer = raw["tracer"]
 
+    calls = raw.get("calls") or {}
+
     def joined(part: dict[str, Any]) -> np.ndarray:
         stack = np.asarray(part["stack"], dtype=np.int64)
-        join = np.asarray(part["join"], dtype=np.int64)
-        line = _join_lines(join, np.asarray(part["start"], dtype=np.int64), np.asarray(part["since"], dtype=np.int64),
-                           tracer["code"], tracer["time"], tracer["line"])
+        start = np.asarray(part["start"], dtype=np.int64)
+        join = np.asarray(part["join"], dtype=np.int64).copy()
+        since = np.asarray(part["since"], dtype=np.int64).copy()
+        orphan = np.flatnonzero(np.asarray(part.get("orphan") or np.zeros(len(stack), dtype=bool), dtype=bool)
+                                & (stack == 0))
+        if len(orphan):
+            # no Python call above (autograd's device threads, TorchScript's forks): the line the
+            # cell's thread was running then: the innermost call made from a user line, or a line
+            # of the user's code that started later, inside it (a TorchScript function's call
+            # is no Python call)
+            stack = stack.copy()
+            stack[orphan], began = _running_then(start[orphan], calls)
+            t_time, t_code = tracer["time"], tracer["code"]
+            if len(t_time):
+                order = np.argsort(t_time, kind="stable")
+                pos = np.searchsorted(t_time[order], start[orphan], side="right") - 1
+                last = order[np.maximum(pos, 0)]
+                use = (pos >= 0) & (t_time[last] >= began)
+                join[orphan[use]] = t_code[last[use]]
+                since[orphan[use]] = began[use]
+        line = _join_lines(join, start, since, tracer["code"], tracer["time"], tracer["line"])
         hit = np.flatnonzero(line >= 0)
         if len(hit) == 0:
             return stack
@@ -105,6 +125,31 @@ def finish_line_data(raw: dict[str, Any]) -> dict[str, Any]:
         "allocs": {"stack": used.tolist(), "bytes": [int(b) for b in alloc_bytes[used]]},
         "notes": _notes(raw),
     }
+
+
+def _running_then(t: np.ndarray, calls: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """For each time: (the stack, the start) of the innermost call made from a user line that was
+    running then on the thread that made most of them (the cell's); (0, 0) where none was."""
+    none = np.zeros(len(t), dtype=np.int64)
+    if not calls or not len(calls["start"]):
+        return none, none.copy()
+    start = np.asarray(calls["start"], dtype=np.int64)
+    end = np.asarray(calls["end"], dtype=np.int64)
+    stack = np.asarray(calls["stack"], dtype=np.int64)
+    parent = np.asarray(calls["parent"], dtype=np.int64)
+    tid = np.asarray(calls["thread"], dtype=np.int64)
+    values, counts = np.unique(tid, return_counts=True)
+    main = np.flatnonzero(tid == values[np.argmax(counts)])
+    order = main[np.argsort(start[main], kind="stable")]
+    at = np.searchsorted(start[order], t, side="right") - 1
+    cur = np.where(at >= 0, order[np.maximum(at, 0)], -1)
+    for _ in range(256):  # out to the enclosing call while this one had ended (a level per pass)
+        ended = (cur >= 0) & (end[np.maximum(cur, 0)] < t)
+        if not ended.any():
+            break
+        cur = np.where(ended, parent[np.maximum(cur, 0)], cur)
+    found = cur >= 0
+    return np.where(found, stack[np.maximum(cur, 0)], 0), np.where(found, start[np.maximum(cur, 0)], 0)
 
 
 def _join_lines(join: np.ndarray, start: np.ndarray, since: np.ndarray, t_code: np.ndarray, t_time: np.ndarray,

@@ -75,14 +75,23 @@ def read_lines(results: Any, tracer: LineTracer, user: UserCode, entered_ns: int
     alloc_since: list[int] = []
     alloc_start: list[int] = []
     alloc_bytes: list[int] = []
+    op_orphan: list[bool] = []  # no Python call above it (another thread: autograd's device threads)
+    alloc_orphan: list[bool] = []
+    # the calls made from the user's lines: (start, end, stack, enclosing one, thread), for orphans
+    iv_start: list[int] = []
+    iv_end: list[int] = []
+    iv_stack: list[int] = []
+    iv_parent: list[int] = []
+    iv_tid: list[int] = []
     stack_tuples: list[tuple[int, ...]] = [()]
     n_events = 0
 
-    # depth-first, iteratively: (node, context stack id, join code id, join since)
-    todo: list[tuple[Any, int, int, int]] = [(r, 0, -1, 0) for r in reversed(roots)]
+    # depth-first, iteratively: (node, context stack id, join code id, join since, enclosing call
+    # from a user line, whether a Python call is above)
+    todo: list[tuple[Any, int, int, int, int, bool]] = [(r, 0, -1, 0, -1, False) for r in reversed(roots)]
     pop, push = todo.pop, todo.append
     while todo:
-        node, ctx, join, since = pop()
+        node, ctx, join, since, iv, py = pop()
         n_events += 1
         tag = node.tag
         if tag == OP:
@@ -91,9 +100,11 @@ def read_lines(results: Any, tracer: LineTracer, user: UserCode, entered_ns: int
             op_join.append(join)
             op_since.append(since)
             op_start.append(node.start_time_ns)
+            op_orphan.append(not py)
         elif tag == PYCALL or tag == PYCCALL:
             fields = node.extra_fields
             start = node.start_time_ns
+            py = True
             if start >= entered_ns:
                 fid = frame_of(fields.caller)
                 if fid >= 0:
@@ -103,6 +114,12 @@ def read_lines(results: Any, tracer: LineTracer, user: UserCode, entered_ns: int
                         sid = stack_ids[key] = len(stack_tuples)
                         stack_tuples.append(key)
                     ctx = sid
+                    iv_start.append(start)
+                    iv_end.append(node.end_time_ns)
+                    iv_stack.append(sid)
+                    iv_parent.append(iv)
+                    iv_tid.append(node.start_tid)
+                    iv = len(iv_start) - 1
             join = -1
             if tag == PYCALL:
                 site = fields.callsite
@@ -121,10 +138,11 @@ def read_lines(results: Any, tracer: LineTracer, user: UserCode, entered_ns: int
                 alloc_since.append(since)
                 alloc_start.append(node.start_time_ns)
                 alloc_bytes.append(size)
+                alloc_orphan.append(not py)
         children = node.children
         if children:
             for child in reversed(children):
-                push((child, ctx, join, since))
+                push((child, ctx, join, since, iv, py))
 
     frames = sorted(frame_ids.items(), key=lambda kv: kv[1])
     files = {k[0] for k in frame_ids} | {c.co_filename for c in tracer.code_objects.values()}
@@ -133,9 +151,11 @@ def read_lines(results: Any, tracer: LineTracer, user: UserCode, entered_ns: int
         "method": "tracer" if tracer.refused is None else "calls",
         "frames": [[f, line, fn] for (f, line, fn), _ in frames],
         "stacks": [list(s) for s in stack_tuples],
-        "ops": {"external_id": op_corr, "stack": op_ctx, "join": op_join, "since": op_since, "start": op_start},
+        "ops": {"external_id": op_corr, "stack": op_ctx, "join": op_join, "since": op_since, "start": op_start,
+                "orphan": op_orphan},
         "allocs": {"stack": alloc_ctx, "join": alloc_join, "since": alloc_since, "start": alloc_start,
-                   "bytes": alloc_bytes},
+                   "bytes": alloc_bytes, "orphan": alloc_orphan},
+        "calls": {"start": iv_start, "end": iv_end, "stack": iv_stack, "parent": iv_parent, "thread": iv_tid},
         "tracer": {"time": np.frombuffer(tracer.times, dtype=np.int64) if len(tracer.times) else np.zeros(0, np.int64),
                    "code": np.frombuffer(tracer.codes, dtype=np.int64) if len(tracer.codes) else np.zeros(0, np.int64),
                    "line": np.frombuffer(tracer.lines, dtype=np.int64) if len(tracer.lines) else np.zeros(0, np.int64)},
