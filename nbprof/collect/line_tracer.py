@@ -272,7 +272,7 @@ class LineTracer:
                     pass
             mon.register_callback(TOOL_ID, mon.events.LINE, None)
             mon.register_callback(TOOL_ID, mon.events.PY_START, None)
-            mon.restart_events()  # the codes DISABLE turned off are armed again for other tools
+            # no restart_events(): it would re-arm what other tools turned off; ours are freed
         finally:
             mon.free_tool_id(TOOL_ID)
 

@@ -101,7 +101,11 @@ def read_lines(results: Any, tracer: LineTracer, user: UserCode, entered_ns: int
             op_since.append(since)
             op_start.append(node.start_time_ns)
             op_orphan.append(not py)
+            children = node.children
         elif tag == PYCALL or tag == PYCCALL:
+            children = node.children
+            if not children:  # most calls (builtins, small helpers) run no operator: nothing to read
+                continue
             fields = node.extra_fields
             start = node.start_time_ns
             py = True
@@ -139,7 +143,9 @@ def read_lines(results: Any, tracer: LineTracer, user: UserCode, entered_ns: int
                 alloc_start.append(node.start_time_ns)
                 alloc_bytes.append(size)
                 alloc_orphan.append(not py)
-        children = node.children
+            continue
+        else:
+            children = node.children
         if children:
             for child in reversed(children):
                 push((child, ctx, join, since, iv, py))
