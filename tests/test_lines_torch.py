@@ -233,3 +233,28 @@ def test_operators_on_a_thread_without_python_go_to_the_line_that_waited(shell):
     # every aten::mm (4 forked, 1 in par) is under this line: the outside row holds none
     assert lines.iloc[-1]["self_cpu_us"] == 0
     assert row.self_cpu_us >= ka.loc["aten::mm", "self_cpu_us"]
+
+
+def test_the_command_line_gives_a_scripts_and_its_modules_lines(tmp_path, monkeypatch):
+    """``nbprof torch --lines train.py``: the script (run by a relative path, its module frame
+    ``exec``'d) and a module of the user's own beside it (torch names it "helper.py", without its
+    ``sys.path`` prefix) each get their lines; counted by hand: four steps."""
+    import nbprof
+    from nbprof import cli
+
+    (tmp_path / "helper.py").write_text("import torch\n\n\ndef block(x):\n    y = torch.tanh(x)\n    return y @ y\n")
+    (tmp_path / "train.py").write_text("import torch\nfrom helper import block\n\nx = torch.randn(8, 8)\n"
+                                       "for i in range(4):\n    z = block(x)\n    w = z * 3\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    assert cli.main(["torch", "--lines", "-q", "--no-html", "--export", "t.json.gz", "train.py"]) == 0
+    assert sys.gettrace() is None
+    lines = nbprof.load_trace(tmp_path / "t.json.gz").lines()
+    assert _row(lines, "    y = torch.tanh(x)").ops == 4
+    assert _row(lines, "    return y @ y").ops == 4
+    assert _row(lines, "    w = z * 3").ops == 4
+    assert _row(lines, "x = torch.randn(8, 8)").ops == 1
+    tanh = _row(lines, "    y = torch.tanh(x)")
+    assert tanh.file == str(tmp_path / "helper.py") and tanh.cell is None and tanh.function_line == 4
+    assert lines.iloc[-1]["ops"] == 0  # nothing of the script's outside it

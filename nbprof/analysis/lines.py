@@ -62,8 +62,7 @@ def finish_line_data(raw: dict[str, Any]) -> dict[str, Any]:
         start = np.asarray(part["start"], dtype=np.int64)
         join = np.asarray(part["join"], dtype=np.int64).copy()
         since = np.asarray(part["since"], dtype=np.int64).copy()
-        orphan = np.flatnonzero(np.asarray(part.get("orphan") or np.zeros(len(stack), dtype=bool), dtype=bool)
-                                & (stack == 0))
+        orphan = np.flatnonzero(_unplaced(part.get("orphan"), calls, len(stack)) & (stack == 0) & (join < 0))
         if len(orphan):
             # no Python call above (autograd's device threads, TorchScript's forks): the line the
             # cell's thread was running then: the innermost call made from a user line, or a line
@@ -125,6 +124,23 @@ def finish_line_data(raw: dict[str, Any]) -> dict[str, Any]:
         "allocs": {"stack": used.tolist(), "bytes": [int(b) for b in alloc_bytes[used]]},
         "notes": _notes(raw),
     }
+
+
+def _unplaced(orphan: Any, calls: dict[str, Any], n: int) -> np.ndarray:
+    """Which events have no user line above them and ran where the cell's thread's line is theirs:
+    with no Python call above (``True``: autograd's device threads, TorchScript's forks), or
+    under Python calls outside the user's code on the cell's thread itself (its thread id: code
+    ``exec``'d by the command line, whose frame torch's tracer does not record). Other threads'
+    Python code (a data loader's) stays outside."""
+    if not orphan:
+        return np.zeros(n, dtype=bool)
+    flags = np.asarray([o is True for o in orphan], dtype=bool)
+    tids = np.asarray([o if (o is not True and o is not False) else -1 for o in orphan], dtype=np.int64)
+    if calls and len(calls["thread"]):
+        values, counts = np.unique(np.asarray(calls["thread"], dtype=np.int64), return_counts=True)
+        main = values[np.argmax(counts)]
+        return flags | (tids == main)
+    return flags | (tids >= 0)
 
 
 def _running_then(t: np.ndarray, calls: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:

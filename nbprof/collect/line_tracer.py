@@ -61,6 +61,7 @@ class UserCode:
             if m is not None and getattr(m, "__file__", None):
                 excluded.add(os.path.realpath(os.path.dirname(m.__file__)))
         self._excluded = tuple(sorted(p + os.sep for p in excluded))
+        self.prefixes = _prefixes()  # as torch strips them in this run (sys.path now)
 
     def refresh(self, shell: Any = None) -> None:
         """Cells compiled since (the profiled cell itself, when the shell compiled it after this)."""
@@ -70,6 +71,13 @@ class UserCode:
     def cell_name(self, filename: str) -> str | None:
         n = self.cells.get(filename)
         return None if n is None else f"In [{n}]"
+
+    def canonical(self, filename: str) -> str:
+        """A code object's file name as the line table names it: a script run by a relative path
+        ("train.py") by its full path, as torch's tree names it once its prefix is put back."""
+        if filename in self.cells or filename.startswith("<") or os.path.isabs(filename):
+            return filename
+        return os.path.abspath(filename)
 
     def is_user(self, filename: str) -> bool:
         """A full file name (a code object's ``co_filename``) is the user's code."""
@@ -83,7 +91,7 @@ class UserCode:
         else:
             path = os.path.realpath(filename)
             parts = path.replace("\\", "/").split("/")
-            user = (os.path.isabs(filename) and not path.startswith(self._excluded)
+            user = (os.path.isfile(path) and not path.startswith(self._excluded)
                     and "site-packages" not in parts and "dist-packages" not in parts)
         self._is_user[filename] = user
         return user
@@ -92,7 +100,8 @@ class UserCode:
         """A user file seen running: remember the name torch will give it."""
         if filename in self.cells or filename.startswith("<"):
             return
-        stripped = _strip(filename)
+        filename = self.canonical(filename)
+        stripped = _strip(filename, self.prefixes)
         self.by_stripped.setdefault(stripped, filename)
 
     def resolve(self, name: str) -> str | None:
@@ -111,7 +120,7 @@ class UserCode:
             full = name if self.is_user(name) else None
         else:
             full = None
-            for prefix in _prefixes():
+            for prefix in self.prefixes:
                 candidate = prefix + name
                 if os.path.isfile(candidate):
                     full = candidate if self.is_user(candidate) else None
@@ -120,24 +129,19 @@ class UserCode:
         return full
 
 
-_PREFIXES: list[str] | None = None
-
-
 def _prefixes() -> list[str]:
-    """torch's own list of the prefixes it strips from file names (torch.profiler.python_tracer)."""
-    global _PREFIXES
-    if _PREFIXES is None:
-        try:
-            from torch.profiler.python_tracer import _prefix_regex
+    """torch's own list of the prefixes it strips from file names (torch.profiler.python_tracer),
+    from ``sys.path`` as it is now."""
+    try:
+        from torch.profiler.python_tracer import _prefix_regex
 
-            _PREFIXES = list(_prefix_regex())
-        except Exception:
-            _PREFIXES = sorted({os.path.abspath(p) + os.sep for p in sys.path if isinstance(p, str)}, reverse=True)
-    return _PREFIXES
+        return list(_prefix_regex())
+    except Exception:
+        return sorted({os.path.abspath(p) + os.sep for p in sys.path if isinstance(p, str)}, reverse=True)
 
 
-def _strip(filename: str) -> str:
-    for prefix in _prefixes():
+def _strip(filename: str, prefixes: list[str]) -> str:
+    for prefix in prefixes:
         if filename.startswith(prefix):
             return filename[len(prefix):]
     return filename

@@ -63,7 +63,7 @@ def read_lines(results: Any, tracer: LineTracer, user: UserCode, entered_ns: int
     # user functions' own code, for the join: (file, first line, name) -> the code object's id
     code_keys: dict[tuple[str, int, str], int] = {}
     for cid, code in tracer.code_objects.items():
-        code_keys[(code.co_filename, code.co_firstlineno, code.co_name)] = cid
+        code_keys[(user.canonical(code.co_filename), code.co_firstlineno, code.co_name)] = cid
 
     op_corr: list[int] = []
     op_ctx: list[int] = []
@@ -75,7 +75,9 @@ def read_lines(results: Any, tracer: LineTracer, user: UserCode, entered_ns: int
     alloc_since: list[int] = []
     alloc_start: list[int] = []
     alloc_bytes: list[int] = []
-    op_orphan: list[bool] = []  # no Python call above it (another thread: autograd's device threads)
+    # True: no Python call above it (another thread: autograd's device threads); an int: no user
+    # line above it, run by that thread (a script exec'd by nbprof's command line); False: placed
+    op_orphan: list[Any] = []
     alloc_orphan: list[bool] = []
     # the calls made from the user's lines: (start, end, stack, enclosing one, thread), for orphans
     iv_start: list[int] = []
@@ -100,7 +102,8 @@ def read_lines(results: Any, tracer: LineTracer, user: UserCode, entered_ns: int
             op_join.append(join)
             op_since.append(since)
             op_start.append(node.start_time_ns)
-            op_orphan.append(not py)
+            # no user line above it: where it ran decides (the cell's thread, or another one)
+            op_orphan.append(True if not py else (node.start_tid if ctx == 0 and join < 0 else False))
             children = node.children
         elif tag == PYCALL or tag == PYCCALL:
             children = node.children
@@ -151,7 +154,7 @@ def read_lines(results: Any, tracer: LineTracer, user: UserCode, entered_ns: int
                 push((child, ctx, join, since, iv, py))
 
     frames = sorted(frame_ids.items(), key=lambda kv: kv[1])
-    files = {k[0] for k in frame_ids} | {c.co_filename for c in tracer.code_objects.values()}
+    files = {k[0] for k in frame_ids} | {user.canonical(c.co_filename) for c in tracer.code_objects.values()}
     return {
         "version": LINE_DATA_VERSION,
         "method": "tracer" if tracer.refused is None else "calls",
@@ -165,7 +168,8 @@ def read_lines(results: Any, tracer: LineTracer, user: UserCode, entered_ns: int
         "tracer": {"time": np.frombuffer(tracer.times, dtype=np.int64) if len(tracer.times) else np.zeros(0, np.int64),
                    "code": np.frombuffer(tracer.codes, dtype=np.int64) if len(tracer.codes) else np.zeros(0, np.int64),
                    "line": np.frombuffer(tracer.lines, dtype=np.int64) if len(tracer.lines) else np.zeros(0, np.int64)},
-        "codes": {cid: (c.co_filename, c.co_name, c.co_firstlineno) for cid, c in tracer.code_objects.items()},
+        "codes": {cid: (user.canonical(c.co_filename), c.co_name, c.co_firstlineno)
+                  for cid, c in tracer.code_objects.items()},
         "code_spans": {cid: _code_span(c) for cid, c in tracer.code_objects.items()},
         "cells": {f: user.cell_name(f) for f in files if user.cell_name(f)},
         "sources": collect_sources(files),
