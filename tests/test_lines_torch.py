@@ -258,3 +258,26 @@ def test_the_command_line_gives_a_scripts_and_its_modules_lines(tmp_path, monkey
     tanh = _row(lines, "    y = torch.tanh(x)")
     assert tanh.file == str(tmp_path / "helper.py") and tanh.cell is None and tanh.function_line == 4
     assert lines.iloc[-1]["ops"] == 0  # nothing of the script's outside it
+
+
+def test_what_ran_outside_the_users_code_is_on_one_row(profiled):
+    """The line table of the hand-counted profile with aten::relu's operators and the aten::clamp_min
+    under them unplaced (as torch's tree leaves another thread's operators): they move to the
+    outside row, by the events table's own self times, and the self columns still sum."""
+    import copy
+
+    from nbprof.analysis.lines import OUTSIDE, line_table
+
+    ev = profiled.events
+    data = copy.deepcopy(profiled.meta.line_data)
+    relu_ids = set(ev.loc[ev["name"].isin(["aten::relu", "aten::clamp_min"]), "external_id"])
+    data["ops"]["stack"] = [0 if e in relu_ids else s for e, s in zip(data["ops"]["external_id"], data["ops"]["stack"])]
+    lines = line_table(profiled._events, data, profiled.meta.sources)
+    outside = lines.iloc[-1]
+    assert outside["function"] == OUTSIDE and outside["ops"] == 15
+    expected = ev.loc[ev["name"].isin(["aten::relu", "aten::clamp_min"]), "self_cpu_us"].sum()
+    assert outside["self_cpu_us"] == pytest.approx(expected)
+    relu_line = _row(lines, "        z = torch.relu(z)")
+    assert relu_line.ops == 0 and relu_line.self_cpu_us == 0  # its allocations were left placed
+    ka = profiled.key_averages()
+    assert lines["self_cpu_us"].sum() == pytest.approx(ka["self_cpu_us"].sum(), rel=0.01)
