@@ -281,3 +281,20 @@ def test_what_ran_outside_the_users_code_is_on_one_row(profiled):
     assert relu_line.ops == 0 and relu_line.self_cpu_us == 0  # its allocations were left placed
     ka = profiled.key_averages()
     assert lines["self_cpu_us"].sum() == pytest.approx(ka["self_cpu_us"].sum(), rel=0.01)
+
+
+def test_a_files_broken_line_table_is_left_out_and_said(profiled, tmp_path):
+    """A saved trace whose nbprofLines point nowhere: load_trace leaves the table out with a note,
+    and lines() gives what the trace's Python frames hold (function entries), never an IndexError."""
+    import json
+
+    import nbprof
+
+    path = profiled.save(tmp_path / "lines.json")
+    doc = json.loads(open(path).read())
+    doc["nbprofLines"]["line_data"]["ops"]["stack"][0] = 10**6
+    (tmp_path / "broken.json").write_text(json.dumps(doc))
+    loaded = nbprof.load_trace(tmp_path / "broken.json")
+    assert loaded.meta.line_data is None
+    assert any("nbprofLines" in n and "stack that is not there" in n for n in loaded.meta.notes)
+    assert loaded.lines().attrs["method"] == "function_entries"
