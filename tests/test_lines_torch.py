@@ -298,3 +298,28 @@ def test_a_files_broken_line_table_is_left_out_and_said(profiled, tmp_path):
     assert loaded.meta.line_data is None
     assert any("nbprofLines" in n and "stack that is not there" in n for n in loaded.meta.notes)
     assert loaded.lines().attrs["method"] == "function_entries"
+
+
+@pytest.mark.gpu
+def test_on_cuda_per_line_device_time_sums_to_the_kernels(shell):
+    """On a CUDA model (GPU sessions only): each kernel on its operator's line, backward's kernels
+    (launched by autograd's device thread) on the backward line, the device column summing to the
+    kernels' total time."""
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    run(shell, "import torch\nnet_g = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.ReLU(),"
+               " torch.nn.Linear(256, 10)).cuda()\nxg = torch.randn(64, 256, device='cuda')\n")
+    result, _ = run(shell, "%%torchprof --lines --cuda -q -o gp\nfor i in range(5):\n    out = net_g(xg)\n"
+                           "    loss = out.square().mean()\n    loss.backward()\n    v = loss.item()\n")
+    assert result.error_in_exec is None
+    p = shell.user_ns["gp"]
+    lines = p.lines()
+    ev = p.events
+    kernels = ev.loc[ev["kind"].isin(["kernel", "memcpy", "memset"]), "dur_us"].sum()
+    assert kernels > 0
+    assert lines["self_device_us"].sum() == pytest.approx(kernels, rel=0.01)
+    assert _row(lines, "    loss.backward()").self_device_us > 0
+    assert _row(lines, "    out = net_g(xg)").device_total_us > 0
+    assert lines.iloc[-1]["self_device_us"] < 0.05 * kernels  # nearly nothing outside
