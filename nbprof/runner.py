@@ -227,6 +227,7 @@ class TorchRun(Run):
         if data is not None and self.collector.lines is not None:
             try:
                 data.meta.line_data, data.meta.sources = _finish_lines(self.collector.lines)
+                notes += data.meta.line_data["notes"]  # in the report too (no line tracer: why)
             except Exception as e:  # the profile stands without its lines, and says so
                 notes.append(f"--lines: could not place the operators on lines ({type(e).__name__}: {e})"[:300])
         return torch_profile(data, profiler=self.collector.profiler, options=opts, notes=notes, wall_s=self.wall_s,

@@ -182,6 +182,7 @@ def test_another_tracer_is_left_alone(shell):
     assert _row(lines, "    a = torch.relu(x)").ops == 1
     assert _row(lines, "h(xd)").ops == 1  # a @ a: no line tracer to place it inside h
     assert any("another tracer runs" in n for n in lines.attrs["notes"])
+    assert any("another tracer runs" in n for n in dp.meta.notes)  # the report says it too
 
 
 def test_flags_that_cannot_go_with_lines(shell):
