@@ -435,6 +435,9 @@ def concat_traces(traces: list[TraceData], labels: list | None = None, label_col
         with_stack=any(t.meta.with_stack for t in traces),
         with_flops=any(t.meta.with_flops for t in traces),
         parts=[t.meta for t in traces],
+        # one trace's External ids join its line table; merged traces' ids collide
+        line_data=first.line_data if len(traces) == 1 else None,
+        sources=first.sources if len(traces) == 1 else {},
         reader_notes=[f"{os.path.basename(t.meta.source)}: {note}" if len(traces) > 1 else note
                       for t in traces for note in t.meta.reader_notes],
     )

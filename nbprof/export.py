@@ -166,6 +166,9 @@ def _document(profile: Any) -> dict[str, Any]:
     # compiled or compiled code ran: load_trace reads it back
     if meta.compile_log and not profile.compilation().empty:
         doc["nbprofCompileLog"] = meta.compile_log
+    # --lines: the line table's data and the sources it shows; load_trace reads them back
+    if meta.line_data:
+        doc["nbprofLines"] = {"line_data": meta.line_data, "sources": meta.sources}
     return doc
 
 

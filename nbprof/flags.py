@@ -101,6 +101,9 @@ TORCH_FLAGS: tuple[Flag, ...] = (
          help="Record Python stacks (for --group-by stack)."),
     Flag(("--no-stack",), dest="stack", action="store_false", help="Do not record Python stacks."),
     Flag(("--flops",), action="store_true", default=None, help="Estimate FLOPs of matmuls and convolutions."),
+    Flag(("--lines",), action="store_true", default=False,
+         help="Line by line: each operator, its kernels and its memory on the line of your code that ran it "
+              "(p.lines()). Records Python stacks too (--stack) and traces the lines of your own code."),
     Flag(("--modules",), action="store_true", default=None,
          help="Record nn.Module calls (torch's with_modules and its Python tracer): p.modules() and the Modules tab."),
     Flag(("-s", "--sort"), metavar="KEY",
@@ -342,6 +345,7 @@ def torch_options(args: argparse.Namespace) -> TorchOptions:
         stack=bool(args.stack),
         flops=bool(args.flops),
         modules=bool(args.modules),
+        lines=bool(getattr(args, "lines", False)),
         sort=settings.resolve_torch_sort(args.sort) if args.sort else None,
         limit=check_limit(args.limit),
         group_by=args.group_by,
@@ -386,6 +390,13 @@ def resolve_torch(options: TorchOptions, args: argparse.Namespace) -> TorchOptio
         notes.append("CUDA is not available here: profiling the CPU only")
     else:
         cuda = bool(wanted)
+    if options.lines:
+        # the lines come from torch's Python tracer (with_stack) and nbprof's line tracer
+        if args.stack is False:
+            raise OptionError("--lines records Python stacks (--stack), but --no-stack was given: drop one of them")
+        if options.schedule is not None:
+            raise OptionError("--lines cannot be combined with --schedule: profile the steps you want without it")
+        stack = True
     options = replace(options, cuda=cuda, memory=bool(memory), shapes=bool(shapes), stack=bool(stack))
     return _turn_on_what_the_view_needs(options, args, available, notes)
 

@@ -54,6 +54,14 @@ class TraceMeta:
     compile_log: dict[str, Any] | None = None
     """torch.compile's structured log during the run (``collect.compile_state``): records,
     counters; None when nothing compiled or ran compiled, or the trace was recorded elsewhere."""
+    line_data: dict[str, Any] | None = None
+    """``--lines``: which line of the user's code ran each operator (``analysis.lines``: frames,
+    interned stacks, each op's stack by External id, bytes allocated per stack); None without it.
+    ``TorchProfile.lines()`` reads it; saved with the trace (``nbprofLines``)."""
+    sources: dict[str, str] = field(default_factory=dict)
+    """``--lines``: the full text of every cell and file in ``line_data``, as it was when the profile
+    ran, keyed by the ``file`` column of ``lines()``; its lines are numbered as ``lines()``'s
+    ``line`` (a cell's magic line is line 1)."""
     reader_notes: list[str] = field(default_factory=list)
     """What the reader could not read or classify, counted ("12 events with an unreadable
     ``args.stream``: left out"); a profile shows them first among its notes."""

@@ -77,6 +77,40 @@ class TorchProfile:
             self._averages[group_by] = key_averages(self._events, group_by, stacks=stacks)
         return self._averages[group_by].copy(deep=False)
 
+    def lines(self) -> pd.DataFrame:
+        """Line by line (``%%torchprof --lines``): one row per line of your code with anything in it:
+        ``cell`` ("In [4]"; None for a file), ``file``, ``line`` (a cell's magic line is line 1),
+        ``function``, ``function_line`` (the first line of that function; 1 for a cell's top
+        level), ``source``, ``ops`` (top-level operator calls made on the line), ``self_cpu_us``,
+        ``cpu_total_us``, ``self_device_us``, ``device_total_us``, ``alloc_bytes``. ``self_*``:
+        operators, kernels and bytes of that line itself; ``*_total_*``: also those of every call
+        it made into your code. One last row (``function == "(outside your code)"``, no file)
+        holds what ran outside it, so each self column sums to the profile's total. A trace
+        torch wrote with ``with_stack`` gives each function's entry line (``attrs["method"] ==
+        "function_entries"``, said in ``attrs["notes"]``). See docs/lines.md."""
+        table = self._lines.copy(deep=False)
+        table.attrs = dict(self._lines.attrs)
+        return table
+
+    @functools.cached_property
+    def _lines(self) -> pd.DataFrame:
+        from .analysis.lines import line_data_from_frames, line_table
+
+        data = self.meta.line_data
+        if data is None:
+            data = line_data_from_frames(self._events, self.meta.code_names)
+        if data is None:
+            raise OptionError("this profile has no lines: record it with %%torchprof --lines "
+                              "(or nbprof torch --lines)")
+        sources = self.meta.sources
+        if not sources:  # torch's own trace: the cells and files this kernel still has
+            from .collect.lines import collect_sources
+
+            sources = collect_sources(set(data["frames"]["file"]))
+        table = line_table(self._events, data, sources, self.meta.code_names)
+        table.attrs = {"method": data.get("method", "tracer"), "notes": list(data.get("notes", []))}
+        return table
+
     @property
     def summary(self) -> TorchSummary:
         """Totals of the profile: events, span, self CPU / device time, peaks, default sort."""

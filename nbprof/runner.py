@@ -212,7 +212,7 @@ class TorchRun(Run):
     def _collector(self) -> Collector:
         from .collect.torch_live import TorchSession
 
-        return TorchSession(self.options, self.progress)
+        return TorchSession(self.options, self.progress, self.shell)
 
     def _build(self, data: Any) -> Any:
         opts = self.options
@@ -224,6 +224,12 @@ class TorchRun(Run):
                                                            len(self.collector.cycles), self.what)
             notes += schedule_notes
         compile_log = self.collector.compile.result()
+        if data is not None and self.collector.lines is not None:
+            try:
+                data.meta.line_data, data.meta.sources = _finish_lines(self.collector.lines)
+                notes += data.meta.line_data["notes"]  # in the report too (no line tracer: why)
+            except Exception as e:  # the profile stands without its lines, and says so
+                notes.append(f"--lines: could not place the operators on lines ({type(e).__name__}: {e})"[:300])
         return torch_profile(data, profiler=self.collector.profiler, options=opts, notes=notes, wall_s=self.wall_s,
                              error=self.error, shell=self.shell, progress=self.progress, compile_log=compile_log,
                              empty_reason=empty_reason)
@@ -239,6 +245,19 @@ class TorchRun(Run):
             path = _tensorboard_path(opts.tensorboard)
             result.to_chrome_trace(path)
             notes.append(f"trace written to {path} (tensorboard --logdir {opts.tensorboard})")
+
+
+def _finish_lines(raw: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """--lines: the collected tree and line record -> the profile's ``line_data`` and ``sources``
+    (``analysis.lines``); the cells and files shown keep only the text of those with a line."""
+    from .analysis.lines import finish_line_data
+
+    began = time.perf_counter()
+    data = finish_line_data(raw)
+    data["collect_s"] = raw["walk_s"] + (time.perf_counter() - began)
+    data["line_events"] = int(len(raw["tracer"]["time"]))
+    files = set(data["frames"]["file"])
+    return data, {f: text for f, text in raw["sources"].items() if f in files}
 
 
 def torch_profile(data: Any, *, profiler: Any, options: Any, notes: list[str], wall_s: float | None,

@@ -114,7 +114,7 @@ def test_import_is_light():
 RESULT_MEMBERS = {
     "TorchProfile": ["alive_at", "allocations", "collected", "collectives", "compilation", "device_stats", "events",
                      "findings",
-                     "from_trace", "kernels", "key_averages", "kind", "launches", "memory_curve", "modules",
+                     "from_trace", "kernels", "key_averages", "kind", "launches", "lines", "memory_curve", "modules",
                      "overview", "queue_length", "range_ops", "ranges", "ranks", "report", "save", "step_breakdown", "steps",
                      "summary", "timeline", "timeline_view", "to_chrome_trace", "to_html"],
     "PythonProfile": ["action_stats", "actions", "call_tree", "callees", "callers", "dump", "edges", "findings", "flame", "kind", "pstats",

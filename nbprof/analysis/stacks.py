@@ -22,7 +22,7 @@ import pandas as pd
 
 from ..events import KIND_CODE, time_ns
 
-__all__ = ["op_stacks", "STACK_DEPTH", "is_user_frame", "frame_file", "frame_label"]
+__all__ = ["op_stacks", "innermost_frames", "STACK_DEPTH", "is_user_frame", "frame_file", "frame_label"]
 
 STACK_DEPTH = 5
 SEPARATOR = " ← "
@@ -64,22 +64,20 @@ def frame_label(name: str, code_names: dict[str, str]) -> tuple[str, bool]:
     return f"{label}({m.group('line')}): {m.group('function')}", True
 
 
-def op_stacks(events: pd.DataFrame, depth: int = STACK_DEPTH, code_names: dict[str, str] | None = None) -> pd.Series:
-    """For every event: its innermost ``depth`` user frames joined with " ← " ("" if none), up
-    to the notebook cell that ran it (named "In [n]"; ``code_names`` as in the run's metadata)."""
+def innermost_frames(events: pd.DataFrame) -> np.ndarray | None:
+    """For every event: the row of the innermost Python frame open on its thread when it started
+    (-1: none); None when the profile has no Python frames. A frame's ``parent`` is its caller."""
     n = len(events)
-    out = np.full(n, "", dtype=object)
     kind = events["kind"].cat.codes.to_numpy()
     is_py = kind == KIND_CODE["python"]
     if not is_py.any():
-        return pd.Series(out, index=events.index, name="stack")
+        return None
     start = time_ns(events["start_us"].to_numpy())
     end = start + time_ns(events["dur_us"].to_numpy())
     from .tree import lanes
 
     thread, _ = lanes(events)
     parent = events["parent"].to_numpy()
-    names = events["name"].astype(str).to_numpy()
 
     py_rows = np.flatnonzero(is_py)
     py_rows = py_rows[np.lexsort((-end[py_rows], start[py_rows], thread[py_rows]))]
@@ -104,6 +102,19 @@ def op_stacks(events: pd.DataFrame, depth: int = STACK_DEPTH, code_names: dict[s
             break
         moving = active[closed]
         cand[moving] = parent[cand[moving]]
+    return cand
+
+
+def op_stacks(events: pd.DataFrame, depth: int = STACK_DEPTH, code_names: dict[str, str] | None = None) -> pd.Series:
+    """For every event: its innermost ``depth`` user frames joined with " ← " ("" if none), up
+    to the notebook cell that ran it (named "In [n]"; ``code_names`` as in the run's metadata)."""
+    n = len(events)
+    out = np.full(n, "", dtype=object)
+    cand = innermost_frames(events)
+    if cand is None:
+        return pd.Series(out, index=events.index, name="stack")
+    parent = events["parent"].to_numpy()
+    names = events["name"].astype(str).to_numpy()
 
     code_names = code_names or {}
     labels: dict[str, tuple[str, bool]] = {}  # a frame name's label, parsed once (names repeat)

@@ -256,6 +256,7 @@ class _Trace(msgspec.Struct, gc=False):
     traceName: str = ""
     distributedInfo: dict[str, Any] | None = None
     nbprofCompileLog: dict[str, Any] | None = None  # torch.compile's log, as nbprof's exporter writes it
+    nbprofLines: Any = None  # --lines: {"line_data": ..., "sources": ...}, checked by analysis.lines
 
 
 class _LooseTrace(msgspec.Struct, gc=False):
@@ -270,6 +271,7 @@ class _LooseTrace(msgspec.Struct, gc=False):
     traceName: Any = ""
     distributedInfo: Any = None
     nbprofCompileLog: Any = None
+    nbprofLines: Any = None
 
 
 _DECODER = msgspec.json.Decoder(_Trace)
@@ -1277,6 +1279,12 @@ class _Reader:
             compile_log=trace.nbprofCompileLog if isinstance(trace.nbprofCompileLog, dict) else None,
             reader_notes=self._notes(),
         )
+        if trace.nbprofLines is not None:
+            from .lines import checked_lines
+
+            meta.line_data, meta.sources, problem = checked_lines(trace.nbprofLines)
+            if problem:
+                meta.reader_notes.append(f"nbprofLines: {problem}: the line table is left out")
         return TraceData(events=events, meta=meta)
 
     # -- what cannot be right: left out, and said ------------------------------------------------

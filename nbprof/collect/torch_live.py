@@ -115,8 +115,13 @@ class TorchSession(Collector):
     """One profiled region: ``begin()``, run the code, ``end()``; ``result()`` -> :class:`TraceData`
     (None if nothing was recorded)."""
 
-    def __init__(self, options: TorchOptions, progress: Any = None) -> None:
+    def __init__(self, options: TorchOptions, progress: Any = None, shell: Any = None) -> None:
         self.options = options
+        self.shell = shell  # IPython's: names the cells (--lines)
+        self._tracer: Any = None  # --lines: collect.line_tracer.LineTracer
+        self._entered_ns = 0
+        self._lines_error = ""
+        self.lines: dict[str, Any] | None = None  # --lines: collect.lines.read_lines's data
         self.progress = progress  # views.progress.Progress, told how big the trace is
         self.profiler: Any = None  # the live torch.profiler.profile
         self._stderr: NativeStderrFilter | None = None
@@ -186,6 +191,23 @@ class TorchSession(Collector):
         self.compile.begin()
         self._started = True
         self._began_at = time.perf_counter()
+        if self.options.lines:
+            self._start_line_tracer()
+
+    def _start_line_tracer(self) -> None:
+        """--lines: the user's lines as they run (``collect.line_tracer``), from now on; the
+        frames already running (the cell's) count from their next line."""
+        import sys
+
+        from .line_tracer import LineTracer, UserCode
+
+        self._entered_ns = time.time_ns()
+        self._tracer = LineTracer(UserCode(self.shell))
+        self._tracer.start(sys._getframe(1))
+
+    def _stop_line_tracer(self) -> None:
+        if self._tracer is not None:
+            self._tracer.stop()
 
     def end(self) -> None:
         """Stop the profiler (always), then read what it recorded."""
@@ -193,6 +215,7 @@ class TorchSession(Collector):
             return
         self._started = False
         try:
+            self._stop_line_tracer()  # first: whatever else fails, no tracer is left on the thread
             if self.takeover is not None:
                 self.takeover.still_running = bool(self._torch.autograd._profiler_enabled())
             # still under the stderr filter: torch's trace writer logs too (torch 2.4's CUDA
@@ -244,6 +267,7 @@ class TorchSession(Collector):
         if self._stopped:
             return
         self._stopped = True
+        self._stop_line_tracer()
         lost = False
         try:
             # nothing imported before __exit__: with --stack, torch's Python tracer would record it
@@ -325,7 +349,25 @@ class TorchSession(Collector):
                 self.takeover = Takeover(by="", at_s=None)
             return None
         # what was asked to be recorded becomes metadata in one place, the runner (TorchMeta)
-        return read_results(prof.profiler, progress=self.progress, flops=self.options.flops)
+        if self._tracer is not None:
+            self.lines = self._read_lines(prof.profiler.kineto_results)
+        trace = read_results(prof.profiler, progress=self.progress, flops=self.options.flops)
+        if self._tracer is not None and self.lines is None:
+            trace.meta.reader_notes.append(f"--lines: could not read the lines ({self._lines_error})")
+        return trace
+
+    def _read_lines(self, results: Any) -> dict[str, Any] | None:
+        """--lines: torch's event tree, read before the results are saved (``collect.lines``);
+        the runner joins it to the line tracer's record (``analysis.lines.finish_line_data``)."""
+        from .lines import read_lines
+
+        try:
+            if self.progress is not None:
+                self.progress.stage("reading the lines of your code")
+            return read_lines(results, self._tracer, self._tracer.user, self._entered_ns)
+        except Exception as e:  # the profile itself stands; the report says the lines are missing
+            self._lines_error = f"{type(e).__name__}: {e}".splitlines()[0][:200]
+            return None
 
 
 def _package_dirs() -> tuple[str, ...]:
