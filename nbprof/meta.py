@@ -112,3 +112,7 @@ class PythonMeta(RunInfo):
 
     source: str = ""
     """A profile read from a file (``.prof``): its path; "" for a run."""
+    with_lines: bool = False
+    """Lines were followed (``--lines``): ``lines()`` holds them."""
+    sources: dict[str, str] = field(default_factory=dict)
+    """``--lines``: the full text of each file ``lines()`` names (a cell as typed), by file name."""

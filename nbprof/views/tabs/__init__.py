@@ -18,12 +18,13 @@ from .modules import MODULES
 from .operators import BY_SHAPE, BY_STACK, OPERATORS
 from .ranges import RANGES
 from .ranks import CLUSTER_RANKS, RANKS
+from .source import SOURCE, TORCH_SOURCE
 from .steps import STEPS
 from .timeline import TIMELINE
 
 __all__ = ["Tab", "TORCH_TABS", "CLUSTER_TABS", "PYTHON_TABS"]
 
-TORCH_TABS: list[Tab] = [OPERATORS, BY_SHAPE, BY_STACK, MEMORY, KERNELS, COMPILE, MODULES, RANGES, STEPS, RANKS, TIMELINE]
+TORCH_TABS: list[Tab] = [OPERATORS, BY_SHAPE, BY_STACK, TORCH_SOURCE, MEMORY, KERNELS, COMPILE, MODULES, RANGES, STEPS, RANKS, TIMELINE]
 # a folder of ranks summarized apart (nbprof.cluster): what the summaries hold, the ranks first
 CLUSTER_TABS: list[Tab] = [CLUSTER_RANKS, OPERATORS, KERNELS, STEPS, TIMELINE]
-PYTHON_TABS: list[Tab] = [FUNCTIONS, ACTIONS, CALLGRAPH, FLAME]
+PYTHON_TABS: list[Tab] = [FUNCTIONS, SOURCE, ACTIONS, CALLGRAPH, FLAME]

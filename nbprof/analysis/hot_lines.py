@@ -1,0 +1,78 @@
+"""Which lines of a line table (``p.lines()``, ``--lines``) are hot, and by which measure.
+
+A cProfile line table (``hits``, ``time_us``) ranks lines by wall time; a torch one (``ops``,
+``self_cpu_us``, ``self_device_us``, ...) by self device time when the profile ran device work,
+else by self CPU time: the self columns put each operator on exactly one line, so they add up to
+the profile's totals and a line's share of them means something. (A cProfile line's time includes
+what it calls, so lines nest: a share is of the run's wall time instead.)
+
+The Source tab, the text report and the findings read the same measure from here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["is_python_lines", "line_metric", "metric_columns", "top_lines", "line_where"]
+
+# (column, header, unit): the numbers of a line, in the order they are shown
+PYTHON_METRICS = (("hits", "Hits", "count"), ("time_us", "Time", "time_us"), ("per_hit_us", "Per hit", "time_us"))
+TORCH_METRICS = (("ops", "Ops", "count"), ("self_cpu_us", "Self CPU", "time_us"),
+                 ("cpu_total_us", "CPU total", "time_us"), ("self_device_us", "Self device", "time_us"),
+                 ("device_total_us", "Device total", "time_us"), ("alloc_bytes", "Allocated", "bytes"))
+
+
+def is_python_lines(lines: pd.DataFrame) -> bool:
+    """A cProfile line table (hits and time), not a torch one."""
+    return "hits" in lines.columns
+
+
+def line_metric(lines: pd.DataFrame) -> str:
+    """The column lines are ranked by: ``time_us`` (cProfile), ``self_device_us`` (torch with
+    device time), else ``self_cpu_us``."""
+    if is_python_lines(lines):
+        return "time_us"
+    if "self_device_us" in lines.columns and float(np.nansum(lines["self_device_us"].to_numpy(dtype=float))) > 0:
+        return "self_device_us"
+    return "self_cpu_us"
+
+
+def metric_columns(lines: pd.DataFrame) -> list[tuple[str, str, str]]:
+    """The numeric columns worth showing: every cProfile one; torch's without the device and
+    memory columns where they are all zero (a CPU profile, no ``--memory``)."""
+    if is_python_lines(lines):
+        return list(PYTHON_METRICS)
+    out = []
+    for key, header, unit in TORCH_METRICS:
+        if key not in lines.columns:
+            continue
+        if key in ("self_device_us", "device_total_us", "alloc_bytes") and not (lines[key].to_numpy() > 0).any():
+            continue
+        out.append((key, header, unit))
+    return out
+
+
+def top_lines(lines: pd.DataFrame, n: int | None = None) -> pd.DataFrame:
+    """The lines of the user's code (a file and a line: not torch's row for what ran outside it)
+    by ``line_metric``, largest first; the first ``n`` (None: all)."""
+    metric = line_metric(lines)
+    rows = lines[_in_code(lines) & (lines[metric].to_numpy() > 0)]
+    rows = rows.sort_values(metric, ascending=False, kind="stable")
+    return rows if n is None else rows.head(n)
+
+
+def _in_code(lines: pd.DataFrame) -> np.ndarray:
+    file = lines["file"]
+    return (file.notna() & (file.astype(str) != "") & (lines["line"].to_numpy() > 0)).to_numpy()
+
+
+def line_where(cell: object, file: object, line: int) -> str:
+    """How the user names a line: "In [4] line 3", or "model.py:12" (the file's last two parts)."""
+    from ..format import short_path
+
+    if isinstance(cell, str) and cell:
+        return f"{cell} line {int(line)}"
+    if file is None or file != file or not str(file):
+        return "outside your code"
+    return f"{short_path(str(file)).removeprefix('…/')}:{int(line)}"
