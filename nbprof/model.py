@@ -556,11 +556,12 @@ class PythonProfile:
         file), ``file``, ``line`` (as the cell shows it: the magic line is 1), ``function``
         (``<module>``: the cell's or file's top level), ``function_line`` (its first line),
         ``source`` (the line's text), ``hits``, ``time_us`` (wall time from the line's start to the
-        next line of its frame: what it called included, as line_profiler counts), ``per_hit_us``;
-        one row per line that ran, in the code's order. The files' full texts are in
-        ``meta.sources``. Empty when lines were not followed (``nbprof.collect.line_tracer``)."""
+        next line of its frame: what it called included, as line_profiler counts), ``per_hit_us``,
+        ``self_time_us`` (``time_us`` without the lines of the user's code it called: the lines'
+        own times add up to the run's wall time); one row per line that ran, in the code's order. The files' full texts are in
+        ``meta.sources``. Empty when lines were not followed (``nbprof.collect.python_lines``)."""
         if self._lines is None:
-            from .collect.line_tracer import empty_line_table
+            from .collect.python_lines import empty_line_table
 
             return empty_line_table()
         return self._lines.copy(deep=False)

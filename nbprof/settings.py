@@ -140,6 +140,6 @@ class PythonOptions:
     sort: str = "tottime_s"
     limit: int = DEFAULT_LIMIT
     dump: str | None = None
-    lines: bool = False  # hits and time per line of the user's code (collect.line_tracer)
+    lines: bool = False  # hits and time per line of the user's code (collect.python_lines)
     output: str | None = None
     quiet: bool = False

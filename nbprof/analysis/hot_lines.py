@@ -1,10 +1,12 @@
 """Which lines of a line table (``p.lines()``, ``--lines``) are hot, and by which measure.
 
-A cProfile line table (``hits``, ``time_us``) ranks lines by wall time; a torch one (``ops``,
+A cProfile line table (``hits``, ``time_us``, ``self_time_us``) ranks lines by their own time (the
+line's wall time without the lines of the user's code it called, so that the slow line is the one
+doing the work, not the cell line that called it); a torch one (``ops``,
 ``self_cpu_us``, ``self_device_us``, ...) by self device time when the profile ran device work,
 else by self CPU time: the self columns put each operator on exactly one line, so they add up to
-the profile's totals and a line's share of them means something. (A cProfile line's time includes
-what it calls, so lines nest: a share is of the run's wall time instead.)
+the profile's totals and a line's share of them means something. (A cProfile line's own times add
+up to the run's wall time, but for nbprof's start and end: a share is of that wall time.)
 
 The Source tab, the text report and the findings read the same measure from here.
 """
@@ -17,7 +19,8 @@ import pandas as pd
 __all__ = ["is_python_lines", "line_metric", "metric_columns", "top_lines", "line_where"]
 
 # (column, header, unit): the numbers of a line, in the order they are shown
-PYTHON_METRICS = (("hits", "Hits", "count"), ("time_us", "Time", "time_us"), ("per_hit_us", "Per hit", "time_us"))
+PYTHON_METRICS = (("hits", "Hits", "count"), ("self_time_us", "Own time", "time_us"), ("time_us", "Time", "time_us"),
+                  ("per_hit_us", "Per hit", "time_us"))
 TORCH_METRICS = (("ops", "Ops", "count"), ("self_cpu_us", "Self CPU", "time_us"),
                  ("cpu_total_us", "CPU total", "time_us"), ("self_device_us", "Self device", "time_us"),
                  ("device_total_us", "Device total", "time_us"), ("alloc_bytes", "Allocated", "bytes"))
@@ -29,10 +32,10 @@ def is_python_lines(lines: pd.DataFrame) -> bool:
 
 
 def line_metric(lines: pd.DataFrame) -> str:
-    """The column lines are ranked by: ``time_us`` (cProfile), ``self_device_us`` (torch with
-    device time), else ``self_cpu_us``."""
+    """The column lines are ranked by: ``self_time_us`` (cProfile), ``self_device_us`` (torch
+    with device time), else ``self_cpu_us``."""
     if is_python_lines(lines):
-        return "time_us"
+        return "self_time_us"
     if "self_device_us" in lines.columns and float(np.nansum(lines["self_device_us"].to_numpy(dtype=float))) > 0:
         return "self_device_us"
     return "self_cpu_us"

@@ -38,7 +38,7 @@ import pandas as pd
 
 from ..errors import ProfilerBusyError
 from .collector import Collector, Takeover, code_sites
-from .line_tracer import LineTracer
+from .python_lines import LineTracer
 from .user_code import UserCode
 
 __all__ = ["CProfileSession", "MergedProfile", "OUTSIDE_ACTIONS", "raw_stats", "raw_stats_of", "merge_raw", "stats_tables", "stats_table", "edges_table", "STATS_COLUMNS", "EDGE_COLUMNS", "another_profiler_active",

@@ -21,7 +21,8 @@ import numpy as np
 import pandas as pd
 
 from ...analysis.hot_lines import is_python_lines, line_metric, line_where, metric_columns, top_lines
-from ...format import esc, formatter
+from ...errors import NbprofError
+from ...format import esc, formatter, plural
 from ..datatable import datatable_html
 from ..table import Column, render_text
 from .base import Tab
@@ -40,7 +41,10 @@ _BAR = "#e8710a"
 def lines_of(profile: Any) -> pd.DataFrame:
     """The profile's line table, or an empty one where it has none (a profile type without lines)."""
     get = getattr(profile, "lines", None)
-    lines = get() if callable(get) else None
+    try:
+        lines = get() if callable(get) else None
+    except NbprofError:  # a profile recorded without --lines may say so
+        lines = None
     return lines if isinstance(lines, pd.DataFrame) else pd.DataFrame()
 
 
@@ -201,14 +205,15 @@ def render(report: Any) -> str:
         shown = _shown_lines(start, max(end, int(rows["line"].max())), set(rows["line"].tolist()))
         parts.append(_block_html(title, text_lines, shown, rows, metrics, tops, hot, file, uid))
     if len(blocks) > MAX_BLOCKS:
-        parts.append(f'<div class="nbprof-empty">{len(blocks) - MAX_BLOCKS} more functions ran: p.lines() has '
-                     "every line</div>")
+        parts.append(f'<div class="nbprof-empty">{esc(plural(len(blocks) - MAX_BLOCKS, "more function"))} ran: '
+                     "p.lines() has every line</div>")
     parts.append('<div style="margin-top:12px"></div>' + _table(report, lines))
     return "".join(parts)
 
 
 def _metric_label(metric: str) -> str:
-    return {"time_us": "time", "self_device_us": "self device time", "self_cpu_us": "self CPU time"}.get(metric, metric)
+    return {"self_time_us": "own time", "self_device_us": "self device time",
+            "self_cpu_us": "self CPU time"}.get(metric, metric)
 
 
 def _share_text(profile: Any, lines: pd.DataFrame, row: Any) -> str:
@@ -221,8 +226,9 @@ def _share_of(lines: pd.DataFrame) -> str:
 
 
 def line_share(profile: Any, lines: pd.DataFrame, row: Any) -> float | None:
-    """A line's share: of the run's wall time (cProfile: lines nest, their times include their
-    callees'), or of its self column's total (torch: each operator on one line)."""
+    """A line's share: of the run's wall time (cProfile: its own time, whose sum over the lines is
+    the wall time but for nbprof's start and end), or of its self column's total (torch: each
+    operator on one line)."""
     metric = line_metric(lines)
     if is_python_lines(lines):
         wall = getattr(profile.meta, "wall_s", None)
@@ -254,7 +260,8 @@ def source_text(profile: Any, n: int = TOP_LINES_TEXT) -> list[str]:
     cols += [Column("where", "Line", "text", align="left"), Column("code", "Source", "name", 60)]
     title = f"top lines by {_metric_label(metric)}" + (f" (share of {_share_of(lines)})" if frame["share"].notna().any() else "")
     more = len(top_lines(lines)) - len(rows)
-    return [title + ":", render_text(frame, cols)] + ([f"{more} more lines: p.lines() has every line"] if more > 0 else [])
+    return [title + ":", render_text(frame, cols)] + ([f"{plural(more, 'more line')}: p.lines() has every line"]
+                                                       if more > 0 else [])
 
 
 SOURCE = Tab("Source", render, applies=has_lines,

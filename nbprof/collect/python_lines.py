@@ -46,7 +46,8 @@ from .user_code import UserCode
 
 __all__ = ["LineTracer", "LINE_COLUMNS", "NBPROF_TOOL_IDS", "line_table", "empty_line_table"]
 
-LINE_COLUMNS = ("cell", "file", "line", "function", "function_line", "source", "hits", "time_us", "per_hit_us")
+LINE_COLUMNS = ("cell", "file", "line", "function", "function_line", "source", "hits", "time_us", "per_hit_us",
+                "self_time_us")
 
 # sys.monitoring's free ids, never the named ones: 0 debugger, 1 coverage, 2 profiler (cProfile,
 # line_profiler), 5 optimizer
@@ -65,6 +66,8 @@ class LineTracer:
         self.user = user
         self.events: list[tuple[int, int, int]] = []  # (activation, line or -1, time_ns)
         self.activation_code: list[int] = []  # activation -> index in codes
+        self.activation_parent: list[int] = []  # activation -> the user activation that was running, or -1
+        self.stack: list[int] = []  # the user's activations running now, innermost last
         self.codes: list[CodeType] = []
         self._index: dict[int, int] = {}  # id(code) -> index in codes, -1: not the user's
         self._keep: list[CodeType] = []  # every code object looked at: its id() stays its own
@@ -89,8 +92,13 @@ class LineTracer:
         return i
 
     def new_activation(self, code_index: int) -> int:
+        """A frame of the user's code starts (or resumes): its activation, now the innermost."""
+        stack = self.stack
+        self.activation_parent.append(stack[-1] if stack else -1)
         self.activation_code.append(code_index)
-        return len(self.activation_code) - 1
+        a = len(self.activation_code) - 1
+        stack.append(a)
+        return a
 
     def running_cells(self) -> list[FrameType]:
         """The frames of cells that are running now (the profiled cell and any cell that ran it),
@@ -141,12 +149,15 @@ class _Settrace:
     def local_tracer(self, activation: int) -> Callable[..., Any]:
         append = self.t.events.append
         now = time.perf_counter_ns
+        stack = self.t.stack
 
         def local(frame: FrameType, event: str, arg: Any) -> Any:
             if event == "line":
                 append((activation, frame.f_lineno, now()))
             elif event == "return":  # a return, a yield, or the frame left by an exception
                 append((activation, -1, now()))
+                if stack and stack[-1] == activation:
+                    stack.pop()
             return local
 
         return local
@@ -187,7 +198,6 @@ class _Monitoring:
         self.t = tracer
         self.tool = -1
         self.armed: dict[int, CodeType] = {}  # id(code) -> code, LINE/PY_RETURN/PY_YIELD armed
-        self.stack: list[int] = []  # the activations of the user's code running now, innermost last
 
     def start(self) -> None:
         mon = sys.monitoring  # type: ignore[attr-defined,unused-ignore]
@@ -199,7 +209,7 @@ class _Monitoring:
         self.tool = tool
         E = mon.events
         t = self.t
-        stack, armed = self.stack, self.armed
+        stack, armed = t.stack, self.armed
         append, now, thread, get_ident = t.events.append, time.perf_counter_ns, threading.get_ident(), threading.get_ident
         code_index, new_activation = t.code_index, t.new_activation
         DISABLE, set_local, local_events = mon.DISABLE, mon.set_local_events, E.LINE | E.PY_RETURN | E.PY_YIELD
@@ -216,13 +226,13 @@ class _Monitoring:
             if get_ident() != thread:
                 return None
             arm(code)
-            stack.append(new_activation(i))
+            new_activation(i)
             return None
 
         def thrown(code: CodeType, offset: int, exc: Any) -> Any:
             # an exception thrown into a generator resumes it; PY_THROW is global: no DISABLE
             if id(code) in armed and get_ident() == thread:
-                stack.append(new_activation(code_index(code)))
+                new_activation(code_index(code))
             return None
 
         def line(code: CodeType, lineno: int) -> Any:
@@ -242,7 +252,7 @@ class _Monitoring:
 
         for frame in t.running_cells():
             arm(frame.f_code)
-            stack.append(new_activation(code_index(frame.f_code)))
+            new_activation(code_index(frame.f_code))
         for event, callback in ((E.PY_START, started), (E.PY_RESUME, started), (E.PY_THROW, thrown),
                                 (E.LINE, line), (E.PY_RETURN, left), (E.PY_YIELD, left), (E.PY_UNWIND, unwound)):
             mon.register_callback(tool, event, callback)
@@ -264,7 +274,7 @@ class _Monitoring:
         finally:
             mon.free_tool_id(tool)
             self.armed = {}
-            self.stack = []
+            self.t.stack = []
 
 
 # ------------------------------------------------------------------------------------- the table
@@ -285,13 +295,16 @@ def line_table(t: LineTracer) -> pd.DataFrame:
     same = np.r_[act[1:] == act[:-1], False]  # the next event is of the same activation
     # a line ends at its activation's next event; one still running at the end, at the end
     ends = np.where(same, np.r_[at[1:], 0], max(t.stop_ns, int(at.max())))
+    dur = ends - at
+    own = _own_times(t, act, line, at, dur)
     is_line = line >= 0
     code = np.asarray(t.activation_code, dtype=np.int64)[act[is_line]]
-    lines, dur = line[is_line], (ends - at)[is_line]
+    lines, dur, own = line[is_line], dur[is_line], own[is_line]
     key = code * (1 << 31) + lines
     keys, inverse = np.unique(key, return_inverse=True)
     hits = np.bincount(inverse, minlength=len(keys))
     time_ns = np.bincount(inverse, weights=dur, minlength=len(keys))
+    self_ns = np.bincount(inverse, weights=own, minlength=len(keys))
     code_of, line_of = keys // (1 << 31), keys % (1 << 31)
     user = t.user
     files = [t.codes[c].co_filename for c in range(len(t.codes))]
@@ -305,12 +318,14 @@ def line_table(t: LineTracer) -> pd.DataFrame:
         "source": [_line_text(sources[files[c]], n) for c, n in zip(code_of.tolist(), line_of.tolist())],
         "hits": hits.astype(np.int64),
         "time_us": time_ns / 1000.0,
+        "self_time_us": self_ns / 1000.0,
     }
     frame = pd.DataFrame(rows)
     # code objects with the same file, function and first line (a function redefined in a loop):
     # one row per line of the user's view
     frame = (frame.groupby(["file", "function_line", "function", "line"], sort=False, dropna=False)
-             .agg(cell=("cell", "first"), source=("source", "first"), hits=("hits", "sum"), time_us=("time_us", "sum"))
+             .agg(cell=("cell", "first"), source=("source", "first"), hits=("hits", "sum"), time_us=("time_us", "sum"),
+                  self_time_us=("self_time_us", "sum"))
              .reset_index())
     frame["per_hit_us"] = frame["time_us"] / frame["hits"]
     number = [user.cell_number(f) for f in frame["file"]]
@@ -318,6 +333,39 @@ def line_table(t: LineTracer) -> pd.DataFrame:
     frame["_is_file"] = [n is None for n in number]
     frame = frame.sort_values(["_is_file", "_order", "file", "line", "function_line"], kind="stable")
     return frame[list(LINE_COLUMNS)].reset_index(drop=True)
+
+
+def _own_times(t: LineTracer, act: np.ndarray, line: np.ndarray, at: np.ndarray, dur: np.ndarray) -> np.ndarray:
+    """Each event's duration without the time of the user's frames it called: a frame's lifetime
+    (its first event to its last) is taken from the line of its caller (the user's frame that
+    was running when it started) open at that moment. The events are sorted by activation, then
+    time; the caller's open line is found for every frame at once (one sort of the events and
+    the frames' starts together, and a running maximum of event positions)."""
+    n = len(act)
+    starts = np.flatnonzero(np.r_[True, act[1:] != act[:-1]])
+    last = np.r_[starts[1:] - 1, n - 1]
+    child = act[starts]
+    parent = np.asarray(t.activation_parent, dtype=np.int64)[child]
+    end = np.where(line[last] < 0, at[last], max(t.stop_ns, int(at.max())))
+    lifetime = end - at[starts]
+    keep = parent >= 0
+    own = dur.astype(np.float64)
+    if not keep.any():
+        return own
+    q_act, q_t, q_life = parent[keep], at[starts][keep], lifetime[keep]
+    # events and queries in one order: by activation, time, events before a query at the same time
+    all_act = np.r_[act, q_act]
+    all_t = np.r_[at, q_t]
+    is_query = np.r_[np.zeros(n, dtype=bool), np.ones(len(q_act), dtype=bool)]
+    order = np.lexsort((is_query, all_t, all_act))
+    position = np.where(is_query[order], -1, order)  # an event's own index (events come first in ``order``'s ids)
+    latest = np.maximum.accumulate(position)  # the latest event at or before each place
+    at_query = latest[is_query[order]]
+    query_id = order[is_query[order]] - n
+    found = (at_query >= 0)
+    found[found] &= (act[at_query[found]] == q_act[query_id[found]]) & (line[at_query[found]] >= 0)
+    np.subtract.at(own, at_query[found], q_life[query_id[found]])
+    return np.maximum(own, 0.0)
 
 
 def _function_name(code: CodeType) -> str:
@@ -336,4 +384,5 @@ def empty_line_table() -> pd.DataFrame:
         "function": pd.Series([], dtype=str), "function_line": pd.Series([], dtype=np.int64),
         "source": pd.Series([], dtype=str), "hits": pd.Series([], dtype=np.int64),
         "time_us": pd.Series([], dtype=np.float64), "per_hit_us": pd.Series([], dtype=np.float64),
+        "self_time_us": pd.Series([], dtype=np.float64),
     })
