@@ -13,10 +13,13 @@ The Source tab, the text report and the findings read the same measure from here
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
-__all__ = ["is_python_lines", "line_metric", "metric_columns", "top_lines", "line_where"]
+__all__ = ["lines_of", "event_line_rows", "is_python_lines", "line_metric", "metric_columns", "top_lines",
+           "line_where"]
 
 # (column, header, unit): the numbers of a line, in the order they are shown
 PYTHON_METRICS = (("hits", "Hits", "count"), ("self_time_us", "Own time", "time_us"), ("time_us", "Time", "time_us"),
@@ -24,6 +27,38 @@ PYTHON_METRICS = (("hits", "Hits", "count"), ("self_time_us", "Own time", "time_
 TORCH_METRICS = (("ops", "Ops", "count"), ("self_cpu_us", "Self CPU", "time_us"),
                  ("cpu_total_us", "CPU total", "time_us"), ("self_device_us", "Self device", "time_us"),
                  ("device_total_us", "Device total", "time_us"), ("alloc_bytes", "Allocated", "bytes"))
+
+
+def lines_of(profile: Any) -> pd.DataFrame:
+    """The profile's line table (``p.lines()``), or an empty one where it has none (recorded
+    without ``--lines``: a profile may say so by raising ``NbprofError``)."""
+    from ..errors import NbprofError
+
+    get = getattr(profile, "lines", None)
+    try:
+        lines = get() if callable(get) else None
+    except NbprofError:
+        lines = None
+    return lines if isinstance(lines, pd.DataFrame) else pd.DataFrame()
+
+
+def event_line_rows(profile: Any) -> np.ndarray | None:
+    """For each row of ``profile.events``, the row (position) of ``profile.lines()`` whose self
+    columns hold it, as the profile's ``event_lines()`` gives it; an event it gives none (-1)
+    takes its nearest ancestor's (a runtime call: the line of the operator that made it). None
+    when the profile cannot tell (no ``event_lines``)."""
+    get = getattr(profile, "event_lines", None)
+    if not callable(get):
+        return None
+    own = np.asarray(get(), dtype=np.int64)
+    parent = profile.events["parent"].to_numpy().astype(np.int64)
+    out, up = own.copy(), parent.copy()
+    while True:  # one step up the tree per round, for every event still without a line
+        need = np.flatnonzero((out < 0) & (up >= 0))
+        if len(need) == 0:
+            return out
+        out[need] = own[up[need]]
+        up[need] = parent[up[need]]
 
 
 def is_python_lines(lines: pd.DataFrame) -> bool:

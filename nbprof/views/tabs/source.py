@@ -20,8 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ...analysis.hot_lines import is_python_lines, line_metric, line_where, metric_columns, top_lines
-from ...errors import NbprofError
+from ...analysis.hot_lines import is_python_lines, line_metric, line_where, lines_of, metric_columns, top_lines
 from ...format import esc, formatter, plural
 from ..datatable import datatable_html
 from ..table import Column, render_text
@@ -36,16 +35,6 @@ TOP_LINES_TEXT = 10  # lines the text report lists
 BAR_PX = 48
 _HOT = "#fde0c5"
 _BAR = "#e8710a"
-
-
-def lines_of(profile: Any) -> pd.DataFrame:
-    """The profile's line table, or an empty one where it has none (a profile type without lines)."""
-    get = getattr(profile, "lines", None)
-    try:
-        lines = get() if callable(get) else None
-    except NbprofError:  # a profile recorded without --lines may say so
-        lines = None
-    return lines if isinstance(lines, pd.DataFrame) else pd.DataFrame()
 
 
 def has_lines(profile: Any) -> bool:
