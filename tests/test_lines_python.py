@@ -16,7 +16,8 @@ from .conftest import reports, run
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# a generator, an exception caught and one finally, recursion, a genexpr, a while loop: each one
+# a generator, an exception caught and one finally, an exception out of a function, recursion, a
+# genexpr, a while loop: each one
 # makes Python's line events differ from "one hit per statement run"
 WORKLOAD = """
 def gen(n):
@@ -39,17 +40,26 @@ def risky(i):
 def fib(n):
     return n if n < 2 else fib(n - 1) + fib(n - 2)
 
+def thrower(i):
+    if i % 4 == 1:
+        raise KeyError(i)
+    return i
+
 def work(n):
     total = 0
     for v in gen(n):
         total += risky(v)
+        try:
+            total += thrower(v)
+        except KeyError:
+            total -= 1
     total += sum(x * x for x in range(n))
     total += fib(10)
     while n > 0:
         n -= 7
     return total
 """
-FUNCTIONS = ("gen", "risky", "fib", "work")
+FUNCTIONS = ("gen", "risky", "fib", "thrower", "work")
 
 
 @pytest.fixture
@@ -84,11 +94,11 @@ def test_hits_equal_line_profiler(workload):
     for name in FUNCTIONS:
         rows = lines[lines["function"] == name]
         assert dict(zip(rows["line"].tolist(), rows["hits"].tolist())) == theirs[name], name
-    # the generator expression runs inside work's line 25: no rows of its own, its time in that line's
+    # the generator expression runs inside one of work's lines: no rows of its own, its time in that line's
     assert set(lines["function"]) == {*FUNCTIONS, "<module>"}
     # the function table is cProfile's as without --lines
     stats = shell.user_ns["cp"].stats.set_index("function")
-    assert stats.loc["fib", "ncalls"] == 177 and stats.loc["gen", "ncalls"] == 35
+    assert stats.loc["fib", "ncalls"] == 177 and stats.loc["gen", "ncalls"] == 35 and stats.loc["thrower", "ncalls"] == 34
 
 
 def test_columns_cells_and_time(workload):

@@ -20,16 +20,16 @@ from .conftest import reports, run
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = Path(__file__).parent / "artifacts"
 
-# a function in one cell (with a branch that never runs, and text that would be markup), the
+# a function in one cell (ending with a line that never runs, with text that would be markup), the
 # profiled cell in the next
 DEFINE = '''import time
 def step(n):
     label = "</td></tr><img src=x onerror=alert(1)>"  # the user's text, shown as text
     for _ in range(n):
         time.sleep(0.004)
-    if n < 0:
-        label = "never runs"
-    return label'''
+    if n >= 0:
+        return label
+    raise ValueError("never runs")  # the function's last line, never run'''
 PROFILED = "%%cprofile --lines -o cp\nout = step(5)\nmore = [step(1) for _ in range(2)]"
 
 
@@ -62,7 +62,7 @@ def test_the_tab_shows_the_cell_and_each_function_whole(profiled):
     cell, function = blocks
     for line in PROFILED.splitlines():  # the cell as typed, magic line included
         assert line in cell
-    for line in DEFINE.splitlines()[1:]:  # step whole, from its def: the branch that never ran too
+    for line in DEFINE.splitlines()[1:]:  # step whole, from its def to its last line, which never ran
         assert line.strip() in function
     assert "import time" not in function  # the cell's other code is not the function's
     # the hottest line (by own time): the sleep, 7 hits, highlighted in its code
