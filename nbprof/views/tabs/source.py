@@ -127,7 +127,7 @@ def _block_html(title: str, text_lines: list[str], shown: list[int | None], rows
     by_line = {int(n): r for n, r in zip(rows["line"], rows.to_dict("records"))}
     head = "".join(f'<th style="padding:0 6px;text-align:left;font-weight:600">{esc(h)}</th>' for _, h, _ in metrics)
     out = [f'<div style="margin:10px 0 2px;font-weight:600">{esc(title)}</div>',
-           '<table class="nbprof-src" style="border-collapse:collapse;font-size:12px;margin:0;width:auto">'
+           '<div style="overflow-x:auto;max-width:100%"><table class="nbprof-src" style="border-collapse:collapse;font-size:12px;margin:0;width:auto">'
            f'<thead><tr><th style="padding:0 6px;text-align:right">#</th>{head}<th></th></tr></thead><tbody>']
     for n in shown:
         if n is None:
@@ -146,7 +146,7 @@ def _block_html(title: str, text_lines: list[str], shown: list[int | None], rows
                    f'<td style="padding:0 6px;white-space:pre;text-align:left;'
                    f'font-family:var(--jp-code-font-family,monospace)">'
                    f"{esc(code)}{mark}</td></tr>")
-    out.append("</tbody></table>")
+    out.append("</tbody></table></div>")
     return "".join(out)
 
 
