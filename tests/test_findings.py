@@ -617,6 +617,8 @@ def _with_lines(profile, rows: list[list], of_event: dict[str, int]):
     event's name (-1: none, so the operator's line counts, as for a runtime call): what
     ``%%torchprof --lines`` attaches to a live profile (tests/test_lines_torch.py checks that side)."""
     lines = pd.DataFrame(rows, columns=LINE_TABLE_COLUMNS)
+    for c in ("line", "function_line"):  # as lines() has them: the outside row has neither
+        lines[c] = pd.array([None if v is None else v for v in lines[c]], dtype="Int64")
     names = profile.events["name"].astype(str).to_numpy()
     event_rows = np.asarray([of_event.get(n, -1) for n in names], dtype=np.int64)
     profile.lines = lambda: lines.copy()
@@ -633,7 +635,7 @@ def _loop_with_lines(tmp_path, item_sync_us: float):
             ["In [7]", cell, 4, "<module>", 1, "print(y.sum().item())", 4, 4 * (item_sync_us + 30), 4 * (item_sync_us + 30),
              8.0, 8.0, 0],
             ["In [7]", cell, 5, "<module>", 1, "x = torch.relu(y)", 4, 20.0, 20.0, 0.0, 0.0, 0],
-            [None, None, 0, "(outside your code)", 0, "", 0, 0.0, 0.0, 0.0, 0.0, 0]]
+            [None, None, None, "(outside your code)", None, None, 0, 30.0, 30.0, 0.0, 0.0, 0]]
     return _with_lines(p, rows, {"aten::mm": 0, "aten::item": 1, "aten::relu": 2})
 
 

@@ -127,9 +127,11 @@ def test_a_torch_profile_with_lines_has_the_tab(tmp_path):
     lines = pd.DataFrame(
         [["In [7]", cell, 2, "<module>", 1, "y = x @ w", 2, 80.0, 80.0, 1000.0, 1000.0, 0],
          ["In [7]", cell, 3, "<module>", 1, "x = torch.relu(y)", 2, 10.0, 10.0, 0.0, 0.0, 0],
-         [None, None, 0, "(outside your code)", 0, "", 0, 30.0, 30.0, 0.0, 0.0, 0]],
+         [None, None, None, "(outside your code)", None, None, 0, 30.0, 30.0, 0.0, 0.0, 0]],
         columns=["cell", "file", "line", "function", "function_line", "source", "ops", "self_cpu_us", "cpu_total_us",
                  "self_device_us", "device_total_us", "alloc_bytes"])
+    for c in ("line", "function_line"):  # as lines() has them: the outside row has neither
+        lines[c] = pd.array([None if v != v or v is None else int(v) for v in lines[c]], dtype="Int64")
     p.lines = lambda: lines.copy()
     p.meta.sources = {cell: text}
     html = p.report().html(include_library=False)

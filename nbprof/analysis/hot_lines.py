@@ -101,8 +101,10 @@ def top_lines(lines: pd.DataFrame, n: int | None = None) -> pd.DataFrame:
 
 
 def _in_code(lines: pd.DataFrame) -> np.ndarray:
+    """Rows with a file and a line (torch's outside row has neither: None, and a missing Int64)."""
     file = lines["file"]
-    return (file.notna() & (file.astype(str) != "") & (lines["line"].to_numpy() > 0)).to_numpy()
+    line = pd.to_numeric(lines["line"], errors="coerce").fillna(0).to_numpy(dtype=np.float64)
+    return (file.notna() & (file.astype(str) != "")).to_numpy() & (line > 0)
 
 
 def line_where(cell: object, file: object, line: int) -> str:
