@@ -289,3 +289,16 @@ def test_command_line_lines(tmp_path):
     assert "prog.py:5" in rows[0] and "time.sleep(0.01)" in rows[0] and " 3 " in rows[0]  # the hottest
     assert any("prog.py:7" in r and "slow(3)" in r for r in rows)  # the script's top level
     assert any("prog.py:4" in r and " 4 " in r for r in rows)  # the loop's header: 3 iterations + the end
+
+
+def test_the_line_magic_follows_its_statement(workload):
+    shell = workload
+    typed = "%cprofile -q -o lm --lines work(10)"
+    result, _ = run(shell, typed)
+    assert result.error_in_exec is None
+    lines = shell.user_ns["lm"].lines()
+    top = lines[lines["function"] == "<module>"]
+    # the statement, named as the cell that ran it (not "In [0]"), its line as typed
+    assert top["cell"].tolist() == [f"In [{max(shell.compile._filename_map.values())}]"]
+    assert top["line"].tolist() == [1] and top["source"].tolist() == [typed]
+    assert lines.loc[lines["function"] == "work", "hits"].sum() > 0

@@ -299,7 +299,7 @@ def line_table(t: LineTracer) -> pd.DataFrame:
     ends = np.where(same, np.r_[at[1:], 0], max(t.stop_ns, int(at.max())))
     dur = ends - at
     own = _own_times(t, act, line, at, dur)
-    is_line = line >= 0
+    is_line = line > 0  # -1: a return; 0: no line (the top of an empty module)
     code = np.asarray(t.activation_code, dtype=np.int64)[act[is_line]]
     lines, dur, own = line[is_line], dur[is_line], own[is_line]
     key = code * (1 << 31) + lines
