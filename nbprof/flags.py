@@ -127,6 +127,10 @@ PYTHON_FLAGS: tuple[Flag, ...] = (
          help="Sort by a pstats key: tottime (default), cumtime, ncalls, pcalls, filename, line, name."),
     Flag(("-l", "--limit"), metavar="N", type=int, help="Rows to show (0 = all; default 20)."),
     Flag(("--dump",), metavar="PATH", help="Also write a .prof file (pstats, snakeviz); its folder is created."),
+    Flag(("--lines",), action="store_true", default=False,
+         help="Also count hits and time per line of your code (the cell, functions from other cells, your own "
+              "files; not libraries): p.lines() and the Source tab. Slows Python code down (about as much as "
+              "line_profiler)."),
 )
 
 # keyed by magic name; the command line's "torch" subcommand is "torchprof" here
@@ -363,6 +367,7 @@ def python_options(args: argparse.Namespace) -> PythonOptions:
         sort=settings.resolve_python_sort(args.sort) if args.sort else "tottime_s",
         limit=check_limit(args.limit),
         dump=check_path("--dump", args.dump) if args.dump else None,
+        lines=bool(getattr(args, "lines", False)),
         output=check_name(getattr(args, "output", None)),
         quiet=bool(getattr(args, "quiet", False)),
     )

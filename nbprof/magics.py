@@ -218,7 +218,11 @@ def _compile(shell: Any, code: str) -> tuple[Any, Any]:
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = ast.Expression(tree.body.pop().value)
-    filename = shell.compile.cache(code) if hasattr(shell.compile, "cache") else "<nbprof>"
+    # numbered as the cell that runs it, the latest IPython compiled (its table then names the
+    # statement "In [n]", not "In [0]"; execution_count is n or n + 1 by then, by IPython version)
+    compiled = getattr(shell.compile, "_filename_map", None) or {}
+    number = next(reversed(compiled.values()), 0) if isinstance(compiled, dict) else 0
+    filename = shell.compile.cache(code, number) if hasattr(shell.compile, "cache") else "<nbprof>"
     body = compile(tree, filename, "exec")
     expr = compile(last, filename, "eval") if last is not None else None
     return body, expr

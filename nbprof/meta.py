@@ -122,3 +122,7 @@ class PythonMeta(RunInfo):
     """A profile read from a file (``.prof``): its path (several: joined by ", "); "" for a run."""
     files: list[str] = field(default_factory=list)
     """``load_prof``: the files read, added up."""
+    with_lines: bool = False
+    """Lines were followed (``--lines``): ``lines()`` holds them."""
+    sources: dict[str, str] = field(default_factory=dict)
+    """``--lines``: the full text of each file ``lines()`` names (a cell as typed), by file name."""

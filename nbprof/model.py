@@ -476,8 +476,10 @@ class PythonProfile:
     kind = "python"
 
     def __init__(self, raw: dict[Any, Any], meta: PythonMeta | None = None, *, profiler: Any = None,
-                 by_action: dict[str, dict[Any, Any]] | None = None, action_counts: dict[str, int] | None = None):
+                 by_action: dict[str, dict[Any, Any]] | None = None, action_counts: dict[str, int] | None = None,
+                 lines: pd.DataFrame | None = None):
         self._raw = raw
+        self._lines = lines  # --lines: one row per line of the user's code that ran
         self.meta = meta if meta is not None else PythonMeta()
         self.profiler = profiler
         self._trees: dict[tuple[float, int, tuple[str, int, str] | None], pd.DataFrame] = {}
@@ -600,6 +602,21 @@ class PythonProfile:
         from .analysis.actions import action_stats
 
         return action_stats(self._by_action)
+
+    def lines(self) -> pd.DataFrame:
+        """Hits and time per line of the user's code (``--lines``): ``cell`` ("In [4]", None for a
+        file), ``file``, ``line`` (as the cell shows it: the magic line is 1), ``function``
+        (``<module>``: the cell's or file's top level), ``function_line`` (its first line),
+        ``source`` (the line's text), ``hits``, ``time_us`` (wall time from the line's start to the
+        next line of its frame: what it called included, as line_profiler counts), ``per_hit_us``,
+        ``self_time_us`` (``time_us`` without the lines of the user's code it called: the lines'
+        own times add up to the run's wall time); one row per line that ran, in the code's order. The files' full texts are in
+        ``meta.sources``. Empty when lines were not followed (``nbprof.collect.python_lines``)."""
+        if self._lines is None:
+            from .collect.python_lines import empty_line_table
+
+            return empty_line_table()
+        return self._lines.copy(deep=False)
 
     def to_html(self, path: str | os.PathLike, title: str | None = None) -> str:
         """Write the report as one HTML file that opens offline."""

@@ -304,7 +304,7 @@ class PythonRun(Run):
     def _collector(self) -> Collector:
         from .collect.cprofile import CProfileSession
 
-        return CProfileSession()
+        return CProfileSession(lines=self.options.lines, shell=self.shell)
 
     def _build(self, data: Any) -> Any:
         from .analysis.callgraph import other_threads_suspected
@@ -321,8 +321,16 @@ class PythonRun(Run):
             code_names=_code_names(self.shell, {k[0] for k in data}),
         )
         collector = self.collector
+        lines = None
+        if collector.lines is not None:
+            lines = collector.lines.table()
+            meta.with_lines = True
+            meta.sources = collector.lines.sources(dict.fromkeys(lines["file"]))
+            if collector.lines.replaced:
+                meta.notes.append(f"the {self.what} set a tracer of its own (sys.settrace: a debugger?), which "
+                                  "replaced nbprof's line tracer: the lines stop where it took over")
         profile = PythonProfile(data, meta, profiler=collector.profiler, by_action=collector.by_action,
-                                action_counts=collector.action_counts)
+                                action_counts=collector.action_counts, lines=lines)
         if collector.by_action:
             meta.notes.append(
                 f"calls grouped by the {len(collector.action_counts)} actions they ran under (the Actions tab, "

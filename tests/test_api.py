@@ -117,7 +117,7 @@ RESULT_MEMBERS = {
                      "from_trace", "kernels", "key_averages", "kind", "launches", "lines", "memory_curve", "modules",
                      "overview", "queue_length", "range_ops", "ranges", "ranks", "report", "save", "step_breakdown", "steps",
                      "summary", "timeline", "timeline_view", "to_chrome_trace", "to_html"],
-    "PythonProfile": ["action_stats", "actions", "call_tree", "callees", "callers", "dump", "edges", "findings", "flame", "kind", "pstats",
+    "PythonProfile": ["action_stats", "actions", "call_tree", "callees", "callers", "dump", "edges", "findings", "flame", "kind", "lines", "pstats",
                       "report", "stats", "to_html", "total_s"],
     "Comparison": ["html", "kind", "metric", "table", "text"],
 }

@@ -579,10 +579,10 @@ def test_every_kind_module_is_registered_once_and_names_its_kind():
     registered = [m.__name__.rpartition(".")[2] for m in F.TORCH_CHECKS + F.PYTHON_CHECKS]
     assert sorted(registered) == sorted(modules) and len(set(registered)) == len(registered)
     assert F.KINDS == F.TORCH_KINDS + F.PYTHON_KINDS == tuple(registered)
-    assert F.TORCH_KINDS == ("compile_time", "recompile", "graph_break", "top_op", "sync", "copy", "gpu_idle",
-                             "launch_bound", "small_grid", "tensor_cores", "dataloader", "comm_exposed",
-                             "collective_wait", "launch_delay", "memory_peak", "straggler")
-    assert F.PYTHON_KINDS == ("top_function", "hot_function")
+    assert F.TORCH_KINDS == ("compile_time", "recompile", "graph_break", "top_op", "sync", "sync_line", "device_line",
+                             "copy", "gpu_idle", "launch_bound", "small_grid", "tensor_cores", "dataloader",
+                             "comm_exposed", "collective_wait", "launch_delay", "memory_peak", "straggler")
+    assert F.PYTHON_KINDS == ("top_function", "hot_function", "hot_line")
     seen = set()
     for name in TRACES:
         seen |= set(nbprof.load_trace(trace_path(name)).findings["kind"])
@@ -603,3 +603,84 @@ def test_docs_table_of_kinds_is_the_generated_one():
     for module in F.TORCH_CHECKS + F.PYTHON_CHECKS:
         for name, value in F.thresholds(module).items():
             assert f"`{name}` = {value:g}" in table
+
+
+# ------------------------------------------------- line by line (--lines): sync_line, device_line, hot_line
+
+LINE_TABLE_COLUMNS = ["cell", "file", "line", "function", "function_line", "source", "ops", "self_cpu_us",
+                      "cpu_total_us", "self_device_us", "device_total_us", "alloc_bytes"]
+
+
+def _with_lines(profile, rows: list[list], of_event: dict[str, int]):
+    """``profile`` (a synthetic trace: no CPU machine records a CUDA wait) with a line table of
+    ``TorchProfile.lines()``'s shape and, for each event, the row whose self columns hold it by the
+    event's name (-1: none, so the operator's line counts, as for a runtime call): what
+    ``%%torchprof --lines`` attaches to a live profile (tests/test_lines_torch.py checks that side)."""
+    lines = pd.DataFrame(rows, columns=LINE_TABLE_COLUMNS)
+    for c in ("line", "function_line"):  # as lines() has them: the outside row has neither
+        lines[c] = pd.array([None if v is None else v for v in lines[c]], dtype="Int64")
+    names = profile.events["name"].astype(str).to_numpy()
+    event_rows = np.asarray([of_event.get(n, -1) for n in names], dtype=np.int64)
+    profile.lines = lambda: lines.copy()
+    profile.event_lines = lambda: event_rows
+    return profile
+
+
+def _loop_with_lines(tmp_path, item_sync_us: float):
+    # 4 steps: `y = x @ w` (aten::mm, a 500 µs kernel), `print(y.sum().item())` (aten::item, whose
+    # _local_scalar_dense copies 2 µs back and waits in cudaStreamSynchronize), `x = torch.relu(y)`
+    p = training_loop(4, kernel_us=500, item_sync_us=item_sync_us).load(tmp_path)
+    cell = "<ipython-input-7-abc>"
+    rows = [["In [7]", cell, 3, "<module>", 1, "y = x @ w", 4, 160.0, 160.0, 2000.0, 2000.0, 0],
+            ["In [7]", cell, 4, "<module>", 1, "print(y.sum().item())", 4, 4 * (item_sync_us + 30), 4 * (item_sync_us + 30),
+             8.0, 8.0, 0],
+            ["In [7]", cell, 5, "<module>", 1, "x = torch.relu(y)", 4, 20.0, 20.0, 0.0, 0.0, 0],
+            [None, None, None, "(outside your code)", None, None, 0, 30.0, 30.0, 0.0, 0.0, 0]]
+    return _with_lines(p, rows, {"aten::mm": 0, "aten::item": 1, "aten::relu": 2})
+
+
+def test_sync_line_names_the_line_that_waits(tmp_path):
+    p = _loop_with_lines(tmp_path, item_sync_us=300)
+    assert p.summary.span_us == pytest.approx(3965.0)  # first op at 30 µs, last ends at 3995 µs
+    row = one(p.findings, "sync_line")
+    ev = row["evidence"]
+    # every .item() waits 300 µs (the last one too: the line is where the time goes)
+    assert (ev["cell"], ev["line"], ev["source"]) == ("In [7]", 4, "print(y.sum().item())")
+    assert ev["waits"] == 4 and ev["waited_us"] == pytest.approx(1200.0)
+    assert ev["share_of_span"] == pytest.approx(1200.0 / 3965.0)
+    assert ev["by_op"] == {"aten::_local_scalar_dense": pytest.approx(1200.0)}
+    assert row["severity"] == "high"  # 30 % of the span
+    assert "In [7] line 4" in row["message"] and "print(y.sum().item())" in row["message"]
+    assert "cudaStreamSynchronize" in row["message"]
+
+
+def test_sync_line_stays_quiet_on_short_waits_and_without_lines(tmp_path):
+    p = _loop_with_lines(tmp_path, item_sync_us=40)  # 160 µs of 3965: 4 %, under SYNC_LINE_MIN_SHARE
+    assert "sync_line" not in kinds(p.findings)
+    (tmp_path / "plain").mkdir()
+    plain = training_loop(4, kernel_us=500, item_sync_us=300).load(tmp_path / "plain")
+    assert not {"sync_line", "device_line"} & set(kinds(plain.findings))  # no lines recorded
+
+
+def test_device_line_names_the_line_with_the_most_device_time(tmp_path):
+    p = _loop_with_lines(tmp_path, item_sync_us=300)
+    row = one(p.findings, "device_line")
+    ev = row["evidence"]
+    assert (ev["line"], ev["source"]) == (3, "y = x @ w")
+    assert ev["self_device_us"] == 2000.0 and ev["share_of_device"] == pytest.approx(2000.0 / 2008.0)
+    assert row["severity"] == "medium"
+    assert "In [7] line 3" in row["message"]
+
+
+def test_hot_line_names_the_line_doing_the_work(shell):
+    run(shell, "import time\ndef wait_a_bit():\n    total = 0\n    time.sleep(0.05)\n    return total")
+    run(shell, "%%cprofile -q -o cp --lines\nfor _ in range(2):\n    wait_a_bit()")
+    cp = shell.user_ns["cp"]
+    row = one(cp.findings, "hot_line")
+    ev = row["evidence"]
+    # the sleep, not the cell line that called the function (its time includes the sleep's)
+    assert (ev["function"], ev["line"], ev["source"], ev["hits"]) == ("wait_a_bit", 4, "    time.sleep(0.05)", 2)
+    assert ev["self_time_us"] >= 100_000 and ev["share_of_wall"] == pytest.approx(ev["self_time_us"] / (cp.meta.wall_s * 1e6))
+    assert row["severity"] == "medium"  # two 50 ms sleeps: most of the run
+    run(shell, "%%cprofile -q -o plain\nwait_a_bit()")
+    assert "hot_line" not in kinds(shell.user_ns["plain"].findings)

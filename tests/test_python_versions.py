@@ -88,6 +88,17 @@ SCRIPT = textwrap.dedent(
     print("actions", r.error_in_exec is None, calls == {("(outside every action)", "a"): 2, ("X", "a"): 4,
           ("X", "b"): 1, ("Y", "a"): 1}, int(ac.stats.set_index("function").loc["a", "ncalls"]) == 7,
           not any("another" in n for n in ac.meta.notes), sys.getprofile() is None)
+    # --lines: hand-counted hits (a for header: once per iteration and once at the end), cProfile's
+    # table as without it, nothing left running (3.12+: nbprof's sys.monitoring tool id given back)
+    ip.run_cell("def loop(n):\\n    s = 0\\n    for i in range(n):\\n        s += i\\n    return s")
+    r = ip.run_cell("%%cprofile -q -o ln --lines\\nloop(5)\\nloop(5)")
+    ln = ip.user_ns["ln"].lines()
+    hits = {(f, l): h for f, l, h in zip(ln["function"], ln["line"], ln["hits"])}
+    monitoring = getattr(sys, "monitoring", None)
+    print("lines", r.error_in_exec is None, hits == {("loop", 2): 2, ("loop", 3): 12, ("loop", 4): 10, ("loop", 5): 2,
+          ("<module>", 2): 1, ("<module>", 3): 1}, int(ip.user_ns["ln"].stats.set_index("function").loc["loop", "ncalls"]) == 2,
+          sys.gettrace() is None and sys.getprofile() is None,
+          monitoring is None or all(monitoring.get_tool(i) is None for i in (3, 4)))
     r = ip.run_cell("%%cprofile -q -o nxt\\nafter()")
     print("next", r.error_in_exec is None, "after" in set(ip.user_ns["nxt"].stats["function"]), ip.user_ns["nxt"].meta.notes == [])
     import pandas
@@ -154,6 +165,7 @@ def test_nbprof_on_python(version, tmp_path):
     # report); from 3.12 it runs beside cProfile's sys.monitoring hooks (nothing lost, nothing said)
     assert lines["setprofile"] == ("True False True" if version < "3.12" else "True True False")
     assert lines["next"] == "True True True"
+    assert lines["lines"] == "True True True True True"
     assert lines["actions"] == "True True True True True"
     if version == "3.10":  # pandas 3 needs 3.11+: here the 2.x line is what users get
         assert lines["pandas"].startswith("2."), lines["pandas"]

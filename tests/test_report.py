@@ -310,8 +310,8 @@ def test_a_report_with_every_tab_shows_each_panel_when_its_tab_is_checked(tmp_pa
 def test_every_cprofile_panel_has_its_css_rule(shell):
     run(shell, "%%cprofile -q -o three\nsorted(str(i) for i in range(2000))")
     html = shell.user_ns["three"].report().html(include_library=False)
-    assert _tab_labels(html) == ["Functions", "Callers &amp; callees", "Flame"]
-    assert _css_shown_panels(html) == {0, 1, 2}
+    assert _tab_labels(html) == ["Functions", "Source", "Callers &amp; callees", "Flame"]
+    assert _css_shown_panels(html) == {0, 1, 2, 3}
     # pstats' table: the same columns in the text and in the Functions tab
     header = next(line for line in shell.user_ns["three"].report().text().splitlines() if "ncalls" in line)
     fallback = html[html.index("_fallback"):]

@@ -40,6 +40,8 @@ import pandas as pd
 
 from ..errors import ProfilerBusyError, TraceError
 from .collector import Collector, Takeover, code_sites
+from .python_lines import LineTracer
+from .user_code import UserCode
 
 __all__ = ["CProfileSession", "MergedProfile", "OUTSIDE_ACTIONS", "raw_stats", "raw_stats_of", "merge_raw", "stats_tables", "stats_table", "edges_table", "STATS_COLUMNS", "EDGE_COLUMNS", "another_profiler_active",
            "ProfilerHookWatch", "read_prof_file", "is_pstats_head", "PROF_SUFFIXES"]
@@ -109,8 +111,10 @@ class CProfileSession(Collector):
     between its own profiles are not another profiler.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, lines: bool = False, shell: Any = None) -> None:
         self.profiler: Any = None  # the live cProfile.Profile; a MergedProfile once actions ran
+        # --lines: hits and time per line of the user's code, followed beside cProfile
+        self.lines: LineTracer | None = LineTracer(UserCode(shell)) if lines else None
         self.raw: dict[Any, Any] = {}
         self.by_action: dict[str, dict[Any, Any]] = {}
         self.action_counts: dict[str, int] = {}
@@ -136,13 +140,18 @@ class CProfileSession(Collector):
         self._began_at = time.perf_counter()
         self._own = True  # nbprof's own enable() sets the profile function: not another profiler
         try:
+            if self.lines is not None:  # before cProfile: starting it is not among the cell's calls
+                self.lines.start()
             self.profiler.enable()
         except ValueError as e:  # Python 3.12+: "Another profiling tool is already active"
+            self._stop_lines()
             self._watch.remove()
             self.profiler, self._current, self._running = None, None, False
             raise ProfilerBusyError(f"cannot start cProfile: {e}") from None
         except BaseException:
+            self._stop_lines()
             self._watch.remove()
+            self.profiler, self._current, self._running = None, None, False
             raise
         finally:
             self._own = False
@@ -235,6 +244,7 @@ class CProfileSession(Collector):
                 if not self._disabled:  # replaced through sys.setprofile: still enabled underneath
                     _disable_keeping_the_others(current)
         finally:
+            self._stop_lines()  # after cProfile: stopping it is not among the cell's calls
             self._running = False
             self._own = False
             self._current = None
@@ -249,6 +259,10 @@ class CProfileSession(Collector):
         self.by_action = {n: _without_own_frames(r) for n, r in zip(names, raws)}
         self.raw = merge_raw(self.by_action.values())
         self.profiler = MergedProfile(self.raw, self._profiles)
+
+    def _stop_lines(self) -> None:
+        if self.lines is not None:
+            self.lines.stop()
 
     def result(self) -> dict[Any, Any]:
         return self.raw

@@ -34,6 +34,7 @@ from .tabs import CLUSTER_TABS, PYTHON_TABS, TORCH_TABS, Tab
 from .tabs.base import empty
 from .tabs.functions import function_columns
 from .tabs.operators import operator_columns, with_shares
+from .tabs.source import has_lines, source_text
 
 __all__ = ["TorchReport", "ClusterReport", "PythonReport", "report_css", "tabs_html"]
 
@@ -156,6 +157,8 @@ class TorchReport:
         self.opens_on: str | None = group_by
         if group_by == "op" and any(t.title == "Ranges" for t in self.tabs) and _is_lightning_stage(profile):
             self.opens_on = "Ranges"
+        elif group_by == "op" and any(t.title == "Source" for t in self.tabs) and has_lines(profile):
+            self.opens_on = "Source"  # --lines: the question it answers is "which line?"
         self.uid = 0  # set by html(): the id of its tabs (the call graph's script finds its panel by it)
         if self.sort not in profile.key_averages(group_by).columns:
             raise ValueError(f"cannot sort by {self.sort!r}")
@@ -246,6 +249,7 @@ class TorchReport:
             lines.append(render_text(rows, operator_columns(p.summary, p.collected, self.group_by, averages)))
             if len(rows) < len(averages):
                 lines.append(f"{len(rows)} of {len(averages)} rows (--limit 0 shows all)")
+            lines += source_text(p)
         lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines)
 
@@ -359,6 +363,7 @@ class PythonReport:
             lines.append(render_text(rows, function_columns(text=True)))
             if len(rows) < len(frame):
                 lines.append(f"{len(rows)} of {len(frame)} functions (-l 0 shows all)")
+            lines += source_text(self.profile)
         lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines)
 
@@ -368,7 +373,9 @@ class PythonReport:
         if sub:
             lines.append(f'<div class="nbprof-sub">{esc(" · ".join(sub))}</div>')
         lines.append(_notes_html(self.notes))
-        return _report_html(self, PYTHON_TABS, lines, include_library, panels)
+        # --lines: open on the Source tab (the question it answers is "which line?")
+        return _report_html(self, PYTHON_TABS, lines, include_library, panels,
+                            "Source" if has_lines(self.profile) else None)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         return {"text/plain": self.text(), "text/html": self.html()}

@@ -123,6 +123,36 @@ slow.flame()
 slow.stats.sort_values("tottime_s", ascending=False).head(8)
 
 # %% [markdown]
+# ## Find the slow line: `--lines`
+#
+# cProfile stops at functions: it told you that `summarize` spends its own time somewhere in its
+# body, not where. `%%cprofile --lines` also counts, for every line of **your** code (this cell, the
+# functions defined in other cells, your own `.py` files; not the standard library, not installed
+# packages), how often it ran (**hits**) and how long it took: **Time** is what line_profiler
+# reports (the line and everything it called), **Own time** leaves out the time of the lines of your
+# code it called, so the line that does the work stands out rather than the line that called it.
+# The report opens on the **Source** tab: your code as a heat map, the hottest line highlighted,
+# and the same lines as a table you can sort.
+
+# %%
+%%cprofile --lines -o by_line
+slow_result = summarize(LOG)
+
+# %% [markdown]
+# The numbers are a DataFrame too: one row per line that ran, with the cell (`In [4]`), the line
+# number as the cell shows it, the function and the line's text. Hits, like call counts, do not
+# depend on the machine:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+by_line.lines()[["function", "line", "source", "hits"]].query("function == 'summarize'")
+
+# %% [markdown]
+# Following lines has a cost: Python calls nbprof's tracer at every line of your code, so tight
+# Python loops run a few times slower (about as much as with line_profiler; library code runs at full
+# speed). Use `--lines` to find the line, then profile without it to measure the fix.
+
+# %% [markdown]
 # Call counts do not depend on the machine, so they make good facts to check. What `summarize`
 # called, and how often (sorted by calls: `callees` sorts by time, which varies):
 
@@ -253,9 +283,37 @@ import nbprof
 nbprof.compare(slow, fast)
 
 # %% [markdown]
+# ### Exercise 3: find the slow line
+#
+# In `by_line` (the `--lines` profile of the slow pipeline), which line of `summarize` has the most
+# **own time**? Store its text, without the indentation, as `slow_line`. Look at the Source tab above,
+# or sort `by_line.lines()` by `self_time_us`.
+#
+# {{solution}}
+
+# %% [task]
+slow_line = None  # TODO: the text of summarize's line with the most own time, e.g. "totals = {}"
+
+# %% [solution]
+rows = by_line.lines().query("function == 'summarize'")
+slow_line = rows.sort_values("self_time_us", ascending=False)["source"].iloc[0].strip()
+
+# %% [check]
+# NBVAL_CHECK_OUTPUT
+rows = by_line.lines().query("function == 'summarize'")
+top = rows.loc[rows["self_time_us"].idxmax()]
+if isinstance(slow_line, str) and slow_line.strip() == top["source"].strip():
+    print(f"✔ Right: `{top['source'].strip()}` ran {int(top['hits']):,} times, each time scanning the list of users "
+          "seen so far: in a set, that test takes constant time (Exercise 2).")
+else:
+    print(f"✘ Not yet: you have slow_line={slow_line!r}. Sort by_line.lines() (summarize's rows) by self_time_us.")
+
+# %% [markdown]
 # ## Takeaways
 #
 # - Measure, then fix the top of the **tottime** column; use **cumtime** to find the path to it.
+# - `--lines` shows the line inside a function where its own time goes (`in` on a list, arithmetic,
+#   loops): the Source tab and `result.lines()`.
 # - Work that is not a function call (`in` on a list, arithmetic, loops) is the calling function's
 #   own time: read that function's code.
 # - Call counts are the most useful facts in a profile: they do not change between runs and they

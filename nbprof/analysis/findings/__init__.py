@@ -36,9 +36,11 @@ from . import (
     compile_time,
     copy,
     dataloader,
+    device_line,
     gpu_idle,
     graph_break,
     hot_function,
+    hot_line,
     launch_bound,
     launch_delay,
     memory_peak,
@@ -46,6 +48,7 @@ from . import (
     small_grid,
     straggler,
     sync,
+    sync_line,
     tensor_cores,
     top_function,
     top_op,
@@ -56,10 +59,11 @@ __all__ = ["torch_findings", "python_findings", "kinds_markdown", "thresholds", 
            "TORCH_KINDS", "PYTHON_KINDS", "SEVERITIES"]
 
 # The registry, in the order the checks run.
-TORCH_CHECKS: tuple[ModuleType, ...] = (compile_time, recompile, graph_break, top_op, sync, copy, gpu_idle,
+TORCH_CHECKS: tuple[ModuleType, ...] = (compile_time, recompile, graph_break, top_op, sync, sync_line, device_line,
+                                        copy, gpu_idle,
                                         launch_bound, small_grid, tensor_cores, dataloader, comm_exposed,
                                         collective_wait, launch_delay, memory_peak, straggler)
-PYTHON_CHECKS: tuple[ModuleType, ...] = (top_function, hot_function)
+PYTHON_CHECKS: tuple[ModuleType, ...] = (top_function, hot_function, hot_line)
 
 
 def kind_name(check: ModuleType) -> str:

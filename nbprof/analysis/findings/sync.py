@@ -41,9 +41,9 @@ SYNC_CALLS = frozenset(
 )
 
 
-def find(ctx: TorchContext) -> Iterator[Finding]:
-    if not ctx.has_device:
-        return
+def blocking_calls(ctx: TorchContext) -> np.ndarray:
+    """The rows of the runtime calls that block the CPU until the device catches up (see the
+    module doc), every one of them (the ``sync_line`` finding reads them too)."""
     is_call = ctx.kind == KIND_CODE["runtime"]
     is_sync = category_mask(ctx.names, lambda n: n in SYNC_CALLS) & is_call
     # the device side of a blocking synchronization names its runtime call by correlation id
@@ -53,7 +53,13 @@ def find(ctx: TorchContext) -> Iterator[Finding]:
                    & ~category_mask(ctx.names, lambda n: "wait" in n.lower()))
     if device_sync.any():
         is_sync |= is_call & np.isin(correlation, correlation[device_sync])
-    rows = np.flatnonzero(is_sync)
+    return np.flatnonzero(is_sync)
+
+
+def find(ctx: TorchContext) -> Iterator[Finding]:
+    if not ctx.has_device:
+        return
+    rows = blocking_calls(ctx)
     if len(rows) == 0:
         return
     # calls after which the process launched nothing more cost no overlap: leave them out

@@ -1,0 +1,261 @@
+"""The Source tab: the user's code with its numbers, line by line (``--lines``: ``p.lines()``).
+
+First the hottest line, named and quoted; then every line that ran as a sortable table (opened
+on the hottest first); then the code itself as a heat map: the cell as typed, then each function
+of the user's with time in it, whole (from its first line, ``function_line``, to its end), each
+line with its numbers as inline bars (one scale per column over the whole profile) and the
+hottest line highlighted. The code view is plain HTML with inline styles and no script, so it
+reads the same in JupyterLab, nbconvert, nbviewer and GitHub. For cProfile (hits, time) and
+torch (operators, CPU and device time, memory) profiles alike: the columns are the table's.
+
+Every source text is the user's, shown as text (``format.esc``; the table's cells through its
+renderers' escape): docs/architecture.md, "What reaches a page".
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ...analysis.hot_lines import is_python_lines, line_metric, line_where, lines_of, metric_columns, top_lines
+from ...format import esc, formatter, plural
+from ..datatable import datatable_html
+from ..table import Column, render_text
+from .base import Tab
+
+__all__ = ["SOURCE", "TORCH_SOURCE", "lines_of", "has_lines", "line_share", "source_text", "TOP_LINES_TEXT", "MAX_BLOCKS"]
+
+MAX_BLOCKS = 12  # functions shown with their code (p.lines() has every line)
+MAX_BLOCK_LINES = 150  # a longer block shows the lines that ran and CONTEXT lines around them
+CONTEXT = 3
+TOP_LINES_TEXT = 10  # lines the text report lists
+BAR_PX = 48
+_HOT = "#fde0c5"
+_BAR = "#e8710a"
+
+
+def has_lines(profile: Any) -> bool:
+    """The profile has lines of the user's code with time in them."""
+    lines = lines_of(profile)
+    return len(lines) > 0 and len(top_lines(lines)) > 0
+
+
+def _sources(profile: Any) -> dict[str, str]:
+    return dict(getattr(profile.meta, "sources", None) or {})
+
+
+# ------------------------------------------------------------------------------------- the table
+
+
+def _table_frame(lines: pd.DataFrame) -> pd.DataFrame:
+    frame = lines.copy()
+    frame["where"] = [line_where(c, f, n) for c, f, n in zip(frame["cell"], frame["file"], frame["line"])]
+    frame["code"] = [str(s).strip() if isinstance(s, str) else "" for s in frame["source"]]
+    frame["in"] = [_function_label(f) for f in frame["function"]]
+    return frame
+
+
+def _function_label(function: object) -> str:
+    if not isinstance(function, str) or not function:
+        return ""
+    return "top level" if function == "<module>" else function
+
+
+def _table(report: Any, lines: pd.DataFrame) -> str:
+    metric = line_metric(lines)
+    frame = _table_frame(lines).sort_values(metric, ascending=False, kind="stable")
+    cols = [Column("where", "Line", "text"), Column("code", "Source", "name", 70)]
+    cols += [Column(k, h, u) for k, h, u in metric_columns(lines)]
+    shares = [line_share(report.profile, lines, r) for r in frame.to_dict("records")]
+    if any(x is not None for x in shares):
+        frame["share"] = np.asarray([np.nan if x is None else x for x in shares], dtype=float)
+        at = next(i for i, c in enumerate(cols) if c.key == metric) + 1
+        cols.insert(at, Column("share", "% of wall" if is_python_lines(lines) else "Share", "share"))
+    cols.append(Column("in", "Function", "name", 40))
+    return datatable_html(frame, cols, order=[(metric, "desc")], page_length=report.limit or 0,
+                          caption="every line that ran, hottest first; click a header to sort")
+
+
+# ---------------------------------------------------------------------------------- the code view
+
+
+def _block_end(text_lines: list[str], first: int) -> int:
+    """The last line of the function that starts at line ``first`` (1-based), as
+    ``inspect.getsource`` finds it; the file's end when the text does not tokenize."""
+    try:
+        block = inspect.getblock(text_lines[first - 1:])
+    except Exception:  # tokenize errors on text that is not Python (a cell's %magic in a def)
+        return len(text_lines)
+    return first - 1 + max(len(block), 1)
+
+
+def _shown_lines(first: int, last: int, ran: set[int]) -> list[int | None]:
+    """The line numbers a block shows, None for a gap ("⋯"): all of them when the block is
+    short, else the lines that ran and ``CONTEXT`` lines around each."""
+    if last - first + 1 <= MAX_BLOCK_LINES:
+        return list(range(first, last + 1))
+    keep = {first}
+    for n in ran:
+        keep.update(range(max(first, n - CONTEXT), min(last, n + CONTEXT) + 1))
+    out: list[int | None] = []
+    prev = first - 1
+    for n in sorted(keep):
+        if n > prev + 1:
+            out.append(None)
+        out.append(n)
+        prev = n
+    if prev < last:
+        out.append(None)
+    return out
+
+
+def _bar(value: float, top: float, unit: str) -> str:
+    text = esc(formatter(unit)(value)) if value == value and value != 0 else ""
+    width = BAR_PX * float(value) / top if top > 0 and value == value and value > 0 else 0.0
+    bar = (f'<span style="display:inline-block;height:0.7em;width:{width:.1f}px;background:{_BAR};'
+           f'vertical-align:middle;margin-right:4px;opacity:0.85"></span>') if width >= 0.5 else ""
+    return (f'<td style="padding:0 6px;white-space:nowrap;text-align:left;min-width:{BAR_PX + 60}px">'
+            f"{bar}{text}</td>")
+
+
+def _block_html(title: str, text_lines: list[str], shown: list[int | None], rows: pd.DataFrame,
+                metrics: list[tuple[str, str, str]], tops: dict[str, float], hot: tuple[str, int] | None,
+                file: str, uid: int) -> str:
+    by_line = {int(n): r for n, r in zip(rows["line"], rows.to_dict("records"))}
+    head = "".join(f'<th style="padding:0 6px;text-align:left;font-weight:600">{esc(h)}</th>' for _, h, _ in metrics)
+    out = [f'<div style="margin:10px 0 2px;font-weight:600">{esc(title)}</div>',
+           '<div style="overflow-x:auto;max-width:100%"><table class="nbprof-src" style="border-collapse:collapse;font-size:12px;margin:0;width:auto">'
+           f'<thead><tr><th style="padding:0 6px;text-align:right">#</th>{head}<th></th></tr></thead><tbody>']
+    for n in shown:
+        if n is None:
+            out.append(f'<tr><td style="padding:0 6px;text-align:right;color:#999">⋯</td>'
+                       f'<td colspan="{len(metrics) + 1}"></td></tr>')
+            continue
+        code = text_lines[n - 1].rstrip("\r\n") if 0 < n <= len(text_lines) else ""
+        row = by_line.get(n)
+        is_hot = hot == (file, n)
+        style = f' style="background:{_HOT};outline:1px solid {_BAR}"' if is_hot else ""
+        anchor = f' id="nbprof-{uid}-hot" class="nbprof-src-hot"' if is_hot else ""
+        cells = "".join(_bar(float(row[k]) if row is not None else float("nan"), tops[k], u) for k, _, u in metrics)
+        mark = ' <span style="color:#b25400;font-family:sans-serif">◀ hottest</span>' if is_hot else ""
+        out.append(f"<tr{anchor}{style}>"
+                   f'<td style="padding:0 6px;text-align:right;color:#888">{n}</td>{cells}'
+                   f'<td style="padding:0 6px;white-space:pre;text-align:left;'
+                   f'font-family:var(--jp-code-font-family,monospace)">'
+                   f"{esc(code)}{mark}</td></tr>")
+    out.append("</tbody></table></div>")
+    return "".join(out)
+
+
+def _blocks(lines: pd.DataFrame, sources: dict[str, str]) -> list[tuple[str, str, int, pd.DataFrame, float]]:
+    """(title, file, first line, its rows, its time) per block: each cell's or file's top level,
+    then the functions by their time, largest first."""
+    metric = line_metric(lines)
+    rows = lines[[f in sources for f in lines["file"]]]
+    groups = []
+    for (file, first, function), g in rows.groupby(["file", "function_line", "function"], sort=False):
+        where = g["cell"].iloc[0]
+        place = where if isinstance(where, str) and where else str(file)
+        if function == "<module>":
+            title = f"{place} (the code as typed)" if isinstance(where, str) and where else f"{place} (top level)"
+        else:
+            title = f"{function} · {line_where(where, file, int(first))}"
+        groups.append((title, str(file), int(first), g, float(g[metric].sum()), function == "<module>"))
+    tops = [x for x in groups if x[5]]
+    funcs = sorted((x for x in groups if not x[5]), key=lambda x: -x[4])
+    return [x[:5] for x in tops + funcs]
+
+
+def render(report: Any) -> str:
+    lines = lines_of(report.profile)
+    sources = _sources(report.profile)
+    metric = line_metric(lines)
+    metrics = metric_columns(lines)
+    tops = {k: float(np.nanmax(lines[k].to_numpy(dtype=float))) if len(lines) else 0.0 for k, _, _ in metrics}
+    best = top_lines(lines, 1)
+    hot = None
+    parts = []
+    if len(best):
+        b = best.iloc[0]
+        hot = (str(b["file"]), int(b["line"]))
+        fmt = formatter(next(u for k, _, u in metrics if k == metric))
+        parts.append(f'<div class="nbprof-sub">hottest line: <b>{esc(line_where(b["cell"], b["file"], b["line"]))}</b> '
+                     f'<code>{esc(str(b["source"]).strip())}</code> · {esc(_metric_label(metric))} '
+                     f"{esc(fmt(b[metric]))}{esc(_share_text(report.profile, lines, b))}</div>")
+    uid = getattr(report, "uid", 0)
+    blocks = _blocks(lines, sources)
+    for title, file, first, rows, _ in blocks[:MAX_BLOCKS]:
+        text_lines = sources[file].splitlines()
+        top_level = rows["function"].iloc[0] == "<module>"  # a cell or a file: all of it
+        start = 1 if top_level else first
+        end = len(text_lines) if top_level else _block_end(text_lines, first)
+        shown = _shown_lines(start, max(end, int(rows["line"].max())), set(rows["line"].tolist()))
+        parts.append(_block_html(title, text_lines, shown, rows, metrics, tops, hot, file, uid))
+    if len(blocks) > MAX_BLOCKS:
+        parts.append(f'<div class="nbprof-empty">{esc(plural(len(blocks) - MAX_BLOCKS, "more function"))} ran: '
+                     "p.lines() has every line</div>")
+    parts.append('<div style="margin-top:12px"></div>' + _table(report, lines))
+    return "".join(parts)
+
+
+def _metric_label(metric: str) -> str:
+    return {"self_time_us": "own time", "self_device_us": "self device time",
+            "self_cpu_us": "self CPU time"}.get(metric, metric)
+
+
+def _share_text(profile: Any, lines: pd.DataFrame, row: Any) -> str:
+    share = line_share(profile, lines, row)
+    return "" if share is None else f" ({100 * share:.1f}% of {_share_of(lines)})"
+
+
+def _share_of(lines: pd.DataFrame) -> str:
+    return "the run's wall time" if is_python_lines(lines) else "the profile's total"
+
+
+def line_share(profile: Any, lines: pd.DataFrame, row: Any) -> float | None:
+    """A line's share: of the run's wall time (cProfile: its own time, whose sum over the lines is
+    the wall time but for nbprof's start and end), or of its self column's total (torch: each
+    operator on one line)."""
+    metric = line_metric(lines)
+    if is_python_lines(lines):
+        wall = getattr(profile.meta, "wall_s", None)
+        return float(row[metric]) / (wall * 1e6) if wall else None
+    total = float(np.nansum(lines[metric].to_numpy(dtype=float)))
+    return float(row[metric]) / total if total > 0 else None
+
+
+# ------------------------------------------------------------------------------------- the text
+
+
+def source_text(profile: Any, n: int = TOP_LINES_TEXT) -> list[str]:
+    """The text report's lines: the ``n`` hottest lines with their numbers and source; none
+    without lines."""
+    lines = lines_of(profile)
+    if not len(lines):
+        return []
+    rows = top_lines(lines, n)
+    if not len(rows):
+        return []
+    metric = line_metric(lines)
+    frame = _table_frame(rows)
+    frame["share"] = [line_share(profile, lines, r) for r in rows.to_dict("records")]
+    cols = [Column(k, h, u) for k, h, u in metric_columns(lines)]
+    if frame["share"].notna().any():
+        cols.insert(next(i for i, c in enumerate(cols) if c.key == metric) + 1,
+                    Column("share", "Share", "share"))
+        frame["share"] = frame["share"].astype(float)
+    cols += [Column("where", "Line", "text", align="left"), Column("code", "Source", "name", 60)]
+    title = f"top lines by {_metric_label(metric)}" + (f" (share of {_share_of(lines)})" if frame["share"].notna().any() else "")
+    more = len(top_lines(lines)) - len(rows)
+    return [title + ":", render_text(frame, cols)] + ([f"{plural(more, 'more line')}: p.lines() has every line"]
+                                                       if more > 0 else [])
+
+
+SOURCE = Tab("Source", render, applies=has_lines,
+             missing="Lines were not followed: run %%cprofile --lines (or nbprof cprofile --lines) for hits and time "
+                     "per line of your code.")
+# torch profiles: only where the profile has lines
+TORCH_SOURCE = Tab("Source", render, applies=has_lines)
