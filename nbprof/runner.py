@@ -500,11 +500,21 @@ def _compile_files(log: Any) -> set[str]:
 
 
 def _code_names(shell: Any, filenames: set[str]) -> dict[str, str]:
-    """Notebook cells are compiled from temporary files; name them "In [n]" as IPython does."""
+    """Notebook cells are compiled from temporary files; name them "In [n]" as IPython does.
+
+    A file name is looked up as recorded first, then as the same path written another way
+    (:func:`_path_key`): on Windows IPython's table holds ``C:\\Users\\...\\ipykernel_<pid>\\<hash>.py``
+    while a trace may write ``C:/Users/.../ipykernel_<pid>/<hash>.py``, with another case for the
+    drive."""
     mapping = getattr(getattr(shell, "compile", None), "_filename_map", None) or {}
+    by_key: dict[str, Any] | None = None
     out = {}
     for f in filenames:
         n = mapping.get(f)
+        if n is None and not f.startswith("<"):
+            if by_key is None:
+                by_key = {_path_key(k): v for k, v in mapping.items()}
+            n = by_key.get(_path_key(f))
         if n is not None:
             out[f] = f"In [{n}]"
         elif f.startswith("<ipython-input-"):
@@ -512,3 +522,15 @@ def _code_names(shell: Any, filenames: set[str]) -> dict[str, str]:
             if m:
                 out[f] = f"In [{m.group(1)}]"
     return out
+
+
+def _path_key(path: str) -> str:
+    """A path as one key however it is written: ``/`` for ``\\``; a Windows path (``C:/``,
+    ``\\\\server\\share``) case-folded, as Windows compares them; macOS's ``/private/var/...`` (what
+    ``/var``, a link, resolves to) as ``/var/...``, where ipykernel's cells are (``$TMPDIR``)."""
+    key = path.replace("\\", "/")
+    if re.match(r"^([A-Za-z]:/|//)", key):
+        key = key.casefold()
+    elif key.startswith(("/private/var/", "/private/tmp/")):
+        key = key[len("/private"):]
+    return key

@@ -40,6 +40,7 @@ from ..errors import MissingDependencyError, ProfilerBusyError
 from ..format import fmt_bytes
 from ..events import TraceData
 from ..settings import TorchOptions
+from ..system import process_alive
 from .chrome_trace import NO_EVENT_READ, NO_LIMIT, read_trace_file
 from .collector import Collector, Takeover, code_sites
 from .compile_state import CompileWatch
@@ -548,16 +549,20 @@ def _skip_inductor_import(on: bool) -> None:
     module.hasattr = hasattr_  # type: ignore[attr-defined]  # a module global shadows the builtin for that module only
 
 
-def _save_and_read(results: Any, progress: Any = None) -> tuple[TraceData, BinaryIO]:
+def _save_and_read(results: Any, progress: Any = None) -> tuple[TraceData, "_TraceFile"]:
     """torch's C++ writer -> a file in memory -> the events table.
 
-    Returns the table and the file, open and already unlinked: it is the only copy of torch's
-    trace there will be (torch's save is one-shot), kept for :class:`SavedResults`. Unlinked, it
-    takes no name in the folder and goes when its last handle closes, the process's end included.
+    Returns the table and the file, open: it is the only copy of torch's trace there will be
+    (torch's save is one-shot), kept for :class:`SavedResults`. Where the system removes an open
+    file (Linux, macOS) it is unlinked at once: it takes no name in the folder and goes when its
+    last handle closes, the process's end included. Windows refuses to remove an open file
+    (``PermissionError``): there it is removed when closed (:class:`_TraceFile`), with the profiler
+    or at the interpreter's exit, never left in ``%TEMP%``.
     """
     first_error: Exception | None = None
     for folder in _scratch_dirs():
-        fd, path = tempfile.mkstemp(prefix="nbprof-", suffix=".json", dir=folder)
+        _remove_stale(folder)
+        fd, path = tempfile.mkstemp(prefix=f"nbprof-{os.getpid()}-", suffix=".json", dir=folder)
         os.close(fd)
         file: BinaryIO | None = None
         try:
@@ -572,20 +577,66 @@ def _save_and_read(results: Any, progress: Any = None) -> tuple[TraceData, Binar
             # torch's file of a run that recorded nothing still holds a few entries (process
             # names): that the cell ran no torch operator is the whole story, not this file
             trace.meta.reader_notes = [n for n in trace.meta.reader_notes if not n.endswith(NO_EVENT_READ)]
-            return trace, file
+            saved = _TraceFile(file, path)
+            file = None  # the _TraceFile owns it now (and removes the path: unlinked now, or at close)
+            return trace, saved
         except Exception as e:  # a full /dev/shm truncates the file: try the next folder
-            if file is not None:
-                file.close()
             # the first failure is the one to tell: where torch marks its results saved even so,
             # the next try only says "Trace is already saved"
             first_error = first_error or e
         finally:
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
+            if file is not None:
+                file.close()  # closed before it is removed (Windows removes no open file)
+                _remove(path)
     assert first_error is not None
     raise first_error
+
+
+def _remove_stale(folder: str) -> None:
+    """Remove the traces of processes that are gone: only a process that ended without closing
+    its file (a kernel killed, on Windows, where the file is removed at close) leaves one."""
+    import glob
+
+    for path in glob.glob(os.path.join(glob.escape(folder), "nbprof-*-*.json")):
+        pid = os.path.basename(path).split("-")[1]
+        if pid.isdigit() and int(pid) != os.getpid() and not process_alive(int(pid)):
+            _remove(path)
+
+
+def _remove(path: str) -> bool:
+    """Remove a file; False where the system refuses (Windows, while a handle is open)."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
+class _TraceFile:
+    """The saved trace, open for reading, removed from its folder as early as the system allows:
+    at once where an open file can be unlinked (POSIX), else when it is closed."""
+
+    def __init__(self, file: BinaryIO, path: str) -> None:
+        self.file = file
+        self._leftover: str | None = None if _remove(path) else path
+        # closed (and removed) with its owner, or at the interpreter's exit
+        self._finalizer = weakref.finalize(self, _TraceFile._close, file, self._leftover)
+
+    @staticmethod
+    def _close(file: BinaryIO, leftover: str | None) -> None:
+        file.close()
+        if leftover is not None:
+            _remove(leftover)
+
+    def close(self) -> None:
+        self._finalizer()
+
+    @property
+    def on_disk(self) -> str | None:
+        """The file's path while it still has one (Windows), else None."""
+        return self._leftover if self._finalizer.alive else None
 
 
 class SavedResults:
@@ -596,19 +647,19 @@ class SavedResults:
     ``%%torchprof -o p``. This stands in for the results on the profiler: ``save`` writes the
     trace torch wrote for nbprof (the same bytes), anything else (``events()``,
     ``experimental_event_tree()`` for the memory timeline, ...) is the results' own. The trace
-    file stays open (unlinked) as long as the profiler keeps this object: as many bytes as the
-    trace, in /dev/shm where nbprof read it, else on disk.
+    file stays open (unlinked; on Windows removed when closed) as long as the profiler keeps this
+    object: as many bytes as the trace, in /dev/shm where nbprof read it, else on disk.
     """
 
-    def __init__(self, results: Any, trace_file: BinaryIO) -> None:
+    def __init__(self, results: Any, trace_file: "_TraceFile") -> None:
         self._results = results
-        self._trace_file = trace_file
-        weakref.finalize(self, trace_file.close)  # closed with the profiler, no ResourceWarning
+        self._trace_file = trace_file  # closed with the profiler (its finalizer), no ResourceWarning
 
     def save(self, path: str) -> None:
-        self._trace_file.seek(0)
+        file = self._trace_file.file
+        file.seek(0)
         with open(path, "wb") as out:
-            shutil.copyfileobj(self._trace_file, out, 16 << 20)
+            shutil.copyfileobj(file, out, 16 << 20)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._results, name)
