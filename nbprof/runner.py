@@ -224,9 +224,15 @@ class TorchRun(Run):
                                                            len(self.collector.cycles), self.what)
             notes += schedule_notes
         compile_log = self.collector.compile.result()
+        mps = self.collector.mps.result
+        if mps is not None:
+            notes.append(mps_note(self.what))
+        no_cupti = bool(opts.cuda and self.collector.cuda_without_cupti)
+        if no_cupti:
+            notes.append(NO_CUPTI_NOTE)
         return torch_profile(data, profiler=self.collector.profiler, options=opts, notes=notes, wall_s=self.wall_s,
                              error=self.error, shell=self.shell, progress=self.progress, compile_log=compile_log,
-                             empty_reason=empty_reason)
+                             empty_reason=empty_reason, mps=mps, cuda_without_cupti=no_cupti)
 
     def _write_files(self, result: Any) -> None:
         opts = self.options
@@ -241,9 +247,23 @@ class TorchRun(Run):
             notes.append(f"trace written to {path} (tensorboard --logdir {opts.tensorboard})")
 
 
+# what torch records on Apple's MPS device, and on a CUDA build without CUPTI: said once, in the report
+def mps_note(what: str = "cell") -> str:
+    return (f"the {what} used Apple's MPS device, where torch.profiler records the ops' host side only (no MPS "
+            f"kernels, no device time): an op that waits for the device (.item(), a copy to the CPU) shows the "
+            f"device's work as its own CPU time; the {what}'s MPS device time and memory in the summary are "
+            f"measured around it (torch.mps events and memory counters)")
+
+
+NO_CUPTI_NOTE = ("this torch was built without CUPTI (torch 2.4-2.6 on Windows): torch timed the ops' CUDA work "
+                 "with CUDA events, so its own table (p.profiler.key_averages()) has CUDA times, but the trace "
+                 "has no kernels, so this report shows no device time")
+
+
 def torch_profile(data: Any, *, profiler: Any, options: Any, notes: list[str], wall_s: float | None,
                   error: BaseException | None = None, shell: Any = None, progress: Any = None,
-                  compile_log: Any = None, empty_reason: str | None = None) -> Any:
+                  compile_log: Any = None, empty_reason: str | None = None, mps: Any = None,
+                  cuda_without_cupti: bool = False) -> Any:
     """The :class:`TorchProfile` of what a torch profiler recorded (``data``: the events table
     read from its kineto results; None: nothing), as ``%%torchprof`` and ``nbprof.from_profiler``
     build it: ``options`` (:class:`~nbprof.settings.TorchOptions`) say what was recorded and how
@@ -272,6 +292,8 @@ def torch_profile(data: Any, *, profiler: Any, options: Any, notes: list[str], w
         code_names=_code_names(shell, (_frame_files(data.events) if options.stack else set())
                                | _compile_files(compile_log)),
         compile_log=compile_log,
+        mps=mps,
+        cuda_without_cupti=cuda_without_cupti,
     )
     return TorchProfile.from_trace(data, profiler=profiler, **meta)
 

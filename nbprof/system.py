@@ -28,7 +28,6 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import Callable
 
 __all__ = ["WINDOWS_MAX_WORKERS", "REPLACE_TRIES", "on_windows", "usable_cpus", "max_workers", "replace_file",
            "process_alive", "describe_exit", "out_of_memory_exit"]
@@ -71,8 +70,7 @@ def max_workers(wanted: int) -> int:
     return min(wanted, WINDOWS_MAX_WORKERS) if on_windows() else wanted
 
 
-def replace_file(src: str | os.PathLike[str], dst: str | os.PathLike[str],
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+def replace_file(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
     """``os.replace(src, dst)``, tried again on a Windows sharing violation (module doc)."""
     for attempt in range(REPLACE_TRIES):
         try:
@@ -81,7 +79,7 @@ def replace_file(src: str | os.PathLike[str], dst: str | os.PathLike[str],
         except PermissionError as e:
             if getattr(e, "winerror", None) not in _SHARING_ERRORS or attempt == REPLACE_TRIES - 1:
                 raise
-        sleep(0.01 * 2 ** attempt)
+        time.sleep(0.01 * 2 ** attempt)
 
 
 def process_alive(pid: int) -> bool:
@@ -100,13 +98,16 @@ def process_alive(pid: int) -> bool:
 
 
 def _windows_process_alive(pid: int) -> bool:  # pragma: no cover - runs on Windows only
+    """Windows' answer: OpenProcess, then GetExitCodeProcess (STILL_ACTIVE while it runs)."""
+    if sys.platform != "win32":  # the API exists there only (and mypy checks what follows there only)
+        raise OSError("the Windows API is only on Windows")
     import ctypes
 
-    kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined]
+    kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)
     query_limited_information, still_active, access_denied = 0x1000, 259, 5
     handle = kernel32.OpenProcess(query_limited_information, False, pid)
     if not handle:
-        return ctypes.get_last_error() == access_denied  # type: ignore[attr-defined]  # exists, not ours
+        return ctypes.get_last_error() == access_denied  # exists, someone else's
     try:
         code = ctypes.c_ulong()
         if not kernel32.GetExitCodeProcess(handle, ctypes.byref(code)):

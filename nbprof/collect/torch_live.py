@@ -131,6 +131,8 @@ class TorchSession(Collector):
         self.cycles: list[TraceData] = []  # one per completed --schedule cycle
         self.compile = CompileWatch()  # torch.compile's structured log and kernel profiling, for the cell
         self.actions = OpenRanges()  # a framework's actions (Lightning's hooks) as ranges
+        self.mps = MpsWatch()  # Apple's MPS device: measured around the cell (torch records nothing there)
+        self.cuda_without_cupti = False  # CUDA asked for, but this torch cannot trace kernels
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -148,6 +150,7 @@ class TorchSession(Collector):
         activities = [ProfilerActivity.CPU]
         if self.options.cuda:
             activities.append(ProfilerActivity.CUDA)
+            self.cuda_without_cupti = _cuda_without_cupti(torch)
         kwargs: dict[str, Any] = dict(
             activities=activities,
             record_shapes=self.options.shapes,
@@ -175,6 +178,7 @@ class TorchSession(Collector):
         _skip_inductor_import(True)
         try:
             self.profiler = profile(**kwargs)
+            self.mps.begin(torch)  # before the profiler: none of it is in the profile
             with self._watch.own_calls():
                 self._watch.install()
                 self.profiler.__enter__()
@@ -202,6 +206,7 @@ class TorchSession(Collector):
             self._stop_and_read()
         finally:
             self._watch.remove()
+            self.mps.end()  # the device's work done (it waits for it), after the profiler stopped
             self.compile.end()  # the cell's compile log, also after another profiler took over
             if self._stderr is not None:
                 self._stderr.stop()
@@ -245,6 +250,7 @@ class TorchSession(Collector):
         if self._stopped:
             return
         self._stopped = True
+        self.mps.mark_end()  # as the cell's work ends, before torch's stop (which takes a while)
         lost = False
         try:
             # nothing imported before __exit__: with --stack, torch's Python tracer would record it
@@ -327,6 +333,96 @@ class TorchSession(Collector):
             return None
         # what was asked to be recorded becomes metadata in one place, the runner (TorchMeta)
         return read_results(prof.profiler, progress=self.progress, flops=self.options.flops)
+
+
+def _cuda_without_cupti(torch: Any) -> bool:
+    """A torch built without CUPTI (torch 2.4-2.6 on Windows): asked for CUDA, its profiler falls
+    back to timing each op with CUDA events (``KINETO_GPU_FALLBACK``), so torch's own table has CUDA
+    times while the trace, which nbprof reads, has no kernels."""
+    from torch.profiler import ProfilerActivity
+
+    try:
+        return ProfilerActivity.CUDA not in torch.autograd._supported_activities()
+    except Exception:
+        return False
+
+
+class MpsWatch:
+    """Apple's MPS device, around a profiled cell: torch.profiler records no MPS activity (there
+    is no ``ProfilerActivity.MPS``: Kineto has no MPS backend), only the ops' host side, so the
+    device's work shows up as the time of whichever op waits for it (``.item()``, a copy to the
+    CPU). What can be measured without a profiler is measured here: the cell's device time (an
+    MPS event as the cell starts, one as it ends, their elapsed time once the device has reached
+    both) and the MPS memory before and after (tensors; the driver's pools).
+
+    Only where MPS is available and torch was imported (this collector runs torch anyway), and
+    the events only where this process already uses MPS (its driver holds memory): nbprof never
+    starts Metal in a process that does not use it. ``result`` is None unless the cell used MPS:
+    MPS tensors exist at its end, or its MPS memory changed (why not the trace: its ops carry no
+    device; why not the change alone: a training step frees what it allocates)."""
+
+    def __init__(self) -> None:
+        self._mps: Any = None
+        self._start: Any = None
+        self._end: Any = None
+        self._before: tuple[int, int] = (0, 0)
+        self.result: Any = None  # meta.MpsRun
+
+    def begin(self, torch: Any) -> None:
+        self._mps = _mps_of(torch)
+        if self._mps is None:
+            return
+        try:
+            self._before = self._memory()
+            if self._before[1] > 0:
+                self._start = self._mps.Event(enable_timing=True)
+                self._start.record()
+        except Exception:  # an MPS that fails to answer: the profile goes on without it
+            self._mps = None
+
+    def mark_end(self) -> None:
+        if self._start is not None and self._end is None:
+            try:
+                self._end = self._mps.Event(enable_timing=True)
+                self._end.record()
+            except Exception:
+                self._start = None
+
+    def end(self) -> None:
+        from ..meta import MpsRun
+
+        mps, self._mps = self._mps, None
+        if mps is None:
+            return
+        self.mark_end()
+        try:
+            mps.synchronize()  # both events reached (and the cell's work done) before reading them
+            after = self._memory(mps)
+            device_us = None
+            if self._start is not None and self._end is not None:
+                device_us = float(self._start.elapsed_time(self._end)) * 1000.0  # ms -> µs
+        except Exception:
+            return
+        finally:
+            self._start = self._end = None
+        if after[0] > 0 or after != self._before:
+            self.result = MpsRun(device_time_us=device_us, allocated_before_bytes=self._before[0],
+                                 allocated_after_bytes=after[0], driver_before_bytes=self._before[1],
+                                 driver_after_bytes=after[1])
+
+    def _memory(self, mps: Any = None) -> tuple[int, int]:
+        mps = mps or self._mps
+        return int(mps.current_allocated_memory()), int(mps.driver_allocated_memory())
+
+
+def _mps_of(torch: Any) -> Any:
+    """``torch.mps`` where this machine has an MPS device, else None."""
+    try:
+        if not torch.backends.mps.is_available():
+            return None
+        return torch.mps
+    except Exception:  # a torch without MPS support
+        return None
 
 
 def _package_dirs() -> tuple[str, ...]:
