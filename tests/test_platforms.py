@@ -331,10 +331,19 @@ def test_a_live_profile_leaves_no_trace_file_on_windows(shell, windows_files):
     assert leftovers(windows_files) == []
 
 
-def test_the_traces_of_processes_that_are_gone_are_removed(shell, windows_files):
+def test_the_traces_of_processes_that_are_gone_are_removed(shell, windows_files, monkeypatch):
     """A kernel killed while its profile was open leaves its trace on Windows: the next profile
-    removes it (its process is gone), never another live process's."""
+    removes it (its process is gone), never another live process's. nbprof asks "is this Windows"
+    and Windows' answer about a process (OpenProcess): both simulated, the latter from the real
+    process table (psutil)."""
     import subprocess
+
+    import psutil
+
+    from nbprof import system
+
+    monkeypatch.setattr(system, "on_windows", lambda: True)
+    monkeypatch.setattr(system, "_windows_process_alive", psutil.pid_exists)
 
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                           text=True, check=True)
@@ -589,6 +598,7 @@ def test_findings_on_mps_do_not_call_a_wait_slow(tmp_path):
 # -- a CUDA build without CUPTI (torch 2.4-2.6 on Windows) -----------------------------------------
 
 
+@pytest.mark.filterwarnings("ignore:CUDA is not available, disabling CUDA profiling")  # this machine has none
 def test_cuda_without_cupti_says_the_trace_has_no_kernels(shell, monkeypatch):
     """torch.profiler.supported_activities()'s own doc: with CUDA but no CUPTI, ProfilerActivity.CUDA
     falls back to the legacy CUDA timing: CUDA time in torch's table, not in the trace. Simulated:
@@ -610,6 +620,7 @@ def test_cuda_without_cupti_says_the_trace_has_no_kernels(shell, monkeypatch):
     assert len(notes) == 1 and "the trace has no kernels" in notes[0] and "key_averages()" in notes[0]
 
 
+@pytest.mark.filterwarnings("ignore:CUDA is not available, disabling CUDA profiling")
 def test_a_cuda_build_with_cupti_has_no_such_note(shell, monkeypatch):
     import torch
     from torch.profiler import ProfilerActivity

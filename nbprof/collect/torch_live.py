@@ -40,7 +40,7 @@ from ..errors import MissingDependencyError, ProfilerBusyError
 from ..format import fmt_bytes
 from ..events import TraceData
 from ..settings import TorchOptions
-from ..system import process_alive
+from .. import system
 from .chrome_trace import NO_EVENT_READ, NO_LIMIT, read_trace_file
 from .collector import Collector, Takeover, code_sites
 from .compile_state import CompileWatch
@@ -689,13 +689,17 @@ def _save_and_read(results: Any, progress: Any = None) -> tuple[TraceData, "_Tra
 
 
 def _remove_stale(folder: str) -> None:
-    """Remove the traces of processes that are gone: only a process that ended without closing
-    its file (a kernel killed, on Windows, where the file is removed at close) leaves one."""
+    """On Windows, remove the traces of processes that are gone: a process that ended without
+    closing its file (a kernel killed) leaves one there, where the file is removed at close.
+    Elsewhere the name is gone as soon as it is read, and a shared /tmp may hold the files of
+    processes another container (pid namespace) is writing: left alone."""
     import glob
 
+    if not system.on_windows():
+        return
     for path in glob.glob(os.path.join(glob.escape(folder), "nbprof-*-*.json")):
         pid = os.path.basename(path).split("-")[1]
-        if pid.isdigit() and int(pid) != os.getpid() and not process_alive(int(pid)):
+        if pid.isdigit() and int(pid) != os.getpid() and not system.process_alive(int(pid)):
             _remove(path)
 
 
