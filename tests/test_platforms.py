@@ -537,6 +537,17 @@ def test_the_first_mps_use_is_said_not_measured_and_metal_is_not_started_for_it(
     assert "MPS device time not measured (the first MPS use in this process: run it again)" in p._repr_mimebundle_()["text/plain"].splitlines()[0]
 
 
+def test_a_step_that_frees_what_it_allocates_is_still_an_mps_cell(shell, mac):
+    """A training step in steady state: the same tensors' memory before and after (its temporaries
+    freed, the model's weights still there): the cell used MPS all the same."""
+    sim = mac(allocated=4 * MIB, driver=32 * MIB, elapsed_ms=3.0)
+    run(shell, "import torch")
+    run(shell, "%%torchprof -q -o p_steady\ny = torch.ones(4).sum()")
+    p = shell.user_ns.pop("p_steady")
+    assert sim.events == 2 and p.meta.mps is not None and p.meta.mps.device_time_us == pytest.approx(3000.0)
+    assert p.meta.mps.allocated_before_bytes == p.meta.mps.allocated_after_bytes == 4 * MIB
+
+
 def test_a_cpu_cell_on_a_mac_says_nothing_about_mps(shell, mac):
     sim = mac(allocated=0, driver=0)
     run(shell, "import torch")
@@ -651,3 +662,14 @@ def test_the_ci_workflow_runs_the_fast_tier_on_three_systems():
     commands = "\n".join(s.get("run", "") for s in job["steps"])
     assert 'not slow and not browser and not notebook' in commands
     assert ".[torch,test]" in commands or ".[test,torch]" in commands  # the project's own extras
+
+
+def test_the_tests_skipped_on_other_systems_exist():
+    """conftest.NEEDS_SYSTEM names tests by node id: a renamed test would leave a dead entry (and the
+    test failing on macOS or Windows)."""
+    from .conftest import NEEDS_SYSTEM
+
+    for node in NEEDS_SYSTEM:
+        file, name = node.split("::")
+        tree = ast.parse((ROOT / file).read_text(encoding="utf-8"))
+        assert name in {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}, node
