@@ -606,6 +606,55 @@ def test_findings_on_mps_do_not_call_a_wait_slow(tmp_path):
     assert "the device's work queued before them" in sync["message"]
 
 
+def mps_profile(tmp_path: Path, wait_us: float, name: str = "aten::_local_scalar_dense"):
+    """1000 µs of ops on MPS: ``aten::addmm`` for the rest, then ``wait_us`` in an op that waits
+    for the device. The span is 1000 µs, and so is the self CPU time."""
+    from nbprof.collect.chrome_trace import read_trace_file
+    from nbprof.meta import MpsRun
+    from nbprof.model import TorchProfile
+
+    t = Trace()
+    t.op("aten::addmm", 0.0, 1000.0 - wait_us)
+    t.op(name, 1000.0 - wait_us, wait_us)
+    return TorchProfile.from_trace(read_trace_file(str(t.write(tmp_path / f"mps_{wait_us}.json"))), mps=MpsRun())
+
+
+def finding(p, kind: str):
+    rows = p.findings[p.findings["kind"] == kind]
+    return None if rows.empty else rows.iloc[0]
+
+
+@pytest.mark.parametrize("wait_us, said", [(10.0, True), (9.9, False)])
+def test_top_op_says_the_waits_it_left_out_from_one_percent(tmp_path, wait_us, said):
+    """MPS_WAIT_NOTE_SHARE = 0.01 of the 1000 µs of self CPU time: 10 µs is said, 9.9 µs not."""
+    top = finding(mps_profile(tmp_path, wait_us), "top_op")
+    assert top["evidence"]["op"] == "aten::addmm"
+    assert ("Ops that wait for the MPS device (.item(), copies: 1% of it)" in top["message"]) is said
+
+
+@pytest.mark.parametrize("wait_us, severity", [(49.9, None), (50.0, "medium"), (199.9, "medium"), (200.0, "high")])
+def test_the_mps_waits_fire_at_the_sync_thresholds(tmp_path, wait_us, severity):
+    """SYNC_MIN_SHARE = 0.05 and SYNC_HIGH_SHARE = 0.20 of the 1000 µs span: 50 µs and 200 µs."""
+    sync = finding(mps_profile(tmp_path, wait_us, name="aten::copy_"), "sync")
+    assert (None if sync is None else sync["severity"]) == severity
+    if sync is not None:
+        assert sync["evidence"]["blocked_us"] == pytest.approx(wait_us)
+        assert sync["message"].startswith(f"The CPU waited for the MPS device up to {wait_us:.1f} µs")
+        assert "in 1 call of ops that wait for it, most in aten::copy_" in sync["message"]
+
+
+def test_without_mps_a_wait_op_is_named_as_before(tmp_path):
+    """The same trace without an MPS run (a CPU profile, a trace file): nothing changes."""
+    from nbprof.collect.chrome_trace import read_trace_file
+    from nbprof.model import TorchProfile
+
+    t = Trace()
+    t.op("aten::addmm", 0.0, 100.0)
+    t.op("aten::_local_scalar_dense", 100.0, 900.0)
+    p = TorchProfile.from_trace(read_trace_file(str(t.write(tmp_path / "cpu.json"))))
+    assert finding(p, "top_op")["evidence"]["op"] == "aten::_local_scalar_dense" and finding(p, "sync") is None
+
+
 # -- a CUDA build without CUPTI (torch 2.4-2.6 on Windows) -----------------------------------------
 
 

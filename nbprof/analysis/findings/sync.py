@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ...events import KIND_CODE, category_mask
-from ...format import fmt_us
+from ...format import fmt_us, plural
 from .._intervals import union_segments
 from ._common import MPS_WAIT_OPS, SCALAR_READ_OPS, Finding, TorchContext, pct
 
@@ -120,11 +120,12 @@ def _mps_waits(ctx: TorchContext) -> Iterator[Finding]:
     calls = int(waits["count"].sum())
     top = str(waits["name"].iloc[0])
     scalar_reads = int(avg.loc[avg["name"].astype(str).isin(SCALAR_READ_OPS), "count"].sum())
-    msg = (f"The CPU waited for the MPS device in {calls:,} ops that wait for it, up to {fmt_us(blocked_us)} in all "
-           f"({pct(share)} of the span), most in {top}: their time is the device's work queued before them (torch "
-           f"records none on MPS), not their own cost. ")
+    msg = (f"The CPU waited for the MPS device up to {fmt_us(blocked_us)} ({pct(share)} of the span), in "
+           f"{plural(calls, 'call')} of ops that wait for it, most in {top}: their time is the device's work queued "
+           f"before them (torch records none on MPS), not their own cost. ")
     if scalar_reads:
-        msg += f"{scalar_reads:,} scalar reads (.item(), float(t), bool(t), .tolist()) each wait for the device. "
+        msg += (f"{plural(scalar_reads, 'scalar read')} (.item(), float(t), bool(t), .tolist()) "
+                f"{'waits' if scalar_reads == 1 else 'wait'} for the device. ")
     msg += ("Keep values on the device (accumulate the loss as a tensor, log every N steps) and copy to the CPU "
             "rarely; torch.mps.synchronize() before reading a timer.")
     severity = "high" if share >= SYNC_HIGH_SHARE else "medium"
