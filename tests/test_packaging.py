@@ -96,7 +96,7 @@ def test_a_wheel_carries_the_license_and_installs_the_command(tmp_path):
     r = subprocess.run([str(venv / "bin" / "nbprof"), "--help"], capture_output=True, text=True, timeout=120,
                        env=without_pythonpath(), cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.startswith("usage: nbprof ") and "{torch,cprofile}" in r.stdout
+    assert r.stdout.startswith("usage: nbprof ") and "{torch,cprofile,view}" in r.stdout
     r = subprocess.run([str(venv / "bin" / "nbprof"), "torch", "--help"], capture_output=True, text=True,
                        timeout=120, env=without_pythonpath(), cwd=tmp_path)
     assert r.returncode == 0 and "--memory" in r.stdout and "--html PATH" in r.stdout
