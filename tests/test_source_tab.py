@@ -206,3 +206,64 @@ def test_in_jupyterlab_the_tab_shows_and_sorts(tmp_path):
         time.sleep(0.5)
         assert hits() == sorted(hits(), reverse=True)
         cell.screenshot(path=str(ARTIFACTS / "source-tab.png"))
+
+
+MODEL = """import torch
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(256, 512)
+        self.fc2 = torch.nn.Linear(512, 10)
+
+    def forward(self, x):
+        h = self.fc1(x).relu()
+        h = h @ torch.eye(512)
+        return self.fc2(h)
+
+net = Net()
+x = torch.randn(64, 256)"""
+
+TRAIN = """%%torchprof --lines -o p
+for _ in range(5):
+    loss = net(x).square().mean()
+    loss.backward()
+    total = loss.item()"""
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not lab.chromium_available(), reason="Debian's chromium is not installed")
+def test_in_jupyterlab_a_model_from_an_earlier_cell_shows_its_forward_line_by_line(tmp_path):
+    """Issue 34's user: a model defined in one cell, trained under ``%%torchprof --lines`` in the
+    next. The Source tab shows the cell and ``forward`` whole, each of forward's three lines with
+    its 5 calls' operators (counted by hand: one ``aten::linear`` + ``aten::relu``, one
+    ``aten::eye`` + ``aten::matmul``, one ``aten::linear`` per call)."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell("%load_ext nbprof"), nbformat.v4.new_code_cell(MODEL),
+                nbformat.v4.new_code_cell(TRAIN)]
+    nbformat.write(nb, tmp_path / "model.ipynb")
+    ARTIFACTS.mkdir(exist_ok=True)
+    with lab.jupyterlab(tmp_path) as server, lab.browser(1400, 1500) as context:
+        page = lab.open_notebook(context, server, "model.ipynb")
+        lab.run_all(page)
+        cell = page.locator(".jp-Cell").nth(2)
+        cell.locator(".nbprof-tabs").first.wait_for(timeout=120_000)
+        cell.locator(".nbprof-tabs > label", has_text="Source").click()
+        panel = cell.locator(".nbprof-panel:visible")
+        panel.locator(".nbprof-src").first.wait_for(timeout=30_000)
+        code = panel.locator(".nbprof-src").all_inner_texts()
+        assert len(code) == 2  # the cell, then forward (from the earlier cell)
+        assert "loss.item()" in code[0] and "h = h @ torch.eye(512)" in code[1]
+        assert "def __init__" not in code[1]  # only the function with time in it, whole
+        table = panel.locator("table.dataTable").first
+        table.wait_for(timeout=30_000)
+        headers = [h.strip() for h in table.locator("thead th").all_inner_texts()]
+        line_at, ops_at = headers.index("Line"), headers.index("Ops")
+        rows = [r.locator("td").all_inner_texts() for r in table.locator("tbody tr").all()]
+        ops = {r[line_at]: int(r[ops_at].replace(",", "")) for r in rows}
+        assert (ops["In [2] line 10"], ops["In [2] line 11"], ops["In [2] line 12"]) == (10, 10, 5)
+        assert ops["In [3] line 5"] == 5  # .item(): aten::item once per step
+        cell.screenshot(path=str(ARTIFACTS / "source-tab-model.png"))
