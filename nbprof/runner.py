@@ -527,13 +527,16 @@ def _compile_files(log: Any) -> set[str]:
 
 
 def _code_names(shell: Any, filenames: set[str]) -> dict[str, str]:
-    """Notebook cells are compiled from temporary files; name them "In [n]" as IPython does."""
-    mapping = getattr(getattr(shell, "compile", None), "_filename_map", None) or {}
+    """Notebook cells are compiled from temporary files; name them "In [n]" as IPython does
+    (``collect.user_code``; a terminal's cell of another session by its name's number)."""
+    from .collect.user_code import UserCode
+
+    user = UserCode(shell)
     out = {}
     for f in filenames:
-        n = mapping.get(f)
-        if n is not None:
-            out[f] = f"In [{n}]"
+        name = user.cell_name(f)
+        if name is not None:
+            out[f] = name
         elif f.startswith("<ipython-input-"):
             m = re.match(r"<ipython-input-(\d+)-", f)
             if m:

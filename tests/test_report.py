@@ -287,7 +287,8 @@ def nine_tab_profile(folder):
     return TorchProfile.from_trace(concat_traces(traces, labels=[0, 1], label_column="rank"))
 
 
-ALL_TORCH_TABS = ["Operators", "By input shape", "By stack", "Memory", "Kernels", "Modules", "Ranges", "Steps",
+# Source: the transformer's Python frames give its script's lines (each function's entry line)
+ALL_TORCH_TABS = ["Operators", "By input shape", "By stack", "Source", "Memory", "Kernels", "Modules", "Ranges", "Steps",
                   "Ranks", "Timeline"]
 
 

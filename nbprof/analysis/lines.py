@@ -443,15 +443,6 @@ def line_data_from_frames(events: pd.DataFrame, code_names: dict[str, str]) -> d
 
 def _shell_cells() -> dict[str, str]:
     """The running IPython's own table of compiled cells ("In [n]" by file name), if any."""
-    import sys
+    from ..collect.user_code import UserCode, current_shell
 
-    if "IPython" not in sys.modules:
-        return {}
-    try:
-        from IPython import get_ipython
-
-        shell = get_ipython()
-        table = getattr(getattr(shell, "compile", None), "_filename_map", None) or {}
-        return {f: f"In [{n}]" for f, n in table.items()}
-    except Exception:
-        return {}
+    return UserCode(current_shell()).cell_names()
