@@ -48,8 +48,8 @@ def read_lines(results: Any, tracer: LineTracer, user: UserCode, entered_ns: int
 
     def frame_of(state: Any) -> int:
         name = state.file_name
-        full = resolve_cache.get(name, 0)
-        if full == 0:
+        full = resolve_cache.get(name, "")  # "": not looked up yet (a resolved name is a path or None)
+        if full == "":
             full = resolve_cache[name] = user.resolve(name)
         if full is None:
             return -1
@@ -130,8 +130,8 @@ def read_lines(results: Any, tracer: LineTracer, user: UserCode, entered_ns: int
             if tag == PYCALL:
                 site = fields.callsite
                 name = site.file_name
-                full = resolve_cache.get(name, 0)
-                if full == 0:
+                full = resolve_cache.get(name, "")
+                if full == "":
                     full = resolve_cache[name] = user.resolve(name)
                 if full is not None:
                     join = code_keys.get((full, site.line_number, site.function_name), -1)

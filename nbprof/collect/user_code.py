@@ -58,9 +58,9 @@ def library_dirs() -> tuple[str, ...]:
     except AttributeError:  # a virtualenv's old site.py has neither
         pass
     for name in _LIBRARIES:
-        module = sys.modules.get(name)
-        if module is not None and getattr(module, "__file__", None):
-            dirs.add(os.path.dirname(module.__file__))
+        where = getattr(sys.modules.get(name), "__file__", None)
+        if where:
+            dirs.add(os.path.dirname(where))
     dirs = {d for d in dirs if d}
     dirs |= {os.path.realpath(d) for d in dirs}
     return tuple(sorted(os.path.join(os.path.abspath(d), "") for d in dirs))
