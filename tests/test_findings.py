@@ -686,3 +686,20 @@ def test_hot_line_names_the_line_doing_the_work(shell):
     assert row["severity"] == "medium"  # two 50 ms sleeps: most of the run
     run(shell, "%%cprofile -q -o plain\nwait_a_bit()")
     assert "hot_line" not in kinds(shell.user_ns["plain"].findings)
+
+
+def test_device_line_on_a_recorded_cuda_trace_with_stacks():
+    """The H100 transformer trace, recorded with with_stack: its lines are its script's function
+    entries (record_traces.py, not on this machine: no source to quote). Every kernel, copy and
+    memset ran under the one user frame, so its line holds all the device time, summed here
+    from the raw JSON. Its two cudaDeviceSynchronize calls (torch.cuda.synchronize()) ran under no
+    operator, on no line of the user's code: no sync_line."""
+    p = nbprof.load_trace(trace_path("transformer_infer_stack"))
+    row = one(p.findings, "device_line")
+    device_us = sum(e["dur"] for e in raw_events("transformer_infer_stack")
+                    if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"))
+    assert row["evidence"]["self_device_us"] == pytest.approx(device_us, abs=0.01)
+    assert row["evidence"]["share_of_device"] == pytest.approx(1.0)
+    assert row["evidence"]["file"].endswith("record_traces.py") and row["evidence"]["source"] == ""
+    assert "record_traces.py:75, " in row["message"] and "``" not in row["message"]
+    assert "sync_line" not in kinds(p.findings)

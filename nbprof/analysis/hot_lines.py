@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["lines_of", "event_line_rows", "is_python_lines", "line_metric", "metric_columns", "top_lines",
-           "line_where"]
+           "line_where", "line_quote"]
 
 # (column, header, unit): the numbers of a line, in the order they are shown
 PYTHON_METRICS = (("hits", "Hits", "count"), ("self_time_us", "Own time", "time_us"), ("time_us", "Time", "time_us"),
@@ -121,3 +121,10 @@ def line_where(cell: object, file: object, line: int) -> str:
     if file is None or file != file or not str(file):
         return "outside your code"
     return f"{short_path(str(file)).removeprefix('…/')}:{int(line)}"
+
+
+def line_quote(source: object) -> str:
+    """A message's quote of a line: ": `x = f(y)`", or nothing where its text could not be read
+    (a trace whose script is not on this machine)."""
+    text = source.strip() if isinstance(source, str) else ""
+    return f": `{text}`" if text else ""

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ...format import fmt_us, plural
-from ..hot_lines import event_line_rows, line_where, lines_of
+from ..hot_lines import line_quote, event_line_rows, line_where, lines_of
 from ._common import Finding, TorchContext, pct
 from .sync import blocking_calls
 
@@ -52,7 +52,7 @@ def find(ctx: TorchContext) -> Iterator[Finding]:
     call_names = sorted(set(str(n) for n in names[mine]))
     where = line_where(row["cell"], row["file"], int(row["line"]))
     function = "" if row["function"] == "<module>" else f", in {row['function']}"
-    msg = (f"The CPU waits for the GPU on {where}{function}: `{str(row['source']).strip()}`, "
+    msg = (f"The CPU waits for the GPU on {where}{function}{line_quote(row['source'])}, "
            f"{plural(count, 'wait')}, {fmt_us(waited_us)} in all, {pct(share)} of the span "
            f"({', '.join(call_names)} under {by_op.index[0]}). Each wait lets the GPU run dry while Python catches up: "
            "keep the value on the device (accumulate the loss as a tensor, read or print it every N steps) or move "
