@@ -52,10 +52,10 @@ def _flags(subcommand: str) -> tuple[Flag, ...]:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
-        description="Profile a Python script with torch.profiler or cProfile; print nbprof's table and write "
-                    "its HTML report.",
+        description="Profile a Python script with torch.profiler or cProfile, or open a profile you have "
+                    "(a .prof, a trace, a folder of ranks); print nbprof's table and write its HTML report.",
         epilog=f"Examples: {PROG} torch --memory train.py --epochs 1; "
-               f"{PROG} cprofile -s cumtime prep.py data.csv",
+               f"{PROG} cprofile -s cumtime prep.py data.csv; {PROG} view run.prof",
     )
     sub = parser.add_subparsers(dest="profiler", metavar="{torch,cprofile,view}")
     sub.required = True

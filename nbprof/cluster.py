@@ -72,6 +72,7 @@ from .cluster_timeline import (ClusterTimeline, ClusterTimelineView, RankPool, R
                                rank_timeline, remove_cache)
 from .errors import OptionError, TraceError
 from .format import fmt_bytes, plural
+from .system import describe_exit, max_workers, out_of_memory_exit, usable_cpus
 from .meta import TorchMeta, TraceMeta
 from .model import TorchProfile
 
@@ -212,8 +213,8 @@ def plan(files: list[str], workers: int | None = None, client: Any = None) -> tu
         return 0, client
     if workers is None:
         small = sum(os.path.getsize(f) for f in files) < IN_PROCESS_BYTES
-        workers = 0 if small else min(os.cpu_count() or 1, len(files))
-    return min(workers, len(files)), None
+        workers = 0 if small else min(usable_cpus(), len(files))
+    return max_workers(min(workers, len(files))), None
 
 
 def summarize_ranks(files: list[str], *, workers: int | None = None, client: Any = None,
@@ -375,7 +376,8 @@ def _summary_in_worker(index: int, path: str, cache_root: str | None = None, lim
 
 def _death(files: list[str], processes: list[Any], started: Any, left: int) -> str:
     """What a dead worker was doing, in one line: how it ended (the exit code or signal; SIGKILL is
-    what the kernel's out-of-memory killer sends) and the rank it was reading, with its size."""
+    what Linux's out-of-memory killer sends; Windows has no signals: ``system.describe_exit``) and
+    the rank it was reading, with its size."""
     import signal
 
     reading: dict[int, int] = {}  # pid -> the rank it started last
@@ -386,6 +388,7 @@ def _death(files: list[str], processes: list[Any], started: Any, left: int) -> s
     except (OSError, EOFError, ValueError):  # a message cut short by the death: what came before
         pass
     time.sleep(0.05)  # the pool's thread ends the other workers (SIGTERM): let their exit codes land
+    # (multiprocessing reports a worker it terminated as -SIGTERM on Windows too)
     dead = [p for p in processes if p.exitcode not in (None, 0, -signal.SIGTERM)] or \
         [p for p in processes if p.exitcode not in (None, 0)]
     folder = os.path.dirname(files[0])
@@ -394,22 +397,18 @@ def _death(files: list[str], processes: list[Any], started: Any, left: int) -> s
         return f"{folder}: a worker process ended unexpectedly; {not_read}"
     proc = dead[0]
     code = proc.exitcode
-    if code < 0:
-        try:
-            how = f"was killed by {signal.Signals(-code).name}"
-        except ValueError:
-            how = f"was killed by signal {-code}"
-    else:
-        how = f"exited with code {code}"
+    how = describe_exit(code)
     i = reading.get(proc.pid)
     if i is None:
         return f"{folder}: a worker process {how} as it started, before reading a rank (its error, if any, " \
                f"is printed above); {not_read}"
     what = f"while reading {os.path.basename(files[i])} ({_file_size(files[i])})"
-    if code == -signal.SIGKILL:
-        return (f"{folder}: a worker process {how} {what}: the out-of-memory killer sends SIGKILL, so it most "
-                f"likely ran out of memory; each worker holds one rank's events while it reads it: try fewer "
-                f"workers= (now {len(processes)}; 0 reads one rank at a time in this process); {not_read}")
+    if out_of_memory_exit(code):
+        cause = ("the out-of-memory killer sends SIGKILL, so it most likely ran out of memory" if code < 0
+                 else "it ran out of memory")
+        return (f"{folder}: a worker process {how} {what}: {cause}; each worker holds one rank's events while "
+                f"it reads it: try fewer workers= (now {len(processes)}; 0 reads one rank at a time in this "
+                f"process); {not_read}")
     return f"{folder}: a worker process {how} {what}; {not_read}"
 
 

@@ -62,6 +62,7 @@ from .errors import OptionError, TraceError
 from .events import DEVICE_CODES, KIND_CODE, TREE_CODES, kind_mask
 from .format import esc_plotly, fmt_us, plural
 from .meta import TraceMeta
+from .system import process_alive, replace_file
 from .views.live_timeline import LiveTimelineState
 
 __all__ = ["RankTimeline", "rank_timeline", "write_cache", "RankPool", "ClusterTimeline", "ClusterTimelineView",
@@ -208,23 +209,16 @@ def new_cache_dir() -> str:
             pid = int(old.name[len(mine):].split("-")[0])
         except ValueError:
             continue
-        if pid != os.getpid() and not _alive(pid):
+        if pid != os.getpid() and not process_alive(pid):
             shutil.rmtree(old, ignore_errors=True)
     return tempfile.mkdtemp(prefix=_prefix(), dir=root)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process
-        return True
-    return True
-
-
 def remove_cache(root: str, client: Any = None) -> None:
     """Remove a folder of rank caches (here, and on every Dask worker when they wrote it)."""
+    # this process's memory maps of them first: Windows removes no file that is mapped
+    for folder in [f for f in _OPEN if os.path.dirname(f) == root]:
+        _OPEN.pop(folder, None)
     shutil.rmtree(root, ignore_errors=True)
     if client is not None:
         try:
@@ -316,7 +310,7 @@ class _RankCache:
             with open(tmp, "wb") as f:
                 pickle.dump({"rows": drawn.rows, "lanes": drawn.lanes.drop(columns="events")}, f,
                             protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, path)  # whole or absent, whoever reads it
+            replace_file(tmp, path)  # whole or absent, whoever reads it
         if "_layout" not in self._cols:
             with open(path, "rb") as f:
                 self._layout = pickle.load(f)

@@ -231,7 +231,7 @@ def short_location(location: str) -> str:
     """pstats' "file:line(function)" with the directories cut to the last two (the table's
     script does the same, ``views.datatable._JS_LOCATION``)."""
     m = _LOCATION.match(str(location))
-    if not m or "/" not in m.group(1):
+    if not m or ("/" not in m.group(1) and "\\" not in m.group(1)):  # Windows' paths: "\\"
         return str(location)
     return f"{short_path(m.group(1))}:{m.group(2)}({m.group(3)})"
 

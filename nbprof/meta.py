@@ -19,7 +19,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["TraceMeta", "RunInfo", "TorchMeta", "PythonMeta"]
+__all__ = ["TraceMeta", "RunInfo", "MpsRun", "TorchMeta", "PythonMeta"]
 
 
 @dataclass
@@ -97,6 +97,24 @@ class RunInfo:
 
 
 @dataclass
+class MpsRun:
+    """What a live run on Apple's MPS device measured around the cell, where torch.profiler
+    records no device activity (``collect.torch_live.MpsWatch``)."""
+
+    device_time_us: float | None = None
+    """From an MPS event recorded as the cell started to one recorded as it ended, as the device
+    reached them (``torch.mps.Event(enable_timing=True)``): the cell's device work with the
+    device's idle gaps inside it. None: not measured (the cell was the process's first MPS use)."""
+    allocated_before_bytes: int = 0
+    """``torch.mps.current_allocated_memory()`` before the cell: the MPS tensors' bytes."""
+    allocated_after_bytes: int = 0
+    driver_before_bytes: int = 0
+    """``torch.mps.driver_allocated_memory()`` before the cell: the Metal driver's pools for this
+    process (cached blocks included), as CUDA's reserved memory."""
+    driver_after_bytes: int = 0
+
+
+@dataclass
 class TorchMeta(RunInfo, TraceMeta):
     """A :class:`~nbprof.model.TorchProfile`'s metadata: the trace's, then the run's."""
 
@@ -104,6 +122,11 @@ class TorchMeta(RunInfo, TraceMeta):
     """The report's default grouping ("op", "shape", "stack"; None: "op")."""
     with_cuda: bool | None = None
     """Whether CUDA was collected (None: a trace file, where kernels in it say so)."""
+    mps: MpsRun | None = None
+    """A live run whose cell used Apple's MPS device: its device time and memory (None otherwise)."""
+    cuda_without_cupti: bool = False
+    """A live run asked for CUDA from a torch built without CUPTI (torch 2.4-2.6 on Windows):
+    torch timed the ops' CUDA work with CUDA events (its own table has it), the trace no kernels."""
 
     @classmethod
     def of(cls, trace: TraceMeta, **run: Any) -> "TorchMeta":

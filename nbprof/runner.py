@@ -230,9 +230,15 @@ class TorchRun(Run):
                 notes += data.meta.line_data["notes"]  # in the report too (no line tracer: why)
             except Exception as e:  # the profile stands without its lines, and says so
                 notes.append(f"--lines: could not place the operators on lines ({type(e).__name__}: {e})"[:300])
+        mps = self.collector.mps.result
+        if mps is not None:
+            notes.append(mps_note(self.what))
+        no_cupti = bool(opts.cuda and self.collector.cuda_without_cupti)
+        if no_cupti:
+            notes.append(NO_CUPTI_NOTE)
         return torch_profile(data, profiler=self.collector.profiler, options=opts, notes=notes, wall_s=self.wall_s,
                              error=self.error, shell=self.shell, progress=self.progress, compile_log=compile_log,
-                             empty_reason=empty_reason)
+                             empty_reason=empty_reason, mps=mps, cuda_without_cupti=no_cupti)
 
     def _write_files(self, result: Any) -> None:
         opts = self.options
@@ -260,9 +266,23 @@ def _finish_lines(raw: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
     return data, {f: text for f, text in raw["sources"].items() if f in files}
 
 
+# what torch records on Apple's MPS device, and on a CUDA build without CUPTI: said once, in the report
+def mps_note(what: str = "cell") -> str:
+    return (f"the {what} used Apple's MPS device, where torch.profiler records the ops' host side only (no MPS "
+            f"kernels, no device time): an op that waits for the device (.item(), a copy to the CPU) shows the "
+            f"device's work as its own CPU time; the {what}'s MPS device time and memory in the summary are "
+            f"measured around it (torch.mps events and memory counters)")
+
+
+NO_CUPTI_NOTE = ("this torch was built without CUPTI (torch 2.4-2.6 on Windows): torch timed the ops' CUDA work "
+                 "with CUDA events, so its own table (p.profiler.key_averages()) has CUDA times, but the trace "
+                 "has no kernels, so this report shows no device time")
+
+
 def torch_profile(data: Any, *, profiler: Any, options: Any, notes: list[str], wall_s: float | None,
                   error: BaseException | None = None, shell: Any = None, progress: Any = None,
-                  compile_log: Any = None, empty_reason: str | None = None) -> Any:
+                  compile_log: Any = None, empty_reason: str | None = None, mps: Any = None,
+                  cuda_without_cupti: bool = False) -> Any:
     """The :class:`TorchProfile` of what a torch profiler recorded (``data``: the events table
     read from its kineto results; None: nothing), as ``%%torchprof`` and ``nbprof.from_profiler``
     build it: ``options`` (:class:`~nbprof.settings.TorchOptions`) say what was recorded and how
@@ -291,6 +311,8 @@ def torch_profile(data: Any, *, profiler: Any, options: Any, notes: list[str], w
         code_names=_code_names(shell, (_frame_files(data.events) if options.stack else set())
                                | _compile_files(compile_log)),
         compile_log=compile_log,
+        mps=mps,
+        cuda_without_cupti=cuda_without_cupti,
     )
     return TorchProfile.from_trace(data, profiler=profiler, **meta)
 
@@ -527,18 +549,37 @@ def _compile_files(log: Any) -> set[str]:
 
 
 def _code_names(shell: Any, filenames: set[str]) -> dict[str, str]:
-    """Notebook cells are compiled from temporary files; name them "In [n]" as IPython does
-    (``collect.user_code``; a terminal's cell of another session by its name's number)."""
-    from .collect.user_code import UserCode
+    """Notebook cells are compiled from temporary files; name them "In [n]" as IPython does.
 
-    user = UserCode(shell)
+    A file name is looked up as recorded first, then as the same path written another way
+    (:func:`_path_key`): on Windows IPython's table holds ``C:\\Users\\...\\ipykernel_<pid>\\<hash>.py``
+    while a trace may write ``C:/Users/.../ipykernel_<pid>/<hash>.py``, with another case for the
+    drive."""
+    mapping = getattr(getattr(shell, "compile", None), "_filename_map", None) or {}
+    by_key: dict[str, Any] | None = None
     out = {}
     for f in filenames:
-        name = user.cell_name(f)
-        if name is not None:
-            out[f] = name
+        n = mapping.get(f)
+        if n is None and not f.startswith("<"):
+            if by_key is None:
+                by_key = {_path_key(k): v for k, v in mapping.items()}
+            n = by_key.get(_path_key(f))
+        if n is not None:
+            out[f] = f"In [{n}]"
         elif f.startswith("<ipython-input-"):
             m = re.match(r"<ipython-input-(\d+)-", f)
             if m:
                 out[f] = f"In [{m.group(1)}]"
     return out
+
+
+def _path_key(path: str) -> str:
+    """A path as one key however it is written: ``/`` for ``\\``; a Windows path (``C:/``,
+    ``\\\\server\\share``) case-folded, as Windows compares them; macOS's ``/private/var/...`` (what
+    ``/var``, a link, resolves to) as ``/var/...``, where ipykernel's cells are (``$TMPDIR``)."""
+    key = path.replace("\\", "/")
+    if re.match(r"^([A-Za-z]:/|//)", key):
+        key = key.casefold()
+    elif key.startswith(("/private/var/", "/private/tmp/")):
+        key = key[len("/private"):]
+    return key

@@ -197,3 +197,23 @@ def frames_equal(a, b) -> None:
         else:
             assert x.dtype == y.dtype, c
             np.testing.assert_array_equal(x.to_numpy(), y.to_numpy(), err_msg=c)
+
+
+# Fast-tier tests that need what only some systems have, skipped elsewhere with the reason (the
+# CI's macOS and Windows jobs run the rest: docs/platforms.md). Found by reading the tests; the
+# first run on those systems may name more.
+NEEDS_SYSTEM: dict[str, tuple[tuple[str, ...], str]] = {
+    "tests/test_boundaries.py::test_a_timeline_far_from_zero_draws_its_ticks_and_ends":
+        (("linux",), "caps a child's address space (resource.RLIMIT_AS, enforced on Linux only)"),
+    "tests/test_hostile_traces.py::test_a_gzip_bomb_is_one_line_within_seconds_in_bounded_memory":
+        (("linux",), "caps a child's address space (resource.RLIMIT_AS, enforced on Linux only)"),
+    "tests/test_progress.py::test_in_a_terminal_one_line_redrawn":
+        (("linux", "darwin"), "a POSIX pseudo-terminal (pexpect.spawn)"),
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        need = NEEDS_SYSTEM.get(item.nodeid.split("[")[0])
+        if need is not None and not sys.platform.startswith(need[0]):
+            item.add_marker(pytest.mark.skip(reason=f"needs {' or '.join(need[0])}: {need[1]}"))

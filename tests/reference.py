@@ -16,7 +16,10 @@ line by line against the definitions in nbprof/analysis/tree.py's docstring:
   with its correlation id;
 - memory: every CPU event gets the memory events whose time falls in [start, end]; the others
   are "[memory]" rows of their own;
-- self = total minus the children's totals.
+- self = total minus the children's totals, with nbprof's two departures from torch, which can
+  give a negative self time: partially overlapping siblings' overlap is subtracted once (the
+  union of their intervals), and a self time is never below 0 (calls sharing start and end on a
+  coarse clock, each subtracted whole, can add up to more than their parent's time).
 
 Nothing here imports nbprof. Legacy torch 1.8-1.9 traces ("Operator" categories) are out of its
 scope.
@@ -89,6 +92,18 @@ def read(path: Path | str) -> dict:
     with opener(path, "rt", encoding="utf-8") as f:
         doc = json.load(f, parse_float=Decimal)
     return doc if isinstance(doc, dict) else {"traceEvents": doc}
+
+
+def union_ns(intervals: list[tuple[int, int]]) -> int:
+    """The time [start, end] intervals cover together: sorted, then merged in one loop."""
+    total, cur_s, cur_e = 0, 0, None
+    for s, e in sorted(intervals):
+        if cur_e is None or s > cur_e:
+            total += 0 if cur_e is None else cur_e - cur_s
+            cur_s, cur_e = s, e
+        else:
+            cur_e = max(cur_e, e)
+    return total + (0 if cur_e is None else cur_e - cur_s)
 
 
 class Model:
@@ -210,7 +225,20 @@ class Model:
         return [ev for ev in self.tree if not ev.merged]
 
     def self_cpu(self, ev: Event) -> int:
-        return ev.dur - sum(c.dur for c in ev.children)
+        """Its time minus the time its children cover, never below 0.
+
+        Their union, not their sum, where torch's stack leaves partially overlapping siblings:
+        torch subtracts their overlap twice (a negative self time), nbprof once (tree.py,
+        40c3a25). Calls with the same start and end (two calls on a coarse clock, made siblings
+        above) are each subtracted whole, as torch does; where that leaves less than nothing,
+        nothing."""
+        seen: set[tuple[int, int]] = set()
+        repeated = 0
+        for c in ev.children:
+            if (c.start, c.end) in seen:
+                repeated += c.dur
+            seen.add((c.start, c.end))
+        return max(ev.dur - union_ns(list(seen)) - repeated, 0)
 
     def self_device(self, ev: Event) -> int:
         return sum(k.dur for k in ev.kernels)

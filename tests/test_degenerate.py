@@ -139,3 +139,19 @@ def test_partial_overlaps_under_a_parent_give_back_their_overlap_once(tmp_path):
     ev = t.load(tmp_path).events.set_index("name")
     assert ev.loc["aten::parent", "self_cpu_us"] == pytest.approx(20.0)
     assert ev.loc["aten::first", "self_cpu_us"] == 52.0 and ev.loc["aten::second", "self_cpu_us"] == 30.0
+
+
+def test_calls_sharing_both_timestamps_that_overfill_their_parent_leave_it_no_time(tmp_path):
+    """On a whole-µs clock, a parent [0, 10] over two calls of ``aten::zeros`` both written [2, 8]
+    (back-to-back calls, which _split_ties makes siblings): each call keeps its 6 µs, as in torch,
+    and torch's parent self time, 10 - 6 - 6, is -2 µs; nbprof's is 0. Under a parent with room
+    for both ([0, 20]), torch's 20 - 6 - 6 = 8 µs stands."""
+    t = Trace()
+    t.op("aten::parent", 0, 10)
+    t.op("aten::zeros", 2, 6)
+    t.op("aten::zeros", 2, 6)
+    ev = t.load(tmp_path).events
+    assert ev["parent"].tolist() == [-1, 0, 0]
+    assert ev["self_cpu_us"].tolist() == [0.0, 6.0, 6.0]
+    t.events[0]["dur"] = 20
+    assert t.load(tmp_path, "roomy.json").events["self_cpu_us"].tolist() == [8.0, 6.0, 6.0]

@@ -22,7 +22,7 @@ PACKAGE = ROOT / "nbprof"
 # -> results -> runner -> front ends of docs/architecture.md, read as imports: the collectors
 # fill the events table, so they import its schema (events) and sit above it.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("base", ("nbprof.errors", "nbprof.format", "nbprof.meta", "nbprof.settings")),
+    ("base", ("nbprof.errors", "nbprof.format", "nbprof.meta", "nbprof.settings", "nbprof.system")),
     ("events table", ("nbprof.events",)),
     ("collect", ("nbprof.collect",)),
     ("analysis", ("nbprof.analysis",)),

@@ -1467,11 +1467,13 @@ def test_kinds_markdown_rows():
     assert lines[2].startswith("| `compile_time` | torch | torch.compile compiled during the profile for at least "
                                "`COMPILE_MIN_SHARE` of the span or `COMPILE_MIN_US`: ")
     assert lines[2].endswith(" | `COMPILE_MIN_SHARE` = 0.1, `COMPILE_MIN_US` = 1e+06, `COMPILE_HIGH_SHARE` = 0.5 |")
-    assert lines[-1].startswith("| `hot_function` | cProfile | Functions called at least `HOT_MIN_CALLS` times, ")
-    assert lines[-1].endswith(" | `HOT_MIN_CALLS` = 10000, `HOT_MAX_PER_CALL_S` = 0.0001, `HOT_MIN_SHARE` = 0.1, "
+    assert lines[-2].startswith("| `hot_function` | cProfile | Functions called at least `HOT_MIN_CALLS` times, ")
+    assert lines[-2].endswith(" | `HOT_MIN_CALLS` = 10000, `HOT_MAX_PER_CALL_S` = 0.0001, `HOT_MIN_SHARE` = 0.1, "
                               "`HOT_HIGH_SHARE` = 0.3, `HOT_MAX_REPORTED` = 3 |")
+    assert lines[-1].startswith("| `hot_line` | cProfile | With `--lines`: the line of the user's code with the most ")
+    assert lines[-1].endswith(" | `HOT_LINE_MEDIUM_SHARE` = 0.3 |")
     assert findings.KINDS[:3] == ("compile_time", "recompile", "graph_break")
-    assert findings.PYTHON_KINDS == ("top_function", "hot_function")
+    assert findings.PYTHON_KINDS == ("top_function", "hot_function", "hot_line")
 
 
 # ---------------------------------------------------------------------- the compile kinds

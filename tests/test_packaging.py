@@ -76,7 +76,9 @@ def test_a_wheel_carries_the_license_and_installs_the_command(tmp_path):
     assert meta["License-Expression"] == "BSD-3-Clause"
     assert meta["Requires-Python"] == ">=3.10"  # no upper cap
     urls = dict(u.split(", ", 1) for u in meta.get_all("Project-URL"))
-    assert {"Homepage", "Documentation", "Source", "Issues"} <= set(urls)
+    assert {"Homepage", "Documentation", "Changelog", "Source", "Issues"} <= set(urls)
+    # the docs site on Read the Docs, everything else on GitHub
+    assert urls.pop("Documentation") == "https://nbprof.readthedocs.io"
     assert all(u.startswith("https://github.com/nbprof/nbprof") for u in urls.values())
     classifiers = meta.get_all("Classifier")
     assert "Programming Language :: Python :: 3.13" in classifiers and len(classifiers) >= 15
@@ -94,7 +96,7 @@ def test_a_wheel_carries_the_license_and_installs_the_command(tmp_path):
     r = subprocess.run([str(venv / "bin" / "nbprof"), "--help"], capture_output=True, text=True, timeout=120,
                        env=without_pythonpath(), cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.startswith("usage: nbprof ") and "{torch,cprofile}" in r.stdout
+    assert r.stdout.startswith("usage: nbprof ") and "{torch,cprofile,view}" in r.stdout
     r = subprocess.run([str(venv / "bin" / "nbprof"), "torch", "--help"], capture_output=True, text=True,
                        timeout=120, env=without_pythonpath(), cwd=tmp_path)
     assert r.returncode == 0 and "--memory" in r.stdout and "--html PATH" in r.stdout

@@ -287,9 +287,9 @@ def nine_tab_profile(folder):
     return TorchProfile.from_trace(concat_traces(traces, labels=[0, 1], label_column="rank"))
 
 
-# Source: the transformer's Python frames give its script's lines (each function's entry line)
-ALL_TORCH_TABS = ["Operators", "By input shape", "By stack", "Source", "Memory", "Kernels", "Modules", "Ranges", "Steps",
-                  "Ranks", "Timeline"]
+# Source: the trace's with_stack frames give function-entry lines (issue 34's item 5)
+ALL_TORCH_TABS = ["Operators", "By input shape", "By stack", "Source", "Memory", "Kernels", "Modules", "Ranges",
+                  "Steps", "Ranks", "Timeline"]
 
 
 def _css_shown_panels(html: str) -> set[int]:

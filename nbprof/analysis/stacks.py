@@ -38,7 +38,8 @@ _CELL_FILE = re.compile(r"^<ipython-input-(?P<n>\d+)-|[/\\]ipykernel_\d+[/\\]\d+
 
 
 def is_user_frame(name: str) -> bool:
-    return name.startswith("nn.Module: ") or not _INTERNAL.match(name)
+    # Windows paths are written with "\\" (torch trims the sys.path prefix, os.sep included)
+    return name.startswith("nn.Module: ") or not _INTERNAL.match(name.replace("\\", "/"))
 
 
 def frame_file(name: str) -> str | None:

@@ -12,7 +12,8 @@ torch (``torch.autograd.profiler``, ``EventList._build_tree``) computes:
   kernels carry the correlation id there, the device event belongs to the op that encloses the
   runtime call with its correlation id, as HTA links them);
 - memory: every CPU event gets the memory events whose time falls in [start, end] (any thread);
-- self = total minus the children's totals.
+- self = total minus the children's totals (where that is negative: partially overlapping
+  siblings, or rounded ties, see ``build_tree``, we differ: never below 0).
 
 We compute the same without a Python object per event:
 
@@ -96,10 +97,13 @@ def build_tree(events: pd.DataFrame) -> pd.DataFrame:
     # except where torch's stack left partially overlapping events as siblings (an async range,
     # overhead outliving its op): the sum counts their overlap twice, and torch's self time goes
     # negative (parent [0, 20], children [1, 12] and [6, 18]: -3 µs). There the overlap is given back.
+    # Calls that share start and end on a whole-µs clock (``_split_ties``' siblings) keep torch's
+    # sum, each its own time; where their rounded times add up to more than the parent's (two
+    # [2, 8] calls under [0, 10]: -2 µs), the parent's own time is none, not negative.
     covered = np.bincount(child_parent, weights=dur[live_child], minlength=n)
     if siblings_overlap:
         covered -= _sibling_overlap(child_parent, start[live_child], end[live_child], n)
-    self_cpu_us = np.where(in_tree, dur - covered, 0.0)
+    self_cpu_us = np.where(in_tree, np.maximum(dur - covered, 0), 0.0)
     del covered
     self_cpu_us /= 1000.0
 

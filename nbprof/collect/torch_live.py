@@ -40,6 +40,7 @@ from ..errors import MissingDependencyError, ProfilerBusyError
 from ..format import fmt_bytes
 from ..events import TraceData
 from ..settings import TorchOptions
+from .. import system
 from .chrome_trace import NO_EVENT_READ, NO_LIMIT, read_trace_file
 from .collector import Collector, Takeover, code_sites
 from .compile_state import CompileWatch
@@ -135,6 +136,8 @@ class TorchSession(Collector):
         self.cycles: list[TraceData] = []  # one per completed --schedule cycle
         self.compile = CompileWatch()  # torch.compile's structured log and kernel profiling, for the cell
         self.actions = OpenRanges()  # a framework's actions (Lightning's hooks) as ranges
+        self.mps = MpsWatch()  # Apple's MPS device: measured around the cell (torch records nothing there)
+        self.cuda_without_cupti = False  # CUDA asked for, but this torch cannot trace kernels
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -152,6 +155,7 @@ class TorchSession(Collector):
         activities = [ProfilerActivity.CPU]
         if self.options.cuda:
             activities.append(ProfilerActivity.CUDA)
+            self.cuda_without_cupti = _cuda_without_cupti(torch)
         kwargs: dict[str, Any] = dict(
             activities=activities,
             record_shapes=self.options.shapes,
@@ -179,6 +183,7 @@ class TorchSession(Collector):
         _skip_inductor_import(True)
         try:
             self.profiler = profile(**kwargs)
+            self.mps.begin(torch)  # before the profiler: none of it is in the profile
             with self._watch.own_calls():
                 self._watch.install()
                 self.profiler.__enter__()
@@ -225,6 +230,7 @@ class TorchSession(Collector):
             self._stop_and_read()
         finally:
             self._watch.remove()
+            self.mps.end()  # the device's work done (it waits for it), after the profiler stopped
             self.compile.end()  # the cell's compile log, also after another profiler took over
             if self._stderr is not None:
                 self._stderr.stop()
@@ -269,6 +275,7 @@ class TorchSession(Collector):
             return
         self._stopped = True
         self._stop_line_tracer()
+        self.mps.mark_end()  # as the cell's work ends, before torch's stop (which takes a while)
         lost = False
         try:
             # nothing imported before __exit__: with --stack, torch's Python tracer would record it
@@ -369,6 +376,96 @@ class TorchSession(Collector):
         except Exception as e:  # the profile itself stands; the report says the lines are missing
             self._lines_error = f"{type(e).__name__}: {e}".splitlines()[0][:200]
             return None
+
+
+def _cuda_without_cupti(torch: Any) -> bool:
+    """A torch built without CUPTI (torch 2.4-2.6 on Windows): asked for CUDA, its profiler falls
+    back to timing each op with CUDA events (``KINETO_GPU_FALLBACK``), so torch's own table has CUDA
+    times while the trace, which nbprof reads, has no kernels."""
+    from torch.profiler import ProfilerActivity
+
+    try:
+        return ProfilerActivity.CUDA not in torch.autograd._supported_activities()
+    except Exception:
+        return False
+
+
+class MpsWatch:
+    """Apple's MPS device, around a profiled cell: torch.profiler records no MPS activity (there
+    is no ``ProfilerActivity.MPS``: Kineto has no MPS backend), only the ops' host side, so the
+    device's work shows up as the time of whichever op waits for it (``.item()``, a copy to the
+    CPU). What can be measured without a profiler is measured here: the cell's device time (an
+    MPS event as the cell starts, one as it ends, their elapsed time once the device has reached
+    both) and the MPS memory before and after (tensors; the driver's pools).
+
+    Only where MPS is available and torch was imported (this collector runs torch anyway), and
+    the events only where this process already uses MPS (its driver holds memory): nbprof never
+    starts Metal in a process that does not use it. ``result`` is None unless the cell used MPS:
+    MPS tensors exist at its end, or its MPS memory changed (why not the trace: its ops carry no
+    device; why not the change alone: a training step frees what it allocates)."""
+
+    def __init__(self) -> None:
+        self._mps: Any = None
+        self._start: Any = None
+        self._end: Any = None
+        self._before: tuple[int, int] = (0, 0)
+        self.result: Any = None  # meta.MpsRun
+
+    def begin(self, torch: Any) -> None:
+        self._mps = _mps_of(torch)
+        if self._mps is None:
+            return
+        try:
+            self._before = self._memory()
+            if self._before[1] > 0:
+                self._start = self._mps.Event(enable_timing=True)
+                self._start.record()
+        except Exception:  # an MPS that fails to answer: the profile goes on without it
+            self._mps = None
+
+    def mark_end(self) -> None:
+        if self._start is not None and self._end is None:
+            try:
+                self._end = self._mps.Event(enable_timing=True)
+                self._end.record()
+            except Exception:
+                self._start = None
+
+    def end(self) -> None:
+        from ..meta import MpsRun
+
+        mps, self._mps = self._mps, None
+        if mps is None:
+            return
+        self.mark_end()
+        try:
+            mps.synchronize()  # both events reached (and the cell's work done) before reading them
+            after = self._memory(mps)
+            device_us = None
+            if self._start is not None and self._end is not None:
+                device_us = float(self._start.elapsed_time(self._end)) * 1000.0  # ms -> µs
+        except Exception:
+            return
+        finally:
+            self._start = self._end = None
+        if after[0] > 0 or after != self._before:
+            self.result = MpsRun(device_time_us=device_us, allocated_before_bytes=self._before[0],
+                                 allocated_after_bytes=after[0], driver_before_bytes=self._before[1],
+                                 driver_after_bytes=after[1])
+
+    def _memory(self, mps: Any = None) -> tuple[int, int]:
+        mps = mps or self._mps
+        return int(mps.current_allocated_memory()), int(mps.driver_allocated_memory())
+
+
+def _mps_of(torch: Any) -> Any:
+    """``torch.mps`` where this machine has an MPS device, else None."""
+    try:
+        if not torch.backends.mps.is_available():
+            return None
+        return torch.mps
+    except Exception:  # a torch without MPS support
+        return None
 
 
 def _package_dirs() -> tuple[str, ...]:
@@ -591,16 +688,20 @@ def _skip_inductor_import(on: bool) -> None:
     module.hasattr = hasattr_  # type: ignore[attr-defined]  # a module global shadows the builtin for that module only
 
 
-def _save_and_read(results: Any, progress: Any = None) -> tuple[TraceData, BinaryIO]:
+def _save_and_read(results: Any, progress: Any = None) -> tuple[TraceData, "_TraceFile"]:
     """torch's C++ writer -> a file in memory -> the events table.
 
-    Returns the table and the file, open and already unlinked: it is the only copy of torch's
-    trace there will be (torch's save is one-shot), kept for :class:`SavedResults`. Unlinked, it
-    takes no name in the folder and goes when its last handle closes, the process's end included.
+    Returns the table and the file, open: it is the only copy of torch's trace there will be
+    (torch's save is one-shot), kept for :class:`SavedResults`. Where the system removes an open
+    file (Linux, macOS) it is unlinked at once: it takes no name in the folder and goes when its
+    last handle closes, the process's end included. Windows refuses to remove an open file
+    (``PermissionError``): there it is removed when closed (:class:`_TraceFile`), with the profiler
+    or at the interpreter's exit, never left in ``%TEMP%``.
     """
     first_error: Exception | None = None
     for folder in _scratch_dirs():
-        fd, path = tempfile.mkstemp(prefix="nbprof-", suffix=".json", dir=folder)
+        _remove_stale(folder)
+        fd, path = tempfile.mkstemp(prefix=f"nbprof-{os.getpid()}-", suffix=".json", dir=folder)
         os.close(fd)
         file: BinaryIO | None = None
         try:
@@ -615,20 +716,70 @@ def _save_and_read(results: Any, progress: Any = None) -> tuple[TraceData, Binar
             # torch's file of a run that recorded nothing still holds a few entries (process
             # names): that the cell ran no torch operator is the whole story, not this file
             trace.meta.reader_notes = [n for n in trace.meta.reader_notes if not n.endswith(NO_EVENT_READ)]
-            return trace, file
+            saved = _TraceFile(file, path)
+            file = None  # the _TraceFile owns it now (and removes the path: unlinked now, or at close)
+            return trace, saved
         except Exception as e:  # a full /dev/shm truncates the file: try the next folder
-            if file is not None:
-                file.close()
             # the first failure is the one to tell: where torch marks its results saved even so,
             # the next try only says "Trace is already saved"
             first_error = first_error or e
         finally:
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
+            if file is not None:
+                file.close()  # closed before it is removed (Windows removes no open file)
+                _remove(path)
     assert first_error is not None
     raise first_error
+
+
+def _remove_stale(folder: str) -> None:
+    """On Windows, remove the traces of processes that are gone: a process that ended without
+    closing its file (a kernel killed) leaves one there, where the file is removed at close.
+    Elsewhere the name is gone as soon as it is read, and a shared /tmp may hold the files of
+    processes another container (pid namespace) is writing: left alone."""
+    import glob
+
+    if not system.on_windows():
+        return
+    for path in glob.glob(os.path.join(glob.escape(folder), "nbprof-*-*.json")):
+        pid = os.path.basename(path).split("-")[1]
+        if pid.isdigit() and int(pid) != os.getpid() and not system.process_alive(int(pid)):
+            _remove(path)
+
+
+def _remove(path: str) -> bool:
+    """Remove a file; False where the system refuses (Windows, while a handle is open)."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
+class _TraceFile:
+    """The saved trace, open for reading, removed from its folder as early as the system allows:
+    at once where an open file can be unlinked (POSIX), else when it is closed."""
+
+    def __init__(self, file: BinaryIO, path: str) -> None:
+        self.file = file
+        self._leftover: str | None = None if _remove(path) else path
+        # closed (and removed) with its owner, or at the interpreter's exit
+        self._finalizer = weakref.finalize(self, _TraceFile._close, file, self._leftover)
+
+    @staticmethod
+    def _close(file: BinaryIO, leftover: str | None) -> None:
+        file.close()
+        if leftover is not None:
+            _remove(leftover)
+
+    def close(self) -> None:
+        self._finalizer()
+
+    @property
+    def on_disk(self) -> str | None:
+        """The file's path while it still has one (Windows), else None."""
+        return self._leftover if self._finalizer.alive else None
 
 
 class SavedResults:
@@ -639,19 +790,19 @@ class SavedResults:
     ``%%torchprof -o p``. This stands in for the results on the profiler: ``save`` writes the
     trace torch wrote for nbprof (the same bytes), anything else (``events()``,
     ``experimental_event_tree()`` for the memory timeline, ...) is the results' own. The trace
-    file stays open (unlinked) as long as the profiler keeps this object: as many bytes as the
-    trace, in /dev/shm where nbprof read it, else on disk.
+    file stays open (unlinked; on Windows removed when closed) as long as the profiler keeps this
+    object: as many bytes as the trace, in /dev/shm where nbprof read it, else on disk.
     """
 
-    def __init__(self, results: Any, trace_file: BinaryIO) -> None:
+    def __init__(self, results: Any, trace_file: "_TraceFile") -> None:
         self._results = results
-        self._trace_file = trace_file
-        weakref.finalize(self, trace_file.close)  # closed with the profiler, no ResourceWarning
+        self._trace_file = trace_file  # closed with the profiler (its finalizer), no ResourceWarning
 
     def save(self, path: str) -> None:
-        self._trace_file.seek(0)
+        file = self._trace_file.file
+        file.seek(0)
         with open(path, "wb") as out:
-            shutil.copyfileobj(self._trace_file, out, 16 << 20)
+            shutil.copyfileobj(file, out, 16 << 20)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._results, name)

@@ -90,6 +90,15 @@ def library(include: bool | None = None) -> str:
     return library_html()
 
 
+def mps_parts(mps: Any) -> list[str]:
+    """The summary's MPS parts (``meta.MpsRun``): the device time measured around the run, the
+    tensors' memory and the driver's pools, before -> after."""
+    time = (f"MPS device time {fmt_us(mps.device_time_us)}" if mps.device_time_us is not None
+            else "MPS device time not measured (the first MPS use in this process: run it again)")
+    return [time, f"MPS memory {fmt_bytes(mps.allocated_before_bytes)} → {fmt_bytes(mps.allocated_after_bytes)} "
+                  f"(driver {fmt_bytes(mps.driver_before_bytes)} → {fmt_bytes(mps.driver_after_bytes)})"]
+
+
 def _notes_html(notes: list[str]) -> str:
     return "".join(f'<div class="nbprof-note">⚠ {esc(n)}</div>' for n in notes)
 
@@ -177,6 +186,9 @@ class TorchReport:
                 reserved = s.peak_reserved_bytes.get(device, -1)
                 extra = f" (reserved {fmt_bytes(reserved)})" if reserved >= 0 else ""
                 parts.append(f"peak {device} {fmt_bytes(peak)}{extra}")
+        mps = getattr(self.profile.meta, "mps", None)
+        if mps is not None:
+            parts += mps_parts(mps)
         return parts
 
     def top_line(self) -> str | None:

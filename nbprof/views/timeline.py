@@ -650,7 +650,8 @@ def _label_name(name: str, family: str) -> str:
         loc, sep, func = name.partition("): ")
         if sep and "(" in loc:
             path, _, line = loc.rpartition("(")
-            return f"{func} ({path.rsplit('/', 1)[-1]}:{line})"
+            file = path.replace("\\", "/").rsplit("/", 1)[-1]  # Windows' paths are written with "\\"
+            return f"{func} ({file}:{line})"
     return name
 
 

@@ -21,6 +21,12 @@ FINDING_COLUMNS = tuple(FINDING_DTYPES)
 SEVERITIES = ("high", "medium", "low")
 
 SCALAR_READ_OPS = ("aten::_local_scalar_dense",)  # .item(), bool(tensor), float(tensor), .tolist()
+# On Apple's MPS device torch records no device work, and these ops' own CPU time holds the wait
+# for it: a scalar read waits for the device to reach it; a copy waits when it copies to the CPU
+# (``.cpu()``, ``.to("cpu")``, ``.numpy()`` after one), which the trace does not tell from a copy on
+# the device (its ops carry no device), so every copy counts as a possible wait there.
+MPS_WAIT_OPS = frozenset({"aten::_local_scalar_dense", "aten::item", "aten::to", "aten::_to_copy", "aten::copy_",
+                          "aten::_copy_from", "aten::_copy_from_and_resize"})
 
 
 class Finding(NamedTuple):
@@ -60,6 +66,8 @@ class TorchContext:
         self.thread, self.process = lanes(ev)
         self.work = np.isin(self.kind, DEVICE_WORK_CODES)
         self.has_device = bool(self.work.any())
+        # a live run on Apple's MPS device: its device work is in no event (meta.MpsRun)
+        self.on_mps = getattr(self.meta, "mps", None) is not None and not self.has_device
         self.windows = profile._windows  # profiled_windows, cached on the profile
         self.rank, self.rank_labels = process_codes(ev)
         self.span_ns = float(span_ns(self.windows, len(self.rank_labels)).sum())

@@ -5,7 +5,10 @@ other than a stream's wait for another), which ``.item()``,
 ``.cpu()``, ``print(tensor)``, ``if tensor:`` and data-dependent shapes (``nonzero``) cause. A call
 after which the process launches no more device work is not counted (a final synchronize before
 reading a timer costs no overlap). Fires when the blocked time is at least ``SYNC_MIN_SHARE`` of
-the profiled span ("high" from ``SYNC_HIGH_SHARE``)."""
+the profiled span ("high" from ``SYNC_HIGH_SHARE``). On Apple's MPS device, where torch records no
+device work and no runtime calls, the waits are the self CPU time of the ops that wait for the
+device (``.item()``'s ``aten::_local_scalar_dense``, copies, which wait when they copy to the CPU),
+with the same thresholds."""
 
 from __future__ import annotations
 
@@ -15,9 +18,9 @@ import numpy as np
 import pandas as pd
 
 from ...events import KIND_CODE, category_mask
-from ...format import fmt_us
+from ...format import fmt_us, plural
 from .._intervals import union_segments
-from ._common import SCALAR_READ_OPS, Finding, TorchContext, pct
+from ._common import MPS_WAIT_OPS, SCALAR_READ_OPS, Finding, TorchContext, pct
 
 SYNC_MIN_SHARE = 0.05
 SYNC_HIGH_SHARE = 0.20
@@ -57,6 +60,9 @@ def blocking_calls(ctx: TorchContext) -> np.ndarray:
 
 
 def find(ctx: TorchContext) -> Iterator[Finding]:
+    if ctx.on_mps:
+        yield from _mps_waits(ctx)
+        return
     if not ctx.has_device:
         return
     rows = blocking_calls(ctx)
@@ -104,4 +110,34 @@ def find(ctx: TorchContext) -> Iterator[Finding]:
                    "by_call": {k: {"count": int(v["size"]), "us": float(v["sum"])} for k, v in by_call.iterrows()},
                    "by_op": {k: {"count": int(v["size"]), "us": float(v["sum"])}
                              for k, v in by_op.head(5).iterrows()}},
+                  score=share)
+
+
+def _mps_waits(ctx: TorchContext) -> Iterator[Finding]:
+    """The waits of a run on the MPS device: the self CPU time of the ops that wait for it."""
+    p = ctx.profile
+    avg = p.key_averages("op")
+    avg = avg[(avg["kind"].astype(str) == "op") & avg["name"].astype(str).isin(MPS_WAIT_OPS)]
+    waits = avg[avg["self_cpu_us"] > 0].sort_values("self_cpu_us", ascending=False)
+    blocked_us = float(waits["self_cpu_us"].sum())
+    share = blocked_us * 1000.0 / ctx.span_ns if ctx.span_ns else 0.0
+    if share < SYNC_MIN_SHARE:
+        return
+    calls = int(waits["count"].sum())
+    top = str(waits["name"].iloc[0])
+    scalar_reads = int(avg.loc[avg["name"].astype(str).isin(SCALAR_READ_OPS), "count"].sum())
+    msg = (f"The CPU waited for the MPS device up to {fmt_us(blocked_us)} ({pct(share)} of the span), in "
+           f"{plural(calls, 'call')} of ops that wait for it, most in {top}: their time is the device's work queued "
+           f"before them (torch records none on MPS), not their own cost. ")
+    if scalar_reads:
+        msg += (f"{plural(scalar_reads, 'scalar read')} (.item(), float(t), bool(t), .tolist()) "
+                f"{'waits' if scalar_reads == 1 else 'wait'} for the device. ")
+    msg += ("Keep values on the device (accumulate the loss as a tensor, log every N steps) and copy to the CPU "
+            "rarely; torch.mps.synchronize() before reading a timer.")
+    severity = "high" if share >= SYNC_HIGH_SHARE else "medium"
+    yield Finding(severity, msg,
+                  {"calls": calls, "blocked_us": blocked_us, "share_of_span": share, "scalar_reads": scalar_reads,
+                   "device": "mps",
+                   "by_op": {str(r["name"]): {"count": int(r["count"]), "us": float(r["self_cpu_us"])}
+                             for _, r in waits.head(5).iterrows()}},
                   score=share)
