@@ -4,8 +4,9 @@ blocking runtime calls of the ``sync`` finding (``cudaStreamSynchronize`` under 
 the line that ran its operator, summed per line, with that line's share of the profiled span.
 Unlike ``sync`` it counts a wait after the last launch too: the line is where the time goes
 either way. Fires when the line waits at least ``SYNC_LINE_MIN_SHARE`` of the span ("high" from
-``SYNC_LINE_HIGH_SHARE``). A profile without device work has no such wait (on the CPU a ``.item()``
-reads memory the CPU already holds): it stays quiet there."""
+``SYNC_LINE_HIGH_SHARE``). Quiet on a profile without device work: on the CPU a ``.item()`` reads
+memory the CPU already holds; on Apple's MPS device torch records no device work, and the ``sync``
+finding names the waits, without their lines."""
 
 from __future__ import annotations
 
