@@ -94,7 +94,17 @@ class TorchProfile:
 
     @functools.cached_property
     def _lines(self) -> pd.DataFrame:
-        from .analysis.lines import line_data_from_frames, line_table
+        return self._line_join[0]
+
+    def _event_lines(self) -> Any:
+        """For each row of ``events``, the position in ``lines()`` of the user line that ran it, or
+        -1 (``analysis.lines.line_join``); what the ``sync_line`` finding reads. Raises
+        ``OptionError`` as ``lines()`` does on a profile without lines."""
+        return self._line_join[1]
+
+    @functools.cached_property
+    def _line_join(self) -> tuple[pd.DataFrame, Any]:
+        from .analysis.lines import line_data_from_frames, line_join
 
         data = self.meta.line_data
         if data is None:
@@ -107,9 +117,9 @@ class TorchProfile:
             from .collect.lines import collect_sources
 
             sources = collect_sources(set(data["frames"]["file"]))
-        table = line_table(self._events, data, sources, self.meta.code_names)
+        table, rows = line_join(self._events, data, sources, self.meta.code_names)
         table.attrs = {"method": data.get("method", "tracer"), "notes": list(data.get("notes", []))}
-        return table
+        return table, rows
 
     @property
     def summary(self) -> TorchSummary:

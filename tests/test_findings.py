@@ -7,6 +7,7 @@ JSON, with plain loops, or from torch's own key_averages (the oracles).
 from __future__ import annotations
 
 import collections
+import dataclasses
 import gzip
 import json
 import pathlib
@@ -17,7 +18,7 @@ import pytest
 
 import nbprof
 from nbprof.analysis import findings as F
-from nbprof.model import PythonProfile
+from nbprof.model import PythonProfile, TorchProfile
 
 from .conftest import TRACES, needs_torch, oracle, run, trace_path, union_length
 from .synthetic import Trace, training_loop
@@ -607,36 +608,37 @@ def test_docs_table_of_kinds_is_the_generated_one():
 
 # ------------------------------------------------- line by line (--lines): sync_line, device_line, hot_line
 
-LINE_TABLE_COLUMNS = ["cell", "file", "line", "function", "function_line", "source", "ops", "self_cpu_us",
-                      "cpu_total_us", "self_device_us", "device_total_us", "alloc_bytes"]
-
-
-def _with_lines(profile, rows: list[list], of_event: dict[str, int]):
-    """``profile`` (a synthetic trace: no CPU machine records a CUDA wait) with a line table of
-    ``TorchProfile.lines()``'s shape and, for each event, the row whose self columns hold it by the
-    event's name (-1: none, so the operator's line counts, as for a runtime call): what
-    ``%%torchprof --lines`` attaches to a live profile (tests/test_lines_torch.py checks that side)."""
-    lines = pd.DataFrame(rows, columns=LINE_TABLE_COLUMNS)
-    for c in ("line", "function_line"):  # as lines() has them: the outside row has neither
-        lines[c] = pd.array([None if v is None else v for v in lines[c]], dtype="Int64")
-    names = profile.events["name"].astype(str).to_numpy()
-    event_rows = np.asarray([of_event.get(n, -1) for n in names], dtype=np.int64)
-    profile.lines = lambda: lines.copy()
-    profile.event_lines = lambda: event_rows
-    return profile
+def _with_lines(profile, cell: str, source: str, lines_of_op: dict[str, int]):
+    """``profile`` (a synthetic trace: no CPU machine records a CUDA wait) with the line data
+    ``%%torchprof --lines`` would have collected: each operator named in ``lines_of_op`` on that
+    line of ``cell`` (its External id on the stack [cell line]), every other one outside the
+    user's code. ``lines()`` and the per-event lines the findings read are then nbprof's own join
+    (tests/test_lines_torch.py checks the collected side on real profiles)."""
+    ev = profile.events
+    names, ext = ev["name"].astype(str).to_numpy(), ev["external_id"].to_numpy()
+    numbers = sorted(set(lines_of_op.values()))
+    frame_of = {n: i for i, n in enumerate(numbers)}
+    ops = [(int(e), 1 + frame_of[lines_of_op[n]]) for n, e in zip(names, ext) if n in lines_of_op and e > 0]
+    line_data = {
+        "version": 1, "method": "tracer",
+        "frames": {"file": [cell] * len(numbers), "line": numbers, "function": ["<module>"] * len(numbers),
+                   "function_line": [1] * len(numbers)},
+        "cells": {cell: "In [7]"},
+        "stacks": [[]] + [[frame_of[n]] for n in numbers],
+        "ops": {"external_id": [e for e, _ in ops], "stack": [s for _, s in ops]},
+        "allocs": {"stack": [], "bytes": []}, "notes": [],
+    }
+    return TorchProfile(ev, dataclasses.replace(profile.meta, line_data=line_data, sources={cell: source}))
 
 
 def _loop_with_lines(tmp_path, item_sync_us: float):
     # 4 steps: `y = x @ w` (aten::mm, a 500 µs kernel), `print(y.sum().item())` (aten::item, whose
     # _local_scalar_dense copies 2 µs back and waits in cudaStreamSynchronize), `x = torch.relu(y)`
     p = training_loop(4, kernel_us=500, item_sync_us=item_sync_us).load(tmp_path)
-    cell = "<ipython-input-7-abc>"
-    rows = [["In [7]", cell, 3, "<module>", 1, "y = x @ w", 4, 160.0, 160.0, 2000.0, 2000.0, 0],
-            ["In [7]", cell, 4, "<module>", 1, "print(y.sum().item())", 4, 4 * (item_sync_us + 30), 4 * (item_sync_us + 30),
-             8.0, 8.0, 0],
-            ["In [7]", cell, 5, "<module>", 1, "x = torch.relu(y)", 4, 20.0, 20.0, 0.0, 0.0, 0],
-            [None, None, None, "(outside your code)", None, None, 0, 30.0, 30.0, 0.0, 0.0, 0]]
-    return _with_lines(p, rows, {"aten::mm": 0, "aten::item": 1, "aten::relu": 2})
+    # (the cell's lines as a loop body's, unindented: the trace holds the loop's four runs of them)
+    source = "%%torchprof --lines\nx, w = torch.ones(8, 8), torch.ones(8, 8)\ny = x @ w\nprint(y.sum().item())\nx = torch.relu(y)\n"
+    return _with_lines(p, "<ipython-input-7-abc>", source,
+                       {"aten::mm": 3, "aten::item": 4, "aten::_local_scalar_dense": 4, "aten::relu": 5})
 
 
 def test_sync_line_names_the_line_that_waits(tmp_path):
@@ -684,3 +686,20 @@ def test_hot_line_names_the_line_doing_the_work(shell):
     assert row["severity"] == "medium"  # two 50 ms sleeps: most of the run
     run(shell, "%%cprofile -q -o plain\nwait_a_bit()")
     assert "hot_line" not in kinds(shell.user_ns["plain"].findings)
+
+
+def test_device_line_on_a_recorded_cuda_trace_with_stacks():
+    """The H100 transformer trace, recorded with with_stack: its lines are its script's function
+    entries (record_traces.py, not on this machine: no source to quote). Every kernel, copy and
+    memset ran under the one user frame, so its line holds all the device time, summed here
+    from the raw JSON. Its two cudaDeviceSynchronize calls (torch.cuda.synchronize()) ran under no
+    operator, on no line of the user's code: no sync_line."""
+    p = nbprof.load_trace(trace_path("transformer_infer_stack"))
+    row = one(p.findings, "device_line")
+    device_us = sum(e["dur"] for e in raw_events("transformer_infer_stack")
+                    if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"))
+    assert row["evidence"]["self_device_us"] == pytest.approx(device_us, abs=0.01)
+    assert row["evidence"]["share_of_device"] == pytest.approx(1.0)
+    assert row["evidence"]["file"].endswith("record_traces.py") and row["evidence"]["source"] == ""
+    assert "record_traces.py:75, " in row["message"] and "``" not in row["message"]
+    assert "sync_line" not in kinds(p.findings)

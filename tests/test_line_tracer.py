@@ -26,7 +26,8 @@ def work(n):
 SCRIPT = textwrap.dedent("""
     import sys, time, cProfile, io, pstats
     sys.path.insert(0, sys.argv[1]); sys.path.insert(0, sys.argv[2])
-    from nbprof.collect.line_tracer import LineTracer, UserCode
+    from nbprof.collect.line_tracer import LineTracer
+    from nbprof.collect.user_code import UserCode
     import userfile
     t = LineTracer(UserCode(None))
     prof = cProfile.Profile()

@@ -324,3 +324,40 @@ def test_on_cuda_per_line_device_time_sums_to_the_kernels(shell):
     assert _row(lines, "    loss.backward()").self_device_us > 0
     assert _row(lines, "    out = net_g(xg)").device_total_us > 0
     assert lines.iloc[-1]["self_device_us"] < 0.05 * kernels  # nearly nothing outside
+
+
+def test_each_event_is_on_its_line_and_a_cpu_item_is_no_wait(shell):
+    """The per-event line (``_event_lines``: what the ``sync_line`` finding reads) on a real CPU
+    profile whose loop reads ``.item()``: every scalar read torch recorded is on the ``.item()``
+    line, every matmul on its own. On the CPU a ``.item()`` waits for no device, so ``sync_line``
+    (and ``sync``) stay quiet: nothing there blocks (their CUDA side: tests/test_findings.py)."""
+    run(shell, "import torch\nw8 = torch.randn(64, 64)")
+    cell = ("%%torchprof --lines -q -o ip\n"
+            "total = 0.0\n"
+            "for step in range(6):\n"
+            "    h = torch.mm(w8, w8)\n"
+            "    total += h.sum().item()\n")
+    result, _ = run(shell, cell)
+    assert result.error_in_exec is None
+    p = shell.user_ns["ip"]
+    lines, at = p.lines(), p._event_lines()
+    ev = p.events
+    assert len(at) == len(ev) and at.max() < len(lines)
+    names = ev["name"].astype(str).to_numpy()
+    item_line = _row(lines, "    total += h.sum().item()").name
+    mm_line = _row(lines, "    h = torch.mm(w8, w8)").name
+    for op, line in (("aten::item", item_line), ("aten::_local_scalar_dense", item_line), ("aten::sum", item_line),
+                     ("aten::mm", mm_line)):
+        rows = np.flatnonzero(names == op)
+        assert len(rows) >= 6, op  # the loop ran 6 times (aten::sum: twice a time, one nested in the other)
+        assert (at[rows] == line).all(), (op, at[rows], line)
+    assert (names == "aten::item").sum() == 6
+    # the self CPU time of the events on a line is that line's self_cpu_us
+    from nbprof.analysis.key_averages import averaged_rows
+
+    counted = averaged_rows(p._events) & (ev["kind"] == "op").to_numpy()
+    for line in (item_line, mm_line):
+        mine = counted & (at == line)
+        assert ev["self_cpu_us"].to_numpy()[mine].sum() == pytest.approx(lines.loc[line, "self_cpu_us"], rel=1e-9)
+    kinds = set(p.findings["kind"])
+    assert not {"sync", "sync_line", "device_line"} & kinds

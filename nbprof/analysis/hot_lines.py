@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["lines_of", "event_line_rows", "is_python_lines", "line_metric", "metric_columns", "top_lines",
-           "line_where"]
+           "line_where", "line_quote"]
 
 # (column, header, unit): the numbers of a line, in the order they are shown
 PYTHON_METRICS = (("hits", "Hits", "count"), ("self_time_us", "Own time", "time_us"), ("time_us", "Time", "time_us"),
@@ -44,13 +44,18 @@ def lines_of(profile: Any) -> pd.DataFrame:
 
 def event_line_rows(profile: Any) -> np.ndarray | None:
     """For each row of ``profile.events``, the row (position) of ``profile.lines()`` whose self
-    columns hold it, as the profile's ``event_lines()`` gives it; an event it gives none (-1)
-    takes its nearest ancestor's (a runtime call: the line of the operator that made it). None
-    when the profile cannot tell (no ``event_lines``)."""
-    get = getattr(profile, "event_lines", None)
+    columns hold it, as the profile's ``_event_lines()`` gives it (``analysis.lines.line_join``);
+    an event it gives none (-1) takes its nearest ancestor's (a runtime call: the line of the
+    operator that made it). None when the profile cannot tell (no ``_event_lines``, or no lines)."""
+    from ..errors import NbprofError
+
+    get = getattr(profile, "_event_lines", None)
     if not callable(get):
         return None
-    own = np.asarray(get(), dtype=np.int64)
+    try:
+        own = np.asarray(get(), dtype=np.int64)
+    except NbprofError:  # recorded without --lines
+        return None
     parent = profile.events["parent"].to_numpy().astype(np.int64)
     out, up = own.copy(), parent.copy()
     while True:  # one step up the tree per round, for every event still without a line
@@ -116,3 +121,10 @@ def line_where(cell: object, file: object, line: int) -> str:
     if file is None or file != file or not str(file):
         return "outside your code"
     return f"{short_path(str(file)).removeprefix('…/')}:{int(line)}"
+
+
+def line_quote(source: object) -> str:
+    """A message's quote of a line: ": `x = f(y)`", or nothing where its text could not be read
+    (a trace whose script is not on this machine)."""
+    text = source.strip() if isinstance(source, str) else ""
+    return f": `{text}`" if text else ""

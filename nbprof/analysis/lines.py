@@ -33,7 +33,7 @@ import pandas as pd
 from ..events import DEVICE_WORK_CODES, KIND_CODE, TREE_CODES, kind_mask
 from .key_averages import averaged_rows
 
-__all__ = ["finish_line_data", "line_table", "LINE_COLUMNS", "OUTSIDE", "line_data_from_frames"]
+__all__ = ["finish_line_data", "line_table", "line_join", "LINE_COLUMNS", "OUTSIDE", "line_data_from_frames"]
 
 OUTSIDE = "(outside your code)"
 
@@ -226,8 +226,19 @@ def line_table(events: pd.DataFrame, line_data: dict[str, Any] | None, sources: 
                cells: dict[str, str] | None = None) -> pd.DataFrame:
     """One row per user line with anything in it, and one ``OUTSIDE`` row (see the module doc).
     ``sources``: {file: text} for the ``source`` column; ``cells``: {file: "In [n]"}."""
+    return line_join(events, line_data, sources, cells)[0]
+
+
+def line_join(events: pd.DataFrame, line_data: dict[str, Any] | None, sources: dict[str, str] | None = None,
+              cells: dict[str, str] | None = None) -> tuple[pd.DataFrame, np.ndarray]:
+    """``line_table`` and, for each row of ``events``, the position in it of the user line whose
+    self columns hold that row (its innermost user line; a runtime call or other row without an
+    External id of its own takes its parent's), or -1: what ran outside the user's code (the
+    ``OUTSIDE`` row), device work (it is on its launching operator's line through the operator's
+    self device time, not by its own row) and rows no line holds. What the ``sync_line`` finding
+    reads to put each blocking runtime call on its line."""
     if not line_data:
-        return _empty()
+        return _empty(), np.full(len(events), -1, dtype=np.int64)
     frames = line_data["frames"]
     stacks: list[list[int]] = line_data["stacks"]
     n_frames, n_stacks = len(frames["file"]), len(stacks)
@@ -324,8 +335,15 @@ def line_table(events: pd.DataFrame, line_data: dict[str, Any] | None, sources: 
     anything = (table[["ops", "self_cpu_us", "cpu_total_us", "self_device_us", "device_total_us",
                        "alloc_bytes"]] != 0).any(axis=1)
     anything.iloc[-1] = True
-    table = table[anything.to_numpy()]
-    return _in_source_order(table, cells).reset_index(drop=True)
+    table = _in_source_order(table[anything.to_numpy()], cells)
+    # each events row: its stack's innermost frame (the table's index until here), then that
+    # frame's position once filtered and sorted; the outside row is no line of the user's code
+    position = np.full(n_frames + 1, -1, dtype=np.int64)
+    position[table.index.to_numpy()] = np.arange(len(table))
+    position[n_frames] = -1
+    rows = position[innermost[row_stack]] if n_stacks else np.full(len(events), -1, dtype=np.int64)
+    rows[work] = -1
+    return table.reset_index(drop=True), rows
 
 
 def _sources(table: pd.DataFrame, sources: dict[str, str]) -> list[str]:
@@ -425,15 +443,6 @@ def line_data_from_frames(events: pd.DataFrame, code_names: dict[str, str]) -> d
 
 def _shell_cells() -> dict[str, str]:
     """The running IPython's own table of compiled cells ("In [n]" by file name), if any."""
-    import sys
+    from ..collect.user_code import UserCode, current_shell
 
-    if "IPython" not in sys.modules:
-        return {}
-    try:
-        from IPython import get_ipython
-
-        shell = get_ipython()
-        table = getattr(getattr(shell, "compile", None), "_filename_map", None) or {}
-        return {f: f"In [{n}]" for f, n in table.items()}
-    except Exception:
-        return {}
+    return UserCode(current_shell()).cell_names()

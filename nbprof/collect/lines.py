@@ -6,7 +6,7 @@ tracer saw, each with its caller frame (file, line, function), and under them th
 (whose ``correlation_id`` is the trace's External id, the events table's ``external_id``) and
 allocations. One walk gives each operator its *context*: the user's lines on the Python stack
 above it, outermost first (a call's caller line, kept when that file is the user's: a cell or a
-user file, ``line_tracer.UserCode``). Where the innermost Python event above an operator is a call
+user file, ``user_code.UserCode``). Where the innermost Python event above an operator is a call
 *of* a user function (no Python call between: ``x @ w``), the line inside that function is not in
 the tree; the operator gets a *join* (the function's code, the call's start) that
 ``analysis.lines.join_lines`` resolves with the line tracer's record, vectorized.
@@ -19,13 +19,13 @@ script calling IPython) add no line: the profile is of the cell.
 
 from __future__ import annotations
 
-import linecache
 import time
 from typing import Any
 
 import numpy as np
 
-from .line_tracer import LineTracer, UserCode
+from .line_tracer import LineTracer
+from .user_code import UserCode, current_shell
 
 __all__ = ["read_lines", "LINE_DATA_VERSION", "collect_sources", "checked_lines"]
 
@@ -38,7 +38,6 @@ def read_lines(results: Any, tracer: LineTracer, user: UserCode, entered_ns: int
     from torch._C._profiler import _EventType
 
     began = time.perf_counter()
-    user.refresh()
     roots = results.experimental_event_tree()
     PYCALL, PYCCALL, OP, ALLOC = _EventType.PyCall, _EventType.PyCCall, _EventType.TorchOp, _EventType.Allocation
 
@@ -49,8 +48,8 @@ def read_lines(results: Any, tracer: LineTracer, user: UserCode, entered_ns: int
 
     def frame_of(state: Any) -> int:
         name = state.file_name
-        full = resolve_cache.get(name, 0)
-        if full == 0:
+        full = resolve_cache.get(name, "")  # "": not looked up yet (a resolved name is a path or None)
+        if full == "":
             full = resolve_cache[name] = user.resolve(name)
         if full is None:
             return -1
@@ -131,8 +130,8 @@ def read_lines(results: Any, tracer: LineTracer, user: UserCode, entered_ns: int
             if tag == PYCALL:
                 site = fields.callsite
                 name = site.file_name
-                full = resolve_cache.get(name, 0)
-                if full == 0:
+                full = resolve_cache.get(name, "")
+                if full == "":
                     full = resolve_cache[name] = user.resolve(name)
                 if full is not None:
                     join = code_keys.get((full, site.line_number, site.function_name), -1)
@@ -172,7 +171,7 @@ def read_lines(results: Any, tracer: LineTracer, user: UserCode, entered_ns: int
                   for cid, c in tracer.code_objects.items()},
         "code_spans": {cid: _code_span(c) for cid, c in tracer.code_objects.items()},
         "cells": {f: user.cell_name(f) for f in files if user.cell_name(f)},
-        "sources": collect_sources(files),
+        "sources": collect_sources(files, user),
         "refused": tracer.refused,
         "walk_s": time.perf_counter() - began,
         "tree_events": n_events,
@@ -185,13 +184,15 @@ def _code_span(code: Any) -> tuple[int, int]:
     return (code.co_firstlineno, max(lines) if lines else code.co_firstlineno)
 
 
-def collect_sources(files: Any) -> dict[str, str]:
-    """The text of each file (a cell from IPython's cache) as it was when the profile ran."""
+def collect_sources(files: Any, user: UserCode | None = None) -> dict[str, str]:
+    """The text of each file as it was when the profile ran (a cell as typed, from the running
+    shell's history and ``linecache``: ``UserCode.source``); files that cannot be read are left out."""
+    user = user if user is not None else UserCode(current_shell())
     out = {}
     for f in files:
-        lines = linecache.getlines(f)
-        if lines:
-            out[f] = "".join(lines)
+        text = user.source(f)
+        if text:
+            out[f] = text
     return out
 
 

@@ -204,7 +204,8 @@ class TorchSession(Collector):
         frames already running (the cell's) count from their next line."""
         import sys
 
-        from .line_tracer import LineTracer, UserCode
+        from .line_tracer import LineTracer
+        from .user_code import UserCode
 
         self._entered_ns = time.time_ns()
         self._tracer = LineTracer(UserCode(self.shell))

@@ -9,7 +9,7 @@ from typing import Iterator
 import numpy as np
 
 from ...format import fmt_us
-from ..hot_lines import line_where, lines_of, top_lines
+from ..hot_lines import line_quote, line_where, lines_of, top_lines
 from ._common import Finding, TorchContext, pct
 
 DEVICE_LINE_MEDIUM_SHARE = 0.5
@@ -30,7 +30,7 @@ def find(ctx: TorchContext) -> Iterator[Finding]:
     share = device_us / total
     where = line_where(row["cell"], row["file"], int(row["line"]))
     function = "" if row["function"] == "<module>" else f", in {row['function']}"
-    msg = (f"The line with the most GPU time is {where}{function}: `{str(row['source']).strip()}`, "
+    msg = (f"The line with the most GPU time is {where}{function}{line_quote(row['source'])}, "
            f"{fmt_us(device_us)} of kernels its operators launched, {pct(share)} of all device time"
            f" (its CPU side: {fmt_us(float(row['self_cpu_us']))}). The Source tab shows it in its code; "
            "the Kernels tab what ran.")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from ...format import fmt_us, plural
-from ..hot_lines import line_where, lines_of, top_lines
+from ..hot_lines import line_quote, line_where, lines_of, top_lines
 from ._common import Finding, PythonContext, pct
 
 HOT_LINE_MEDIUM_SHARE = 0.3
@@ -28,7 +28,7 @@ def find(ctx: PythonContext) -> Iterator[Finding]:
     hits = int(row["hits"])
     where = line_where(row["cell"], row["file"], int(row["line"]))
     function = "" if row["function"] == "<module>" else f", in {row['function']}"
-    msg = (f"The slowest line is {where}{function}: `{str(row['source']).strip()}`, {fmt_us(own)} of its own "
+    msg = (f"The slowest line is {where}{function}{line_quote(row['source'])}, {fmt_us(own)} of its own "
            f"({pct(share)} of the run's wall time) over {plural(hits, 'hit')} ({fmt_us(own / max(hits, 1))} each). ")
     msg += ("Make each run of it cheaper, or run it less often (hoist it out of the loop, cache its result, work on "
             "whole arrays); the Source tab shows it in its code.")

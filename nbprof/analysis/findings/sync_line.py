@@ -4,7 +4,9 @@ blocking runtime calls of the ``sync`` finding (``cudaStreamSynchronize`` under 
 the line that ran its operator, summed per line, with that line's share of the profiled span.
 Unlike ``sync`` it counts a wait after the last launch too: the line is where the time goes
 either way. Fires when the line waits at least ``SYNC_LINE_MIN_SHARE`` of the span ("high" from
-``SYNC_LINE_HIGH_SHARE``)."""
+``SYNC_LINE_HIGH_SHARE``). Quiet on a profile without device work: on the CPU a ``.item()`` reads
+memory the CPU already holds; on Apple's MPS device torch records no device work, and the ``sync``
+finding names the waits, without their lines."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ...format import fmt_us, plural
-from ..hot_lines import event_line_rows, line_where, lines_of
+from ..hot_lines import line_quote, event_line_rows, line_where, lines_of
 from ._common import Finding, TorchContext, pct
 from .sync import blocking_calls
 
@@ -51,7 +53,7 @@ def find(ctx: TorchContext) -> Iterator[Finding]:
     call_names = sorted(set(str(n) for n in names[mine]))
     where = line_where(row["cell"], row["file"], int(row["line"]))
     function = "" if row["function"] == "<module>" else f", in {row['function']}"
-    msg = (f"The CPU waits for the GPU on {where}{function}: `{str(row['source']).strip()}`, "
+    msg = (f"The CPU waits for the GPU on {where}{function}{line_quote(row['source'])}, "
            f"{plural(count, 'wait')}, {fmt_us(waited_us)} in all, {pct(share)} of the span "
            f"({', '.join(call_names)} under {by_op.index[0]}). Each wait lets the GPU run dry while Python catches up: "
            "keep the value on the device (accumulate the loss as a tensor, read or print it every N steps) or move "
