@@ -99,7 +99,7 @@ def load_prof(path: Any) -> "PythonProfile":
     ``pstats.Stats(a, b)`` adds them. A file that is not one: a one-line ``TraceError``."""
     from .loading import load_prof as _load_prof
 
-    return _load_prof(path)  # type: ignore[no-any-return]
+    return _load_prof(path)
 
 
 def from_profiler(prof: Any) -> "TorchProfile":

@@ -78,7 +78,7 @@ def view_parser(add: Any) -> argparse.ArgumentParser:
             usage=f"{PROG} view [-s KEY] [-l N] [-q] [--html OUT | --no-html] PATH")
     p.add_argument("path", metavar="PATH", help="a .prof file, a trace file or a folder of trace files")
     flags.add_flags(p, flags.VIEW_FLAGS)
-    return p  # type: ignore[no-any-return]
+    return p
 
 
 # flags followed by a value, in either subcommand (the value is not the script)

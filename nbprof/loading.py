@@ -58,9 +58,9 @@ def load_prof(path: Any) -> Any:
     from .meta import PythonMeta
     from .model import PythonProfile
 
-    paths = [path] if isinstance(path, (str, os.PathLike)) else path
+    given = [path] if isinstance(path, (str, os.PathLike)) else path
     try:
-        paths = [os.fspath(p) for p in paths]
+        paths: list[str] = [str(os.fspath(p)) for p in given]
     except TypeError:
         raise OptionError(f"load_prof takes a .prof file's path or a list of them, not {type(path).__name__}") from None
     if not paths:

@@ -678,7 +678,7 @@ def read_prof_file(path: str) -> dict[Any, Any]:
     problem = _stats_problem(raw)
     if problem:
         raise TraceError(f"{path}: not cProfile's stats ({problem})")
-    return raw  # type: ignore[no-any-return]
+    return raw
 
 
 _WHAT_PROF_IS = "not a .prof file (cProfile's stats: python -m cProfile -o, dump_stats, %%cprofile --dump)"
