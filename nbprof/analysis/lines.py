@@ -376,7 +376,7 @@ def merge_lines(tables: list[pd.DataFrame]) -> pd.DataFrame:
         table[c] = table[c].astype(np.int64)
     for c in ("line", "function_line"):
         table[c] = table[c].astype("Int64")
-    for c in ("cell", "file", "source"):
+    for c in ("cell", "file", "function", "source"):
         table[c] = table[c].astype(object).where(table[c].notna(), None)
     return _in_source_order(table[list(LINE_COLUMNS)], {}).reset_index(drop=True)
 
