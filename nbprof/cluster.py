@@ -30,7 +30,8 @@ interrupt, ends every worker before the error goes on (nothing is left running).
 
 Every per-rank table comes from the one function :func:`rank_summary`; a new per-rank analysis is
 a field there and its merge here. The report has every tab a rank has (docs/clusters.md): key
-averages by operator, input shape and stack, ranges, modules summed over the ranks; memory per rank
+averages by operator, input shape and stack, ranges, modules, lines of the user's code summed over
+the ranks; memory per rank
 (each rank's chart points, peaks and blocks held at them: ``analysis.memory.MemorySummary``).
 ``p.rank(r)`` loads one rank's full profile (every view works on it; the last one is kept). The
 timeline is drawn from each rank's view computed in its worker and zooms ask the workers again
@@ -493,7 +494,7 @@ def labels_of(metas: list[TraceMeta]) -> list[Any]:
 class ClusterProfile(TorchProfile):
     """A folder of ranks, summarized apart (see the module doc): the merged report's tables
     (``ranks()``, ``key_averages(group_by)``, ``kernels()``, ``steps()``, ``overview()``,
-    ``ranges()``, ``range_ops()``, ``modules()``, ``rank_memory()``, ``memory_curve()``,
+    ``ranges()``, ``range_ops()``, ``modules()``, ``lines()``, ``rank_memory()``, ``memory_curve()``,
     ``collectives()``, ``collective_calls()``, ``queue_length()``, ``device_stats``, ``findings``,
     ``summary``) from the ranks' summaries; ``timeline()`` / ``timeline_view()``: every rank's lanes
     on one clock, drawn from the views the workers computed, zooms read by the workers
