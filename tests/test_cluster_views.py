@@ -253,6 +253,13 @@ def test_lines_are_the_sum_of_each_rank_alone(loaded, name):
     assert per.columns[0] == "rank" and sorted(set(per["rank"])) == sorted(alone)
     html = p.report().html(include_library=False)
     assert ">Source</label>" in html and "cluster_workload.py:49" in html
+    # the tab's table says how the ranks differ on a line (their self CPU differs: each rank's own)
+    from nbprof.views.tabs import CLUSTER_TABS
+
+    tab = next(t for t in CLUSTER_TABS if t.title == "Source")
+    panel = tab.html(p.report())
+    own = {r: float(o.lines().set_index(["function", "line"])["self_cpu_us"][("main", 91)]) for r, o in alone.items()}
+    assert own[0] != own[1] and "Self CPU, most rank" in panel and "Most on rank" in panel
     no_events_here(p)
 
 
