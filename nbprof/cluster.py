@@ -30,7 +30,8 @@ interrupt, ends every worker before the error goes on (nothing is left running).
 
 Every per-rank table comes from the one function :func:`rank_summary`; a new per-rank analysis is
 a field there and its merge here. The report has every tab a rank has (docs/clusters.md): key
-averages by operator, input shape and stack, ranges, modules summed over the ranks; memory per rank
+averages by operator, input shape and stack, ranges, modules, lines of the user's code summed over
+the ranks; memory per rank
 (each rank's chart points, peaks and blocks held at them: ``analysis.memory.MemorySummary``).
 ``p.rank(r)`` loads one rank's full profile (every view works on it; the last one is kept). The
 timeline is drawn from each rank's view computed in its worker and zooms ask the workers again
@@ -140,6 +141,9 @@ class RankSummary:
     """``range_ops()``: the operators under each range."""
     modules: pd.DataFrame | None = None
     """``analysis.modules.module_parts``: its module tree with each module's first call."""
+    lines: pd.DataFrame | None = None
+    """``lines()``, where the rank has line data (``--lines``, or torch's ``with_stack`` frames);
+    None where it has none. Its ``meta`` keeps the sources, not the per-op ``line_data``."""
     memory: MemorySummary | None = None
     """What its Memory tab draws (``analysis.memory.MemorySummary``: the chart's points, peaks,
     blocks held at each peak); None where it recorded no memory."""
@@ -163,7 +167,9 @@ def _summarize(path: str, cache_root: str | None, limit: Any = None) -> RankSumm
     ev = p._events
     start = float(ev["start_us"].min()) if len(ev) else 0.0
     end = float((ev["start_us"] + ev["dur_us"]).max()) if len(ev) else 0.0
-    trace_meta = TraceMeta(**p.meta.trace_fields())
+    lines = _rank_lines(p)
+    # the line table stands for the per-op line data (an entry per op): that stays here
+    trace_meta = TraceMeta(**{**p.meta.trace_fields(), "line_data": None})
     device_times = name_times(ev, device_work=True)
     # the ops' times stand in for the kernels' only where no rank ran device work: not this one's
     cpu_times = name_times(ev, device_work=False) if len(device_times) == 0 else device_times.iloc[0:0]
@@ -184,9 +190,19 @@ def _summarize(path: str, cache_root: str | None, limit: Any = None) -> RankSumm
         shape_averages=p.key_averages("shape") if collected["shapes"] else None,
         stack_averages=p.key_averages("stack") if collected["stack"] else None,
         ranges=ranges, range_span_us=range_span_us, range_ops=p.range_ops(), modules=module_parts(ev),
-        memory=p._memory_summary if collected["memory"] else None,
+        lines=lines, memory=p._memory_summary if collected["memory"] else None,
         seconds=time.perf_counter() - t0,
     )
+
+
+def _rank_lines(p: TorchProfile) -> pd.DataFrame | None:
+    """The rank's ``lines()`` with its ``attrs`` (method, notes); None without line data."""
+    if p.meta.line_data is None and not p.collected["stack"]:
+        return None  # neither --lines nor Python frames: nothing to look for
+    try:
+        return p.lines()
+    except OptionError:  # with_stack, but no frame of the user's code
+        return None
 
 
 def _read(path: str, limit: Any = None) -> Any:
@@ -478,7 +494,7 @@ def labels_of(metas: list[TraceMeta]) -> list[Any]:
 class ClusterProfile(TorchProfile):
     """A folder of ranks, summarized apart (see the module doc): the merged report's tables
     (``ranks()``, ``key_averages(group_by)``, ``kernels()``, ``steps()``, ``overview()``,
-    ``ranges()``, ``range_ops()``, ``modules()``, ``rank_memory()``, ``memory_curve()``,
+    ``ranges()``, ``range_ops()``, ``modules()``, ``lines()``, ``rank_memory()``, ``memory_curve()``,
     ``collectives()``, ``collective_calls()``, ``queue_length()``, ``device_stats``, ``findings``,
     ``summary``) from the ranks' summaries; ``timeline()`` / ``timeline_view()``: every rank's lanes
     on one clock, drawn from the views the workers computed, zooms read by the workers
@@ -503,7 +519,8 @@ class ClusterProfile(TorchProfile):
             first, origin_ns=origin, source=folder, files=[s.file for s in summaries],
             record_shapes=any(m.record_shapes for m in metas), profile_memory=any(m.profile_memory for m in metas),
             with_stack=any(m.with_stack for m in metas), with_flops=any(m.with_flops for m in metas),
-            parts=metas,
+            parts=metas, line_data=None,  # lines(): the ranks' tables summed
+            sources={f: text for m in reversed(metas) for f, text in m.sources.items()},  # the first rank's text wins
             reader_notes=[f"{os.path.basename(m.source)}: {note}" for m in metas for note in m.reader_notes],
         )
         self.meta = TorchMeta.of(trace)
@@ -618,6 +635,32 @@ class ClusterProfile(TorchProfile):
             return self._per_rank_table(lambda s: None if s.modules is None else s.modules.drop(columns="first_us"),
                                         self._modules)
         return self._modules.copy(deep=False)
+
+    @functools.cached_property
+    def _lines(self) -> pd.DataFrame:
+        from .analysis.lines import merge_lines
+
+        tables = [s.lines for s in self._summaries if s.lines is not None]
+        if not tables:
+            raise OptionError("no rank of this folder has lines: record them with %%torchprof --lines "
+                              "(or with_stack=True)")
+        table = merge_lines(tables)
+        methods = {t.attrs.get("method") for t in tables}
+        table.attrs = {"method": methods.pop() if len(methods) == 1 else "mixed",
+                       "notes": list(dict.fromkeys(n for t in tables for n in t.attrs.get("notes", [])))}
+        return table
+
+    def lines(self, *, per_rank: bool = False) -> pd.DataFrame:
+        """The lines of your code summed over the ranks that have line data (ops, times and bytes
+        per ``cell, file, line, function, function_line, source``; the "(outside your code)" rows
+        into one), the columns of ``TorchProfile.lines()``, from the summaries; ``per_rank=True``:
+        each rank's own table, a ``rank`` column first."""
+        table = self._lines
+        if per_rank:
+            return self._per_rank_table(lambda s: s.lines, table)
+        out = table.copy(deep=False)
+        out.attrs = dict(table.attrs)
+        return out
 
     def _per_rank_table(self, part: Callable[[RankSummary], pd.DataFrame | None], empty: pd.DataFrame) -> pd.DataFrame:
         frames = [f.assign(rank=r) for r, s, _ in self._ranked() if (f := part(s)) is not None and len(f)]

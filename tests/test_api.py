@@ -97,6 +97,9 @@ def test_signatures():
     assert not inspect.signature(nbprof.step).parameters
     assert list(inspect.signature(nbprof.from_profiler).parameters) == ["prof"]
     assert list(inspect.signature(nbprof.load_prof).parameters) == ["path"]
+    # a folder's summed tables: TorchProfile's, and each rank's own rows by keyword
+    lines = inspect.signature(nbprof.ClusterProfile.lines).parameters
+    assert list(lines) == ["self", "per_rank"] and lines["per_rank"].kind is inspect.Parameter.KEYWORD_ONLY
     # torch.profiler.tensorboard_trace_handler(dir_name, worker_name, use_gzip), then nbprof's own
     assert list(inspect.signature(nbprof.trace_handler).parameters) == ["dir_name", "worker_name", "use_gzip", "show",
                                                                         "keep"]

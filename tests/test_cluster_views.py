@@ -212,6 +212,79 @@ def test_modules_are_the_sum_of_each_rank_alone(loaded, name):
     pd.testing.assert_frame_equal(ours, merged(name).modules(), check_dtype=False, rtol=1e-9, atol=1e-6)
 
 
+LINE_KEYS = ["cell", "file", "line", "function", "function_line", "source"]
+LINE_SUMS = ["ops", "self_cpu_us", "cpu_total_us", "self_device_us", "device_total_us", "alloc_bytes"]
+
+
+def raw_top_ops(path: Path, frame: str) -> int:
+    """The top-level operator calls made in the user frame ``frame`` ("cluster_workload.py(49):
+    forward"), counted on the raw JSON: the ``cpu_op`` events inside each of its
+    ``python_function`` events (same thread) that no other such ``cpu_op`` contains."""
+    with gzip.open(path, "rt") as f:
+        events = json.load(f)["traceEvents"]
+    n = 0
+    for fr in (e for e in events if e.get("cat") == "python_function" and e["name"] == frame):
+        inside = [e for e in events if e.get("cat") == "cpu_op" and (e["pid"], e["tid"]) == (fr["pid"], fr["tid"])
+                  and fr["ts"] <= e["ts"] and e["ts"] + e["dur"] <= fr["ts"] + fr["dur"]]
+        n += sum(not any(o is not e and o["ts"] <= e["ts"] and e["ts"] + e["dur"] <= o["ts"] + o["dur"] for o in inside)
+                 for e in inside)
+    return n
+
+
+@pytest.mark.parametrize("name", sorted(FOLDERS))
+def test_lines_are_the_sum_of_each_rank_alone(loaded, name):
+    """The Source tab's table (issue 33 item 2, issue 34): each rank's ``lines()`` (its with_stack
+    frames) computed in its summary, summed per line here; the oracles are each rank loaded alone
+    and the raw JSON's Python frames."""
+    p, alone = loaded[name]
+    ours = p.lines()
+    one = next(iter(alone.values())).lines()
+    assert list(ours.columns) == list(one.columns) and ours.dtypes.to_dict() == one.dtypes.to_dict()
+    assert ours.attrs["method"] == "function_entries" and ours.attrs["notes"] == one.attrs["notes"]
+    assert_sums(ours, summed([o.lines() for o in alone.values()], LINE_KEYS, LINE_SUMS), LINE_KEYS, LINE_SUMS)
+    # one "(outside your code)" row, last; each self column still sums to every rank's total
+    assert (ours["function"] == "(outside your code)").sum() == 1 and ours["file"].iloc[-1] is None
+    assert ours["self_cpu_us"].sum() == pytest.approx(sum(o.summary.self_cpu_us for o in alone.values()), rel=1e-9)
+    forward = ours[(ours["function"] == "forward") & (ours["line"] == 49)]
+    assert len(forward) == 1
+    frame = "cluster_workload.py(49): forward"
+    assert forward["ops"].iloc[0] == sum(raw_top_ops(f, frame) for f in FOLDERS[name].iterdir()) == 12
+    per = p.lines(per_rank=True)
+    assert per.columns[0] == "rank" and sorted(set(per["rank"])) == sorted(alone)
+    html = p.report().html(include_library=False)
+    assert ">Source</label>" in html and "cluster_workload.py:49" in html
+    # the tab's table says how the ranks differ on a line (their self CPU differs: each rank's own)
+    from nbprof.views.tabs import CLUSTER_TABS
+
+    tab = next(t for t in CLUSTER_TABS if t.title == "Source")
+    panel = tab.html(p.report())
+    own = {r: float(o.lines().set_index(["function", "line"])["self_cpu_us"][("main", 91)]) for r, o in alone.items()}
+    assert own[0] != own[1] and "Self CPU, most rank" in panel and "Most on rank" in panel
+    no_events_here(p)
+
+
+def test_lines_of_a_folder_where_one_rank_has_none(tmp_path):
+    """A rank without Python frames adds no line; a folder where no rank has any says so."""
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    shutil.copy(FOLDERS["ranks"] / "rank0.pt.trace.json.gz", folder / "a.json.gz")
+    shutil.copy(sorted((DATA / "ddp_gloo").iterdir())[1], folder / "b.json.gz")
+    p = nbprof.load_trace(folder, workers=0, progress=False)
+    a = nbprof.load_trace(folder / "a.json.gz").lines()
+    assert [s.lines is None for s in p.rank_summaries] == [False, True]
+    pd.testing.assert_frame_equal(p.lines(), a)
+    assert set(p.lines(per_rank=True)["rank"]) == {p.rank_labels[0]}
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    for f in sorted((DATA / "ddp_gloo").iterdir())[:2]:
+        shutil.copy(f, bare / f.name)
+    q = nbprof.load_trace(bare, workers=0, progress=False)
+    with pytest.raises(nbprof.NbprofError, match="no rank of this folder has lines"):
+        q.lines()
+    assert "Source" not in titles(q)
+    no_events_here(q)
+
+
 def test_the_spread_columns_say_which_rank_spent_the_most(loaded):
     """Each row's least and most one rank spent and that rank, from each rank's own table."""
     from nbprof.analysis.ranks import rank_spread
@@ -307,7 +380,7 @@ def test_a_rank_without_shapes_or_stacks_groups_as_its_events_do(tmp_path, loade
 def tables(p) -> dict[str, pd.DataFrame]:
     return {"op": p.key_averages("op"), "shape": p.key_averages("shape"), "stack": p.key_averages("stack"),
             "ranges": p.ranges(), "range_ops": p.range_ops(), "modules": p.modules(), "memory": p.rank_memory(),
-            "ranges_per_rank": p.ranges(per_rank=True)}
+            "ranges_per_rank": p.ranges(per_rank=True), "lines": p.lines(), "lines_per_rank": p.lines(per_rank=True)}
 
 
 @pytest.mark.slow  # spawns worker processes and a Dask LocalCluster: ~20-40 s

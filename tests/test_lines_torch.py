@@ -361,3 +361,31 @@ def test_each_event_is_on_its_line_and_a_cpu_item_is_no_wait(shell):
         assert ev["self_cpu_us"].to_numpy()[mine].sum() == pytest.approx(lines.loc[line, "self_cpu_us"], rel=1e-9)
     kinds = set(p.findings["kind"])
     assert not {"sync", "sync_line", "device_line"} & kinds
+
+
+def test_a_folder_of_saved_ranks_sums_their_full_line_tables(profiled, shell, tmp_path):
+    """Two profiles saved with their line tables (``nbprofLines``) as a folder of ranks: the folder's
+    ``lines()`` (each rank's table computed in its summary) adds up each line of ``f``, hand-counted
+    per run; each run's own cell stays its own rows; the sources are both runs'; no rank's per-op
+    line data (nor events) reaches this process, and the Source tab shows the code."""
+    import nbprof
+
+    folder = tmp_path / "ranks"
+    folder.mkdir()
+    profiled.save(folder / "r0.json.gz")
+    result, _ = run(shell, PROFILED.replace("-o lp", "-o lp2"))
+    assert result.error_in_exec is None
+    shell.user_ns["lp2"].save(folder / "r1.json.gz")
+    p = nbprof.load_trace(folder, workers=0, progress=False)
+    assert all(s.meta.line_data is None and s.lines is not None for s in p.rank_summaries)
+    lines = p.lines()
+    assert _row(lines, "    y = torch.mm(x, x)").ops == 10 and _row(lines, "    z = x @ x").ops == 10
+    assert _row(lines, "        z = torch.relu(z)").ops == 30
+    assert (lines["source"] == "    f(x)").sum() == 2  # one per run's cell
+    each = [nbprof.load_trace(f).lines() for f in sorted(folder.iterdir())]
+    for c in ("ops", "self_cpu_us", "alloc_bytes"):
+        assert lines[c].sum() == pytest.approx(sum(t[c].sum() for t in each))
+    assert p.meta.sources == {**profiled.meta.sources, **shell.user_ns["lp2"].meta.sources}
+    html = p.report().html(include_library=False)
+    assert ">Source</label>" in html and "z = torch.relu(z)" in html
+    assert "_merged" not in p.__dict__ and "_events" not in p.__dict__

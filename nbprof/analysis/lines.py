@@ -33,12 +33,16 @@ import pandas as pd
 from ..events import DEVICE_WORK_CODES, KIND_CODE, TREE_CODES, kind_mask
 from .key_averages import averaged_rows
 
-__all__ = ["finish_line_data", "line_table", "line_join", "LINE_COLUMNS", "OUTSIDE", "line_data_from_frames"]
+__all__ = ["finish_line_data", "line_table", "line_join", "LINE_COLUMNS", "LINE_KEYS", "OUTSIDE",
+           "line_data_from_frames", "merge_lines"]
 
 OUTSIDE = "(outside your code)"
 
 LINE_COLUMNS = ("cell", "file", "line", "function", "function_line", "source", "ops", "self_cpu_us",
                 "cpu_total_us", "self_device_us", "device_total_us", "alloc_bytes")
+
+# what names a line (a row of ``line_table``); the rest of LINE_COLUMNS add up across profiles
+LINE_KEYS = ("cell", "file", "line", "function", "function_line", "source")
 
 _FRONTEND = [KIND_CODE[k] for k in ("op", "annotation", "other")]
 
@@ -372,6 +376,27 @@ def _in_source_order(table: pd.DataFrame, cells: dict[str, str]) -> pd.DataFrame
     })
     order = key.sort_values(["outside", "not_cell", "cell", "file", "line"], kind="stable").index.to_numpy()
     return table.iloc[order]
+
+
+def merge_lines(tables: list[pd.DataFrame]) -> pd.DataFrame:
+    """Several profiles' ``line_table`` (a folder's ranks) summed per line (``LINE_KEYS``): ops,
+    times and bytes added, the outside rows into one; in source order, the outside row last.
+    Each self column still sums to the profiles' total."""
+    parts = [t for t in tables if len(t)]
+    if not parts:
+        return _empty()
+    keys = list(LINE_KEYS)
+    values = [c for c in LINE_COLUMNS if c not in LINE_KEYS]
+    both = pd.concat([t[list(LINE_COLUMNS)] for t in parts], ignore_index=True)
+    # None / NA keys (a file's cell, the outside row's file and line) are keys too
+    table = both.groupby(keys, dropna=False, sort=False)[values].sum().reset_index()
+    for c in ("ops", "alloc_bytes"):
+        table[c] = table[c].astype(np.int64)
+    for c in ("line", "function_line"):
+        table[c] = table[c].astype("Int64")
+    for c in ("cell", "file", "function", "source"):
+        table[c] = table[c].astype(object).where(table[c].notna(), None)
+    return _in_source_order(table[list(LINE_COLUMNS)], {}).reset_index(drop=True)
 
 
 def _empty() -> pd.DataFrame:

@@ -18,7 +18,7 @@ from .modules import CLUSTER_MODULES, MODULES
 from .operators import BY_SHAPE, BY_STACK, CLUSTER_BY_SHAPE, CLUSTER_BY_STACK, CLUSTER_OPERATORS, OPERATORS
 from .ranges import CLUSTER_RANGES, RANGES
 from .ranks import CLUSTER_RANKS, RANKS
-from .source import SOURCE, TORCH_SOURCE
+from .source import CLUSTER_SOURCE, SOURCE, TORCH_SOURCE
 from .steps import STEPS
 from .timeline import TIMELINE
 
@@ -28,6 +28,6 @@ TORCH_TABS: list[Tab] = [OPERATORS, BY_SHAPE, BY_STACK, TORCH_SOURCE, MEMORY, KE
                          RANKS, TIMELINE]
 # a folder of ranks summarized apart (nbprof.cluster): the ranks first, then every tab a rank has
 # (but Compile: torch.compile's log is one process's), summed over the ranks from their summaries
-CLUSTER_TABS: list[Tab] = [CLUSTER_RANKS, CLUSTER_OPERATORS, CLUSTER_BY_SHAPE, CLUSTER_BY_STACK, CLUSTER_MEMORY,
-                           KERNELS, CLUSTER_MODULES, CLUSTER_RANGES, STEPS, TIMELINE]
+CLUSTER_TABS: list[Tab] = [CLUSTER_RANKS, CLUSTER_OPERATORS, CLUSTER_BY_SHAPE, CLUSTER_BY_STACK, CLUSTER_SOURCE,
+                           CLUSTER_MEMORY, KERNELS, CLUSTER_MODULES, CLUSTER_RANGES, STEPS, TIMELINE]
 PYTHON_TABS: list[Tab] = [FUNCTIONS, SOURCE, ACTIONS, CALLGRAPH, FLAME]

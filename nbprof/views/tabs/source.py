@@ -21,12 +21,14 @@ import numpy as np
 import pandas as pd
 
 from ...analysis.hot_lines import is_python_lines, line_metric, line_where, lines_of, metric_columns, top_lines
+from ...analysis.lines import LINE_KEYS
 from ...format import esc, formatter, plural
 from ..datatable import datatable_html
 from ..table import Column, render_text
 from .base import Tab
+from .spread import insert_after, with_rank_spread
 
-__all__ = ["SOURCE", "TORCH_SOURCE", "lines_of", "has_lines", "line_share", "source_text", "TOP_LINES_TEXT", "MAX_BLOCKS"]
+__all__ = ["SOURCE", "TORCH_SOURCE", "CLUSTER_SOURCE", "lines_of", "has_lines", "line_share", "source_text", "TOP_LINES_TEXT", "MAX_BLOCKS"]
 
 MAX_BLOCKS = 12  # functions shown with their code (p.lines() has every line)
 MAX_BLOCK_LINES = 150  # a longer block shows the lines that ran and CONTEXT lines around them
@@ -64,19 +66,33 @@ def _function_label(function: object) -> str:
     return "top level" if function == "<module>" else function
 
 
-def _table(report: Any, lines: pd.DataFrame) -> str:
+def _line_keys(lines: pd.DataFrame) -> list[str]:
+    """One text per line (``LINE_KEYS``), its None and NA as "": a key pandas joins on whatever
+    the columns' dtypes (a folder's cells are all None outside a notebook)."""
+    cols = [lines[k].astype(object).where(lines[k].notna(), "").astype(str).tolist() for k in LINE_KEYS]
+    return ["\x1f".join(parts) for parts in zip(*cols)]
+
+
+def _table(report: Any, lines: pd.DataFrame, per_rank: bool = False) -> str:
     metric = line_metric(lines)
     frame = _table_frame(lines).sort_values(metric, ascending=False, kind="stable")
     cols = [Column("where", "Line", "text"), Column("code", "Source", "name", 70)]
     cols += [Column(k, h, u) for k, h, u in metric_columns(lines)]
+    caption = "every line that ran, hottest first; click a header to sort"
+    if per_rank:  # a folder of ranks: how the ranks differ on each line
+        label = next(h for k, h, _ in metric_columns(lines) if k == metric)
+        per = report.profile.lines(per_rank=True)
+        frame["line_key"], per["line_key"] = _line_keys(frame), _line_keys(per)
+        frame, spread_cols, spread = with_rank_spread(report.profile, frame, per, ["line_key"], metric, label)
+        cols = insert_after(cols, metric, spread_cols)
+        caption += f"; {spread}" if spread else ""
     shares = [line_share(report.profile, lines, r) for r in frame.to_dict("records")]
     if any(x is not None for x in shares):
         frame["share"] = np.asarray([np.nan if x is None else x for x in shares], dtype=float)
         at = next(i for i, c in enumerate(cols) if c.key == metric) + 1
         cols.insert(at, Column("share", "% of wall" if is_python_lines(lines) else "Share", "share"))
     cols.append(Column("in", "Function", "name", 40))
-    return datatable_html(frame, cols, order=[(metric, "desc")], page_length=report.limit or 0,
-                          caption="every line that ran, hottest first; click a header to sort")
+    return datatable_html(frame, cols, order=[(metric, "desc")], page_length=report.limit or 0, caption=caption)
 
 
 # ---------------------------------------------------------------------------------- the code view
@@ -169,7 +185,7 @@ def _blocks(lines: pd.DataFrame, sources: dict[str, str]) -> list[tuple[str, str
     return [x[:5] for x in tops + funcs]
 
 
-def render(report: Any) -> str:
+def render(report: Any, per_rank: bool = False) -> str:
     lines = lines_of(report.profile)
     sources = _sources(report.profile)
     metric = line_metric(lines)
@@ -197,8 +213,13 @@ def render(report: Any) -> str:
     if len(blocks) > MAX_BLOCKS:
         parts.append(f'<div class="nbprof-empty">{esc(plural(len(blocks) - MAX_BLOCKS, "more function"))} ran: '
                      "p.lines() has every line</div>")
-    parts.append('<div style="margin-top:12px"></div>' + _table(report, lines))
+    parts.append('<div style="margin-top:12px"></div>' + _table(report, lines, per_rank))
     return "".join(parts)
+
+
+def render_ranks(report: Any) -> str:
+    """A folder's Source: its ranks' lines summed, the table with how the ranks differ."""
+    return render(report, per_rank=True)
 
 
 def _metric_label(metric: str) -> str:
@@ -259,3 +280,5 @@ SOURCE = Tab("Source", render, applies=has_lines,
                      "per line of your code.")
 # torch profiles: only where the profile has lines
 TORCH_SOURCE = Tab("Source", render, applies=has_lines)
+# a folder of ranks: the lines its ranks had, summed in the workers' summaries (ClusterProfile.lines)
+CLUSTER_SOURCE = Tab("Source", render_ranks, applies=has_lines)
