@@ -85,10 +85,18 @@ def _page(tmp_path: Path, body: str, name: str = "out.html") -> Path:
     return path
 
 
-def _open_all_tabs(page) -> None:
-    for label in page.locator(".nbprof-tabs > label").all():
+def _open_all_tabs(page, within: str = "") -> None:
+    """Click every tab, nested ones too (a folder's Memory tab has a tab per rank): each top-level
+    tab, then every tab its panel shows; a nested tab is hidden while its panel is."""
+    for label in page.locator(f"{within} .nbprof-tabs > label".strip()).all():
+        if not label.is_visible():
+            continue
         label.click()
         page.wait_for_timeout(150)
+        for inner in page.locator(f"{within} .nbprof-panel:visible .nbprof-tabs > label".strip()).all():
+            if inner.is_visible():
+                inner.click()
+                page.wait_for_timeout(100)
 
 
 @in_browser
@@ -321,9 +329,7 @@ def test_hostile_trace_in_jupyterlab_runs_nothing(watch, tmp_path):
         page.wait_for_function("() => document.querySelector('.nbprof-live[data-rendered]')", timeout=120_000)
         errors = [o for cell in lab.cell_outputs(page) for o in cell if o.get("output_type") == "error"]
         assert not errors, errors
-        for label in page.locator(".jp-OutputArea .nbprof-tabs > label").all():
-            label.click()
-            page.wait_for_timeout(100)
+        _open_all_tabs(page, ".jp-OutputArea")
         page.evaluate("() => document.querySelector('.nbprof-live-plot').emit('plotly_selected', {range: {x: [-1e9, 1e9]}})")
         page.wait_for_function("() => document.querySelector('.nbprof-live-sel table')", timeout=30_000)
         page.evaluate("""() => { for (const el of document.querySelectorAll('.jp-OutputArea *'))
