@@ -9,7 +9,7 @@ from typing import Any
 from ..datatable import datatable_html
 from ..table import Column
 from .base import Tab
-from .spread import insert_after, with_rank_spread
+from .spread import with_rank_spread
 
 __all__ = ["MODULES", "CLUSTER_MODULES"]
 
@@ -26,9 +26,8 @@ def render(report: Any, per_rank: bool = False) -> str:
         cols += [Column("device_total_us", "GPU total", "time_us"), Column("self_device_us", "Self GPU", "time_us")]
     caption = "nn.Module calls as a tree: self = total less the child modules' calls"
     if per_rank:  # a folder of ranks: how the ranks differ on each module
-        tree, spread_cols, spread = with_rank_spread(report.profile, tree, report.profile.modules(per_rank=True),
-                                                     ["module"], "cpu_total_us", "CPU total")
-        cols = insert_after(cols, "cpu_total_us", spread_cols)
+        tree, cols, spread = with_rank_spread(report.profile, tree, cols, report.profile.modules(per_rank=True),
+                                              ["module"], "cpu_total_us", "CPU total")
         caption += f"; {spread}" if spread else ""
     cols.append(Column("module", "Path", "name", 100))
     return datatable_html(tree, cols, order=[], page_length=report.limit or 0, caption=caption)

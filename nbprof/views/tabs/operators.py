@@ -15,7 +15,7 @@ from ...events import DEVICE_WORK_KINDS
 from ..datatable import datatable_html
 from ..table import Column
 from .base import Tab
-from .spread import insert_after, with_rank_spread
+from .spread import with_rank_spread
 
 __all__ = ["operator_columns", "with_shares", "OPERATORS", "BY_SHAPE", "BY_STACK", "CLUSTER_OPERATORS",
            "CLUSTER_BY_SHAPE", "CLUSTER_BY_STACK"]
@@ -72,9 +72,8 @@ def _render(group_by: str, per_rank: bool = False):
             value = report.sort if report.sort in _SPREAD_LABELS else p.summary.sort
             value = value if value in _SPREAD_LABELS else "self_cpu_us"
             keys = ["name", *{"shape": ["input_shapes"], "stack": ["stack"]}.get(group_by, []), "kind"]
-            frame, spread_cols, caption = with_rank_spread(p, frame, p.key_averages(group_by, per_rank=True), keys,
-                                                           value, _SPREAD_LABELS[value])
-            cols = insert_after(cols, value, spread_cols)
+            frame, cols, caption = with_rank_spread(p, frame, cols, p.key_averages(group_by, per_rank=True), keys,
+                                                    value, _SPREAD_LABELS[value])
         sort = report.sort if report.sort in frame.columns else "self_cpu_us"
         frame = frame.sort_values(sort, ascending=sort == "name", kind="stable")
         return datatable_html(frame, cols, order=[(sort, "asc" if sort == "name" else "desc")],

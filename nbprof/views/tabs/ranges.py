@@ -16,7 +16,7 @@ from ...format import fmt_share
 from ..datatable import datatable_html
 from ..table import Column, render_text
 from .base import Tab
-from .spread import insert_after, with_rank_spread
+from .spread import with_rank_spread
 
 __all__ = ["RANGES", "CLUSTER_RANGES", "top_ops_text", "ranges_text"]
 
@@ -50,9 +50,8 @@ def render(report: Any, per_rank: bool = False) -> str:
         cols.append(Column("device_us", "GPU time (kernels)", "time_us"))
     caption = "record_function ranges (Lightning's actions among them), nested ranges indented"
     if per_rank:  # a folder of ranks: how the ranks differ on each range
-        frame, spread_cols, spread = with_rank_spread(report.profile, frame, report.profile.ranges(per_rank=True),
-                                                      ["path"], "total_us", "Total")
-        cols = insert_after(cols, "total_us", spread_cols)
+        frame, cols, spread = with_rank_spread(report.profile, frame, cols, report.profile.ranges(per_rank=True),
+                                               ["path"], "total_us", "Total")
         caption += f"; {spread}" if spread else ""
     cols.append(Column("top_ops", "Top operators (self CPU)", "text"))
     return datatable_html(frame, cols, order=[], page_length=0, caption=caption)

@@ -26,7 +26,7 @@ from ...format import esc, formatter, plural
 from ..datatable import datatable_html
 from ..table import Column, render_text
 from .base import Tab
-from .spread import insert_after, with_rank_spread
+from .spread import with_rank_spread
 
 __all__ = ["SOURCE", "TORCH_SOURCE", "CLUSTER_SOURCE", "lines_of", "has_lines", "line_share", "source_text", "TOP_LINES_TEXT", "MAX_BLOCKS"]
 
@@ -83,8 +83,7 @@ def _table(report: Any, lines: pd.DataFrame, per_rank: bool = False) -> str:
         label = next(h for k, h, _ in metric_columns(lines) if k == metric)
         per = report.profile.lines(per_rank=True)
         frame["line_key"], per["line_key"] = _line_keys(frame), _line_keys(per)
-        frame, spread_cols, spread = with_rank_spread(report.profile, frame, per, ["line_key"], metric, label)
-        cols = insert_after(cols, metric, spread_cols)
+        frame, cols, spread = with_rank_spread(report.profile, frame, cols, per, ["line_key"], metric, label)
         caption += f"; {spread}" if spread else ""
     shares = [line_share(report.profile, lines, r) for r in frame.to_dict("records")]
     if any(x is not None for x in shares):

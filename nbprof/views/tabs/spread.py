@@ -12,15 +12,22 @@ import pandas as pd
 from ...analysis.ranks import rank_spread
 from ..table import Column
 
-__all__ = ["with_rank_spread", "insert_after"]
+__all__ = ["with_rank_spread"]
 
 
-def with_rank_spread(profile: Any, frame: pd.DataFrame, per_rank: pd.DataFrame, keys: list[str], value: str,
-                     label: str) -> tuple[pd.DataFrame, list[Column], str]:
-    """``frame`` (the summed table, in its order) with the spread of ``value`` over the ranks; the
-    columns to show (none where every row is the same on every rank: "On ranks" only where some
-    row is missing on some rank, min / max / the rank with the most where the ranks' values
-    differ); a caption's part saying what they are ("" when none)."""
+def with_rank_spread(profile: Any, frame: pd.DataFrame, cols: list[Column], per_rank: pd.DataFrame,
+                     keys: list[str], value: str, label: str) -> tuple[pd.DataFrame, list[Column], str]:
+    """``frame`` (the summed table, in its order) with the spread of ``value`` over the ranks;
+    ``cols`` with the spread's columns right after ``value``'s (none where every row is the same
+    on every rank: "On ranks" only where some row is missing on some rank, min / max / the rank
+    with the most where the ranks' values differ); a caption's part saying what they are ("" when
+    none)."""
+    out, spread_cols, caption = _spread(profile, frame, per_rank, keys, value, label)
+    return out, _insert_after(cols, value, spread_cols), caption
+
+
+def _spread(profile: Any, frame: pd.DataFrame, per_rank: pd.DataFrame, keys: list[str], value: str,
+            label: str) -> tuple[pd.DataFrame, list[Column], str]:
     ranks = sorted(profile.rank_labels)
     spread = rank_spread(per_rank, keys, value, ranks)
     out = frame.reset_index(drop=True).merge(spread, on=keys, how="left", sort=False)
@@ -37,7 +44,7 @@ def with_rank_spread(profile: Any, frame: pd.DataFrame, per_rank: pd.DataFrame, 
                        "(0 on a rank without the row), and the rank that spent the most")
 
 
-def insert_after(cols: list[Column], key: str, extra: list[Column]) -> list[Column]:
+def _insert_after(cols: list[Column], key: str, extra: list[Column]) -> list[Column]:
     """``cols`` with ``extra`` right after the column of ``key`` (at the end without one): the
     ranks' spread beside the sum it spreads."""
     at = next((i + 1 for i, c in enumerate(cols) if c.key == key), len(cols))
