@@ -94,6 +94,10 @@ class RunInfo:
     empty_reason: str | None = None
     """Why the run recorded nothing, where the run knows and it is not that the code ran no
     profiled work (a ``--schedule`` whose active steps never came): the report's empty state."""
+    data_loading: Any = None
+    """The DataLoaders the run iterated, their batches and their workers' functions
+    (``collect.data_loading.DataLoadingRecord``: ``data_loading()``, ``worker_stats()``, the Data
+    loading tab read it); None when no DataLoader ran."""
 
 
 @dataclass

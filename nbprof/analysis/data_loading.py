@@ -1,0 +1,398 @@
+"""The DataLoaders of a run as tables: each batch (who made it, when, how long the loop waited
+for it), each worker, the workers' functions, and per loader the numbers behind the
+``data_bound`` finding.
+
+Input: the run's :class:`~nbprof.collect.data_loading.DataLoadingRecord` (``time.time_ns()``
+stamps from the main process and from each worker) and the wall-clock time of the profile's
+``start_us == 0`` (a torch profile: ``base_time_ns + origin_ns``, the clock Kineto stamps its
+events with; a cProfile run: when the run began), so every ``*_us`` here is on the profile's own
+axis, as the events' ``start_us``. Everything is vectorized over the batches.
+
+**A loader's numbers** (:func:`loader_summaries`), per epoch then summed:
+
+- the loop: from the iterator's creation (starting or resuming the workers) to the ``_next_data``
+  call that ended the epoch (StopIteration); an epoch left early ends at its last batch's wait
+  plus the loop's median time per step;
+- start-up wait: creating the iterator plus the first batch's wait (the workers' start, the
+  prefetch not filled yet); steady wait: every later batch's wait; the steady share is the
+  steady wait over the loop without its start-up;
+- ``make_us``: a worker's median time per batch (the main process's, without workers);
+  ``step_us``: the loop's median time between getting a batch and asking for the next (its own
+  work per step): each worker gives a batch every ``make_us``, the loop takes one every
+  ``step_us``, so ``ceil(make_us / step_us)`` workers keep up;
+- ``ready_us``: of the steady wait, the part after the batch was made (its trip through the
+  queue, unpickling, the pin_memory thread): more workers do not shorten it.
+
+**The profiler's own cost** biases both sides: cProfile in the workers makes each batch slower
+(calls per batch × cProfile's cost per call, measured by the run on this machine:
+``record.call_cost_ns``), and the profiler in the main process makes each step slower, which
+gives the workers slack (cProfile: the main profile's calls over its wall time; torch: not
+measured, said in the finding). ``make_free_us`` and ``step_free_us`` take out what was measured;
+``workers_needed`` uses them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..collect.cprofile import merge_raw, stats_table, without_own_frames
+from ._tables import TEXT, empty_table
+
+__all__ = ["BATCH_DTYPES", "WORKER_DTYPES", "WORKER_STAT_DTYPES", "DataLoading", "LoaderSummary",
+           "data_loading", "record_notes", "origin_ns"]
+
+BATCH_DTYPES = {"loader": TEXT, "epoch": np.int64, "worker": np.int64, "pid": np.int64, "batch": np.int64,
+                "samples": np.int64, "start_us": np.float64, "end_us": np.float64, "make_us": np.float64,
+                "wait_start_us": np.float64, "wait_us": np.float64, "status": TEXT}
+BATCH_COLUMNS = tuple(BATCH_DTYPES)
+WORKER_DTYPES = {"loader": TEXT, "worker": np.int64, "pid": np.int64, "epoch": np.int64, "started_us": np.float64,
+                 "batches": np.int64, "samples": np.int64, "make_us": np.float64, "make_mean_us": np.float64,
+                 "functions": TEXT}
+WORKER_COLUMNS = tuple(WORKER_DTYPES)
+WORKER_STAT_DTYPES = {"worker": np.int64, "function": TEXT, "filename": TEXT, "lineno": np.int64, "ncalls": np.int64,
+                      "primitive_calls": np.int64, "tottime_s": np.float64, "cumtime_s": np.float64,
+                      "tottime_per_call_s": np.float64, "cumtime_per_call_s": np.float64}
+MAIN_PROCESS = -1  # the ``worker`` of a batch made in the main process (num_workers=0)
+
+
+def origin_ns(profile: Any) -> int:
+    """The ``time.time_ns()`` of the profile's ``start_us == 0``."""
+    meta = profile.meta
+    record = meta.data_loading
+    if getattr(profile, "kind", "") == "torch" and getattr(meta, "base_time_ns", 0):
+        return int(meta.base_time_ns) + int(meta.origin_ns)
+    return int(record.began_ns) if record is not None else 0
+
+
+@dataclass
+class LoaderSummary:
+    """One DataLoader's numbers (see the module doc); times in µs, shares as fractions."""
+
+    loader: str
+    dataset: str
+    num_workers: int
+    start_method: str
+    persistent_workers: bool
+    iterable: bool
+    pin_memory: bool
+    prefetch_factor: int | None
+    epochs: int
+    batches: int  # batches the loop got
+    loop_us: float
+    startup_us: float  # creating the iterators and waiting for each epoch's first batch
+    steady_wait_us: float
+    steady_share: float  # steady wait / (loop - startup)
+    wait_share: float  # all waiting (start-up included) / loop
+    make_us: float  # median time a batch takes to make (a worker's, or the main process's)
+    step_us: float  # median time the loop spends per step between batches
+    ready_us: float  # of the steady wait, the time after the batches were made
+    calls_per_batch: float  # Python calls per batch in the workers (cProfile)
+    make_free_us: float  # make_us without the workers' cProfile cost (measured)
+    step_free_us: float  # step_us without the main process's profiler cost (where measured)
+    main_overhead_measured: bool
+    workers_needed: int  # to keep up with the loop (from the free times)
+    producing_workers: int  # workers that made at least one batch the loop used
+    top_function: str  # what takes most of a worker's time ("" without functions)
+    top_share: float  # its share of the workers' batch time
+    first_wait_us: float  # the first batch's wait of the first epoch
+
+
+@dataclass
+class DataLoading:
+    """A profile's DataLoader tables, computed once (``profile._data_loading``)."""
+
+    batches: pd.DataFrame
+    workers: pd.DataFrame
+    record: Any
+    origin_ns: int
+    loaders: list[LoaderSummary] = field(default_factory=list)
+
+    def worker_raw(self, loader: str | None = None) -> dict[int, dict[Any, Any]]:
+        """Each worker id's cProfile stats, summed over its processes (all loaders, or one)."""
+        names = {info.number: info.name for info in self.record.loaders}
+        by_worker: dict[int, list[dict[Any, Any]]] = {}
+        for w in self.record.workers:
+            if w.stats is None or (loader is not None and names.get(w.loader) != loader):
+                continue
+            by_worker.setdefault(w.worker, []).append(without_own_frames(w.stats))
+        return {k: merge_raw(v) for k, v in sorted(by_worker.items())}
+
+    def merged_raw(self, loader: str | None = None) -> dict[Any, Any]:
+        """Every worker's stats added up: one profile of the batches the workers made."""
+        return merge_raw(self.worker_raw(loader).values())
+
+    def worker_stats(self, loader: str | None = None) -> pd.DataFrame:
+        frames = []
+        for worker, raw in self.worker_raw(loader).items():
+            table = stats_table(raw)
+            table.insert(0, "worker", np.full(len(table), worker, dtype=np.int64))
+            frames.append(table)
+        frames = [f for f in frames if len(f)]
+        if not frames:
+            return empty_table(WORKER_STAT_DTYPES)
+        return pd.concat(frames, ignore_index=True)
+
+
+def data_loading(profile: Any, main_calls: int | None = None) -> DataLoading:
+    """The tables of ``profile``'s DataLoaders (``meta.data_loading``; empty tables without).
+    ``main_calls``: the main process's Python calls (a cProfile run), for its overhead."""
+    record = profile.meta.data_loading
+    if record is None:
+        return DataLoading(empty_table(BATCH_DTYPES), empty_table(WORKER_DTYPES), None, 0)
+    origin = origin_ns(profile)
+    batches = _batches(record, origin)
+    workers = _workers(record, batches, origin)
+    out = DataLoading(batches, workers, record, origin)
+    wall_s = getattr(profile.meta, "wall_s", None)
+    out.loaders = loader_summaries(out, main_calls=main_calls, wall_s=wall_s)
+    return out
+
+
+# ---------------------------------------------------------------------------------------- batches
+
+
+def _names(record: Any) -> dict[int, str]:
+    return {info.number: info.name for info in record.loaders}
+
+
+def _worker_rows(record: Any) -> pd.DataFrame:
+    """Every batch a worker recorded (an iterable worker's "ran out" included)."""
+    parts = [w.batches for w in record.workers if len(w.batches)]
+    if not parts:
+        return pd.DataFrame({c: np.zeros(0, np.int64) for c in
+                             ("loader", "worker", "pid", "status", "epoch", "batch", "start_ns", "end_ns", "samples")})
+    rows = np.concatenate(parts)
+    reps = [len(w.batches) for w in record.workers if len(w.batches)]
+    info = np.array([(w.loader, w.worker, w.pid) for w in record.workers if len(w.batches)], dtype=np.int64)
+    info = np.repeat(info, reps, axis=0)
+    return pd.DataFrame({"loader": info[:, 0], "worker": info[:, 1], "pid": info[:, 2], "status": rows[:, 0],
+                         "epoch": rows[:, 1], "batch": rows[:, 2], "start_ns": rows[:, 3], "end_ns": rows[:, 4],
+                         "samples": rows[:, 5]})
+
+
+def _wait_rows(record: Any) -> pd.DataFrame:
+    cols = ("loader", "epoch", "batch", "expected", "wait_start_ns", "wait_end_ns", "outcome")
+    if not record.waits:
+        return pd.DataFrame({c: pd.Series(dtype=object if c == "outcome" else np.int64) for c in cols})
+    frame = pd.DataFrame(record.waits, columns=list(cols))
+    return frame
+
+
+def _batches(record: Any, origin: int) -> pd.DataFrame:
+    """One row per batch: the workers' records joined with the loop's waits on (loader, epoch,
+    batch); batches made in the main process (no workers) from the waits alone."""
+    made = _worker_rows(record)
+    made = made[made["status"] != 3]  # an iterable worker's "ran out": no batch
+    waits = _wait_rows(record)
+    waits = waits[waits["outcome"] != "stop"]
+    single = {info.number for info in record.loaders if info.num_workers == 0}
+    key = ["loader", "epoch", "batch"]
+    frame = made.merge(waits, on=key, how="outer", sort=False)
+    in_main = frame["loader"].isin(list(single)).to_numpy()
+    status_code = frame["status"].to_numpy(dtype=np.float64)
+    outcome = frame["outcome"].to_numpy(dtype=object)
+    got = pd.notna(outcome) & (outcome == "ok")
+    status = np.where(status_code == 1, "ok", np.where(status_code == 2, "error", None)).astype(object)
+    # without a worker's record: made in the main process (num_workers=0), or a batch the loop
+    # waited for that never came (the worker died, the loop timed out): "lost"
+    no_record = np.isnan(status_code)
+    status = np.where(no_record & in_main & got, "ok", status)
+    status = np.where(no_record & in_main & ~got & pd.notna(outcome), "error", status)
+    status = np.where(no_record & ~in_main, "lost", status)
+    wait_start = frame["wait_start_ns"].to_numpy(dtype=np.float64)
+    wait_end = frame["wait_end_ns"].to_numpy(dtype=np.float64)
+    start = np.where(in_main, wait_start, frame["start_ns"].to_numpy(dtype=np.float64))
+    end = np.where(in_main, wait_end, frame["end_ns"].to_numpy(dtype=np.float64))
+    worker = frame["worker"].to_numpy(dtype=np.float64)
+    expected = frame["expected"].to_numpy(dtype=np.float64)
+    worker = np.where(in_main, MAIN_PROCESS, np.where(np.isnan(worker), np.nan_to_num(expected, nan=-1), worker))
+    pid = frame["pid"].to_numpy(dtype=np.float64)
+    main_pid = int(getattr(record, "pid", 0) or 0)
+    pid = np.where(in_main, main_pid, np.nan_to_num(pid, nan=0))
+    samples = frame["samples"].to_numpy(dtype=np.float64)
+    if in_main.any():  # the main process's batches: the loader's batch size (the last may be short)
+        size = {info.number: info.batch_size or 1 for info in record.loaders}
+        sizes = frame["loader"].map(size).to_numpy(dtype=np.float64)
+        samples = np.where(in_main, sizes, samples)
+    names = _names(record)
+    out = pd.DataFrame({
+        "loader": frame["loader"].map(names).astype(str).to_numpy(),
+        "epoch": frame["epoch"].to_numpy(dtype=np.int64),
+        "worker": worker.astype(np.int64),
+        "pid": pid.astype(np.int64),
+        "batch": frame["batch"].to_numpy(dtype=np.int64),
+        "samples": np.nan_to_num(samples, nan=0).astype(np.int64),
+        "start_us": (start - origin) / 1000.0,
+        "end_us": (end - origin) / 1000.0,
+        "make_us": (end - start) / 1000.0,
+        "wait_start_us": (wait_start - origin) / 1000.0,
+        "wait_us": (wait_end - wait_start) / 1000.0,
+        "status": status.astype(str),
+    })
+    out = out.sort_values(["loader", "epoch", "batch"], kind="stable").reset_index(drop=True)
+    out["loader"] = out["loader"].astype(BATCH_DTYPES["loader"])
+    out["status"] = out["status"].astype(BATCH_DTYPES["status"])
+    return out
+
+
+def _workers(record: Any, batches: pd.DataFrame, origin: int) -> pd.DataFrame:
+    """One row per worker process (and one for the main process where it made batches)."""
+    names = _names(record)
+    rows = []
+    made = batches[(batches["status"] != "lost") & (batches["worker"] >= 0)]
+    per_pid = made.groupby("pid").agg(batches=("batch", "size"), samples=("samples", "sum"),
+                                      make_us=("make_us", "median"), make_mean_us=("make_us", "mean"))
+    for w in record.workers:
+        stats = per_pid.loc[w.pid] if w.pid in per_pid.index else None
+        functions = "recorded" if w.stats is not None else f"missing: {w.missing}"
+        rows.append((names.get(w.loader, str(w.loader)), w.worker, w.pid, w.epoch, (w.started_ns - origin) / 1000.0,
+                     int(stats["batches"]) if stats is not None else 0,
+                     int(stats["samples"]) if stats is not None else 0,
+                     float(stats["make_us"]) if stats is not None else math.nan,
+                     float(stats["make_mean_us"]) if stats is not None else math.nan, functions))
+    main = batches[batches["worker"] == MAIN_PROCESS]
+    for loader, part in main.groupby("loader", sort=False):
+        rows.append((str(loader), MAIN_PROCESS, int(part["pid"].iloc[0]), int(part["epoch"].min()),
+                     float(part["start_us"].min()), len(part), int(part["samples"].sum()),
+                     float(part["make_us"].median()), float(part["make_us"].mean()), "in the main profile"))
+    if not rows:
+        return empty_table(WORKER_DTYPES)
+    out = pd.DataFrame(rows, columns=list(WORKER_COLUMNS))
+    return out.astype({c: WORKER_DTYPES[c] for c in WORKER_COLUMNS}).sort_values(
+        ["loader", "worker", "epoch", "pid"], kind="stable").reset_index(drop=True)
+
+
+# --------------------------------------------------------------------------------------- numbers
+
+
+def _epoch_spans(record: Any, loader: int, step_us: float) -> list[tuple[int, float, float, float]]:
+    """(epoch, loop start ns, loop end ns, start-up ns) of each of the loader's epochs."""
+    waits = [w for w in record.waits if w[0] == loader]
+    passes = {(p[1]): p for p in record.passes if p[0] == loader}
+    out = []
+    for epoch in sorted({w[1] for w in waits} | set(passes)):
+        ws = [w for w in waits if w[1] == epoch]
+        p = passes.get(epoch)
+        got = [w for w in ws if w[6] != "stop"]
+        stop = [w for w in ws if w[6] == "stop"]
+        if p is not None and p[3] != "single":
+            start = float(p[4])
+        elif ws:
+            start = float(min(w[4] for w in ws))
+        else:
+            continue
+        if stop:
+            end = float(stop[-1][5])
+        elif got:
+            end = float(max(w[5] for w in got)) + (step_us * 1000.0 if math.isfinite(step_us) else 0.0)
+        else:
+            end = float(p[5]) if p is not None else start
+        first = min(got, key=lambda w: w[4]) if got else None
+        startup = (float(first[5]) - start) if first is not None else (end - start)
+        out.append((epoch, start, end, max(startup, 0.0)))
+    return out
+
+
+def loader_summaries(data: DataLoading, main_calls: int | None = None, wall_s: float | None = None) -> list[LoaderSummary]:
+    record = data.record
+    out = []
+    call_ns = float(getattr(record, "call_cost_ns", 0.0) or 0.0)
+    for info in record.loaders:
+        b = data.batches[data.batches["loader"] == info.name]
+        used = b[b["wait_us"].notna() & (b["status"] != "lost")]
+        used = used.sort_values(["epoch", "wait_start_us"], kind="stable")
+        # the loop's own time per step: from getting a batch to asking for the next, same epoch
+        w0 = used["wait_start_us"].to_numpy()
+        w1 = w0 + used["wait_us"].to_numpy()
+        ep = used["epoch"].to_numpy()
+        same = ep[1:] == ep[:-1]
+        gaps = (w0[1:] - w1[:-1])[same]
+        step = float(np.median(gaps)) if len(gaps) else math.nan
+        spans = _epoch_spans(record, info.number, step)
+        loop_ns = sum(e - s for _, s, e, _ in spans)
+        startup_ns = sum(u for _, _, _, u in spans)
+        first_batch = used.groupby("epoch")["wait_start_us"].transform("min") == used["wait_start_us"]
+        steady = used[~first_batch.to_numpy()]
+        steady_wait = float(steady["wait_us"].sum())
+        steady_loop_us = (loop_ns - startup_ns) / 1000.0
+        made = b[(b["status"] == "ok") & b["make_us"].notna()]
+        make = float(made["make_us"].median()) if len(made) else math.nan
+        # of each steady wait, the part after the batch was made (the end of the worker's record)
+        ready_from = np.maximum(steady["end_us"].to_numpy(), steady["wait_start_us"].to_numpy())
+        ready = np.clip(steady["wait_start_us"].to_numpy() + steady["wait_us"].to_numpy() - ready_from, 0.0, None)
+        ready_us = float(np.nansum(ready)) if info.num_workers else 0.0
+        raw = data.merged_raw(info.name) if info.num_workers else {}
+        calls = float(sum(v[1] for v in raw.values()))
+        made_by_workers = int(((b["worker"] >= 0) & (b["status"] != "lost")).sum())
+        per_batch = calls / made_by_workers if made_by_workers else 0.0
+        make_free = make - per_batch * call_ns / 1000.0 if info.num_workers and call_ns else make
+        step_free, measured = step, False
+        if main_calls and wall_s and call_ns and math.isfinite(step):
+            # cProfile in the main process: its calls spread over the run's wall time
+            overhead_share = min(main_calls * call_ns / (wall_s * 1e9), 0.9)
+            step_free, measured = step * (1.0 - overhead_share), True
+        needed = 0
+        if math.isfinite(make_free) and math.isfinite(step_free):
+            needed = max(1, math.ceil(make_free / max(step_free, 1e-3)))
+        producing = int(used.loc[used["worker"] >= 0, "worker"].nunique())
+        top, top_share = _top_function(raw)
+        first_wait = float(used["wait_us"].iloc[0]) if len(used) else math.nan
+        all_wait = float(used["wait_us"].sum()) + sum(
+            (p[5] - p[4]) / 1000.0 for p in record.passes if p[0] == info.number and p[3] != "single")
+        out.append(LoaderSummary(
+            loader=info.name, dataset=info.dataset, num_workers=info.num_workers, start_method=info.start_method,
+            persistent_workers=info.persistent_workers, iterable=info.iterable, pin_memory=info.pin_memory,
+            prefetch_factor=info.prefetch_factor, epochs=len(spans), batches=len(used), loop_us=loop_ns / 1000.0,
+            startup_us=startup_ns / 1000.0, steady_wait_us=steady_wait,
+            steady_share=steady_wait / steady_loop_us if steady_loop_us > 0 else 0.0,
+            wait_share=min(all_wait / (loop_ns / 1000.0), 1.0) if loop_ns > 0 else 0.0,
+            make_us=make, step_us=step, ready_us=ready_us, calls_per_batch=per_batch,
+            make_free_us=make_free, step_free_us=step_free, main_overhead_measured=measured,
+            workers_needed=needed, producing_workers=producing, top_function=top, top_share=top_share,
+            first_wait_us=first_wait))
+    return out
+
+
+def _top_function(raw: dict[Any, Any]) -> tuple[str, float]:
+    """The function with the most own time in the workers' batches, as pstats names it; a builtin
+    ("time.sleep") with the function that called it most."""
+    if not raw:
+        return "", 0.0
+    total = sum(v[2] for v in raw.values())
+    key, value = max(raw.items(), key=lambda kv: kv[1][2])
+    name = _label(key)
+    if key[0] == "~" and value[4]:
+        caller = max(value[4].items(), key=lambda kv: kv[1][2] if isinstance(kv[1], tuple) else 0)[0]
+        name += f", called from {_label(caller)}"
+    return name, (value[2] / total if total else 0.0)
+
+
+def _label(key: tuple[str, int, str]) -> str:
+    import os
+
+    filename, line, function = key
+    if filename == "~":
+        return function
+    return f"{function} ({os.path.basename(filename)}:{line})"
+
+
+# ------------------------------------------------------------------------------------------ notes
+
+
+def record_notes(record: Any, what: str = "cell") -> list[str]:
+    """The report's lines about the workers' records: each worker whose functions are missing,
+    and why (the rest of what it recorded stands)."""
+    names = _names(record)
+    notes = []
+    for w in record.workers:
+        if w.stats is None:
+            made = int(np.count_nonzero(w.batches[:, 0] != 3)) if len(w.batches) else 0
+            notes.append(f"DataLoader {names.get(w.loader, w.loader)!s}: worker {w.worker} (pid {w.pid}) did not hand "
+                         f"back its functions: {w.missing}; its {made} batch{'es' if made != 1 else ''} until then "
+                         "are in the Data loading tab (p.data_loading())")
+    return notes
