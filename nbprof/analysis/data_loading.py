@@ -396,3 +396,156 @@ def record_notes(record: Any, what: str = "cell") -> list[str]:
                          f"back its functions: {w.missing}; its {made} batch{'es' if made != 1 else ''} until then "
                          "are in the Data loading tab (p.data_loading())")
     return notes
+
+
+# --------------------------------------------------------------------------------------- timeline
+
+
+def loading_rects(record: Any, origin: int, window: tuple[float, float] | None = None) -> pd.DataFrame:
+    """The timeline's rectangles of the DataLoaders (``analysis.timeline`` appends them as lanes):
+    per loader, one lane of the main process's waits (each labelled with the batch it waited for,
+    and the workers' start), then one lane per worker id with each batch it made. Columns: ``lane_key``
+    (the lane's label), ``order`` (the lanes' order), ``x0_us, x1_us, name, family, hue, hover``."""
+    from ..format import esc_plotly, fmt_us
+
+    b = _batches(record, origin)
+    parts = []
+    loaders = {info.name: i for i, info in enumerate(record.loaders)}
+    # the main process's waits
+    waited = b[b["wait_us"].notna()]
+    if len(waited):
+        worker = waited["worker"].to_numpy()
+        batch = waited["batch"].to_numpy()
+        made_in_main = worker == MAIN_PROCESS
+        who = np.where(made_in_main, "made in the main process",
+                       np.char.add("from worker ", worker.astype(str)))
+        verb = np.where(made_in_main, "making batch ", "waiting for batch ")
+        names = np.char.add(verb.astype(str), batch.astype(str))
+        lost = waited["status"].to_numpy() != "ok"
+        names = np.where(lost, np.char.add(names, " (" + waited["status"].astype(str).to_numpy() + ")"), names)
+        hover = [f"<b>{esc_plotly(str(n))}</b><br>{esc_plotly(str(loader))}, epoch {e} · {w}<br>"
+                 f"{fmt_us(d)} · at {fmt_us(x)}"
+                 for n, loader, e, w, d, x in zip(names, waited["loader"], waited["epoch"], who, waited["wait_us"],
+                                                   waited["wait_start_us"])]
+        parts.append(pd.DataFrame({
+            "lane_key": (waited["loader"].astype(str) + ": main process").to_numpy(),
+            "order": waited["loader"].map(loaders).to_numpy(dtype=np.int64) * 1000,
+            "x0_us": waited["wait_start_us"].to_numpy(), "x1_us": (waited["wait_start_us"] + waited["wait_us"]).to_numpy(),
+            "name": names.astype(object), "family": "data_wait", "hue": 0, "hover": hover}))
+    # the workers' start (creating the iterator) and a persistent iterator's next epoch
+    names_of = {info.number: info.name for info in record.loaders}
+    starts = [p for p in record.passes if p[3] != "single"]
+    if starts:
+        s = pd.DataFrame(starts, columns=["loader", "epoch", "iterator", "kind", "start_ns", "end_ns"])
+        label = s["loader"].map(names_of).astype(str)
+        what = np.where(s["kind"] == "start", "starting the workers", "resuming the workers")
+        x0 = (s["start_ns"].to_numpy(dtype=np.float64) - origin) / 1000.0
+        x1 = (s["end_ns"].to_numpy(dtype=np.float64) - origin) / 1000.0
+        hover = [f"<b>{w}</b><br>{esc_plotly(str(n))}, epoch {e}<br>{fmt_us(b1 - a1)} · at {fmt_us(a1)}"
+                 for w, n, e, a1, b1 in zip(what, label, s["epoch"], x0, x1)]
+        parts.append(pd.DataFrame({
+            "lane_key": (label + ": main process").to_numpy(), "order": s["loader"].map(
+                {info.number: i for i, info in enumerate(record.loaders)}).to_numpy(dtype=np.int64) * 1000,
+            "x0_us": x0, "x1_us": x1, "name": what.astype(object), "family": "data_start", "hue": 0, "hover": hover}))
+    # each batch a worker made
+    made = b[(b["worker"] >= 0) & b["start_us"].notna()]
+    if len(made):
+        batch = made["batch"].to_numpy()
+        status = made["status"].to_numpy().astype(str)
+        names = np.char.add("batch ", batch.astype(str))
+        names = np.where(status == "error", np.char.add(names, " (raised)"), names)
+        used = made["wait_us"].notna().to_numpy()
+        hover = [f"<b>{esc_plotly(str(n))}</b><br>{esc_plotly(str(loader))}, epoch {e} · worker {w} (pid {pid}) · "
+                 f"{k} samples<br>made in {fmt_us(m)} · at {fmt_us(x)}<br>"
+                 + (f"the loop waited {fmt_us(wt)} for it" if u else "the loop did not take it")
+                 for n, loader, e, w, pid, k, m, x, wt, u in zip(
+                     names, made["loader"], made["epoch"], made["worker"], made["pid"], made["samples"],
+                     made["make_us"], made["start_us"], made["wait_us"], used)]
+        parts.append(pd.DataFrame({
+            "lane_key": (made["loader"].astype(str) + ": worker " + made["worker"].astype(str)).to_numpy(),
+            "order": made["loader"].map(loaders).to_numpy(dtype=np.int64) * 1000 + 1
+            + made["worker"].to_numpy(dtype=np.int64),
+            "x0_us": made["start_us"].to_numpy(), "x1_us": made["end_us"].to_numpy(), "name": names.astype(object),
+            "family": "batch", "hue": batch.astype(np.int64), "hover": hover}))
+    if not parts:
+        return pd.DataFrame({"lane_key": [], "order": [], "x0_us": [], "x1_us": [], "name": [], "family": [],
+                             "hue": [], "hover": []})
+    rects = pd.concat(parts, ignore_index=True)
+    if window is not None:
+        w0, w1 = window
+        rects = rects[(rects["x1_us"] >= w0) & (rects["x0_us"] <= w1)].copy()
+        rects["x0_us"] = rects["x0_us"].clip(lower=w0)
+        rects["x1_us"] = rects["x1_us"].clip(upper=w1)
+    return rects.sort_values(["order", "x0_us"], kind="stable").reset_index(drop=True)
+
+
+def add_loading_lanes(data: Any, record: Any, origin: int, window: tuple[float, float] | None = None,
+                      keep_layout: bool = False) -> Any:
+    """``data`` (a ``TimelineData``) with the DataLoaders' lanes after its own (see
+    :func:`loading_rects`). ``keep_layout``: its lanes already hold them (a zoom of a timeline
+    drawn with them): only the window's rectangles are added."""
+    import dataclasses
+
+    rects = loading_rects(record, origin, window)
+    lanes, rows = data.lanes, data.rows
+    if keep_layout and "kind" in lanes.columns and (lanes["kind"] == "data").any():
+        mine = lanes[lanes["kind"] == "data"]
+        lane_of = dict(zip(mine["label"], mine["lane"]))
+        row_of = dict(zip(mine["label"], mine["first_row"]))
+    else:
+        every = rects if window is None else loading_rects(record, origin)
+        keys = list(dict.fromkeys(every["lane_key"]))
+        counts = every["lane_key"].value_counts()
+        first_lane = int(lanes["lane"].max()) + 1 if len(lanes) else 0
+        first_row = int(rows["row"].max()) + 1 if len(rows) else 0
+        new_lanes = pd.DataFrame({
+            "lane": np.arange(first_lane, first_lane + len(keys), dtype=np.int64),
+            "rank": None, "pid": -1, "thread": -1, "device": "cpu", "stream": -1,
+            "label": keys, "kind": "data", "levels": 1,
+            "first_row": np.arange(first_row, first_row + len(keys), dtype=np.int64),
+            "events": [int(counts.get(k, 0)) for k in keys]})
+        new_lanes = new_lanes[[c for c in lanes.columns if c in new_lanes.columns]] if len(lanes.columns) else new_lanes
+        new_rows = pd.DataFrame({"row": new_lanes["first_row"].to_numpy(), "lane": new_lanes["lane"].to_numpy(),
+                                 "level": np.zeros(len(keys), dtype=np.int64)})
+        lanes = pd.concat([lanes, new_lanes], ignore_index=True) if len(lanes) else new_lanes
+        rows = pd.concat([rows, new_rows], ignore_index=True) if len(rows) else new_rows
+        lane_of = dict(zip(keys, new_lanes["lane"]))
+        row_of = dict(zip(keys, new_lanes["first_row"]))
+    if len(rects) == 0:
+        return dataclasses.replace(data, lanes=lanes, rows=rows)
+    n = len(rects)
+    span = (rects["x1_us"] - rects["x0_us"]).to_numpy(dtype=np.float64)
+    added = pd.DataFrame({
+        "row": rects["lane_key"].map(row_of).to_numpy(dtype=np.int64),
+        "lane": rects["lane_key"].map(lane_of).to_numpy(dtype=np.int64),
+        "level": np.zeros(n, dtype=np.int64),
+        "x0_us": rects["x0_us"].to_numpy(dtype=np.float64), "x1_us": rects["x1_us"].to_numpy(dtype=np.float64),
+        "busy_us": span, "count": np.ones(n, dtype=np.int64), "name": rects["name"].to_numpy(dtype=object),
+        "family": rects["family"].to_numpy(dtype=object), "hue": rects["hue"].to_numpy(dtype=np.int64),
+        "event": np.full(n, -1, dtype=np.int64), "names": np.full(n, None, dtype=object),
+        "distinct": np.ones(n, dtype=np.int64), "hover": rects["hover"].to_numpy(dtype=object)})
+    old = data.rects
+    if "hover" not in old.columns:
+        old = old.assign(hover=np.full(len(old), None, dtype=object))
+    merged = pd.concat([old, added], ignore_index=True) if len(old) else added
+    t0, t1 = data.t0_us, data.t1_us
+    if window is None:
+        t0 = min(t0, float(added["x0_us"].min())) if len(old) else float(added["x0_us"].min())
+        t1 = max(t1, float(added["x1_us"].max())) if len(old) else float(added["x1_us"].max())
+    return dataclasses.replace(data, rects=merged, lanes=lanes, rows=rows, t0_us=t0, t1_us=t1,
+                               events_drawn=data.events_drawn + n)
+
+
+def loading_timeline(record: Any, origin: int, width_px: int = 2000) -> Any:
+    """A timeline of the DataLoaders' lanes alone (the Data loading tab's: a cProfile run has no
+    other timeline)."""
+    from .timeline import TimelineData
+
+    empty = TimelineData(rects=pd.DataFrame({c: [] for c in ("row", "lane", "level", "x0_us", "x1_us", "busy_us",
+                                                              "count", "name", "family", "hue", "event", "names",
+                                                              "distinct")}),
+                         lanes=pd.DataFrame({c: [] for c in ("lane", "rank", "pid", "thread", "device", "stream",
+                                                              "label", "kind", "levels", "first_row", "events")}),
+                         rows=pd.DataFrame({"row": [], "lane": [], "level": []}), t0_us=0.0, t1_us=0.0, px_us=0.0,
+                         width_px=width_px, events_drawn=0, merged_events=0, merged_rects=0, max_rects=20_000)
+    return add_loading_lanes(empty, record, origin)

@@ -57,7 +57,7 @@ def _measured(s: Any, torch_main: bool) -> Iterator[Finding]:
         severity = "high" if s.steady_share >= DATA_BOUND_HIGH_SHARE else "medium"
         msg = (f"The loop waited for {name}'s batches {pct(s.steady_share)} of its time "
                f"({fmt_us(s.steady_wait_us)} over {plural(steady_batches, 'batch', 'batches')}, not counting "
-               f"{'each epoch' if s.epochs > 1 else 'the'}'s first). ")
+               f"{'each epoch' + chr(39) + 's' if s.epochs > 1 else 'the'} first). ")
         msg += _why(s) + " " + _bias(s, torch_main)
         yield Finding(severity, msg, evidence, score=s.steady_share)
     startup_share = s.startup_us / s.loop_us if s.loop_us > 0 else 0.0
