@@ -173,6 +173,10 @@ class Run(ABC):
         write the files the flags asked for."""
         self.stop()
         self.error = error
+        if error is not None:  # the code's own traceback, without nbprof's DataLoader wrappers
+            from .collect.data_loading import without_wrapper_frames
+
+            without_wrapper_frames(error)
         if self._read_error is not None:
             raise self._read_error
         result = self._build(self._data)

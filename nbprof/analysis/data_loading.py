@@ -114,6 +114,8 @@ class DataLoading:
 
     def worker_raw(self, loader: str | None = None) -> dict[int, dict[Any, Any]]:
         """Each worker id's cProfile stats, summed over its processes (all loaders, or one)."""
+        if self.record is None:
+            return {}
         names = {info.number: info.name for info in self.record.loaders}
         by_worker: dict[int, list[dict[Any, Any]]] = {}
         for w in self.record.workers:
@@ -142,7 +144,7 @@ def data_loading(profile: Any, main_calls: int | None = None) -> DataLoading:
     """The tables of ``profile``'s DataLoaders (``meta.data_loading``; empty tables without).
     ``main_calls``: the main process's Python calls (a cProfile run), for its overhead."""
     record = profile.meta.data_loading
-    if record is None:
+    if record is None or not record.loaders:
         return DataLoading(empty_table(BATCH_DTYPES), empty_table(WORKER_DTYPES), None, 0)
     origin = origin_ns(profile)
     batches = _batches(record, origin)
@@ -160,8 +162,9 @@ def _names(record: Any) -> dict[int, str]:
     return {info.number: info.name for info in record.loaders}
 
 
-def _worker_rows(record: Any) -> pd.DataFrame:
-    """Every batch a worker recorded (an iterable worker's "ran out" included)."""
+def _worker_rows(record: Any, origin: int) -> pd.DataFrame:
+    """Every batch a worker recorded (an iterable worker's "ran out" included); times in ns from
+    ``origin`` (exact in a float64 once joined, as ns since 1970 are not)."""
     parts = [w.batches for w in record.workers if len(w.batches)]
     if not parts:
         return pd.DataFrame({c: np.zeros(0, np.int64) for c in
@@ -171,24 +174,26 @@ def _worker_rows(record: Any) -> pd.DataFrame:
     info = np.array([(w.loader, w.worker, w.pid) for w in record.workers if len(w.batches)], dtype=np.int64)
     info = np.repeat(info, reps, axis=0)
     return pd.DataFrame({"loader": info[:, 0], "worker": info[:, 1], "pid": info[:, 2], "status": rows[:, 0],
-                         "epoch": rows[:, 1], "batch": rows[:, 2], "start_ns": rows[:, 3], "end_ns": rows[:, 4],
-                         "samples": rows[:, 5]})
+                         "epoch": rows[:, 1], "batch": rows[:, 2], "start_ns": rows[:, 3] - origin,
+                         "end_ns": rows[:, 4] - origin, "samples": rows[:, 5]})
 
 
-def _wait_rows(record: Any) -> pd.DataFrame:
+def _wait_rows(record: Any, origin: int) -> pd.DataFrame:
     cols = ("loader", "epoch", "batch", "expected", "wait_start_ns", "wait_end_ns", "outcome")
     if not record.waits:
         return pd.DataFrame({c: pd.Series(dtype=object if c == "outcome" else np.int64) for c in cols})
     frame = pd.DataFrame(record.waits, columns=list(cols))
+    frame["wait_start_ns"] -= origin
+    frame["wait_end_ns"] -= origin
     return frame
 
 
 def _batches(record: Any, origin: int) -> pd.DataFrame:
     """One row per batch: the workers' records joined with the loop's waits on (loader, epoch,
     batch); batches made in the main process (no workers) from the waits alone."""
-    made = _worker_rows(record)
+    made = _worker_rows(record, origin)
     made = made[made["status"] != 3]  # an iterable worker's "ran out": no batch
-    waits = _wait_rows(record)
+    waits = _wait_rows(record, origin)
     waits = waits[waits["outcome"] != "stop"]
     single = {info.number for info in record.loaders if info.num_workers == 0}
     key = ["loader", "epoch", "batch"]
@@ -213,7 +218,11 @@ def _batches(record: Any, origin: int) -> pd.DataFrame:
     worker = np.where(in_main, MAIN_PROCESS, np.where(np.isnan(worker), np.nan_to_num(expected, nan=-1), worker))
     pid = frame["pid"].to_numpy(dtype=np.float64)
     main_pid = int(getattr(record, "pid", 0) or 0)
-    pid = np.where(in_main, main_pid, np.nan_to_num(pid, nan=0))
+    pid = np.where(in_main, main_pid, pid)
+    for i in np.flatnonzero(np.isnan(pid)):  # a batch that never came: the process of the worker it waited for
+        key = (int(frame["loader"].iat[i]), int(worker[i]), int(frame["epoch"].iat[i]))
+        started = [w for w in record.workers if (w.loader, w.worker) == key[:2] and w.epoch <= key[2]]
+        pid[i] = max(started, key=lambda w: w.epoch).pid if started else 0
     samples = frame["samples"].to_numpy(dtype=np.float64)
     if in_main.any():  # the main process's batches: the loader's batch size (the last may be short)
         size = {info.number: info.batch_size or 1 for info in record.loaders}
@@ -227,10 +236,10 @@ def _batches(record: Any, origin: int) -> pd.DataFrame:
         "pid": pid.astype(np.int64),
         "batch": frame["batch"].to_numpy(dtype=np.int64),
         "samples": np.nan_to_num(samples, nan=0).astype(np.int64),
-        "start_us": (start - origin) / 1000.0,
-        "end_us": (end - origin) / 1000.0,
+        "start_us": start / 1000.0,
+        "end_us": end / 1000.0,
         "make_us": (end - start) / 1000.0,
-        "wait_start_us": (wait_start - origin) / 1000.0,
+        "wait_start_us": wait_start / 1000.0,
         "wait_us": (wait_end - wait_start) / 1000.0,
         "status": status.astype(str),
     })
@@ -271,7 +280,7 @@ def _workers(record: Any, batches: pd.DataFrame, origin: int) -> pd.DataFrame:
 
 
 def _epoch_spans(record: Any, loader: int, step_us: float) -> list[tuple[int, float, float, float]]:
-    """(epoch, loop start ns, loop end ns, start-up ns) of each of the loader's epochs."""
+    """(epoch, 0, the loop's ns, its start-up's ns) of each of the loader's epochs."""
     waits = [w for w in record.waits if w[0] == loader]
     passes = {(p[1]): p for p in record.passes if p[0] == loader}
     out = []
@@ -280,21 +289,22 @@ def _epoch_spans(record: Any, loader: int, step_us: float) -> list[tuple[int, fl
         p = passes.get(epoch)
         got = [w for w in ws if w[6] != "stop"]
         stop = [w for w in ws if w[6] == "stop"]
+        # ns since 1970 as Python ints: exact (a float64 is not, at ns)
         if p is not None and p[3] != "single":
-            start = float(p[4])
+            start = int(p[4])
         elif ws:
-            start = float(min(w[4] for w in ws))
+            start = int(min(w[4] for w in ws))
         else:
             continue
         if stop:
-            end = float(stop[-1][5])
+            end = int(stop[-1][5])
         elif got:
-            end = float(max(w[5] for w in got)) + (step_us * 1000.0 if math.isfinite(step_us) else 0.0)
+            end = int(max(w[5] for w in got)) + (round(step_us * 1000.0) if math.isfinite(step_us) else 0)
         else:
-            end = float(p[5]) if p is not None else start
+            end = int(p[5]) if p is not None else start
         first = min(got, key=lambda w: w[4]) if got else None
-        startup = (float(first[5]) - start) if first is not None else (end - start)
-        out.append((epoch, start, end, max(startup, 0.0)))
+        startup = (int(first[5]) - start) if first is not None else (end - start)
+        out.append((epoch, 0.0, float(end - start), float(max(startup, 0))))
     return out
 
 
@@ -388,13 +398,16 @@ def record_notes(record: Any, what: str = "cell") -> list[str]:
     """The report's lines about the workers' records: each worker whose functions are missing,
     and why (the rest of what it recorded stands)."""
     names = _names(record)
-    notes = []
+    notes = [f"{name}'s persistent workers were started before this {what}, so nbprof did not record them: create "
+             f"the DataLoader (or its first iterator) in the profiled {what} to see inside them"
+             for name in getattr(record, "unwatched", [])]
     for w in record.workers:
         if w.stats is None:
             made = int(np.count_nonzero(w.batches[:, 0] != 3)) if len(w.batches) else 0
+            made_text = (f"its {made} batch{'es' if made != 1 else ''} until then are in the Data loading tab "
+                         "(p.data_loading())" if made else "it had finished no batch")
             notes.append(f"DataLoader {names.get(w.loader, w.loader)!s}: worker {w.worker} (pid {w.pid}) did not hand "
-                         f"back its functions: {w.missing}; its {made} batch{'es' if made != 1 else ''} until then "
-                         "are in the Data loading tab (p.data_loading())")
+                         f"back its functions: {w.missing}; {made_text}")
     return notes
 
 
@@ -439,8 +452,8 @@ def loading_rects(record: Any, origin: int, window: tuple[float, float] | None =
         s = pd.DataFrame(starts, columns=["loader", "epoch", "iterator", "kind", "start_ns", "end_ns"])
         label = s["loader"].map(names_of).astype(str)
         what = np.where(s["kind"] == "start", "starting the workers", "resuming the workers")
-        x0 = (s["start_ns"].to_numpy(dtype=np.float64) - origin) / 1000.0
-        x1 = (s["end_ns"].to_numpy(dtype=np.float64) - origin) / 1000.0
+        x0 = (s["start_ns"].to_numpy(dtype=np.int64) - origin) / 1000.0
+        x1 = (s["end_ns"].to_numpy(dtype=np.int64) - origin) / 1000.0
         hover = [f"<b>{w}</b><br>{esc_plotly(str(n))}, epoch {e}<br>{fmt_us(b1 - a1)} · at {fmt_us(a1)}"
                  for w, n, e, a1, b1 in zip(what, label, s["epoch"], x0, x1)]
         parts.append(pd.DataFrame({

@@ -16,9 +16,12 @@ put back when the run stops (whatever the code did):
 - ``_SingleProcessDataLoaderIter.__init__``: a new pass of a loader without workers.
 
 Iterators created before the run are left alone (their workers were not started by it). The
-wrappers are nbprof's frames: cProfile's stats splice them out (``cprofile.without_own_frames``)
-and IPython hides them in tracebacks (``__tracebackhide__``), so a worker's exception reads as it
-does without the magic. Nothing is imported: when the code imports torch's DataLoader only
+wrappers are nbprof's frames: cProfile's stats splice them out (``cprofile.without_own_frames``),
+and an exception that passes through one (``__getitem__`` raising, in a worker or in the main
+process) leaves without it: the wrapper drops its own entry from the traceback before re-raising
+(a bare ``raise`` adds none again from Python 3.11), and the run drops any left at its end
+(:func:`without_wrapper_frames`: Python 3.10), so the traceback is the one the cell gives without
+the magic, line for line (IPython's "[... skipping hidden 1 frame]" included). Nothing is imported: when the code imports torch's DataLoader only
 during the run (a script under ``nbprof cprofile``), an import hook wraps it as it is loaded.
 
 At the end (:meth:`DataLoaderWatch.collect`), the workers still alive (persistent workers, an
@@ -47,12 +50,46 @@ from typing import Any, Callable
 from . import data_worker
 from .data_worker import RECORD, STATUS, StopRecording, WorkerLoop, stats_path
 
-__all__ = ["DataLoaderWatch", "DataLoadingRecord", "WorkerRecord", "LoaderInfo", "FLUSH_WAIT_S"]
+__all__ = ["DataLoaderWatch", "DataLoadingRecord", "WorkerRecord", "LoaderInfo", "FLUSH_WAIT_S",
+           "without_wrapper_frames"]
 
 # how long the end of a run waits for a live worker's functions (it first finishes the batches
 # already asked of it)
 FLUSH_WAIT_S = 2.0
 _DATALOADER_MODULE = "torch.utils.data.dataloader"
+_WRAPPER_CODES: set[Any] = set()  # the code objects of the wrappers below (their tracebacks' entries)
+
+
+def _reraise_without(e: BaseException, code: Any) -> None:
+    """Before a bare ``raise`` in a wrapper: its own entry out of the traceback (the head)."""
+    tb = e.__traceback__
+    if tb is not None and tb.tb_frame.f_code is code:
+        e.__traceback__ = tb.tb_next
+
+
+def without_wrapper_frames(error: BaseException | None) -> None:
+    """Take the DataLoader wrappers' entries out of ``error``'s traceback, and out of the exceptions
+    chained to it (``__cause__``, ``__context__``), in place: where a wrapper could not drop its own
+    (Python 3.10 adds a re-raising frame again)."""
+    if not _WRAPPER_CODES:
+        return
+    todo, seen = [error], set()
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        tb = e.__traceback__
+        while tb is not None and tb.tb_frame.f_code in _WRAPPER_CODES:
+            tb = tb.tb_next
+        if tb is not e.__traceback__:
+            e.__traceback__ = tb
+        while tb is not None and tb.tb_next is not None:
+            if tb.tb_next.tb_frame.f_code in _WRAPPER_CODES:
+                tb.tb_next = tb.tb_next.tb_next
+            else:
+                tb = tb.tb_next
+        todo += [e.__cause__, e.__context__]
 
 
 @dataclass
@@ -101,12 +138,15 @@ class DataLoadingRecord:
     # outcome "ok", "stop" (the epoch's end), or the exception's type and first line
     waits: list[tuple[int, int, int, int, int, int, str]] = field(default_factory=list)
     workers: list[WorkerRecord] = field(default_factory=list)
+    # the loaders the run iterated whose workers it did not start (persistent workers started
+    # before it): by name, what they made is not recorded
+    unwatched: list[str] = field(default_factory=list)
     pid: int = field(default_factory=os.getpid)  # the main process
     call_cost_ns: float = 0.0  # cProfile's cost per Python call on this machine (0: not measured)
 
     @property
     def empty(self) -> bool:
-        return not self.loaders
+        return not self.loaders and not self.unwatched
 
 
 class _Iterator:
@@ -139,6 +179,7 @@ class DataLoaderWatch:
         self._loaders: dict[int, LoaderInfo] = {}
         self._loader_refs: dict[int, Any] = {}  # number -> the loader (kept for the run: ids stay unique)
         self._passes: dict[int, int] = {}  # loader number -> passes so far
+        self._unwatched: list[Any] = []  # loaders whose persistent workers the run did not start
         self.record = DataLoadingRecord(0, 0)
 
     # -- install / remove ----------------------------------------------------------------------
@@ -182,7 +223,9 @@ class DataLoaderWatch:
         for (cls, name), make in wrappers.items():
             original = getattr(cls, name)
             self._saved.append((cls, name, cls.__dict__.get(name)))
-            setattr(cls, name, make(original))
+            wrapper = make(original)
+            _WRAPPER_CODES.add(wrapper.__code__)
+            setattr(cls, name, wrapper)
         self._saved.append((multi, "_nbprof_watch", None))
         multi._nbprof_watch = True
 
@@ -218,6 +261,9 @@ class DataLoaderWatch:
             start = time.time_ns()
             try:
                 original(it, loader, *args, **kwargs)  # starts the workers, then _reset(first_iter=True)
+            except BaseException as e:
+                _reraise_without(e, __init__.__code__)
+                raise
             finally:
                 worker._worker_loop = saved
                 state.processes = list(getattr(it, "_workers", ()))
@@ -233,13 +279,19 @@ class DataLoaderWatch:
             __tracebackhide__ = True  # noqa: F841
             state = watch._iterators.get(it)
             if state is None:
+                if not first_iter:  # persistent workers started before the run: not recorded
+                    watch._unwatched.append(loader)
                 return original(it, loader, first_iter)
             if first_iter:
                 watch._next_pass(state.loader)  # the pass __init__ numbered
                 return original(it, loader, first_iter)
             state.epoch = watch._next_pass(state.loader)
             start = time.time_ns()
-            original(it, loader, first_iter)  # the workers acknowledge the new epoch
+            try:
+                original(it, loader, first_iter)  # the workers acknowledge the new epoch
+            except BaseException as e:
+                _reraise_without(e, _reset.__code__)
+                raise
             watch.record.passes.append((state.loader, state.epoch, state.number, "resume", start, time.time_ns()))
 
         return _reset
@@ -260,12 +312,17 @@ class DataLoaderWatch:
             start = time.time_ns()
             try:
                 data = original(it)
-            except StopIteration:
+            except StopIteration as e:
                 watch.record.waits.append((state.loader, state.epoch, -1, -1, start, time.time_ns(), "stop"))
+                _reraise_without(e, _next_data.__code__)
                 raise
             except BaseException as e:
-                watch.record.waits.append((state.loader, state.epoch, it._rcvd_idx - 1 if in_order else expected,
-                                           worker, start, time.time_ns(), _outcome(e)))
+                # a worker's exception is raised once the batch counts as received; a timeout or a
+                # dead worker before: the batch it waited for
+                failed = it._rcvd_idx - 1 if in_order and it._rcvd_idx > expected else expected
+                watch.record.waits.append((state.loader, state.epoch, failed, worker, start, time.time_ns(),
+                                           _outcome(e)))
+                _reraise_without(e, _next_data.__code__)
                 raise
             end = time.time_ns()
             if in_order:
@@ -285,7 +342,11 @@ class DataLoaderWatch:
 
         def __init__(it: Any, loader: Any, *args: Any, **kwargs: Any) -> None:
             __tracebackhide__ = True  # noqa: F841
-            original(it, loader, *args, **kwargs)
+            try:
+                original(it, loader, *args, **kwargs)
+            except BaseException as e:
+                _reraise_without(e, __init__.__code__)
+                raise
             number = watch._loader(loader)
             state = _Iterator(len(watch._all) + 1, number, watch._next_pass(number), single=True)
             watch._all.append(state)
@@ -307,11 +368,13 @@ class DataLoaderWatch:
             start = time.time_ns()
             try:
                 data = original(it)
-            except StopIteration:
+            except StopIteration as e:
                 watch.record.waits.append((state.loader, state.epoch, -1, -1, start, time.time_ns(), "stop"))
+                _reraise_without(e, _next_data.__code__)
                 raise
             except BaseException as e:
                 watch.record.waits.append((state.loader, state.epoch, idx, -1, start, time.time_ns(), _outcome(e)))
+                _reraise_without(e, _next_data.__code__)
                 raise
             state.yielded = idx + 1
             watch.record.waits.append((state.loader, state.epoch, idx, -1, start, time.time_ns(), "ok"))
@@ -321,7 +384,7 @@ class DataLoaderWatch:
 
     def _ensure_folder(self) -> str:
         if self._folder is None:
-            self._folder = tempfile.mkdtemp(prefix="nbprof-data-")
+            self._folder = tempfile.mkdtemp(prefix=f"nbprof-data-{os.getpid()}-")
         return self._folder
 
     # -- the end -------------------------------------------------------------------------------
@@ -335,6 +398,13 @@ class DataLoaderWatch:
         record.loaders = sorted(self._loaders.values(), key=lambda x: x.number)
         if self.shell is not None:
             _name_loaders(record.loaders, self._loader_refs, self.shell)
+        for loader in self._unwatched:
+            info = _loader_info(loader, 0)
+            if self.shell is not None:
+                _name_loaders([info], {0: loader}, self.shell)
+            if info.name not in record.unwatched:
+                record.unwatched.append(info.name if info.number or info.name != "DataLoader 0" else "a DataLoader")
+        self._unwatched.clear()
         self._loader_refs.clear()
         if self._folder is None:
             return record

@@ -37,7 +37,8 @@ _DATALOADER_NEXT = re.compile(r"^enumerate\(DataLoader\)#")
 
 def find(ctx: Any) -> Iterator[Finding]:
     profile = ctx.profile
-    if getattr(profile.meta, "data_loading", None) is not None:
+    record = getattr(profile.meta, "data_loading", None)
+    if record is not None and record.loaders:
         torch_main = getattr(profile, "kind", "") == "torch"
         for summary in profile._data_loading.loaders:
             yield from _measured(summary, torch_main)

@@ -91,7 +91,8 @@ def render(report: Any) -> str:
 
 
 def _applies(profile: Any) -> bool:
-    return getattr(profile.meta, "data_loading", None) is not None
+    record = getattr(profile.meta, "data_loading", None)
+    return record is not None and bool(record.loaders)
 
 
 DATA_LOADING = Tab("Data loading", render, applies=_applies)
