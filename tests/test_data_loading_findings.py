@@ -195,11 +195,13 @@ def test_how_many_workers_keep_up():
 
 @pytest.mark.parametrize("ready_us,cannot_help", [(1499.0, False), (1500.0, True)])
 def test_batches_ready_before_the_wait_ended_mean_more_workers_cannot_help(ready_us, cannot_help):
-    """Each steady wait is 3000 µs; the batch was made ``ready_us`` before the wait ended: from
-    half of the wait (READY_MIN_SHARE = 0.5) the message says the transfer is the bottleneck."""
+    """Each wait is 3000 µs; the batch was made ``ready_us`` before the wait ended: from half of
+    the waits after the workers' first round (batches 2 to 5: READY_MIN_SHARE = 0.5) the message
+    says the transfer is the bottleneck."""
     rec = loop_record([400.0] + [3000.0] * 5, step_us=2000.0, make_us=9500.0, start_us=100.0, ready_us=ready_us)
     f = steady(profile_of(rec))
-    assert f["evidence"]["ready_us"] == pytest.approx(5 * ready_us)
+    assert f["evidence"]["ready_us"] == pytest.approx(4 * ready_us)
+    assert f["evidence"]["ready_wait_us"] == pytest.approx(4 * 3000.0)
     assert ("more workers cannot help" in f["message"]) == cannot_help
     if cannot_help:
         assert "50% of that wait came after the batches were made" in f["message"]

@@ -20,7 +20,8 @@ axis, as the events' ``start_us``. Everything is vectorized over the batches.
   ``step_us``: the loop's median time between getting a batch and asking for the next (its own
   work per step): each worker gives a batch every ``make_us``, the loop takes one every
   ``step_us``, so ``ceil(make_us / step_us)`` workers keep up;
-- ``ready_us``: of the steady wait, the part after the batch was made (its trip through the
+- ``ready_us``: of the waits after the workers' first round (``ready_wait_us``; a worker's first
+  batch also sets up its transfers), the part after the batch was made (its trip through the
   queue, unpickling, the pin_memory thread): more workers do not shorten it.
 
 **The profiler's own cost** biases both sides: cProfile in the workers makes each batch slower
@@ -90,7 +91,8 @@ class LoaderSummary:
     wait_share: float  # all waiting (start-up included) / loop
     make_us: float  # median time a batch takes to make (a worker's, or the main process's)
     step_us: float  # median time the loop spends per step between batches
-    ready_us: float  # of the steady wait, the time after the batches were made
+    ready_us: float  # of the waits after the workers' first round, the time after the batches were made
+    ready_wait_us: float  # those waits
     calls_per_batch: float  # Python calls per batch in the workers (cProfile)
     make_free_us: float  # make_us without the workers' cProfile cost (measured)
     step_free_us: float  # step_us without the main process's profiler cost (where measured)
@@ -202,7 +204,9 @@ def _batches(record: Any, origin: int) -> pd.DataFrame:
     status_code = frame["status"].to_numpy(dtype=np.float64)
     outcome = frame["outcome"].to_numpy(dtype=object)
     got = pd.notna(outcome) & (outcome == "ok")
-    status = np.where(status_code == 1, "ok", np.where(status_code == 2, "error", None)).astype(object)
+    status = np.full(len(frame), "", dtype=object)
+    status[status_code == 1] = "ok"
+    status[status_code == 2] = "error"
     # without a worker's record: made in the main process (num_workers=0), or a batch the loop
     # waited for that never came (the worker died, the loop timed out): "lost"
     no_record = np.isnan(status_code)
@@ -220,8 +224,9 @@ def _batches(record: Any, origin: int) -> pd.DataFrame:
     main_pid = int(getattr(record, "pid", 0) or 0)
     pid = np.where(in_main, main_pid, pid)
     for i in np.flatnonzero(np.isnan(pid)):  # a batch that never came: the process of the worker it waited for
-        key = (int(frame["loader"].iat[i]), int(worker[i]), int(frame["epoch"].iat[i]))
-        started = [w for w in record.workers if (w.loader, w.worker) == key[:2] and w.epoch <= key[2]]
+        of = (int(frame["loader"].iat[i]), int(worker[i]))
+        epoch = int(frame["epoch"].iat[i])
+        started = [w for w in record.workers if (w.loader, w.worker) == of and w.epoch <= epoch]
         pid[i] = max(started, key=lambda w: w.epoch).pid if started else 0
     samples = frame["samples"].to_numpy(dtype=np.float64)
     if in_main.any():  # the main process's batches: the loader's batch size (the last may be short)
@@ -332,10 +337,13 @@ def loader_summaries(data: DataLoading, main_calls: int | None = None, wall_s: f
         steady_loop_us = (loop_ns - startup_ns) / 1000.0
         made = b[(b["status"] == "ok") & b["make_us"].notna()]
         make = float(made["make_us"].median()) if len(made) else math.nan
-        # of each steady wait, the part after the batch was made (the end of the worker's record)
-        ready_from = np.maximum(steady["end_us"].to_numpy(), steady["wait_start_us"].to_numpy())
-        ready = np.clip(steady["wait_start_us"].to_numpy() + steady["wait_us"].to_numpy() - ready_from, 0.0, None)
+        # of each wait after the workers' first round (a worker's first batch also sets up its
+        # transfers), the part after the batch was made (the end of the worker's record)
+        later = used[used.groupby("epoch").cumcount().to_numpy() >= max(info.num_workers, 1)]
+        ready_from = np.maximum(later["end_us"].to_numpy(), later["wait_start_us"].to_numpy())
+        ready = np.clip(later["wait_start_us"].to_numpy() + later["wait_us"].to_numpy() - ready_from, 0.0, None)
         ready_us = float(np.nansum(ready)) if info.num_workers else 0.0
+        ready_wait_us = float(later["wait_us"].sum()) if info.num_workers else 0.0
         raw = data.merged_raw(info.name) if info.num_workers else {}
         calls = float(sum(v[1] for v in raw.values()))
         made_by_workers = int(((b["worker"] >= 0) & (b["status"] != "lost")).sum())
@@ -361,7 +369,7 @@ def loader_summaries(data: DataLoading, main_calls: int | None = None, wall_s: f
             startup_us=startup_ns / 1000.0, steady_wait_us=steady_wait,
             steady_share=steady_wait / steady_loop_us if steady_loop_us > 0 else 0.0,
             wait_share=min(all_wait / (loop_ns / 1000.0), 1.0) if loop_ns > 0 else 0.0,
-            make_us=make, step_us=step, ready_us=ready_us, calls_per_batch=per_batch,
+            make_us=make, step_us=step, ready_us=ready_us, ready_wait_us=ready_wait_us, calls_per_batch=per_batch,
             make_free_us=make_free, step_free_us=step_free, main_overhead_measured=measured,
             workers_needed=needed, producing_workers=producing, top_function=top, top_share=top_share,
             first_wait_us=first_wait))
@@ -547,18 +555,3 @@ def add_loading_lanes(data: Any, record: Any, origin: int, window: tuple[float, 
         t1 = max(t1, float(added["x1_us"].max())) if len(old) else float(added["x1_us"].max())
     return dataclasses.replace(data, rects=merged, lanes=lanes, rows=rows, t0_us=t0, t1_us=t1,
                                events_drawn=data.events_drawn + n)
-
-
-def loading_timeline(record: Any, origin: int, width_px: int = 2000) -> Any:
-    """A timeline of the DataLoaders' lanes alone (the Data loading tab's: a cProfile run has no
-    other timeline)."""
-    from .timeline import TimelineData
-
-    empty = TimelineData(rects=pd.DataFrame({c: [] for c in ("row", "lane", "level", "x0_us", "x1_us", "busy_us",
-                                                              "count", "name", "family", "hue", "event", "names",
-                                                              "distinct")}),
-                         lanes=pd.DataFrame({c: [] for c in ("lane", "rank", "pid", "thread", "device", "stream",
-                                                              "label", "kind", "levels", "first_row", "events")}),
-                         rows=pd.DataFrame({"row": [], "lane": [], "level": []}), t0_us=0.0, t1_us=0.0, px_us=0.0,
-                         width_px=width_px, events_drawn=0, merged_events=0, merged_rects=0, max_rects=20_000)
-    return add_loading_lanes(empty, record, origin)

@@ -176,7 +176,7 @@ class _Recorder:
         self.profile.disable()
         try:
             self.profile.create_stats()
-            payload = {"stats": self.profile.stats, "batches": self.batches, "why": why,  # type: ignore[attr-defined]
+            payload = {"stats": getattr(self.profile, "stats"), "batches": self.batches, "why": why,
                        "worker": self.worker_id, "pid": self.pid}
             tmp = self.path + ".tmp"
             with open(tmp, "wb") as f:

@@ -4,7 +4,8 @@ at least ``DATA_BOUND_MIN_SHARE`` of the loop's steady time ("high" from
 ``DATA_BOUND_HIGH_SHARE``, over at least ``MIN_STEADY_BATCHES`` batches); the message says how
 long a batch takes to make, how often the loop asks for one, how many workers would keep up, or
 why more cannot help (at least ``READY_MIN_SHARE`` of the wait came after the batches were made;
-one worker of an IterableDataset makes them all; no workers), and what takes the workers' time.
+one worker of an IterableDataset makes them all; no workers), and what takes the workers' time
+(the waits after the workers' first round: their first batches also set up the transfers).
 Starting the workers (each epoch's first batch) is its own "low" finding from
 ``STARTUP_MIN_SHARE`` of the loop. From a trace alone (no records): the time inside DataLoader
 iteration (torch's ``enumerate(DataLoader)#...__next__`` ranges, or DataLoader Python frames
@@ -86,7 +87,7 @@ def _why(s: Any) -> str:
         return (f"The batches are made in the main process (num_workers=0): {make} each, while the loop's own work "
                 f"takes {step} a step, so loading never overlaps with it. With DataLoader(num_workers="
                 f"{_workers(s.workers_needed)}) the workers would keep up.{top}")
-    ready_share = s.ready_us / s.steady_wait_us if s.steady_wait_us > 0 else 0.0
+    ready_share = s.ready_us / s.ready_wait_us if s.ready_wait_us > 0 else 0.0
     if ready_share >= READY_MIN_SHARE:
         where = "the queue from the workers (pickling, shared memory)"
         if s.pin_memory:

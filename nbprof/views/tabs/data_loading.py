@@ -12,7 +12,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ...analysis.data_loading import loading_timeline
+import pandas as pd
+
+from ...analysis.data_loading import add_loading_lanes
+from ...analysis.timeline import TimelineData
 from ...format import esc, fmt_us, plural
 from ..datatable import datatable_html
 from ..figure import drawing_html
@@ -20,7 +23,7 @@ from ..table import Column
 from .base import Tab, empty
 from .functions import function_columns
 
-__all__ = ["DATA_LOADING"]
+__all__ = ["DATA_LOADING", "loading_timeline"]
 
 WORKER_COLUMNS = [
     Column("loader", "Loader", "text"), Column("worker_label", "Worker", "text"), Column("pid", "pid", "text"),
@@ -47,6 +50,19 @@ def _loader_line(s: Any) -> str:
     if math.isfinite(s.step_us):
         text += f", the loop works {esc(fmt_us(s.step_us))} per step between batches"
     return f'<div class="nbprof-sub">{text}.</div>'
+
+
+def loading_timeline(record: Any, origin: int, width_px: int = 2000) -> Any:
+    """A timeline of the DataLoaders' lanes alone (the Data loading tab's: a cProfile run has no
+    other timeline)."""
+    empty = TimelineData(rects=pd.DataFrame({c: [] for c in ("row", "lane", "level", "x0_us", "x1_us", "busy_us",
+                                                              "count", "name", "family", "hue", "event", "names",
+                                                              "distinct")}),
+                         lanes=pd.DataFrame({c: [] for c in ("lane", "rank", "pid", "thread", "device", "stream",
+                                                              "label", "kind", "levels", "first_row", "events")}),
+                         rows=pd.DataFrame({"row": [], "lane": [], "level": []}), t0_us=0.0, t1_us=0.0, px_us=0.0,
+                         width_px=width_px, events_drawn=0, merged_events=0, merged_rects=0, max_rects=20_000)
+    return add_loading_lanes(empty, record, origin)
 
 
 def render(report: Any) -> str:
