@@ -511,3 +511,32 @@ def test_a_script_that_imports_torch_itself(tmp_path, datasets):
     assert "samples 16" in proc.stdout
     html = out.read_text()
     assert ">Data loading<" in html and "worker 1" in html
+
+
+# ------------------------------------------------------------------------------------------- cost
+
+
+@pytest.mark.slow
+def test_recording_the_workers_costs_a_batch_little(ip):
+    """The small version of benchmarks/bench_data_loading.py (target: at most 1.3x, measured there
+    and in benchmarks/RESULTS.md): a worker-bound loop with a realistic numpy transform, its worker's
+    CPU time a batch with and without %%cprofile, median of five pairs. The guard's bound leaves
+    room for a busy machine; recording every call of the loop, or writing the functions after
+    every batch, would pass it by far."""
+    import importlib.util
+    import pathlib
+    import statistics
+
+    path = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "bench_data_loading.py"
+    spec = importlib.util.spec_from_file_location("bench_data_loading", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    result, _ = run(ip, bench.SETUP.format(samples=30 * 32))
+    assert result.error_in_exec is None, result.error_in_exec
+    bench.measure(ip, None)  # the first fork of this shell
+    ratios = []
+    for rep in range(5):
+        order = [None, "cprofile"] if rep % 2 == 0 else ["cprofile", None]
+        got = {m: bench.measure(ip, m)[0] for m in order}
+        ratios.append(got["cprofile"] / got[None])
+    assert statistics.median(ratios) <= 1.5, ratios
