@@ -7,7 +7,8 @@ why more cannot help (at least ``READY_MIN_SHARE`` of the wait came after the ba
 one worker of an IterableDataset makes them all; no workers), and what takes the workers' time
 (the waits after the workers' first round: their first batches also set up the transfers).
 Starting the workers (each epoch's first batch) is its own "low" finding from
-``STARTUP_MIN_SHARE`` of the loop. From a trace alone (no records): the time inside DataLoader
+``STARTUP_MIN_SHARE`` of the loop, where something can be done about it: every epoch starts them
+again (not persistent), or they start with spawn or forkserver (a new Python each). From a trace alone (no records): the time inside DataLoader
 iteration (torch's ``enumerate(DataLoader)#...__next__`` ranges, or DataLoader Python frames
 with ``--stack``) over the span, with the same two shares."""
 
@@ -63,18 +64,18 @@ def _measured(s: Any, torch_main: bool) -> Iterator[Finding]:
         msg += _why(s) + " " + _bias(s, torch_main)
         yield Finding(severity, msg, evidence, score=s.steady_share)
     startup_share = s.startup_us / s.loop_us if s.loop_us > 0 else 0.0
-    if s.num_workers and startup_share >= STARTUP_MIN_SHARE:
+    restarted = s.epochs > 1 and not s.persistent_workers
+    if s.num_workers and startup_share >= STARTUP_MIN_SHARE and (restarted or s.start_method in ("spawn", "forkserver")):
         msg = (f"Starting {name}'s workers (until each epoch's first batch) took {fmt_us(s.startup_us)}, "
                f"{pct(startup_share)} of the loop")
         if s.start_method in ("spawn", "forkserver"):
             msg += f" ({s.start_method}: each worker starts a new Python and imports your dataset's modules)"
         msg += ". "
-        if s.epochs > 1 and not s.persistent_workers:
+        if restarted:
             msg += "Every epoch starts them again: DataLoader(persistent_workers=True) starts them once."
-        elif s.epochs > 1:
-            msg += "Persistent workers still wait for the first batch of each epoch: prefetching starts with it."
         else:
-            msg += ("A longer loop pays it once; over several epochs, persistent_workers=True starts them once.")
+            msg += ("Keep what the dataset's module imports light; a longer loop pays it once, and with "
+                    "persistent_workers=True every epoch after the first does not pay it again.")
         yield Finding("low", msg, evidence | {"startup_share": startup_share}, score=startup_share)
 
 
