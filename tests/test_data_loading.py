@@ -540,3 +540,56 @@ def test_recording_the_workers_costs_a_batch_little(ip):
         got = {m: bench.measure(ip, m)[0] for m in order}
         ratios.append(got["cprofile"] / got[None])
     assert statistics.median(ratios) <= 1.5, ratios
+
+
+# ----------------------------------------------------------------------------- frameworks' loaders
+
+
+@pytest.mark.slow
+def test_lightning_and_accelerates_loaders(ip, datasets):
+    """Lightning's fit and Accelerate's prepared DataLoader iterate torch's DataLoader (Lightning's
+    fetcher, Accelerate's DataLoaderShard): their workers are recorded the same way."""
+    pytest.importorskip("lightning")
+    pytest.importorskip("accelerate")
+    code = textwrap.dedent("""
+        import logging, warnings
+        for name in ("lightning", "lightning.pytorch", "lightning.fabric"):
+            logging.getLogger(name).setLevel(logging.ERROR)
+        warnings.filterwarnings("ignore")
+        import torch
+        import lightning.pytorch as pl
+        from accelerate import Accelerator
+        from torch.utils.data import DataLoader
+        from nbprof_test_datasets import Tagged
+
+        class Model(pl.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.net = torch.nn.Linear(1, 1)
+            def training_step(self, batch, batch_idx):
+                return self.net(batch[:, :1].float()).sum()
+            def configure_optimizers(self):
+                return torch.optim.SGD(self.parameters(), lr=0.01)
+
+        def trainer():
+            return pl.Trainer(max_epochs=1, logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                              enable_model_summary=False, accelerator="cpu")
+        accelerator = Accelerator(cpu=True)
+        acc_loader = accelerator.prepare(DataLoader(Tagged(16), batch_size=4, num_workers=2,
+                                                    multiprocessing_context="fork"))
+    """)
+    run(ip, code)
+    fit_cell = ("trainer().fit(Model(), DataLoader(Tagged(16), batch_size=4, num_workers=2, "
+                "multiprocessing_context='fork'))")
+    for magic, body in (("cprofile", fit_cell), ("torchprof", fit_cell),
+                        ("cprofile", "seen = [int(b[0, 1]) for b in acc_loader]")):
+        result, _ = run(ip, f"%%{magic} -q -o p\n{body}")
+        assert result.error_in_exec is None, result.error_in_exec
+        p = ip.user_ns["p"]
+        b = p.data_loading()
+        assert len(b) == 4 and (b["status"] == "ok").all() and set(b["worker"]) == {0, 1}, (magic, body)
+        ws = p.worker_stats()
+        assert ws.loc[ws["function"] == "__getitem__", "ncalls"].sum() == 16
+    assert list(b["pid"]) == ip.user_ns["seen"]
+    ip.user_ns.pop("acc_loader")
+    assert not _children_after(ip)

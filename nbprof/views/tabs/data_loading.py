@@ -69,6 +69,10 @@ def render(report: Any) -> str:
     profile = report.profile
     loading = profile._data_loading
     out = [_loader_line(s) for s in loading.loaders]
+    # what the data_bound finding says (a cProfile report shows no findings elsewhere)
+    findings = profile.findings
+    out += [f'<div class="nbprof-finding">• {esc(m)}</div>'
+            for m in findings.loc[findings["kind"] == "data_bound", "message"]]
     try:
         from ..timeline import prepare_timeline, timeline_svg
 
