@@ -352,6 +352,7 @@ def test_persistent_workers_across_two_epochs_in_one_cell(ip, datasets):
 def test_an_exception_in_getitem(ip, datasets):
     """The user's exception as without nbprof (no nbprof frame shown), the batches before it in the
     report, the failed one marked, and no worker process left behind."""
+    originals = _torch_originals()
     code = LOADER.format(nap=0, method="fork", extra="").replace("Tagged(24, nap=0)", "Tagged(24, fail_at=9)")
     run(ip, code)
     plain, _ = run(ip, "for b in loader:\n    pass")
@@ -366,6 +367,7 @@ def test_an_exception_in_getitem(ip, datasets):
     assert b.set_index("batch").loc[2, "status"] == "error"
     assert (b[b["batch"] < 2]["status"] == "ok").all()
     assert p.meta.cell_error == "ValueError"
+    assert _torch_originals() == originals
     del plain, result, r  # the exceptions hold the iterators (their frames), with their workers
     assert not _children_after(ip)
 
@@ -394,6 +396,55 @@ def test_a_worker_killed_mid_epoch(ip, datasets):
     assert set(ws["worker"]) == {0}
     del result  # its exception holds the iterator (its frames), with the other worker
     assert not _children_after(ip)
+
+
+def test_an_interrupted_loop_leaves_nothing_patched(ip, datasets):
+    """KeyboardInterrupt in the middle of the loop: the batches until then are in the report, the
+    wrappers are gone, the folder too, the next profiled cell works."""
+    originals = _torch_originals()
+    result, p, _ = _profiled(ip, "cprofile", LOADER.format(nap=0, method="fork", extra=""),
+                             body="for i, b in enumerate(loader):\n    if i == 2:\n        raise KeyboardInterrupt")
+    assert isinstance(result.error_in_exec, KeyboardInterrupt)
+    b = p.data_loading()
+    assert b["wait_us"].notna().sum() == 3 and (b["status"] == "ok").all()
+    assert _torch_originals() == originals
+    del result
+    result, p2, _ = _profiled(ip, "cprofile", "x = 1", body="y = sum(range(10))")
+    assert result.error_in_exec is None and p2.meta.data_loading is None
+    assert not _children_after(ip)
+
+
+def _terminated_worker(folder):
+    from nbprof.collect.data_worker import WorkerLoop, _Recorder
+
+    recorder = _Recorder(WorkerLoop(folder, 1, 1, 0), worker_id=0)
+    recorder.begin(0, [0, 1])
+    time.sleep(60)  # a batch that takes long: the main process terminates it
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGTERM (Windows terminates a process without a signal)")
+def test_a_terminated_worker_writes_its_functions_first(tmp_path):
+    """torch terminates a worker that does not stop when told to (SIGTERM): the recorder writes its
+    functions, then the process dies of SIGTERM as it would have."""
+    import marshal
+    import multiprocessing
+    import signal
+
+    from nbprof.collect.data_worker import batches_path, stats_path
+
+    process = multiprocessing.get_context("fork").Process(target=_terminated_worker, args=(str(tmp_path),))
+    process.start()
+    path = batches_path(str(tmp_path), 1, 1, 0, process.pid)
+    deadline = time.time() + 30
+    while not os.path.exists(path) and time.time() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.2)
+    process.terminate()
+    process.join(30)
+    assert process.exitcode == -signal.SIGTERM
+    with open(stats_path(path), "rb") as f:
+        payload = marshal.load(f)
+    assert payload["why"] == "terminated" and payload["worker"] == 0 and payload["pid"] == process.pid
 
 
 # --------------------------------------------------------------------- other loaders, other modes

@@ -51,6 +51,8 @@ import sys
 import time
 from typing import Any
 
+from ..system import replace_file  # stdlib only, as this module
+
 __all__ = ["WorkerLoop", "StopRecording", "RECORD", "STATUS", "HEADER", "batches_path", "stats_path"]
 
 # One record: (kind, a, b, c, d, e), little-endian int64s. The first record of a file is its
@@ -128,7 +130,7 @@ class _Recorder:
             os.write(self.fd, RECORD.pack(HEADER, target.loader, target.epoch, time.time_ns(), worker_id, self.pid))
         except OSError:  # the cell's folder is gone (the cell ended before this worker started)
             self.recording = False
-        if self.recording and hasattr(os, "kill") and sys.platform != "win32":
+        if self.recording and sys.platform != "win32":  # Windows terminates a process without a signal
             self._on_sigterm()
 
     def _on_sigterm(self) -> None:
@@ -142,7 +144,7 @@ class _Recorder:
         def terminated(signum: int, frame: Any) -> None:
             self.finish("terminated")
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            os.kill(os.getpid(), signal.SIGTERM)
+            signal.raise_signal(signal.SIGTERM)
 
         signal.signal(signal.SIGTERM, terminated)
 
@@ -181,7 +183,7 @@ class _Recorder:
             tmp = self.path + ".tmp"
             with open(tmp, "wb") as f:
                 marshal.dump(payload, f)
-            os.replace(tmp, stats_path(self.path))
+            replace_file(tmp, stats_path(self.path))
         except (OSError, ValueError):  # the folder is gone: the cell's report was already made
             pass
         finally:
