@@ -447,6 +447,44 @@ def test_a_terminated_worker_writes_its_functions_first(tmp_path):
     assert payload["why"] == "terminated" and payload["worker"] == 0 and payload["pid"] == process.pid
 
 
+def _worker_under_a_profiled_parent(folder, q):
+    from nbprof.collect.data_worker import WorkerLoop, _Recorder
+
+    recorder = _Recorder(WorkerLoop(folder, 1, 1, 0), worker_id=0)
+    recorder.begin(0, [0])
+    sorted(range(100))
+    recorder.end(0, "a batch")
+    recorder.finish("exit")
+    q.put(recorder.batches)
+
+
+def test_a_forked_worker_records_under_its_parents_cprofile(tmp_path):
+    """%%cprofile's profile is on in the main process when it forks a worker: the worker's own
+    profile takes over (from Python 3.12 the inherited sys.monitoring tool refused a second one:
+    "Another profiling tool is already active")."""
+    import cProfile
+    import marshal
+    import multiprocessing
+
+    from nbprof.collect.data_worker import batches_path, stats_path
+
+    ctx = multiprocessing.get_context("fork")
+    q = ctx.Queue()
+    parent = cProfile.Profile()
+    parent.enable()
+    try:
+        process = ctx.Process(target=_worker_under_a_profiled_parent, args=(str(tmp_path), q))
+        process.start()
+    finally:
+        parent.disable()
+    assert q.get(timeout=60) == 1
+    process.join(30)
+    assert process.exitcode == 0
+    with open(stats_path(batches_path(str(tmp_path), 1, 1, 0, process.pid)), "rb") as f:
+        stats = marshal.load(f)["stats"]
+    assert any("sorted" in fn for _, _, fn in stats)
+
+
 # --------------------------------------------------------------------- other loaders, other modes
 
 

@@ -130,8 +130,10 @@ class _Recorder:
             os.write(self.fd, RECORD.pack(HEADER, target.loader, target.epoch, time.time_ns(), worker_id, self.pid))
         except OSError:  # the cell's folder is gone (the cell ended before this worker started)
             self.recording = False
-        if self.recording and sys.platform != "win32":  # Windows terminates a process without a signal
-            self._on_sigterm()
+        if self.recording:
+            _release_inherited_profiler()
+            if sys.platform != "win32":  # Windows terminates a process without a signal
+                self._on_sigterm()
 
     def _on_sigterm(self) -> None:
         """The main process terminates a worker that does not exit when told to (a batch still
@@ -190,6 +192,20 @@ class _Recorder:
             if self.fd >= 0:
                 os.close(self.fd)
                 self.fd = -1
+
+
+def _release_inherited_profiler() -> None:
+    """A forked worker starts with its parent's profile hook (the run's cProfile under ``%%cprofile``):
+    before Python 3.12 it would record the worker's own start until this worker's profile takes
+    the hook; from 3.12 (``sys.monitoring``) the worker's profile could not start at all ("Another
+    profiling tool is already active"). It is the parent's, and nothing in the worker reads it."""
+    monitoring = getattr(sys, "monitoring", None)
+    if monitoring is not None:
+        if monitoring.get_tool(monitoring.PROFILER_ID) is not None:
+            monitoring.set_events(monitoring.PROFILER_ID, 0)
+            monitoring.free_tool_id(monitoring.PROFILER_ID)
+    elif sys.getprofile() is not None:
+        sys.setprofile(None)
 
 
 class _IndexQueue:
