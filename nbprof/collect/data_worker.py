@@ -198,14 +198,21 @@ def _release_inherited_profiler() -> None:
     """A forked worker starts with its parent's profile hook (the run's cProfile under ``%%cprofile``):
     before Python 3.12 it would record the worker's own start until this worker's profile takes
     the hook; from 3.12 (``sys.monitoring``) the worker's profile could not start at all ("Another
-    profiling tool is already active"). It is the parent's, and nothing in the worker reads it."""
+    profiling tool is already active"). It is the parent's, and nothing in the worker reads it.
+    So is nbprof's ``--lines`` tracer, which would only slow the worker's batches down."""
     monitoring = getattr(sys, "monitoring", None)
     if monitoring is not None:
-        if monitoring.get_tool(monitoring.PROFILER_ID) is not None:
-            monitoring.set_events(monitoring.PROFILER_ID, 0)
-            monitoring.free_tool_id(monitoring.PROFILER_ID)
-    elif sys.getprofile() is not None:
-        sys.setprofile(None)
+        for tool in range(6):  # the tools a program may use (0-5)
+            name = monitoring.get_tool(tool)
+            if (tool == monitoring.PROFILER_ID and name is not None) or name == "nbprof":
+                monitoring.set_events(tool, 0)
+                monitoring.free_tool_id(tool)
+    else:
+        if sys.getprofile() is not None:
+            sys.setprofile(None)
+        tracer = sys.gettrace()
+        if tracer is not None and "nbprof" in (getattr(tracer, "__module__", "") or ""):
+            sys.settrace(None)
 
 
 class _IndexQueue:
