@@ -169,6 +169,10 @@ def _document(profile: Any) -> dict[str, Any]:
     # --lines: the line table's data and the sources it shows; load_trace reads them back
     if meta.line_data:
         doc["nbprofLines"] = {"line_data": meta.line_data, "sources": meta.sources}
+    if getattr(meta, "data_loading", None) is not None:  # the DataLoaders' workers (collect.data_loading)
+        from .collect.data_loading import record_to_json
+
+        doc["nbprofDataLoading"] = record_to_json(meta.data_loading)
     return doc
 
 

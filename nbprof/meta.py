@@ -65,6 +65,10 @@ class TraceMeta:
     reader_notes: list[str] = field(default_factory=list)
     """What the reader could not read or classify, counted ("12 events with an unreadable
     ``args.stream``: left out"); a profile shows them first among its notes."""
+    data_loading: Any = None
+    """The DataLoaders the run iterated, their batches and their workers' functions
+    (``collect.data_loading.DataLoadingRecord``: ``data_loading()``, ``worker_stats()``, the Data
+    loading tab read it); None when no DataLoader ran. Saved with the trace (``nbprofDataLoading``)."""
 
     def trace_fields(self) -> dict[str, Any]:
         """This metadata's :class:`TraceMeta` fields as keyword arguments (shallow)."""
@@ -94,10 +98,6 @@ class RunInfo:
     empty_reason: str | None = None
     """Why the run recorded nothing, where the run knows and it is not that the code ran no
     profiled work (a ``--schedule`` whose active steps never came): the report's empty state."""
-    data_loading: Any = None
-    """The DataLoaders the run iterated, their batches and their workers' functions
-    (``collect.data_loading.DataLoadingRecord``: ``data_loading()``, ``worker_stats()``, the Data
-    loading tab read it); None when no DataLoader ran."""
 
 
 @dataclass
@@ -153,3 +153,5 @@ class PythonMeta(RunInfo):
     """Lines were followed (``--lines``): ``lines()`` holds them."""
     sources: dict[str, str] = field(default_factory=dict)
     """``--lines``: the full text of each file ``lines()`` names (a cell as typed), by file name."""
+    data_loading: Any = None
+    """The DataLoaders the run iterated (as :attr:`TraceMeta.data_loading`)."""

@@ -292,6 +292,47 @@ def test_the_timeline_has_the_waits_and_a_lane_per_worker(forked_torch):
     assert "batch 2" in set(zr["name"]) and (zr["x0_us"] >= w0).all() and (zr["x1_us"] <= w1).all()
 
 
+def test_save_and_load_keep_the_workers(forked_torch, tmp_path):
+    """p.save() writes the records beside the events (nbprofDataLoading); load_trace gives the same
+    tables back, on the same axis."""
+    import nbprof
+
+    p, _ = forked_torch
+    path = p.save(tmp_path / "loader.json.gz")
+    q = nbprof.load_trace(path, progress=False)
+    a, b = p.data_loading(), q.data_loading()
+    assert list(a.columns) == list(b.columns) and len(a) == len(b) == 6
+    for c in a.columns:
+        if a[c].dtype.kind == "f":
+            assert (a[c] - b[c]).abs().max() < 0.002, c  # the events' axis, read back from µs with 3 decimals
+        else:
+            assert a[c].tolist() == b[c].tolist(), c
+    assert p.worker_stats().equals(q.worker_stats())
+    assert "Data loading" in q.report()._repr_mimebundle_()["text/html"]
+
+
+@pytest.mark.parametrize("saved,problem", [
+    ({"version": 2}, "not version 1"),
+    ({"version": 1, "loaders": "x"}, "a list expected"),
+    ({"version": 1, "began_ns": 0, "ended_ns": 0, "pid": 1, "call_cost_ns": 0, "unwatched": [], "passes": [],
+      "workers": [], "waits": [[9, 0, 0, 0, 0, 0, "ok"]], "loaders": []}, "its batches name a DataLoader"),
+    ({"version": 1, "began_ns": 0, "ended_ns": 0, "pid": 1, "call_cost_ns": 0, "unwatched": [], "passes": [],
+      "waits": [], "loaders": [], "workers": [{"batches": [["<script>", 0, 0, 0, 0, 0]]}]}, "is no integer"),
+])
+def test_a_hostile_saved_record_is_left_out_and_said(tmp_path, saved, problem):
+    import json
+
+    import nbprof
+
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1,
+                                                  "ts": 10, "dur": 5}], "nbprofDataLoading": saved}))
+    p = nbprof.load_trace(path, progress=False)
+    assert p.meta.data_loading is None and len(p.data_loading()) == 0
+    [note] = [n for n in p.meta.notes if n.startswith("nbprofDataLoading: ")]
+    assert problem in note and note.endswith("the DataLoaders' records are left out")
+
+
 def test_the_report_has_the_tab(forked, forked_torch):
     for p in (forked[0], forked_torch[0]):
         html = p.report()._repr_mimebundle_()["text/html"]

@@ -257,6 +257,7 @@ class _Trace(msgspec.Struct, gc=False):
     distributedInfo: dict[str, Any] | None = None
     nbprofCompileLog: dict[str, Any] | None = None  # torch.compile's log, as nbprof's exporter writes it
     nbprofLines: Any = None  # --lines: {"line_data": ..., "sources": ...}, checked by analysis.lines
+    nbprofDataLoading: Any = None  # the DataLoaders' workers, checked by collect.data_loading
 
 
 class _LooseTrace(msgspec.Struct, gc=False):
@@ -272,6 +273,7 @@ class _LooseTrace(msgspec.Struct, gc=False):
     distributedInfo: Any = None
     nbprofCompileLog: Any = None
     nbprofLines: Any = None
+    nbprofDataLoading: Any = None
 
 
 _DECODER = msgspec.json.Decoder(_Trace)
@@ -1285,6 +1287,12 @@ class _Reader:
             meta.line_data, meta.sources, problem = checked_lines(trace.nbprofLines)
             if problem:
                 meta.reader_notes.append(f"nbprofLines: {problem}: the line table is left out")
+        if trace.nbprofDataLoading is not None:
+            from .data_loading import record_from_json
+
+            meta.data_loading, problem = record_from_json(trace.nbprofDataLoading)
+            if problem:
+                meta.reader_notes.append(f"nbprofDataLoading: {problem}: the DataLoaders' records are left out")
         return TraceData(events=events, meta=meta)
 
     # -- what cannot be right: left out, and said ------------------------------------------------

@@ -51,7 +51,7 @@ from . import data_worker
 from .data_worker import RECORD, STATUS, StopRecording, WorkerLoop, stats_path
 
 __all__ = ["DataLoaderWatch", "DataLoadingRecord", "WorkerRecord", "LoaderInfo", "FLUSH_WAIT_S",
-           "without_wrapper_frames"]
+           "without_wrapper_frames", "record_to_json", "record_from_json"]
 
 # how long the end of a run waits for a live worker's functions (it first finishes the batches
 # already asked of it)
@@ -605,3 +605,112 @@ class _ThenLoader(importlib.abc.Loader):
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.loader, name)
+
+
+# ------------------------------------------------------------------------- saved with a trace
+
+_LOADER_FIELDS: dict[str, Any] = {"number": int, "name": str, "dataset": str, "iterable": bool, "num_workers": int,
+                  "batch_size": (int, type(None)), "prefetch_factor": (int, type(None)),
+                  "persistent_workers": bool, "pin_memory": bool, "start_method": str}
+
+
+def record_to_json(record: DataLoadingRecord) -> dict[str, Any]:
+    """The record as JSON values (``TorchProfile.save`` writes it as ``nbprofDataLoading``):
+    cProfile's stats as rows ``[file, line, function, cc, nc, tt, ct, [[file, line, function, nc,
+    cc, tt, ct], ...]]``, the batches as lists of six integers."""
+    from dataclasses import asdict
+
+    def stats(raw: dict[Any, Any] | None) -> Any:
+        if raw is None:
+            return None
+        return [[k[0], k[1], k[2], v[0], v[1], v[2], v[3],
+                 [[c[0], c[1], c[2], *e] for c, e in v[4].items() if isinstance(e, tuple)]] for k, v in raw.items()]
+
+    return {"version": 1, "began_ns": record.began_ns, "ended_ns": record.ended_ns, "pid": record.pid,
+            "call_cost_ns": record.call_cost_ns, "loaders": [asdict(x) for x in record.loaders],
+            "passes": [list(p) for p in record.passes], "waits": [list(w) for w in record.waits],
+            "unwatched": list(record.unwatched),
+            "workers": [{"loader": w.loader, "iterator": w.iterator, "worker": w.worker, "pid": w.pid,
+                         "started_ns": w.started_ns, "epoch": w.epoch, "why": w.why, "missing": w.missing,
+                         "batches": w.batches.tolist(), "stats": stats(w.stats)} for w in record.workers]}
+
+
+class _Bad(ValueError):
+    pass
+
+
+def _int(v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise _Bad(f"{v!r} is no integer")
+    return v
+
+
+def _num(v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v:
+        raise _Bad(f"{v!r} is no number")
+    return float(v)
+
+
+def _str(v: Any) -> str:
+    if not isinstance(v, str):
+        raise _Bad(f"{v!r} is no text")
+    return v
+
+
+def _list(v: Any, n: int | None = None) -> list[Any]:
+    if not isinstance(v, list) or (n is not None and len(v) != n):
+        raise _Bad("a list" + (f" of {n}" if n is not None else "") + " expected")
+    return v
+
+
+def record_from_json(obj: Any) -> tuple[DataLoadingRecord | None, str | None]:
+    """A saved record read back, every value checked (a trace is data: whoever wrote it); (None,
+    what is wrong) when anything is."""
+    import numpy as np
+
+    try:
+        if not isinstance(obj, dict) or obj.get("version") != 1:
+            raise _Bad("not version 1 of nbprof's record")
+        loaders = []
+        for x in _list(obj.get("loaders")):
+            if not isinstance(x, dict) or set(x) != set(_LOADER_FIELDS):
+                raise _Bad("a loader with other fields")
+            for key, typ in _LOADER_FIELDS.items():
+                if not isinstance(x[key], typ) or (typ is int and isinstance(x[key], bool)):
+                    raise _Bad(f"a loader's {key}")
+            loaders.append(LoaderInfo(**x))
+        passes = [(_int(a), _int(b), _int(c), _str(d), _int(e), _int(f))
+                  for a, b, c, d, e, f in (_list(p, 6) for p in _list(obj.get("passes")))]
+        waits = [(_int(a), _int(b), _int(c), _int(d), _int(e), _int(f), _str(g))
+                 for a, b, c, d, e, f, g in (_list(w, 7) for w in _list(obj.get("waits")))]
+        workers = []
+        for w in _list(obj.get("workers")):
+            if not isinstance(w, dict):
+                raise _Bad("a worker")
+            rows = [[_int(v) for v in _list(r, 6)] for r in _list(w.get("batches"))]
+            stats = None
+            if w.get("stats") is not None:
+                stats = {}
+                for row in _list(w["stats"]):
+                    f, line, fn, cc, nc, tt, ct, callers = _list(row, 8)
+                    edges = {}
+                    for e in _list(callers):
+                        cf, cl, cfn, enc, ecc, ett, ect = _list(e, 7)
+                        edges[(_str(cf), _int(cl), _str(cfn))] = (_int(enc), _int(ecc), _num(ett), _num(ect))
+                    stats[(_str(f), _int(line), _str(fn))] = (_int(cc), _int(nc), _num(tt), _num(ct), edges)
+            workers.append(WorkerRecord(loader=_int(w.get("loader")), iterator=_int(w.get("iterator")),
+                                        worker=_int(w.get("worker")), pid=_int(w.get("pid")),
+                                        started_ns=_int(w.get("started_ns")), epoch=_int(w.get("epoch")),
+                                        batches=np.array(rows, dtype=np.int64).reshape(-1, 6), stats=stats,
+                                        why=_str(w.get("why")), missing=_str(w.get("missing"))))
+        record = DataLoadingRecord(began_ns=_int(obj.get("began_ns")), ended_ns=_int(obj.get("ended_ns")),
+                                   loaders=loaders, passes=passes, waits=waits, workers=workers,
+                                   unwatched=[_str(u) for u in _list(obj.get("unwatched"))],
+                                   pid=_int(obj.get("pid")), call_cost_ns=_num(obj.get("call_cost_ns")))
+    except (_Bad, TypeError, ValueError, OverflowError) as e:
+        return None, f"unreadable ({e})"[:200]
+    numbers = {x.number for x in loaders}
+    if len(numbers) != len(loaders) or any(p[0] not in numbers for p in passes) or \
+            any(w[0] not in numbers for w in waits) or any(w.loader not in numbers for w in workers):
+        return None, "its batches name a DataLoader it does not have"
+    return record, None
