@@ -52,11 +52,12 @@ CELLS = [
     "train_loader = DataLoader(Images(96, 0.005), batch_size=8, num_workers=1)\n"
     "for xb, yb in train_loader:\n"
     "    loss = xb.sum()",
-    # 2: balanced: four workers take 1.6 ms a batch, the loop's step 50 ms
+    # 2: balanced: four workers take 1.6 ms a batch, the loop's step 200 ms (a batch's trip from a
+    # worker takes up to ~10 ms on a machine busy with other jobs: still well under 10 % of a step)
     "%%torchprof -o balanced\n"
-    "fed_loader = DataLoader(Images(96, 0.0002), batch_size=8, num_workers=4)\n"
+    "fed_loader = DataLoader(Images(48, 0.0002), batch_size=8, num_workers=4)\n"
     "for xb, yb in fed_loader:\n"
-    "    time.sleep(0.05)",
+    "    time.sleep(0.2)",
     # 3: the same starved loop under %%cprofile
     "%%cprofile -o cp\n"
     "for xb, yb in DataLoader(Images(48, 0.005), batch_size=8, num_workers=2):\n"
