@@ -42,7 +42,7 @@ def load_trace(path: Any, *, workers: int | None = None, client: Any = None, pro
         files = trace_files(path)
         if len(files) == 1:
             return TorchProfile.from_trace(read_trace_file(files[0], max_bytes=limit))
-        from .cluster import ClusterProfile, plan, summarize_ranks
+        from .cluster.profile import ClusterProfile, plan, summarize_ranks
 
         n, dask = plan(files, workers, client)
         summaries = summarize_ranks(files, workers=n, client=dask, progress=progress, limit=limit)

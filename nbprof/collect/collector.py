@@ -1,7 +1,7 @@
 """What the runner asks of a profiler: ``begin``, ``step``, ``end``, ``result`` (and ``toggle_cuda``,
 ``begin_action`` / ``end_action``).
 
-The runner (``nbprof.runner``) drives every profile the same way, whoever started it (a cell, a
+The runner (``nbprof.run.runner``) drives every profile the same way, whoever started it (a cell, a
 line magic, the command line): ``begin()``, the code runs (calling ``step()`` once per loop
 iteration through ``nbprof.step()``), ``end()`` as the first thing after the code, then
 ``result()``. Each profiler is one class behind this interface: ``TorchSession``

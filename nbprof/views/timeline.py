@@ -159,7 +159,7 @@ def _at(us: float) -> str:
 
 
 # A rank's worker writes its events' hover texts before the rank's place on the common clock is
-# known (``nbprof.cluster_timeline``): their start times are marked, ``AT_MARK`` + µs + ``AT_MARK``,
+# known (``nbprof.cluster.timeline``): their start times are marked, ``AT_MARK`` + µs + ``AT_MARK``,
 # and :func:`resolve_at` writes them once the rank's shift is known.
 AT_MARK = "\x1f"
 _AT_MARKED = re.compile(AT_MARK + "([^" + AT_MARK + "]*)" + AT_MARK)

@@ -54,16 +54,16 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from .analysis.collectives import collective_calls, match_calls
-from .analysis.timeline import TimelineData, stack_timelines, timeline_rects
-from .analysis.timeline_tracks import flows
-from .analysis.timeline_window import WindowSummary, window_summary
-from .errors import OptionError, TraceError
-from .events import DEVICE_CODES, KIND_CODE, TREE_CODES, kind_mask
-from .format import esc_plotly, fmt_us, plural
-from .meta import TraceMeta
-from .system import process_alive, replace_file
-from .views.live_timeline import LiveTimelineState
+from ..analysis.collectives import collective_calls, match_calls
+from ..analysis.timeline import TimelineData, stack_timelines, timeline_rects
+from ..analysis.timeline_tracks import flows
+from ..analysis.timeline_window import WindowSummary, window_summary
+from ..errors import OptionError, TraceError
+from ..events import DEVICE_CODES, KIND_CODE, TREE_CODES, kind_mask
+from ..format import esc_plotly, fmt_us, plural
+from ..meta import TraceMeta
+from ..system import process_alive, replace_file
+from ..views.live_timeline import LiveTimelineState
 
 __all__ = ["RankTimeline", "rank_timeline", "write_cache", "RankPool", "ClusterTimeline", "ClusterTimelineView",
            "rank_budget", "selection_data", "IDLE_S"]
@@ -121,7 +121,7 @@ def _portable(data: TimelineData) -> TimelineData:
     """The view without its events: the hover texts of single events (times marked; a merged
     rectangle's is written from the rectangle where it is drawn) and launch / work coordinates
     written in the rectangles, what a stacked view needs of them; integers in 32 bits (it travels)."""
-    from .views.timeline import hover_texts
+    from ..views.timeline import hover_texts
 
     r = data.rects
     single = r["event"].to_numpy() >= 0
@@ -358,8 +358,8 @@ def _cache(folder: str, file: str) -> _RankCache:
 
 
 def _rebuild(file: str, folder: str) -> str:
-    from .collect.chrome_trace import NO_LIMIT, read_trace_file
-    from .model import TorchProfile
+    from ..collect.chrome_trace import NO_LIMIT, read_trace_file
+    from ..model import TorchProfile
 
     # the file was read once already, at load, under the user's size limit
     p = TorchProfile.from_trace(read_trace_file(file, max_bytes=NO_LIMIT))
@@ -673,7 +673,7 @@ class ClusterTimeline:
 
     # ---- views
     def _stack(self, parts: list[TimelineData], window: tuple[float, float] | None, width_px: int) -> TimelineData:
-        from .views.timeline import resolve_at
+        from ..views.timeline import resolve_at
 
         row_base = np.r_[0, np.cumsum([len(p.rows) for p in parts])[:-1]].astype(np.int64)
         ready = []
@@ -777,7 +777,7 @@ class ClusterTimelineView:
     @property
     def data(self) -> TimelineData:
         if self._data is None:
-            from .views.timeline import prepare_timeline
+            from ..views.timeline import prepare_timeline
 
             raw = self.timeline.full() if self.window_us is None else self.timeline.window(*self.window_us)
             self._data = prepare_timeline(raw)
@@ -785,26 +785,26 @@ class ClusterTimelineView:
 
     @property
     def figure(self) -> Any:
-        from .views.timeline import timeline_figure
+        from ..views.timeline import timeline_figure
 
         return timeline_figure(self.data, height=self.height)
 
     def svg(self, width: int = 1000, height: int | None = None) -> str:
-        from .views.timeline import timeline_svg
+        from ..views.timeline import timeline_svg
 
         return timeline_svg(self.data, width=width, height=height)
 
     def live(self) -> Any:
         """The live timeline widget: zoom re-reads the window from each rank in the workers."""
-        from .views.live_timeline import live_widget
-        from .views.timeline import describe, static_html
+        from ..views.live_timeline import live_widget
+        from ..views.timeline import describe, static_html
 
         data = self.data
         state = ClusterTimelineState(self.timeline, data, height=self.height)
         return live_widget(state, lambda: static_html(data), describe(data))
 
     def display_object(self) -> Any:
-        from .views.live_timeline import live_available
+        from ..views.live_timeline import live_available
 
         return self.live() if live_available() else self.figure
 
@@ -812,7 +812,7 @@ class ClusterTimelineView:
         return self.display_object()._repr_mimebundle_(include=include, exclude=exclude)
 
     def __repr__(self) -> str:
-        from .views.timeline import describe
+        from ..views.timeline import describe
 
         return f"<{describe(self.data)}>"
 
@@ -830,7 +830,7 @@ class ClusterTimelineState(LiveTimelineState):
         return None
 
     def window(self, x0_us: float | None, x1_us: float | None, width_px: int) -> TimelineData:
-        from .views.timeline import prepare_timeline
+        from ..views.timeline import prepare_timeline
 
         full = self.full
         if x0_us is None or x1_us is None or (min(x0_us, x1_us) <= full.t0_us and max(x0_us, x1_us) >= full.t1_us):
@@ -857,8 +857,8 @@ class ClusterTimelineState(LiveTimelineState):
         return selection_data(t0, t1, self.timeline.selection(t0, t1))
 
     def flow(self, trace: int, x_ms: float) -> dict | None:
-        from .views.live_timeline import rect_at
-        from .views.timeline import _row_y
+        from ..views.live_timeline import rect_at
+        from ..views.timeline import _row_y
 
         data = self.current
         r = data.rects

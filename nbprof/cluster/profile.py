@@ -35,7 +35,7 @@ the ranks; memory per rank
 (each rank's chart points, peaks and blocks held at them: ``analysis.memory.MemorySummary``).
 ``p.rank(r)`` loads one rank's full profile (every view works on it; the last one is kept). The
 timeline is drawn from each rank's view computed in its worker and zooms ask the workers again
-(``nbprof.cluster_timeline``): no events here either. What needs every event (``p.events``,
+(``nbprof.cluster.timeline``): no events here either. What needs every event (``p.events``,
 allocations, launches, exports) merges all ranks on first use, as ``load_trace`` did before, and
 says so.
 """
@@ -57,25 +57,25 @@ from typing import Any, Callable, Generator
 import numpy as np
 import pandas as pd
 
-from .analysis.breakdown import hta_idle_rows
-from .analysis.device_stats import DeviceStats, process_codes
-from .analysis._tables import empty_table
-from .analysis.findings import FINDING_COLUMNS, FINDING_DTYPES, SEVERITIES, collective_wait, straggler
-from .analysis.steps import STEP_DTYPES
-from .analysis.key_averages import GROUP_BY, KEY_AVERAGE_COLUMNS
-from .analysis.kernels import kernel_parts, kernels_from_parts
-from .analysis.memory import MemorySummary
-from .analysis.modules import merge_modules, module_parts
-from .analysis.ranges import merge_range_ops, merge_ranges, range_parts
-from .analysis.ranks import RankReport, differences_from_times, name_times, report_of
-from .analysis.summary import TorchSummary, default_sort, top_row
-from .cluster_timeline import (ClusterTimeline, ClusterTimelineView, RankPool, RankTimeline, new_cache_dir,
+from ..analysis.breakdown import hta_idle_rows
+from ..analysis.device_stats import DeviceStats, process_codes
+from ..analysis._tables import empty_table
+from ..analysis.findings import FINDING_COLUMNS, FINDING_DTYPES, SEVERITIES, collective_wait, straggler
+from ..analysis.steps import STEP_DTYPES
+from ..analysis.key_averages import GROUP_BY, KEY_AVERAGE_COLUMNS
+from ..analysis.kernels import kernel_parts, kernels_from_parts
+from ..analysis.memory import MemorySummary
+from ..analysis.modules import merge_modules, module_parts
+from ..analysis.ranges import merge_range_ops, merge_ranges, range_parts
+from ..analysis.ranks import RankReport, differences_from_times, name_times, report_of
+from ..analysis.summary import TorchSummary, default_sort, top_row
+from .timeline import (ClusterTimeline, ClusterTimelineView, RankPool, RankTimeline, new_cache_dir,
                                rank_timeline, remove_cache)
-from .errors import OptionError, TraceError
-from .format import fmt_bytes, plural
-from .system import describe_exit, max_workers, out_of_memory_exit, usable_cpus
-from .meta import TorchMeta, TraceMeta
-from .model import TorchProfile
+from ..errors import OptionError, TraceError
+from ..format import fmt_bytes, plural
+from ..system import describe_exit, max_workers, out_of_memory_exit, usable_cpus
+from ..meta import TorchMeta, TraceMeta
+from ..model import TorchProfile
 
 __all__ = ["ClusterProfile", "RankSummary", "rank_summary", "summarize_ranks", "IN_PROCESS_BYTES"]
 
@@ -125,7 +125,7 @@ class RankSummary:
     """``queue_length()``: per device and stream."""
     timeline: RankTimeline
     """Its collective calls and where its events' cache is, for the timeline (its view is drawn from
-    the cache when first shown: ``nbprof.cluster_timeline``)."""
+    the cache when first shown: ``nbprof.cluster.timeline``)."""
     seconds: float
     """Time to read and summarize it."""
     shape_averages: pd.DataFrame | None = None
@@ -206,7 +206,7 @@ def _rank_lines(p: TorchProfile) -> pd.DataFrame | None:
 
 
 def _read(path: str, limit: Any = None) -> Any:
-    from .collect.chrome_trace import read_trace_file
+    from ..collect.chrome_trace import read_trace_file
 
     try:
         return read_trace_file(path, max_bytes=limit)
@@ -258,7 +258,7 @@ Work = Callable[[str], RankSummary]
 
 
 def _run(files: list[str], runner: Runner, progress: bool, how: str) -> list[RankSummary]:
-    from .views.progress import RankProgress
+    from ..views.progress import RankProgress
 
     bar = RankProgress(len(files), enabled=progress, how=how)
     out: list[RankSummary | None] = [None] * len(files)
@@ -498,7 +498,7 @@ class ClusterProfile(TorchProfile):
     ``collectives()``, ``collective_calls()``, ``queue_length()``, ``device_stats``, ``findings``,
     ``summary``) from the ranks' summaries; ``timeline()`` / ``timeline_view()``: every rank's lanes
     on one clock, drawn from the views the workers computed, zooms read by the workers
-    (``nbprof.cluster_timeline``); ``rank(r)``: one rank's full profile; what needs every event
+    (``nbprof.cluster.timeline``); ``rank(r)``: one rank's full profile; what needs every event
     (``events``, ``allocations()``, ``launches()`` (a row per launch), exports) merges all ranks on
     first use.
 
@@ -553,7 +553,7 @@ class ClusterProfile(TorchProfile):
         if r not in self._labels:
             raise OptionError(f"no rank {r!r} in this profile; its ranks: {_ranges(self._labels)}")
         if self._one is None or self._one[0] != r:
-            from .collect.chrome_trace import read_trace_file
+            from ..collect.chrome_trace import read_trace_file
 
             self._one = None  # the previous rank's events go before the next one's are read
             self._one = (r, TorchProfile.from_trace(read_trace_file(self._summaries[self._labels.index(r)].file,
@@ -564,8 +564,8 @@ class ClusterProfile(TorchProfile):
 
     @functools.cached_property
     def _merged(self) -> TorchProfile:
-        from .collect.chrome_trace import read_trace_file
-        from .events import concat_traces
+        from ..collect.chrome_trace import read_trace_file
+        from ..events import concat_traces
 
         n = sum(s.events for s in self._summaries)
         print(f"nbprof: merging all {len(self._summaries)} ranks' events ({n:,}) into this process, as asked "
@@ -638,7 +638,7 @@ class ClusterProfile(TorchProfile):
 
     @functools.cached_property
     def _lines(self) -> pd.DataFrame:
-        from .analysis.lines import merge_lines
+        from ..analysis.lines import merge_lines
 
         tables = [s.lines for s in self._summaries if s.lines is not None]
         if not tables:
@@ -715,7 +715,7 @@ class ClusterProfile(TorchProfile):
         """Every rank's allocated (and reserved) memory over time, one curve per rank and device on
         the common clock: a plotly ``Figure``, drawn from the points the ranks' workers sent (the
         chart's resolution; ``p.rank(r).memory_curve()`` has every memory event)."""
-        from .views.memory import memory_curve_figure
+        from ..views.memory import memory_curve_figure
 
         m = self._every_rank_memory
         return memory_curve_figure(m.curve, m.end_us, peaks=m.peaks)
@@ -903,7 +903,7 @@ class ClusterProfile(TorchProfile):
     # -- display ----------------------------------------------------------------------------------
 
     def report(self, **view: Any) -> Any:
-        from .views.report import ClusterReport
+        from ..views.report import ClusterReport
 
         return ClusterReport(self, **view)
 

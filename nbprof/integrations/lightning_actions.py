@@ -30,7 +30,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Callable
 
-from .collector import Collector
+from ..collect.collector import Collector
 
 __all__ = ["PACKAGES", "imported_packages", "mark_actions", "stage_action"]
 
