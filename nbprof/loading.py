@@ -7,7 +7,8 @@ import os
 import re
 from typing import Any
 
-from .collect.chrome_trace import max_trace_bytes, read_trace_file
+from .collect.chrome_trace import read_trace_file
+from .collect.trace_limits import max_trace_bytes
 from .errors import OptionError, TraceError
 
 __all__ = ["load_trace", "trace_files", "load_prof", "is_prof_file"]
@@ -31,7 +32,7 @@ def load_trace(path: Any, *, workers: int | None = None, client: Any = None, pro
     summarized in a worker (``nbprof.cluster``: ``workers``, ``client``; ``progress``: the bar).
 
     ``max_bytes``: the most JSON read from one file (decompressed), 4 GiB by default or
-    ``$NBPROF_MAX_TRACE_BYTES``; bytes, or text such as "16G" (``collect.chrome_trace``)."""
+    ``$NBPROF_MAX_TRACE_BYTES``; bytes, or text such as "16G" (``collect.trace_limits``)."""
     from .model import TorchProfile
 
     path = os.fspath(path)
