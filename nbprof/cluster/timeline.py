@@ -121,7 +121,7 @@ def _portable(data: TimelineData) -> TimelineData:
     """The view without its events: the hover texts of single events (times marked; a merged
     rectangle's is written from the rectangle where it is drawn) and launch / work coordinates
     written in the rectangles, what a stacked view needs of them; integers in 32 bits (it travels)."""
-    from ..views.timeline import hover_texts
+    from ..views.timeline_hover import hover_texts
 
     r = data.rects
     single = r["event"].to_numpy() >= 0
@@ -673,7 +673,7 @@ class ClusterTimeline:
 
     # ---- views
     def _stack(self, parts: list[TimelineData], window: tuple[float, float] | None, width_px: int) -> TimelineData:
-        from ..views.timeline import resolve_at
+        from ..views.timeline_hover import resolve_at
 
         row_base = np.r_[0, np.cumsum([len(p.rows) for p in parts])[:-1]].astype(np.int64)
         ready = []
