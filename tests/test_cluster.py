@@ -24,7 +24,8 @@ import pandas as pd
 import pytest
 
 import nbprof
-from nbprof.cluster.profile import ClusterProfile, RankSummary, _ranges, rank_summary
+from nbprof.cluster.profile import ClusterProfile, _ranges
+from nbprof.cluster.summary import RankSummary, rank_summary
 from nbprof.errors import OptionError, TraceError
 
 from .conftest import DATA, trace_path
@@ -517,7 +518,7 @@ ALLOCATE_TWICE = """\
 import resource, sys
 import numpy as np
 if sys.argv[1] == "kept":  # (nbprof imported only then: what a process did before moves glibc's thresholds)
-    from nbprof.cluster.profile import _keep_freed_memory
+    from nbprof.cluster.workers import _keep_freed_memory
     _keep_freed_memory()
 arrays = [np.ones(5 << 20) for _ in range(4)]  # 4 x 40 MiB, touched
 del arrays
