@@ -19,8 +19,8 @@ profiler is left running.
 
 from __future__ import annotations
 
+import argparse
 import os
-import shlex
 import sys
 from typing import Any
 
@@ -99,11 +99,10 @@ class ProfilerCallback(TrainerCallback):
     # -- the run ---------------------------------------------------------------------------------
 
     def _options(self) -> Any:
-        """The run's options: ``%%torchprof``'s flags, parsed and checked as the magic does."""
-        from IPython.core.error import UsageError
-
+        """The run's options: ``%%torchprof``'s flags, parsed and checked as the magic's are (its
+        flags' definitions, ``run.flags``)."""
         from ..errors import OptionError
-        from ..magics import parse_flags
+        from ..run import flags
 
         parts = ["--schedule", ",".join(map(str, self.schedule))]
         for name, value in self._switches.items():
@@ -111,13 +110,15 @@ class ProfilerCallback(TrainerCallback):
                 parts.append(f"--{name}" if value else f"--no-{name}")
         for name, path in self._files.items():
             if path:
-                parts += [f"--{name}", shlex.quote(os.fspath(path))]
+                parts += [f"--{name}", os.fspath(path)]
         if not (self.show and self._main_process):
             parts.append("-q")
+        parser = argparse.ArgumentParser(prog="ProfilerCallback", add_help=False)
+        flags.add_flags(parser, flags.magic_flags("torchprof"))
         try:
-            return parse_flags("torchprof", " ".join(parts))
-        except UsageError as e:
-            raise OptionError(str(e).replace("%%torchprof", "ProfilerCallback")) from None
+            return flags.run_options("torchprof", parser.parse_args(parts))
+        except OptionError as e:
+            raise OptionError(f"ProfilerCallback: {e}") from None
 
     def _start(self) -> None:
         self._finish(None)  # a run of an earlier train() that never ended
