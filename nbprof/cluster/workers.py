@@ -272,7 +272,7 @@ class _WorkerProcess(multiprocessing.context.SpawnProcess):
     then loads a folder the same way."""
 
     @staticmethod
-    def _Popen(process_obj: Any) -> Any:
+    def _Popen(process_obj: Any) -> Any:  # pragma: no mutate block (in a worker)
         main = sys.modules.get("__main__")
         sys.modules["__main__"] = types.ModuleType("__main__")  # no __spec__ name, no __file__
         try:
@@ -291,14 +291,14 @@ class _WorkerContext(multiprocessing.context.SpawnContext):
 _starts: Any = None  # in a worker: the queue it tells the jobs it starts to
 
 
-def _start_worker(queue: Any, keep_freed_memory: bool) -> None:
+def _start_worker(queue: Any, keep_freed_memory: bool) -> None:  # pragma: no mutate block (in a worker)
     global _starts
     _starts = queue
     if keep_freed_memory:
         _keep_freed_memory()
 
 
-def _job(index: int, fn: Callable[..., Any], job: tuple) -> Any:
+def _job(index: int, fn: Callable[..., Any], job: tuple) -> Any:  # pragma: no mutate block (in a worker)
     if _starts is not None:
         _starts.put((os.getpid(), index))
     return fn(*job)
@@ -309,7 +309,7 @@ _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
 
 
-def _keep_freed_memory() -> None:
+def _keep_freed_memory() -> None:  # pragma: no mutate block (in a worker)
     """Have the C allocator of this worker keep the memory it frees, to be used again.
 
     Reading a rank allocates and frees ~1.2 GB over and over (the JSON text, each column, each

@@ -10,7 +10,7 @@ nothing to a profiler is a documented no-op in that class, never a probe with ``
 ``nbprof.step()`` and ``nbprof.cuda_collection()`` can stay in code that is profiled either way.
 
 Actions are what a training framework names while it runs (Lightning's hooks, "run_training_batch",
-"[LightningModule]Model.training_step"): ``collect/lightning.py`` and ``nbprof.lightning`` report
+"[LightningModule]Model.training_step"): ``integrations/lightning_actions.py`` and ``nbprof.lightning`` report
 them here, begin and end by name, nested or (rarely) overlapping. Each profiler shows them its own
 way: torch as ``record_function`` ranges, cProfile as one profile per action.
 """

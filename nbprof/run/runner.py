@@ -15,7 +15,7 @@ the run is no longer active and no profiler is left running. ``stop`` stops the 
 and only then measures the wall time, reads the trace and builds anything.
 
 While the run is active, the training frameworks the user imported report their named actions
-to its collector (Lightning's default profiler: ``collect/lightning.py``): set up before the
+to its collector (Lightning's default profiler: ``integrations/lightning_actions.py``): set up before the
 collector starts, undone after it stops, so none of it is in the profile.
 """
 
