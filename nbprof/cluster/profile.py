@@ -22,7 +22,8 @@ every event (``p.events``, allocations, launches, exports) merges all ranks on f
 ``load_trace`` did before, and says so.
 
 Times: each rank's own clock, moved onto the common one by the difference of the ranks' time
-origins (as ``events.concat_traces`` moves the events of a merge).
+origins (as ``events.concat_traces`` moves the events of a merge); ranks that were not recorded on
+one clock (their first events days, or decades, apart) each keep their own (:func:`rank_clocks`).
 """
 
 from __future__ import annotations
@@ -49,14 +50,18 @@ from ..analysis.ranks import RankReport, differences_from_times, report_of
 from ..analysis.steps import STEP_DTYPES
 from ..analysis.summary import TorchSummary, default_sort, top_row
 from ..errors import OptionError
-from ..format import plural
+from ..format import fmt_long_span, plural
 from ..meta import TorchMeta, TraceMeta
 from ..model import TorchProfile
 from .summary import RankSummary
 from .timeline import ClusterTimeline, ClusterTimelineView, remove_cache
 from .workers import RankPool
 
-__all__ = ["ClusterProfile", "labels_of"]
+__all__ = ["ClusterProfile", "labels_of", "rank_clocks", "CLOCKS_APART_US"]
+
+# Ranks whose first events are further apart than this on their traces' clocks were not recorded on
+# one clock (``rank_clocks``): as the reader's rule for events a day away from all the others.
+CLOCKS_APART_US = 86_400e6
 
 # The evidence key that names what a finding is about, in the order looked for: the findings of
 # several ranks about the same subject (kind and subject) are one line.
@@ -64,6 +69,24 @@ _SUBJECT_KEYS = ("op", "kernel", "name", "device", "direction", "label")
 
 
 # -- the profile ----------------------------------------------------------------------------------
+
+
+def rank_clocks(summaries: list[RankSummary], origin_ns: int) -> tuple[list[float], str | None]:
+    """How far each rank's times move onto the folder's clock (µs), and the note that says how.
+
+    The ranks of one run are recorded on one clock (the traces' own: a steady clock, or the Unix
+    epoch), as ``events.concat_traces`` puts them: each moved by its time origin's distance from the
+    earliest, their first events seconds apart at most. Ranks whose first events are more than
+    :data:`CLOCKS_APART_US` apart on it were not (traces of other machines, other runs: clocks
+    since boot beside the epoch put decades between them, and a folder "spanning" 52 years says
+    nothing): each keeps its own clock, from its first event, with a note."""
+    recorded = [(s.meta.origin_ns - origin_ns) / 1000.0 for s in summaries]
+    firsts = [s.start_us + shift for s, shift in zip(summaries, recorded) if s.events]
+    if not firsts or max(firsts) - min(firsts) <= CLOCKS_APART_US:
+        return recorded, None
+    note = (f"the ranks were not recorded on one clock (their first events are {fmt_long_span(max(firsts) - min(firsts))} "
+            "apart): each rank's times are its own, from its first event")
+    return [-s.start_us for s in summaries], note
 
 
 def labels_of(metas: list[TraceMeta]) -> list[Any]:
@@ -95,8 +118,7 @@ class ClusterProfile(TorchProfile):
         self._labels = labels_of([s.meta for s in summaries])
         metas = [s.meta for s in summaries]
         origin = min(m.origin_ns for m in metas)
-        # each rank's times onto the common clock (as concat_traces shifts its events)
-        self._shift_us = [(m.origin_ns - origin) / 1000.0 for m in metas]
+        self._shift_us, clock_note = rank_clocks(summaries, origin)
         first = metas[0]
         trace = dataclasses.replace(
             first, origin_ns=origin, source=folder, files=[s.file for s in summaries],
@@ -106,7 +128,8 @@ class ClusterProfile(TorchProfile):
             sources={f: text for m in reversed(metas) for f, text in m.sources.items()},  # the first rank's text wins
             reader_notes=[f"{os.path.basename(m.source)}: {note}" for m in metas for note in m.reader_notes],
         )
-        self.meta = TorchMeta.of(trace)
+        notes = [f"{os.path.basename(s.file)}: {note}" for s in summaries for note in s.notes]
+        self.meta = TorchMeta.of(trace, notes=([clock_note] if clock_note else []) + notes)
         self.profiler = None
         self._averages: dict[str, pd.DataFrame] = {}
         self._one: tuple[Any, TorchProfile] | None = None

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
@@ -87,6 +87,9 @@ class RankSummary:
     memory: MemorySummary | None = None
     """What its Memory tab draws (``analysis.memory.MemorySummary``: the chart's points, peaks,
     blocks held at each peak); None where it recorded no memory."""
+    notes: list[str] = field(default_factory=list)
+    """What was left out of this summary, and why (one line each): the folder's report shows them,
+    naming the rank."""
 
 
 def rank_summary(path: str, cache_root: str | None = None, limit: Any = None) -> RankSummary:
@@ -107,7 +110,9 @@ def _summarize(path: str, cache_root: str | None, limit: Any = None) -> RankSumm
     ev = p._events
     start = float(ev["start_us"].min()) if len(ev) else 0.0
     end = float((ev["start_us"] + ev["dur_us"]).max()) if len(ev) else 0.0
-    lines = _rank_lines(p)
+    lines, lines_note = _rank_lines(p)
+    if lines_note:  # the line findings read the same table: they go with it
+        p.meta.line_data = None
     # the line table stands for the per-op line data (an entry per op): that stays here
     trace_meta = TraceMeta(**{**p.meta.trace_fields(), "line_data": None})
     device_times = name_times(ev, device_work=True)
@@ -131,18 +136,23 @@ def _summarize(path: str, cache_root: str | None, limit: Any = None) -> RankSumm
         stack_averages=p.key_averages("stack") if collected["stack"] else None,
         ranges=ranges, range_span_us=range_span_us, range_ops=p.range_ops(), modules=module_parts(ev),
         lines=lines, memory=p._memory_summary if collected["memory"] else None,
-        seconds=time.perf_counter() - t0,
+        seconds=time.perf_counter() - t0, notes=[lines_note] if lines_note else [],
     )
 
 
-def _rank_lines(p: TorchProfile) -> pd.DataFrame | None:
-    """The rank's ``lines()`` with its ``attrs`` (method, notes); None without line data."""
+def _rank_lines(p: TorchProfile) -> tuple[pd.DataFrame | None, str | None]:
+    """The rank's ``lines()`` with its ``attrs`` (method, notes); None without line data. Line data
+    that fails (a saved file's line table that passed the reader's checks and still does not add
+    up) leaves out this rank's lines, with the note that says why: never the whole folder."""
     if p.meta.line_data is None and not p.collected["stack"]:
-        return None  # neither --lines nor Python frames: nothing to look for
+        return None, None  # neither --lines nor Python frames: nothing to look for
     try:
-        return p.lines()
+        return p.lines(), None
     except OptionError:  # with_stack, but no frame of the user's code
-        return None
+        return None, None
+    except Exception as e:
+        why = " ".join(f"{type(e).__name__}: {e}".split())[:200]
+        return None, f"its lines could not be computed ({why}): left out of lines() and the Source tab"
 
 
 def _read(path: str, limit: Any = None) -> Any:

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import OptionError, TraceError
-from ..format import plural
+from ..format import fmt_long_span, plural
 
 __all__ = ["DEFAULT_MAX_BYTES", "MAX_BYTES_ENV", "TraceLimit", "NO_LIMIT", "max_trace_bytes", "Gunzip",
            "plausible_rows", "rows_together", "distinct_rows", "profiled_span"]
@@ -242,7 +242,7 @@ def rows_together(start_ns: np.ndarray, end_ns: np.ndarray) -> tuple[np.ndarray 
         start_ns, end_ns = start_ns[keep], end_ns[keep]
     span_us = (int(end_ns.max()) - int(start_ns.min())) / 1000
     if span_us > _DAY_US:
-        notes.append(f"the events span {_span_text(span_us)}, more than a profile runs: are `ts` and `dur` "
+        notes.append(f"the events span {fmt_long_span(span_us)}, more than a profile runs: are `ts` and `dur` "
                  "nanoseconds? Chrome traces are in µs (shown as written)")
     return keep, notes
 
@@ -317,12 +317,6 @@ def profiled_span(span: list[tuple[float, float]], start_ns: np.ndarray,
 
 def _events(count: Any) -> str:
     return plural(int(count), "event")
-
-
-def _span_text(us: float) -> str:
-    """A long time in words: "3.2 days", "92 years"."""
-    days = us / _DAY_US
-    return f"{days / 365.25:,.0f} years" if days >= 730 else f"{days:,.1f} days"
 
 
 # odd 64-bit constants (splitmix64's and xxhash's): each column's factor in the duplicate hash
