@@ -7,7 +7,8 @@ the op behind it is the CPU event that was open when that allocation happened.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -16,6 +17,7 @@ from ..events import KIND_CODE, category_codes, values_at
 from ._tables import LABEL, TEXT, empty_table
 
 __all__ = ["memory_curve", "MemoryPeak", "memory_peaks", "downsample_max", "allocations", "alive_at",
+           "alive_at_end", "group_alive", "outermost_op_rows", "ALIVE_BY", "ALIVE_LINE_COLUMNS",
            "ALLOCATION_COLUMNS", "HeldAtPeak", "held_at_peaks", "MemorySummary", "summarize_memory", "drawn_curve"]
 
 ALLOCATION_DTYPES = {"rank": LABEL, "device": TEXT, "addr": np.int64, "bytes": np.int64, "alloc_us": np.float64,
@@ -135,7 +137,7 @@ def drawn_curve(curve: pd.DataFrame, buckets: int) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True) if parts else curve.iloc[0:0].reset_index(drop=True)
 
 
-def allocations(events: pd.DataFrame) -> pd.DataFrame:
+def allocations(events: pd.DataFrame, with_rows: bool = False) -> pd.DataFrame:
     """Each block the allocator handed out, paired with its free by address (what the TensorBoard
     plugin's memory events table showed): ``device, addr, bytes, alloc_us, free_us, lifetime_us,
     op, top_op`` (and ``rank`` for merged ranks), in allocation order.
@@ -145,13 +147,14 @@ def allocations(events: pd.DataFrame) -> pd.DataFrame:
     for a block still held when the profile ended; a free with no allocation before it is a block
     allocated before the profile started (``alloc_us`` NaN, ``op`` ""). ``op`` is the operator
     the allocation happened in (often ``aten::empty``), ``top_op`` the outermost operator around
-    it (``aten::conv2d``)."""
+    it (``aten::conv2d``). ``with_rows=True`` adds ``row``: the position in ``events`` of the memory event
+    of the allocation (of the free, for a block from before the profile)."""
     kind = events["kind"].cat.codes.to_numpy()
     rows = np.flatnonzero((kind == KIND_CODE["memory"]) & (events["addr"].to_numpy() != 0))
     has_rank = "rank" in events.columns
     columns = (["rank"] if has_rank else []) + list(ALLOCATION_COLUMNS)
     if len(rows) == 0:
-        return empty_table(ALLOCATION_DTYPES, columns)
+        return empty_table({**ALLOCATION_DTYPES, "row": np.int64}, columns + (["row"] if with_rows else []))
     # devices by their category codes (not 160 k strings factorized), one key with the rank's
     dev_code, device_labels = category_codes(events["device"], rows)
     rank_code = pd.factorize(events["rank"].to_numpy()[rows])[0] if has_rank else np.zeros(len(rows), np.int64)
@@ -200,8 +203,61 @@ def allocations(events: pd.DataFrame) -> pd.DataFrame:
         # a label, as every per-rank table's (and this table's without rows): object, not int64
         out.insert(0, "rank", pd.Series(events["rank"].to_numpy()[ev_rows], dtype=object))
     # allocation order; blocks from before the profile first
-    out = out.assign(_t=np.where(np.isnan(alloc_t), -np.inf, alloc_t), _r=ev_rows)
-    return out.sort_values(["_t", "_r"], kind="stable").drop(columns=["_t", "_r"]).reset_index(drop=True)
+    out = out.assign(_t=np.where(np.isnan(alloc_t), -np.inf, alloc_t), row=ev_rows)
+    out = out.sort_values(["_t", "row"], kind="stable").drop(columns=["_t"] if with_rows else ["_t", "row"])
+    return out.reset_index(drop=True)
+
+
+ALIVE_LINE_COLUMNS = ("cell", "file", "line", "source")
+ALIVE_BY = ("line", "op")
+
+
+def alive_at_end(allocs: pd.DataFrame, line_of_row: np.ndarray | None = None,
+                 lines: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The blocks allocated during the profile and not freed by its end, biggest first (allocation
+    order among equals): :func:`allocations`' rows (``with_rows=True``, so the ``row`` column is
+    kept) with an allocation and no free. With ``line_of_row`` (each event's position in
+    ``lines``, -1 for none: ``hot_lines.climbed_line_rows``) and ``lines`` (``p.lines()``), also
+    ``cell, file, line, source``: the user's line that ran the operator that allocated the block
+    (None, NA, "" for a block no line of the user's code allocated)."""
+    alive = allocs[allocs["alloc_us"].notna().to_numpy() & allocs["free_us"].isna().to_numpy()]
+    alive = alive.sort_values("bytes", ascending=False, kind="stable").reset_index(drop=True)
+    if line_of_row is None or lines is None:
+        return alive
+    pos = line_of_row[alive["row"].to_numpy()] if len(alive) else np.zeros(0, dtype=np.int64)
+    has = pos >= 0
+    at = np.maximum(pos, 0)
+    for c in ALIVE_LINE_COLUMNS:
+        values: Any = lines[c].to_numpy(dtype=object)[at] if len(lines) else np.full(len(pos), None, dtype=object)
+        if c == "line":
+            alive[c] = pd.Series(values, dtype="Int64").where(has, pd.NA)
+        else:
+            alive[c] = pd.Series(np.where(has, values, "" if c == "source" else None), dtype=object)
+    return alive
+
+
+def group_alive(alive: pd.DataFrame, by: str) -> pd.DataFrame:
+    """:func:`alive_at_end`'s blocks summed per line of the user's code (``by="line"``: ``device,
+    cell, file, line, source``) or per outermost operator (``by="op"``: ``device, top_op``), with
+    ``blocks`` and ``bytes``, biggest first; ``rank`` first for merged ranks."""
+    keys = (["rank"] if "rank" in alive.columns else []) + ["device"]
+    keys += list(ALIVE_LINE_COLUMNS) if by == "line" else ["top_op"]
+    out = (alive.groupby(keys, dropna=False, sort=False)["bytes"].agg(blocks="size", bytes="sum").reset_index())
+    out["blocks"] = out["blocks"].astype(np.int64)
+    out["bytes"] = out["bytes"].astype(np.int64)
+    if by == "line":
+        out["line"] = out["line"].astype("Int64")
+        for c in ("cell", "file"):
+            out[c] = out[c].astype(object).where(out[c].notna(), None)
+    return out.sort_values("bytes", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def outermost_op_rows(events: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
+    """For each event at ``rows`` (memory events), the row of the outermost operator around it
+    (``allocations()``' ``top_op``), -1 for none."""
+    parent = events["parent"].to_numpy()
+    p = parent[rows] if len(rows) else np.zeros(0, dtype=np.int64)
+    return _outermost_op(events, events["kind"].cat.codes.to_numpy(), parent, p)
 
 
 def _outermost_op(events: pd.DataFrame, kind: np.ndarray, parent: np.ndarray, start: np.ndarray) -> np.ndarray:
@@ -270,11 +326,22 @@ class MemorySummary:
     peaks: list[MemoryPeak]
     end_us: float
     held: list[HeldAtPeak]
+    alive: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """``alive_at_end()``: the blocks left allocated at the end (with their lines, where known)."""
+    growth: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """``memory_growth()``: memory per step (``analysis.growth``); empty without steps."""
+    steps_from: str | None = None
+    """What the steps are (``memory_growth().attrs["steps"]``)."""
 
 
-def summarize_memory(events: pd.DataFrame, curve: pd.DataFrame, allocs: pd.DataFrame, buckets: int) -> MemorySummary:
+def summarize_memory(events: pd.DataFrame, curve: pd.DataFrame, allocs: pd.DataFrame, buckets: int,
+                     alive: pd.DataFrame | None = None, growth: pd.DataFrame | None = None,
+                     steps_from: str | None = None) -> MemorySummary:
     """The :class:`MemorySummary` of a profile's events, its :func:`memory_curve` and its
-    :func:`allocations`; the chart ``buckets`` wide."""
+    :func:`allocations`; the chart ``buckets`` wide; ``alive``, ``growth``, ``steps_from``: its
+    :func:`alive_at_end`, ``analysis.growth.growth_table`` and what the steps are."""
     end_us = float((events["start_us"] + events["dur_us"]).max()) if len(events) else 0.0
     peaks = memory_peaks(curve)
-    return MemorySummary(drawn_curve(curve, buckets), peaks, end_us, held_at_peaks(allocs, peaks))
+    return MemorySummary(drawn_curve(curve, buckets), peaks, end_us, held_at_peaks(allocs, peaks),
+                         alive if alive is not None else pd.DataFrame(),
+                         growth if growth is not None else pd.DataFrame(), steps_from)
