@@ -1022,7 +1022,7 @@ def _growth_trace(kept: list[int], freed_before: int = 0, base: int = 0, graph: 
     """A loop of ProfilerStep#k ranges, 1,000 µs each. Step k allocates ``kept[k]`` bytes under
     ``aten::relu`` (never freed), ``graph``'s blocks under ops that made an autograd node
     (``aten::linear``, each with the thread's next sequence number) and ``plain`` bytes under an op
-    that ran with grad mode off (no number), none of them freed; and frees ``freed_before`` bytes
+    that ran with grad mode on but made no node (its number is the next op's), none of them freed; and frees ``freed_before`` bytes
     of a block from before the profile. ``base``: bytes the allocator held before the profile."""
     t = Trace()
     held, addr, seq = base, 100, 0
@@ -1030,12 +1030,12 @@ def _growth_trace(kept: list[int], freed_before: int = 0, base: int = 0, graph: 
         t0 = k * 1000
         t.annotation(f"ProfilerStep#{k}", t0, 1000)
         ops = ([("aten::relu", nbytes, None)] if nbytes else []) + [("aten::linear", b, 0) for b in graph]
-        ops += [("aten::add", plain, None)] if plain else []
+        ops += [("aten::add", plain, 1)] if plain else []
         for i, (name, size, numbered) in enumerate(ops):
             t.op(name, t0 + 100 + 50 * i, 40)
-            if numbered is not None:
+            if numbered is not None:  # grad mode on: numbered; 0: it made a node (the number moves on), 1: none
                 t.events[-1]["args"]["Sequence number"] = seq
-                seq += 1
+                seq += 1 if numbered == 0 else 0
             held += size
             t.memory(t0 + 120 + 50 * i, size, total_allocated=held, total_reserved=64 << 20, addr=addr)
             addr += 1

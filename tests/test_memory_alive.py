@@ -321,3 +321,75 @@ def test_a_loop_in_a_function_from_another_cell(shell):
     assert (growth["added_never_freed_bytes"] == KEPT_PER_STEP).all()
     [ev] = p.findings[p.findings["kind"] == "memory_growth"]["evidence"]
     assert ev["where"] == f"In [{f_cell}] line 4" and ev["cause"] == "no_grad"
+
+
+def test_a_block_no_operator_allocated_is_on_the_outside_row(shell):
+    """A storage made directly (``torch.UntypedStorage``: the allocator called without an operator)
+    has no operator, so no line (the trace's memory event has no op around it); ``torch.ones``'
+    block is line 3's."""
+    run(shell, SETUP)
+    result, _ = run(shell, "%%torchprof --lines --memory -q -o th\nkeep = torch.UntypedStorage(4000)\n"
+                           "mine = torch.ones(500)\n")
+    assert result.error_in_exec is None
+    p = shell.user_ns["th"]
+    alive = p.alive_at_end().set_index("bytes")
+    assert alive.loc[4000, "op"] == "" and alive.loc[4000, "file"] is None and alive.loc[4000, "source"] == ""
+    assert pd.isna(alive.loc[4000, "line"]) and alive.loc[2000, "line"] == 3
+    lines = p.lines()
+    assert lines.iloc[-1]["function"] == "(outside your code)" and lines.iloc[-1]["alive_at_end_bytes"] == 4000
+    assert lines.loc[lines["line"] == 3, "alive_at_end_bytes"].tolist() == [2000]
+    by_line = p.alive_at_end(by="line").set_index("bytes")
+    assert by_line.loc[4000, "file"] is None and by_line.loc[2000, "line"] == 3
+
+
+def test_a_folder_of_ranks_has_each_ranks_blocks_and_steps():
+    """A folder's tables are its ranks' own (each rank's file read alone), a ``rank`` column added
+    and times moved onto the folder's common clock; its Memory tab shows them for each rank."""
+    from pathlib import Path
+
+    import nbprof
+
+    folder = Path(__file__).parent / "data" / "cluster_views" / "ranks"
+    c = nbprof.load_trace(folder, workers=0, progress=False)
+    alive, growth = c.alive_at_end(), c.memory_growth()
+    assert growth.attrs["steps"] == "ProfilerStep#N ranges"
+    origin = min(c.rank(r).meta.origin_ns for r in c.rank_labels)
+    for r in c.rank_labels:
+        own = c.rank(r)
+        shift = (own.meta.origin_ns - origin) / 1000.0
+        mine = alive[alive["rank"] == r].drop(columns="rank").reset_index(drop=True)
+        expected = own.alive_at_end()
+        assert len(mine) == len(expected) > 0
+        assert sorted(zip(mine["addr"], mine["bytes"])) == sorted(zip(expected["addr"], expected["bytes"]))
+        assert sorted(mine["alloc_us"]) == pytest.approx(sorted(expected["alloc_us"] + shift))
+        steps = growth[growth["rank"] == r].drop(columns="rank").reset_index(drop=True)
+        own_growth = own.memory_growth()
+        assert steps["added_never_freed_bytes"].tolist() == own_growth["added_never_freed_bytes"].tolist()
+        assert steps["start_us"].tolist() == pytest.approx((own_growth["start_us"] + shift).tolist())
+    by_op = c.alive_at_end(by="op")
+    assert list(by_op.columns) == ["rank", "device", "top_op", "blocks", "bytes"]
+    assert by_op["bytes"].sum() == alive["bytes"].sum()
+    html = c.report().html(include_library=False)
+    assert html.count("Left allocated at the end:") == len(c.rank_labels)
+
+
+def test_a_saved_loop_that_is_not_as_nbprof_writes_it_is_left_out(cells, tmp_path):
+    """A trace's loops are data: a loop with a string for a time, ends missing or a line 0 is left
+    out (the profile keeps its lines and the other loops), never an error."""
+    import nbprof
+
+    leak = _leak(cells)
+    path = leak.save(tmp_path / "leak.json")
+    doc = json.loads(open(path).read())
+    [good] = doc["nbprofLines"]["line_data"]["loops"]
+    bad = [dict(good, start_ns=["0"] + good["start_ns"][1:]), dict(good, end_ns=good["end_ns"][:-1]),
+           dict(good, line=0), {"file": 1}, "loop"]
+    doc["nbprofLines"]["line_data"]["loops"] = bad + [good]
+    (tmp_path / "crafted.json").write_text(json.dumps(doc))
+    loaded = nbprof.load_trace(tmp_path / "crafted.json")
+    assert loaded.meta.line_data["loops"] == [good]
+    pd.testing.assert_frame_equal(loaded.memory_growth(), leak.memory_growth())
+    doc["nbprofLines"]["line_data"]["loops"] = bad
+    (tmp_path / "none.json").write_text(json.dumps(doc))
+    loaded = nbprof.load_trace(tmp_path / "none.json")
+    assert len(loaded.memory_growth()) == 0 and len(loaded.lines()) == len(leak.lines())

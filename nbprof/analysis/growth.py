@@ -170,7 +170,6 @@ def steps_of_blocks(events: pd.DataFrame, blocks: pd.DataFrame, steps: StepWindo
     rows = blocks["row"].to_numpy()
     t = time_ns(blocks["alloc_us"].fillna(-1.0).to_numpy())
     out = assign_points(np.asarray(process[rows]), t, steps.process, steps.start_ns, steps.end_ns)
-    out[blocks["alloc_us"].isna().to_numpy()] = -1
     return out
 
 

@@ -245,6 +245,8 @@ def group_alive(alive: pd.DataFrame, by: str) -> pd.DataFrame:
     out = (alive.groupby(keys, dropna=False, sort=False)["bytes"].agg(blocks="size", bytes="sum").reset_index())
     out["blocks"] = out["blocks"].astype(np.int64)
     out["bytes"] = out["bytes"].astype(np.int64)
+    if "rank" in out.columns:  # a label, as every per-rank table's (groupby makes ints of it)
+        out["rank"] = pd.Series(out["rank"].to_numpy(dtype=object), dtype=object)
     if by == "line":
         out["line"] = out["line"].astype("Int64")
         for c in ("cell", "file"):
