@@ -373,7 +373,7 @@ def category_codes(column: pd.Series, rows: np.ndarray | None = None) -> tuple[n
     codes = column.cat.codes.to_numpy()
     codes = (codes if rows is None else codes[rows]).astype(np.int64)
     codes[codes < 0] = len(labels) - 1
-    used = np.unique(codes)
+    used = np.flatnonzero(np.bincount(codes, minlength=len(labels)))  # np.unique hashed 1 M codes: 40 ms
     distinct, code_of_used = np.unique(labels[used].astype(str), return_inverse=True)  # "" and missing: one
     code_of = np.full(len(labels), -1, dtype=np.int64)
     code_of[used] = code_of_used.reshape(-1)

@@ -393,3 +393,30 @@ def test_a_saved_loop_that_is_not_as_nbprof_writes_it_is_left_out(cells, tmp_pat
     (tmp_path / "none.json").write_text(json.dumps(doc))
     loaded = nbprof.load_trace(tmp_path / "none.json")
     assert len(loaded.memory_growth()) == 0 and len(loaded.lines()) == len(leak.lines())
+
+
+@pytest.mark.slow
+def test_alive_and_growth_cost_grows_linearly_with_the_memory_records():
+    """benchmarks/bench_alive.py at 20 k and 200 k memory records (1,000 steps a million), in one
+    run, the medians of three fresh profiles each: ten times the records may cost up to 30 times
+    the time (linear is 10: work that grows with records times records, or blocks times steps
+    at scale, is far more); and at 200 k what ``alive_at_end()`` and ``memory_growth()`` add to
+    the pairing of blocks with their frees (``allocations()``, which the Memory tab already made)
+    may be up to 1.5 times the pairing (measured: 0.6 times it, 0.2 s a million records here)."""
+    import sys
+    from pathlib import Path
+
+    from nbprof.model import TorchProfile
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    try:
+        from bench_alive import build_events, measure
+    finally:
+        sys.path.pop(0)
+    small, _ = build_events(20_000, 20)
+    large, kept = build_events(200_000, 200)
+    m_small, m_large = measure(small, 3), measure(large, 3)
+    assert m_large["all"] < 30 * m_small["all"], (m_small, m_large)
+    assert m_large["alive_at_end"] + m_large["memory_growth"] < 1.5 * m_large["allocations"], m_large
+    p = TorchProfile(large)
+    assert len(p.alive_at_end()) == kept and len(p.memory_growth()) == 200
