@@ -67,9 +67,10 @@ def find(ctx: TorchContext) -> Iterator[Finding]:
         per_step = float(np.median(g["added_never_freed_bytes"].to_numpy()))
         who = f"rank {to_python(key[0])} {device}" if "rank" in keys else device
         keeping = int((g["added_never_freed_bytes"].to_numpy() >= GROWTH_MIN_STEP_BYTES).sum())
-        msg = (f"Memory grows step after step on {who}: {keeping} of {n} steps ({steps.source}) each kept blocks allocated until the profile ended, "
-               f"{fmt_bytes(per_step)} a step ({fmt_bytes(total)} in all; held {fmt_bytes(int(held[0]))} → "
-               f"{fmt_bytes(int(held[-1]))}).")
+        msg = (f"Memory grows step after step on {who}: {keeping} of {n} steps ({steps.source}) each left blocks "
+               f"allocated until the profile ended, {fmt_bytes(per_step)} a step ({fmt_bytes(total)} in all; the "
+               f"allocator held {fmt_bytes(int(held[0]))} after the first step, {fmt_bytes(int(held[-1]))} after "
+               f"the last).")
         evidence: dict[str, Any] = {"device": device, "steps": n, "steps_from": steps.source,
                                     "growing_steps": growing, "kept_bytes": total, "kept_bytes_per_step": per_step,
                                     "held_first_bytes": int(held[0]), "held_last_bytes": int(held[-1])}
