@@ -203,6 +203,7 @@ def growth_table(events: pd.DataFrame, blocks: pd.DataFrame, alive: pd.DataFrame
     # the records by (process, device), each group in time order: one stable sort, none where all
     # the records are one group (most profiles: 1 M records cost 40 ms of copies per pass)
     key = proc * max(len(dev_labels), 1) + dev_code
+    groups: list[tuple[int, Any]]
     if len(key) and (key == key[0]).all():
         groups = [(int(key[0]), slice(None))]
     else:
