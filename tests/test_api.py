@@ -115,9 +115,10 @@ def test_import_is_light():
 # The result objects' public members (instance attributes: meta, profiler). Adding one is fine and
 # deliberate: add it here and to "Results are data" (docs/reference/results.md).
 RESULT_MEMBERS = {
-    "TorchProfile": ["alive_at", "allocations", "collected", "collectives", "compilation", "device_stats", "events",
+    "TorchProfile": ["alive_at", "alive_at_end", "allocations", "collected", "collectives", "compilation", "device_stats", "events",
                      "findings",
-                     "from_trace", "kernels", "key_averages", "kind", "launches", "lines", "memory_curve", "modules",
+                     "from_trace", "kernels", "key_averages", "kind", "launches", "lines", "memory_curve", "memory_growth",
+                     "modules",
                      "overview", "queue_length", "range_ops", "ranges", "ranks", "report", "save", "step_breakdown", "steps",
                      "summary", "timeline", "timeline_view", "to_chrome_trace", "to_html"],
     "PythonProfile": ["action_stats", "actions", "call_tree", "callees", "callers", "dump", "edges", "findings", "flame", "kind", "lines", "pstats",
