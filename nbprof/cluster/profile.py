@@ -299,7 +299,7 @@ class ClusterProfile(TorchProfile):
         """Each rank's blocks left allocated at its end (``TorchProfile.alive_at_end``'s columns, a
         ``rank`` column first, times on the common clock), from the summaries; ``by="line"`` /
         ``"op"``: summed per rank and line or operator."""
-        from .analysis.memory import ALIVE_BY, group_alive
+        from ..analysis.memory import ALIVE_BY, group_alive
 
         if by is not None and by not in ALIVE_BY:
             raise OptionError(f"by must be one of {', '.join(ALIVE_BY)} (or None: one row per block); got {by!r}")
@@ -312,8 +312,8 @@ class ClusterProfile(TorchProfile):
 
     @functools.cached_property
     def _alive_at_end(self) -> pd.DataFrame:
-        from .analysis.memory import ALLOCATION_DTYPES
-        from .analysis._tables import empty_table
+        from ..analysis.memory import ALLOCATION_DTYPES
+        from ..analysis._tables import empty_table
 
         frames = [m.alive.assign(rank=r, alloc_us=m.alive["alloc_us"] + shift)
                   for r, m, shift in self._memory_by_rank() if m is not None and len(m.alive)]
@@ -328,8 +328,8 @@ class ClusterProfile(TorchProfile):
     def _growth(self) -> pd.DataFrame:
         """Each rank's ``memory_growth()`` (a ``rank`` column after ``step``; times on the common
         clock), from the summaries."""
-        from .analysis._tables import empty_table
-        from .analysis.growth import GROWTH_COLUMNS, GROWTH_DTYPES
+        from ..analysis._tables import empty_table
+        from ..analysis.growth import GROWTH_COLUMNS, GROWTH_DTYPES
 
         frames, sources = [], []
         for r, m, shift in self._memory_by_rank():
