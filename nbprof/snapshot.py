@@ -147,7 +147,7 @@ class SnapshotProfile:
         (its static drawing where plotly does not run). Bounded however long the history (each
         device's curve kept at ~2 points per pixel, its peaks kept); ``window_us=(start, end)``
         (µs since the first entry) draws that part exactly."""
-        from .views.snapshot import snapshot_figure
+        from .views.snapshot_chart import snapshot_figure
 
         return snapshot_figure(self, window_us=window_us)
 
@@ -176,7 +176,7 @@ class SnapshotProfile:
 
         display(self.report())
         if live_available() and len(self._replay.memory):
-            from .views.snapshot import live_chart
+            from .views.snapshot_chart import live_chart
 
             display(live_chart(self))
 

@@ -28,7 +28,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("analysis", ("nbprof.analysis",)),
     ("views", ("nbprof.views",)),
     ("results", ("nbprof.export", "nbprof.model", "nbprof.cluster", "nbprof.cluster_timeline", "nbprof.loading",
-                 "nbprof.comparison")),
+                 "nbprof.comparison", "nbprof.snapshot")),
     ("runner", ("nbprof.flags", "nbprof.runner", "nbprof.profilers")),
     ("front ends", ("nbprof._cell", "nbprof.magics", "nbprof.extension", "nbprof.cli", "nbprof.widgets",
                     "nbprof.__main__", "nbprof", "nbprof.huggingface", "nbprof.lightning")),

@@ -12,7 +12,6 @@ of a real profile); a ``__reduce__`` payload that writes a file when ``pickle`` 
 from __future__ import annotations
 
 import gzip
-import io
 import os
 import pickle
 import re
