@@ -361,8 +361,12 @@ def user_lines(stacks: list[Any], ids: np.ndarray, user: Any) -> pd.DataFrame:
         found = (lens > 0) & (first_user >= offsets) & (first_user < offsets + lens)
     chosen = np.where(found, first_user, np.where(lens > 0, offsets, -1))  # else the innermost frame
     frame = np.where(chosen >= 0, fcode[np.maximum(chosen, 0)] if len(flat) else -1, -1)
+    # one row per distinct (frame, the user's?) pair, then each stack's, then each id's
+    pair = frame * 2 + found  # -2 / -1: no frame
+    kinds, per_stack = np.unique(pair, return_inverse=True)
     rows = []
-    for f, ok in zip(frame.tolist(), found.tolist()):
+    for k in kinds.tolist():
+        f, ok = k // 2, bool(k % 2)
         if f < 0:
             rows.append((None, None, None, None, NO_STACK, False))
             continue
@@ -376,7 +380,7 @@ def user_lines(stacks: list[Any], ids: np.ndarray, user: Any) -> pd.DataFrame:
         "line": pd.Series([pd.NA if v is None else v for v in cols[2]], dtype="Int64"),
         "function": pd.Series(cols[3], dtype=object), "label": pd.Series(cols[4], dtype=object),
         "user": np.asarray(cols[5], dtype=bool)})
-    return table.iloc[back].reset_index(drop=True)
+    return table.iloc[np.asarray(per_stack).ravel()[back]].reset_index(drop=True)
 
 
 def _distinct(objs: list[Any]) -> tuple[np.ndarray, np.ndarray]:
