@@ -57,7 +57,8 @@ def blocks_frame(blocks: pd.DataFrame, t0_us: float) -> pd.DataFrame:
             where.append(f"{file}:{line}")
     frame["where"] = where
     frame["function"] = [f if isinstance(f, str) else "" for f in frame["function"]]
-    frame["stack"] = [" ← ".join(f"{n} ({f.rsplit('/', 1)[-1]}:{ln})" for f, ln, n in fr[:8]) for fr in frame["frames"]]
+    # innermost first; whole file names (the cell shows the start, its hover the whole stack)
+    frame["stack"] = [" ← ".join(f"{n} ({f}:{ln})" for f, ln, n in fr[:12]) for fr in frame["frames"]]
     frame["alloc_us"] = frame["alloc_us"] - t0_us
     return frame
 
