@@ -100,6 +100,8 @@ def test_every_global_is_refused_even_harmless_ones(tmp_path):
 
 
 def test_a_truncated_file_is_one_line(tmp_path):
+    import gc
+
     data = pickle.dumps(simulated(400))
     for cut in (3, len(data) // 2, len(data) - 1):
         path = tmp_path / f"cut{cut}.pickle"
@@ -112,6 +114,9 @@ def test_a_truncated_file_is_one_line(tmp_path):
     with pytest.raises(TraceError) as e:
         nbprof.load_snapshot(gz)
     one_line(e.value)
+    assert gc.isenabled()  # paused while reading, on again after a failure too
+    nbprof.load_snapshot(write(simulated(100), tmp_path / "ok.pickle"))
+    assert gc.isenabled()
 
 
 @pytest.mark.parametrize("content, message", [
@@ -416,7 +421,9 @@ def test_the_chart_is_bounded_exact_where_drawn_and_exact_on_zoom(tmp_path):
     lo, hi = float(x[10_000]), float(x[10_199])
     (z,) = drawn(p._replay, p._data, p._labels, 300, window=(lo, hi))
     inside = (x >= lo) & (x <= hi)
-    assert z.points >= int(inside.sum()) and len(z.x) == z.points
+    assert z.points == int(inside.sum()) + 1 and len(z.x) == z.points
+    before = int(np.flatnonzero(x < lo)[-1])  # the window starts at the level the entry before it left
+    assert (z.x[0], z.active[0]) == (x[before], m["active_bytes"].iloc[before])
     assert z.active[-int(inside.sum()):].tolist() == m["active_bytes"].to_numpy()[inside].tolist()
 
 
