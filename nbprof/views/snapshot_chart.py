@@ -221,8 +221,10 @@ def snapshot_spec(devices: list[DrawnDevice], *, height_per_device: int = 300) -
     layout.update(
         title=dict(text="Active memory over time, stacked by the line that allocated it"),
         xaxis=dict(title=dict(text="time since the first entry (ms)" if is_time else "history entry")),
-        height=80 + height_per_device * n, margin=dict(l=70, r=20, t=50, b=40), annotations=annotations,
-        template="plotly_white", hovermode="x", legend=dict(orientation="h", y=-0.15))
+        height=130 + height_per_device * n, margin=dict(l=70, r=20, t=50, b=100), annotations=annotations,
+        template="plotly_white", hovermode="x",
+        # under the axis' title, not over it
+        legend=dict(orientation="h", yanchor="top", y=-0.12 - 0.1 / n, xanchor="left", x=0))
     return dict(data=data, layout=layout)
 
 
@@ -310,6 +312,8 @@ class SnapshotChartState:
         p = self.profile
         r = p._replay
         x, is_time, _ = x_axis(p._data, r.memory)
+        if len(x):  # a span wider than the history (a drag past its ends): the history's
+            x0, x1 = max(x0, float(x.min())), min(x1, float(x.max()))
         a = r.allocations
         ar, fr = a["alloc_row"].to_numpy(), a["free_row"].to_numpy()
         xa = np.where(ar >= 0, x[np.maximum(ar, 0)] if len(x) else 0.0, -np.inf)
