@@ -564,3 +564,71 @@ def test_reading_replaying_and_charting_cost_no_more_than_memory_viz(tmp_path):
     ratio = statistics.median(m["total"] / t["total"] for m, t in zip(mine, theirs))
     assert ratio < 2.0, (ratio, theirs, mine)
     assert mine[0]["points"] <= 2 * 672 + 2  # the chart's points: bounded by its width, not the entries
+
+
+def test_a_tables_column_dtypes_do_not_depend_on_the_snapshot(tmp_path):
+    """The same column has the same dtype whatever the snapshot holds: a history and segments, no
+    history, nothing at all, two devices, blocks without addresses or stacks (memory_viz's own CPU
+    snapshots) and a torch 2.0 block's ``history``."""
+    from collections import defaultdict
+
+    bare = hand_snapshot()
+    for s in bare["segments"]:
+        for b in s["blocks"]:
+            del b["address"], b["frames"]
+    legacy = hand_snapshot()
+    for s in legacy["segments"]:
+        for b in s["blocks"]:
+            b["history"] = [{"addr": b["address"], "real_size": b.pop("requested_size"), "frames": b.pop("frames")}]
+    snapshots = {"hand": hand_snapshot(), "segments only": hand_snapshot()["segments"],
+                 "nothing": {"segments": [], "device_traces": []}, "two devices": simulated(600, devices=2),
+                 "bare blocks": bare, "legacy": legacy, "empty trace": {"segments": [], "device_traces": [[]]}}
+    seen: dict = defaultdict(lambda: defaultdict(set))
+    for label, snap in snapshots.items():
+        p = nbprof.load_snapshot(write(snap, tmp_path / "s.pickle"))
+        tables = {"segments": p.segments(), "active_memory": p.active_memory(), "blocks(end)": p.blocks(),
+                  "blocks(peak)": p.blocks("peak")}
+        for table, frame in tables.items():
+            for column in frame.columns:
+                seen[(table, column)][str(frame[column].dtype)].add(f"{label} ({len(frame)})")
+        p.report().html(include_library=False)
+        p.report().text()
+    differ = {key: dict(kinds) for key, kinds in seen.items() if len(kinds) > 1}
+    assert not differ, "\n".join(f"{k}: {v}" for k, v in sorted(differ.items()))
+
+
+def test_the_live_charts_kernel_side_answers_a_zoom_and_a_span(hand):
+    from nbprof.views.snapshot_chart import SnapshotChartState
+
+    state = SnapshotChartState(hand)
+    reply = state.answer({"type": "window", "x0": 0.005, "x1": 0.0305, "width_px": 400, "seq": 3})
+    assert reply["type"] == "spec" and reply["seq"] == 3 and reply["status"].startswith("every one of the")
+    assert reply["spec"]["layout"]["xaxis"]["range"] == [0.005, 0.0305]
+    sel = state.answer({"type": "select", "x0": 0.0, "x1": 0.025})["selection"]
+    (table,) = sel["tables"]
+    assert [r[0] for r in table["rows"]] == ["…/ipykernel_4242/1234567.py:4", "…/ipykernel_4242/1234567.py:3"]
+    # a1 is freed at 31 µs, after the span: still held at its end
+    assert [r[2:] for r in table["rows"]] == [["1.00 MiB", "1.00 MiB"], ["512.00 KiB", "512.00 KiB"]]
+    sel = state.answer({"type": "select", "x0": 0.0, "x1": 0.035})["selection"]
+    assert [r[2:] for r in sel["tables"][0]["rows"]][1] == ["512.00 KiB", "0 B"]
+    assert state.answer({"type": "nothing"}) is None
+
+
+def test_the_memory_snapshot_tab_of_a_torch_report(tmp_path):
+    """A --snapshot run's profile (its snapshot in the metadata, as the runner puts it there): the
+    tab and its panels; a profile without one has no such tab."""
+    from nbprof.collect.snapshot import parse_snapshot
+    from nbprof.snapshot import SnapshotProfile
+
+    from .conftest import trace_path
+
+    p = nbprof.load_trace(trace_path("two_streams"))
+    assert ">Memory snapshot</label>" not in p.report().html(include_library=False)
+    p.meta.snapshot = parse_snapshot(hand_snapshot(), "--snapshot")
+    snap = p.snapshot()
+    assert isinstance(snap, SnapshotProfile) and snap is p.snapshot() and snap.meta.source == "--snapshot"
+    html = p.report().html(include_library=False)
+    tab = html[html.index(">Memory snapshot</label>"):]
+    for inner in ("Over time", "At the peak", "At the end", "Segments", "OOMs"):
+        assert f">{inner}</label>" in tab
+    assert "recorded around the run (--snapshot)" in snap.report().html(include_library=False)
