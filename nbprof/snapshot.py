@@ -158,6 +158,24 @@ class SnapshotProfile:
 
         return SnapshotReport(self, **view)
 
+    def save(self, path: str | os.PathLike) -> str:
+        """Write the snapshot as ``torch.cuda.memory._dump_snapshot`` writes it (a pickle of plain
+        data: memory_viz and ``nbprof.load_snapshot`` open it): a ``--snapshot`` run's, to open
+        elsewhere or keep."""
+        import pickle
+
+        from .collect.snapshot import snapshot_dict
+
+        path = os.fspath(path)
+        if not path.endswith((".pickle", ".pkl")):
+            raise OptionError(f"{path}: a snapshot is written as .pickle (what memory_viz opens)")
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            raise OptionError(f"{path}: the folder {folder} does not exist")
+        with open(path, "wb") as f:
+            pickle.dump(snapshot_dict(self._data), f)
+        return path
+
     def to_html(self, path: str | os.PathLike, title: str | None = None) -> str:
         """Write the report as one HTML file that opens offline (the chart zoomable)."""
         from .views.page import write_standalone_html

@@ -132,7 +132,7 @@ RESULT_MEMBERS = {
     "PythonProfile": ["action_stats", "actions", "call_tree", "callees", "callers", "dump", "edges", "findings", "flame", "kind", "lines", "pstats",
                       "report", "stats", "to_html", "total_s"],
     "Comparison": ["html", "kind", "metric", "table", "text"],
-    "SnapshotProfile": ["active_memory", "blocks", "kind", "memory_curve", "report", "segments", "to_html"],
+    "SnapshotProfile": ["active_memory", "blocks", "kind", "memory_curve", "report", "save", "segments", "to_html"],
 }
 # a folder of ranks (nbprof.cluster): a TorchProfile, and one rank's profile on demand
 RESULT_MEMBERS["ClusterProfile"] = sorted(RESULT_MEMBERS["TorchProfile"] + ["close", "collective_calls", "rank",

@@ -632,3 +632,26 @@ def test_the_memory_snapshot_tab_of_a_torch_report(tmp_path):
     for inner in ("Over time", "At the peak", "At the end", "Segments", "OOMs"):
         assert f">{inner}</label>" in tab
     assert "recorded around the run (--snapshot)" in snap.report().html(include_library=False)
+
+
+def test_save_writes_what_memory_viz_and_load_snapshot_read(tmp_path):
+    """``save`` writes the pickle ``_dump_snapshot`` writes: read back, the same tables; torch's
+    own segsum of it is the original's; plain data only (no global in its opcodes)."""
+    import pickletools
+
+    from torch.cuda import _memory_viz as mv
+
+    snap = simulated(3000, seed=4, devices=2, dropped=300)
+    p = nbprof.load_snapshot(write(snap, tmp_path / "a.pickle"))
+    out = p.save(tmp_path / "b.pickle")
+    q = nbprof.load_snapshot(out)
+    for table in ("segments", "active_memory"):
+        assert getattr(p, table)().equals(getattr(q, table)()), table
+    assert p.blocks("peak").drop(columns="frames").equals(q.blocks("peak").drop(columns="frames"))
+    with open(out, "rb") as f:
+        data = f.read()
+    assert not {op.name for op, _, _ in pickletools.genops(data)} & {"GLOBAL", "STACK_GLOBAL", "REDUCE", "INST", "OBJ"}
+    assert mv.segsum(pickle.loads(data)) == mv.segsum(snap)
+    assert len(data) < 2 * len(pickle.dumps(snap))  # stacks stay shared
+    with pytest.raises(OptionError):
+        p.save(tmp_path / "b.json")

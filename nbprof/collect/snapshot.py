@@ -53,7 +53,7 @@ from ..errors import TraceError
 from .chrome_trace import TraceLimit, max_trace_bytes
 
 __all__ = ["SnapshotData", "read_snapshot_file", "parse_snapshot", "load_data_only", "is_pickle_head",
-           "CudaHistory", "ACTIONS", "SNAPSHOT_SUFFIXES", "HISTORY_MAX_ENTRIES"]
+           "snapshot_dict", "CudaHistory", "ACTIONS", "SNAPSHOT_SUFFIXES", "HISTORY_MAX_ENTRIES"]
 
 _REQUIRED: Any = object()
 
@@ -433,6 +433,73 @@ def _intern(frames_of: list[Any]) -> tuple[np.ndarray, list[Any]]:
     return renum[codes], [f for f, ok in zip(reps, usable.tolist()) if ok]
 
 
+# ---------------------------------------------------------------------------- writing one back
+
+
+def snapshot_dict(data: SnapshotData) -> dict[str, Any]:
+    """:class:`SnapshotData` as ``torch.cuda.memory._snapshot()`` returns it (what
+    ``_dump_snapshot`` pickles and memory_viz opens): the segments with their blocks, each
+    device's history, the allocator's settings; each stack the frames list it was read as (one
+    list shared by an allocation and its block, as torch shares it, so the pickle stays small)."""
+    stacks = data.stacks
+
+    def frames(i: int) -> list[Any]:
+        return stacks[i] if i >= 0 else []
+
+    blk = data.blocks
+    block_rows = zip(blk["segment"].tolist(), blk["address"].tolist(), blk["size_bytes"].tolist(),
+                     blk["requested_bytes"].tolist(), blk["state"].astype(str).tolist(), blk["stack"].tolist())
+    per_segment: list[list[dict[str, Any]]] = [[] for _ in range(len(data.segments))]
+    for seg, address, size, requested, state, stack in block_rows:
+        per_segment[seg].append({"address": address, "size": size, "requested_size": requested, "state": state,
+                                 "frames": frames(stack)})
+    seg = data.segments
+    segments = []
+    for i, row in enumerate(seg.itertuples(index=False)):
+        blocks = per_segment[i]
+        allocated = sum(b["size"] for b in blocks if b["state"] == "active_allocated")
+        active = sum(b["size"] for b in blocks if b["state"] in ("active_allocated", "active_pending_free"))
+        requested = sum(b["requested_size"] for b in blocks if b["state"] in ("active_allocated", "active_pending_free"))
+        segments.append({
+            "device": int(row.device), "address": int(row.address), "total_size": int(row.total_size_bytes),
+            "allocated_size": int(row.torch_allocated_bytes) if row.torch_allocated_bytes >= 0 else allocated,
+            "active_size": int(row.torch_active_bytes) if row.torch_active_bytes >= 0 else active,
+            "requested_size": int(row.torch_requested_bytes) if row.torch_requested_bytes >= 0 else requested,
+            "stream": int(row.stream), "segment_type": str(row.segment_type), "segment_pool_id": _pool(str(row.pool_id)),
+            "is_expandable": bool(row.is_expandable), "frames": frames(int(row.stack)), "blocks": blocks})
+    tr = data.trace
+    devices = int(max(tr["device"].max() + 1 if len(tr) else 0, seg["device"].max() + 1 if len(seg) else 0))
+    traces: list[list[dict[str, Any]]] = [[] for _ in range(devices)]
+    rows = zip(tr["device"].tolist(), tr["action"].astype(str).tolist(), tr["address"].tolist(),
+               tr["size_bytes"].tolist(), tr["stream"].tolist(), tr["time_us"].tolist(),
+               tr["device_free_bytes"].tolist(), tr["stack"].tolist())
+    for device, action, address, size, stream, t, free, stack in rows:
+        e: dict[str, Any] = {"action": action}
+        if action == "oom":
+            e["device_free"] = free
+        else:
+            e["addr"] = address
+        e["size"] = size
+        e["stream"] = stream
+        if t == t:  # not NaN
+            e["time_us"] = int(t) if float(t).is_integer() else t
+        if stack >= 0:
+            e["frames"] = stacks[stack]
+        traces[device].append(e)
+    out: dict[str, Any] = {"segments": segments, "device_traces": traces}
+    if data.settings:
+        out["allocator_settings"] = dict(data.settings)
+    return out
+
+
+def _pool(text: str) -> Any:
+    parts = text.split(",")
+    try:
+        return tuple(int(p) for p in parts) if text else (0, 0)
+    except ValueError:
+        return text
+
+
 # ------------------------------------------------------------------------- recording a history
 
 
@@ -470,7 +537,13 @@ class CudaHistory:
         kwargs: dict[str, Any] = dict(context="all", stacks="python", max_entries=self.max_entries)
         if "clear_history" in _parameters(record):  # torch 2.6+: a history nbprof left is not this cell's
             kwargs["clear_history"] = True
-        record("all", **kwargs)
+        try:
+            record("all", **kwargs)
+        except Exception as e:  # an allocator without a history (cudaMallocAsync's): the cell runs anyway
+            self._torch = None
+            self.notes.append(f"--snapshot: torch could not record the CUDA allocator's history "
+                              f"({type(e).__name__}: {e})"[:300])
+            return
         self._ours = True
 
     def end(self) -> None:
