@@ -632,6 +632,7 @@ def test_the_memory_snapshot_tab_of_a_torch_report(tmp_path):
     for inner in ("Over time", "At the peak", "At the end", "Segments", "OOMs"):
         assert f">{inner}</label>" in tab
     assert "recorded around the run (--snapshot)" in snap.report().html(include_library=False)
+    assert p.report().collected_line().endswith(", CUDA memory snapshot")
 
 
 def test_save_writes_what_memory_viz_and_load_snapshot_read(tmp_path):

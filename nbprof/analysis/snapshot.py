@@ -192,7 +192,8 @@ def replay(data: SnapshotData) -> Replay:
     devices = sorted(set(dev.tolist()) | set(bdev[held].tolist()) | set(data.segments["device"].tolist()))
     initial = {d: int(size[early_free & (dev == d)].sum()) + int(blk["requested_bytes"].to_numpy()[before_blocks][
         bdev[before_blocks] == d].sum()) for d in devices}
-    start = np.array([initial[d] for d in dev.tolist()], np.int64) if n else np.zeros(0, np.int64)
+    where = np.searchsorted(devices, dev) if n else np.zeros(0, np.int64)  # each row's device, as a position
+    start = np.array([initial[d] for d in devices], np.int64)[where] if n else np.zeros(0, np.int64)
     active = start + _within_device_cumsum(delta, dev)
 
     # reserved: back from the segments held at the end
@@ -202,7 +203,7 @@ def replay(data: SnapshotData) -> Replay:
     seg = data.segments
     at_end = {d: int(seg["total_size_bytes"].to_numpy()[seg["device"].to_numpy() == d].sum()) for d in devices}
     rsum = {d: int(rdelta[dev == d].sum()) for d in devices}
-    rstart = np.array([at_end[d] - rsum[d] for d in dev.tolist()], np.int64) if n else np.zeros(0, np.int64)
+    rstart = np.array([at_end[d] - rsum[d] for d in devices], np.int64)[where] if n else np.zeros(0, np.int64)
     reserved = rstart + _within_device_cumsum(rdelta, dev)
 
     memory = pd.DataFrame({"device": dev, "entry": entry, "time_us": times, "action": tr["action"],

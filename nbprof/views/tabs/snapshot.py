@@ -20,7 +20,7 @@ import pandas as pd
 
 from ...analysis.snapshot import BEFORE_HISTORY, NO_STACK
 from ...format import esc, fmt_bytes, fmt_us, plural
-from ..datatable import datatable_html
+from ..datatable import MAX_ROWS, datatable_html
 from ..figure import drawing_html
 from ..snapshot_chart import drawn_devices, snapshot_svg
 from ..table import Column
@@ -45,20 +45,25 @@ BLOCK_COLUMNS = [Column("requested_bytes", "Size", "bytes"), Column("where", "Al
                Column("device", "Device", "text"), Column("stack", "Stack (innermost first)", "name", 90)]
 
 
-def blocks_frame(blocks: pd.DataFrame, t0_us: float) -> pd.DataFrame:
+def blocks_frame(blocks: pd.DataFrame, t0_us: float, shown: int = MAX_ROWS) -> pd.DataFrame:
+    """``blocks()``' rows as the tables show them: ``where`` (the line that allocated: "In [4] line
+    3", "train.py:42"; none: before the history, or no stack), ``alloc_us`` since the first entry,
+    and the first ``shown`` rows' ``stack`` (innermost first, whole file names: the cell shows its
+    start, its hover the whole)."""
     frame = blocks.copy(deep=False)
-    where = []
-    for cell, file, line, t in zip(frame["cell"], frame["file"], frame["line"], frame["alloc_us"]):
-        if not isinstance(file, str):  # no stack: allocated before the history, or torch recorded none
-            where.append(BEFORE_HISTORY if np.isnan(t) else NO_STACK)
-        elif cell:
-            where.append(f"{cell} line {line}")
-        else:
-            where.append(f"{file}:{line}")
+    has_file = frame["file"].notna().to_numpy()
+    line = frame["line"].astype(str).to_numpy(dtype=object)
+    cell = frame["cell"].to_numpy(dtype=object)
+    in_cell = frame["cell"].notna().to_numpy()
+    where = np.where(np.isnan(frame["alloc_us"].to_numpy(dtype=float)), BEFORE_HISTORY, NO_STACK).astype(object)
+    where[has_file & in_cell] = cell[has_file & in_cell] + " line " + line[has_file & in_cell]
+    files = frame["file"].to_numpy(dtype=object)
+    plain = has_file & ~in_cell
+    where[plain] = files[plain] + ":" + line[plain]
     frame["where"] = where
-    frame["function"] = [f if isinstance(f, str) else "" for f in frame["function"]]
-    # innermost first; whole file names (the cell shows the start, its hover the whole stack)
-    frame["stack"] = [" ← ".join(f"{n} ({f}:{ln})" for f, ln, n in fr[:12]) for fr in frame["frames"]]
+    frame["function"] = frame["function"].where(frame["function"].notna(), "").astype(object)
+    frame["stack"] = [" ← ".join(f"{n} ({f}:{ln})" for f, ln, n in fr[:12]) for fr in frame["frames"].iloc[:shown]] + \
+        [""] * max(len(frame) - shown, 0)
     frame["alloc_us"] = frame["alloc_us"] - t0_us
     return frame
 
