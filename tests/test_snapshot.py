@@ -656,3 +656,19 @@ def test_save_writes_what_memory_viz_and_load_snapshot_read(tmp_path):
     assert len(data) < 2 * len(pickle.dumps(snap))  # stacks stay shared
     with pytest.raises(OptionError):
         p.save(tmp_path / "b.json")
+
+
+def test_without_a_frame_of_the_users_the_innermost_python_frame_names_it(tmp_path):
+    """``_record_memory_history``'s default records C++ frames too (stacks="all"), innermost: an
+    allocation with no frame of the user's is named by its innermost Python frame, not by
+    ``CapturedTraceback::gather``."""
+    snap = hand_snapshot()
+    cpp = [{"filename": "/pytorch/torch/csrc/profiler/combined_traceback.cpp", "line": 40,
+            "name": "torch::CapturedTraceback::gather(bool, bool, bool)"},
+           {"filename": "??", "line": 0, "name": "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc"}]
+    py = {"filename": "/usr/lib/python3.11/site-packages/torch/nn/modules/conv.py", "line": 454, "name": "_conv_forward"}
+    snap["segments"][0]["blocks"][2]["frames"] = cpp + [py]
+    end = nbprof.load_snapshot(write(snap, tmp_path / "s.pickle")).blocks("end")
+    row = end[end["requested_bytes"] == MiB].iloc[0]
+    assert (row["file"], row["line"], row["function"], row["cell"]) == (py["filename"], 454, "_conv_forward", None)
+    assert len(row["frames"]) == 3  # the data keeps every frame

@@ -352,15 +352,12 @@ def user_lines(stacks: list[Any], ids: np.ndarray, user: Any) -> pd.DataFrame:
     for f in set(files):
         file_user[f] = bool(user.is_recorded_user_file(f))
     is_user = np.fromiter((file_user[f] for f in files), bool, len(parts))
+    is_py = np.fromiter((f.endswith(".py") for f in files), bool, len(parts))
     offsets = np.cumsum(lens) - lens
-    pos = np.flatnonzero(is_user[fcode]) if len(flat) else np.zeros(0, np.int64)  # where user frames are
-    found = np.zeros(len(lists), bool)
-    first_user = np.zeros(len(lists), np.int64)
-    if len(pos):
-        k = np.minimum(np.searchsorted(pos, offsets), len(pos) - 1)  # each stack's first user frame, if inside it
-        first_user = pos[k]
-        found = (lens > 0) & (first_user >= offsets) & (first_user < offsets + lens)
-    chosen = np.where(found, first_user, np.where(lens > 0, offsets, -1))  # else the innermost frame
+    found, first_user = _first_in_stack(is_user[fcode] if len(flat) else np.zeros(0, bool), offsets, lens)
+    # no frame of the user's: the innermost Python frame (stacks="all" puts C++ frames first), else the innermost
+    py_found, first_py = _first_in_stack(is_py[fcode] if len(flat) else np.zeros(0, bool), offsets, lens)
+    chosen = np.where(found, first_user, np.where(py_found, first_py, np.where(lens > 0, offsets, -1)))
     frame = np.where(chosen >= 0, fcode[np.maximum(chosen, 0)] if len(flat) else -1, -1)
     # one row per distinct (frame, the user's?) pair, then each stack's, then each id's
     pair = frame * 2 + found  # -2 / -1: no frame
@@ -382,6 +379,16 @@ def user_lines(stacks: list[Any], ids: np.ndarray, user: Any) -> pd.DataFrame:
         "function": pd.Series(cols[3], dtype=object), "label": pd.Series(cols[4], dtype=object),
         "user": np.asarray(cols[5], dtype=bool)})
     return table.iloc[np.asarray(per_stack).ravel()[back]].reset_index(drop=True)
+
+
+def _first_in_stack(mask: np.ndarray, offsets: np.ndarray, lens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For stacks laid end to end (``offsets``, ``lens``), whether each has a frame where ``mask``
+    is set, and the position of its first."""
+    pos = np.flatnonzero(mask)
+    if not len(pos):
+        return np.zeros(len(offsets), bool), np.zeros(len(offsets), np.int64)
+    first = pos[np.minimum(np.searchsorted(pos, offsets), len(pos) - 1)]
+    return (lens > 0) & (first >= offsets) & (first < offsets + lens), first
 
 
 def _distinct(objs: list[Any]) -> tuple[np.ndarray, np.ndarray]:

@@ -62,10 +62,23 @@ def blocks_frame(blocks: pd.DataFrame, t0_us: float, shown: int = MAX_ROWS) -> p
     where[plain] = files[plain] + ":" + line[plain]
     frame["where"] = where
     frame["function"] = frame["function"].where(frame["function"].notna(), "").astype(object)
-    frame["stack"] = [" ← ".join(f"{n} ({f}:{ln})" for f, ln, n in fr[:12]) for fr in frame["frames"].iloc[:shown]] + \
-        [""] * max(len(frame) - shown, 0)
+    frame["stack"] = [" ← ".join(f"{n} ({f}:{ln})" for f, ln, n in _worth_showing(fr)[:12])
+                      for fr in frame["frames"].iloc[:shown]] + [""] * max(len(frame) - shown, 0)
     frame["alloc_us"] = frame["alloc_us"] - t0_us
     return frame
+
+
+# C++ frames of the allocator's and the interpreter's own plumbing (stacks="all"), left out of the
+# stacks shown as memory_viz leaves them out (``_frame_filter``); the data (``frames``) keeps them
+_PLUMBING_NAMES = ("unwind::unwind", "CapturedTraceback::gather", "gather_with_cpp", "_start", "__libc_start_main",
+                   "PyEval_", "PyObject_", "PyFunction_")
+_PLUMBING_FILES = ("core/boxing", "/Register", "/Redispatch", "pythonrun.c", "Modules/main.c", "Objects/call.c",
+                   "Objects/methodobject.c", "pycore_ceval.h", "ceval.c", "cpython/abstract.h")
+
+
+def _worth_showing(frames: tuple) -> list:
+    return [f for f in frames if not any(n in f[2] for n in _PLUMBING_NAMES)
+            and not any(n in f[0] for n in _PLUMBING_FILES)]
 
 
 def _peak_html(profile: Any) -> str:
