@@ -197,6 +197,20 @@ class TorchProfile:
         return timeline_figure(self, python=python, window_us=window_us, height=height,
                                max_rects=DEFAULT_MAX_RECTS if max_rects is None else max_rects)
 
+    def snapshot(self) -> Any:
+        """``--snapshot``: the CUDA memory snapshot taken around the run, as a
+        :class:`~nbprof.snapshot.SnapshotProfile` (``segments()``, ``blocks()``, ``active_memory()``,
+        its report). An ``OptionError`` for a profile recorded without it."""
+        if self.meta.snapshot is None:
+            raise OptionError("this profile has no memory snapshot: record it with %%torchprof --snapshot (CUDA only)")
+        return self._snapshot
+
+    @functools.cached_property
+    def _snapshot(self) -> Any:
+        from .snapshot import SnapshotProfile
+
+        return SnapshotProfile(self.meta.snapshot)
+
     def memory_curve(self) -> Any:
         """Allocated (and reserved) memory over time (needs ``--memory``): a plotly ``Figure`` that
         renders itself (its static drawing: the Memory tab's chart)."""
