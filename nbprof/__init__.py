@@ -67,17 +67,43 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    """``%load_ext nbprof``: register %%torchprof and %%cprofile."""
-    from .extension import load
+    """``%load_ext nbprof``: register %%torchprof and %%cprofile (``magics``), the cell
+    transformers that let IPython run a ``%%torchprof`` cell as any cell and the hook that shows its
+    report after it ran (``_cell``). Loading again replaces nothing twice."""
+    from ._cell import CellWrapper, rewrite_cell, show_pending
+    from .magics import ProfileMagics
 
-    load(ipython)
+    ipython.register_magics(ProfileMagics)
+    cleanup = ipython.input_transformers_cleanup
+    if rewrite_cell not in cleanup:
+        cleanup.append(rewrite_cell)
+    if not any(isinstance(t, CellWrapper) for t in ipython.ast_transformers):
+        ipython.ast_transformers.append(CellWrapper(ipython))
+    try:
+        ipython.events.unregister("post_run_cell", show_pending)
+    except ValueError:
+        pass
+    ipython.events.register("post_run_cell", show_pending)
 
 
 def unload_ipython_extension(ipython: Any) -> None:
-    """``%unload_ext nbprof``: remove the magics and hooks."""
-    from .extension import unload
+    """``%unload_ext nbprof``: remove the magics, the transformers and the hook."""
+    from ._cell import NAMESPACE_NAME, CellWrapper, rewrite_cell, show_pending
 
-    unload(ipython)
+    for kind in ("line", "cell"):
+        table = ipython.magics_manager.magics[kind]
+        for name in ("torchprof", "cprofile"):
+            table.pop(name, None)
+    cleanup = ipython.input_transformers_cleanup
+    while rewrite_cell in cleanup:
+        cleanup.remove(rewrite_cell)
+    ipython.ast_transformers[:] = [t for t in ipython.ast_transformers if not isinstance(t, CellWrapper)]
+    ipython.user_ns.pop(NAMESPACE_NAME, None)
+    ipython.user_ns_hidden.pop(NAMESPACE_NAME, None)
+    try:
+        ipython.events.unregister("post_run_cell", show_pending)
+    except ValueError:
+        pass
 
 
 def load_trace(path: Any, *, workers: int | None = None, client: Any = None,

@@ -475,7 +475,7 @@ def test_snapshot_without_cuda_is_one_note_and_the_cell_runs(shell):
 
 
 def test_the_flag_is_declared_once():
-    from nbprof import flags
+    from nbprof.run import flags
 
     (flag,) = [f for f in flags.TORCH_FLAGS if "--snapshot" in f.names]
     assert flag.action == "store_true" and "CUDA" in flag.help

@@ -19,7 +19,7 @@ builds from ``py::dict``, ``py::list``, ``py::str``, Python ints, bools, floats 
 (``segment_pool_id``), in every torch from 2.1 (when ``time_us`` came) to 2.13 (read in
 ``torch/csrc/cuda/Module.cpp`` of each; the C++ API's ``_memory_snapshot_pickled`` writes the same
 values with TorchScript's pickler, untagged: no globals either). Sizes are bounded as for traces:
-at most ``max_bytes`` of pickle from one file (``collect.chrome_trace.max_trace_bytes``: 4 GiB by
+at most ``max_bytes`` of pickle from one file (``collect.trace_limits.max_trace_bytes``: 4 GiB by
 default, ``$NBPROF_MAX_TRACE_BYTES``), a ``.gz`` decompressed as it is read and held to the same
 limit.
 
@@ -50,7 +50,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import TraceError
-from .chrome_trace import TraceLimit, max_trace_bytes
+from .trace_limits import TraceLimit, max_trace_bytes
 
 __all__ = ["SnapshotData", "read_snapshot_file", "parse_snapshot", "load_data_only", "is_pickle_head",
            "snapshot_dict", "CudaHistory", "ACTIONS", "SNAPSHOT_SUFFIXES", "HISTORY_MAX_ENTRIES"]
@@ -135,10 +135,10 @@ class _Bounded(io.RawIOBase):
 
 
 def _too_big(path: str, n: int, limit: TraceLimit, what: str = "") -> str:
-    from .chrome_trace import _size_text
+    from .trace_limits import size_text
 
-    more = _size_text(max(2 * limit.bytes, 8 << 30), unit="")
-    return (f"{path}: more than {_size_text(limit.bytes)} of pickle{' ' + what if what else ''}, the most nbprof "
+    more = size_text(max(2 * limit.bytes, 8 << 30), unit="")
+    return (f"{path}: more than {size_text(limit.bytes)} of pickle{' ' + what if what else ''}, the most nbprof "
             f"reads from one file; if it is a memory snapshot, read it with load_snapshot(path, "
             f'max_bytes="{more}")')
 
