@@ -8,6 +8,7 @@ Public API (everything else is internal):
 
     nbprof.load_trace(path)            chrome trace file(s) -> TorchProfile
     nbprof.load_prof(path)             a .prof file (python -m cProfile -o) -> PythonProfile
+    nbprof.load_snapshot(path)         a CUDA memory snapshot (_dump_snapshot's pickle, read as data) -> SnapshotProfile
     nbprof.from_profiler(prof)         a finished torch.profiler.profile -> TorchProfile
     nbprof.trace_handler(dir_name)     on_trace_ready= for a scheduled profiler: a report per cycle
     nbprof.compare(a, b)               two profiles -> Comparison
@@ -15,7 +16,7 @@ Public API (everything else is internal):
     nbprof.step()                      mark a step of a profiled loop (for --schedule)
     nbprof.cuda_collection(on)         pause / resume CUDA collection inside a profiled cell
     nbprof.lightning.Profiler()        Trainer(profiler=...): Lightning's actions as ranges, and the report
-    TorchProfile, PythonProfile, Comparison   the result types
+    TorchProfile, PythonProfile, SnapshotProfile, Comparison   the result types
     ClusterProfile                            a folder of ranks (a TorchProfile)
     NbprofError and subclasses         the errors nbprof raises (nbprof.errors)
 
@@ -36,6 +37,7 @@ __all__ = [
     "unload_ipython_extension",
     "load_trace",
     "load_prof",
+    "load_snapshot",
     "from_profiler",
     "trace_handler",
     "compare",
@@ -46,6 +48,7 @@ __all__ = [
     "TorchProfile",
     "ClusterProfile",
     "PythonProfile",
+    "SnapshotProfile",
     "Comparison",
     "NbprofError",
     "OptionError",
@@ -58,22 +61,49 @@ __all__ = [
 if TYPE_CHECKING:  # pragma: no cover
     from . import lightning
     from .comparison import Comparison
-    from .cluster import ClusterProfile
+    from .cluster.profile import ClusterProfile
     from .model import PythonProfile, TorchProfile
+    from .snapshot import SnapshotProfile
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    """``%load_ext nbprof``: register %%torchprof and %%cprofile."""
-    from .extension import load
+    """``%load_ext nbprof``: register %%torchprof and %%cprofile (``magics``), the cell
+    transformers that let IPython run a ``%%torchprof`` cell as any cell and the hook that shows its
+    report after it ran (``_cell``). Loading again replaces nothing twice."""
+    from ._cell import CellWrapper, rewrite_cell, show_pending
+    from .magics import ProfileMagics
 
-    load(ipython)
+    ipython.register_magics(ProfileMagics)
+    cleanup = ipython.input_transformers_cleanup
+    if rewrite_cell not in cleanup:
+        cleanup.append(rewrite_cell)
+    if not any(isinstance(t, CellWrapper) for t in ipython.ast_transformers):
+        ipython.ast_transformers.append(CellWrapper(ipython))
+    try:
+        ipython.events.unregister("post_run_cell", show_pending)
+    except ValueError:
+        pass
+    ipython.events.register("post_run_cell", show_pending)
 
 
 def unload_ipython_extension(ipython: Any) -> None:
-    """``%unload_ext nbprof``: remove the magics and hooks."""
-    from .extension import unload
+    """``%unload_ext nbprof``: remove the magics, the transformers and the hook."""
+    from ._cell import NAMESPACE_NAME, CellWrapper, rewrite_cell, show_pending
 
-    unload(ipython)
+    for kind in ("line", "cell"):
+        table = ipython.magics_manager.magics[kind]
+        for name in ("torchprof", "cprofile"):
+            table.pop(name, None)
+    cleanup = ipython.input_transformers_cleanup
+    while rewrite_cell in cleanup:
+        cleanup.remove(rewrite_cell)
+    ipython.ast_transformers[:] = [t for t in ipython.ast_transformers if not isinstance(t, CellWrapper)]
+    ipython.user_ns.pop(NAMESPACE_NAME, None)
+    ipython.user_ns_hidden.pop(NAMESPACE_NAME, None)
+    try:
+        ipython.events.unregister("post_run_cell", show_pending)
+    except ValueError:
+        pass
 
 
 def load_trace(path: Any, *, workers: int | None = None, client: Any = None,
@@ -102,6 +132,20 @@ def load_prof(path: Any) -> "PythonProfile":
     return _load_prof(path)
 
 
+def load_snapshot(path: Any, *, max_bytes: int | str | None = None) -> "SnapshotProfile":
+    """Read a CUDA memory snapshot (the pickle ``torch.cuda.memory._dump_snapshot`` writes, what
+    pytorch.org/memory_viz opens; a ``.gz`` of it too) into a :class:`SnapshotProfile`:
+    ``segments()`` (reserved vs allocated per segment), ``blocks(at="end" | "peak" | time_us)``
+    (with the line of your code that allocated each), ``active_memory()`` (the history replayed),
+    its report. The file is read as data: a pickle that names any code (``__reduce__``) runs
+    nothing and fails in one line (``TraceError``), as does a truncated one. ``max_bytes``: the
+    most pickle read from one file (default 4 GiB, or ``$NBPROF_MAX_TRACE_BYTES``). Needs no torch
+    and no GPU."""
+    from .loading import load_snapshot as _load_snapshot
+
+    return _load_snapshot(path, max_bytes=max_bytes)
+
+
 def from_profiler(prof: Any) -> "TorchProfile":
     """A finished ``torch.profiler.profile`` (or ``torch.autograd.profiler.profile``) as a
     :class:`TorchProfile`: the report and tables ``%%torchprof`` gives for the same run (a
@@ -109,7 +153,7 @@ def from_profiler(prof: Any) -> "TorchProfile":
     profiler: its last cycle (torch keeps no other); use ``on_trace_ready=nbprof.trace_handler()``
     for each. A one-line error for a profiler still running, never run, or whose trace torch
     already wrote (``export_chrome_trace``: then ``load_trace`` that file)."""
-    from .profilers import from_profiler as _from_profiler
+    from .integrations.profilers import from_profiler as _from_profiler
 
     return _from_profiler(prof)
 
@@ -122,7 +166,7 @@ def trace_handler(dir_name: Any = None, *, worker_name: str | None = None, use_g
     ``keep``; None: all; ``handler.latest``); with ``dir_name``, also written as torch's
     ``tensorboard_trace_handler(dir_name, worker_name, use_gzip)`` writes it (``load_trace`` and
     TensorBoard read the folder)."""
-    from .profilers import trace_handler as _trace_handler
+    from .integrations.profilers import trace_handler as _trace_handler
 
     return _trace_handler(dir_name, worker_name=worker_name, use_gzip=use_gzip, show=show, keep=keep)
 
@@ -145,7 +189,7 @@ def controls() -> Any:
 def step() -> None:
     """Mark the end of one step of a profiled loop (drives ``--schedule``). A no-op when no
     profile is running, so it can stay in the loop (and in ``%%cprofile``, which has no steps)."""
-    from . import runner
+    from .run import runner
 
     run = runner.active()
     if run is not None:
@@ -155,7 +199,7 @@ def step() -> None:
 def cuda_collection(on: bool) -> None:
     """Inside a ``%%torchprof`` cell: pause (False) or resume (True) recording CUDA activity.
     A no-op outside a profile, in a run that does not record CUDA, and under ``%%cprofile``."""
-    from . import runner
+    from .run import runner
 
     run = runner.active()
     if run is not None:
@@ -167,8 +211,12 @@ def __getattr__(name: str) -> Any:
         from . import model
 
         return getattr(model, name)
+    if name == "SnapshotProfile":
+        from .snapshot import SnapshotProfile
+
+        return SnapshotProfile
     if name == "ClusterProfile":
-        from .cluster import ClusterProfile
+        from .cluster.profile import ClusterProfile
 
         return ClusterProfile
     if name == "lightning":  # the module; it imports no Lightning itself

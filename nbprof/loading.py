@@ -1,37 +1,25 @@
 """nbprof.load_trace: one chrome trace file as a TorchProfile, or a folder of them (one per rank) as a
-ClusterProfile (``nbprof.cluster``). nbprof.load_prof: cProfile's ``.prof`` files as a PythonProfile."""
+ClusterProfile (``nbprof.cluster``). nbprof.load_prof: cProfile's ``.prof`` files as a PythonProfile.
+nbprof.load_snapshot: a CUDA memory snapshot (``_dump_snapshot``'s pickle, read as data) as a SnapshotProfile."""
 
 from __future__ import annotations
 
 import os
-import re
 from typing import Any
 
-from .collect.chrome_trace import max_trace_bytes, read_trace_file
+from .collect.chrome_trace import read_trace_file
+from .collect.trace_limits import max_trace_bytes
 from .errors import OptionError, TraceError
 
-__all__ = ["load_trace", "trace_files", "load_prof", "is_prof_file"]
-
-_TRACE_FILE = re.compile(r"\.json(\.gz)?$")
-
-
-def trace_files(folder: str) -> list[str]:
-    """The chrome traces in a folder (as tensorboard_trace_handler writes them), sorted."""
-    files = sorted(
-        os.path.join(folder, f) for f in os.listdir(folder) if _TRACE_FILE.search(f) and not f.startswith(".")
-    )
-    if not files:
-        raise TraceError(f"{folder}: no trace files (.json or .json.gz) in this folder")
-    return files
-
+__all__ = ["load_trace", "load_prof", "is_prof_file", "load_snapshot", "is_snapshot_file"]
 
 def load_trace(path: Any, *, workers: int | None = None, client: Any = None, progress: bool = True,
                max_bytes: int | str | None = None) -> Any:
     """One trace file: a TorchProfile; a folder of two or more: a ClusterProfile, each rank
-    summarized in a worker (``nbprof.cluster``: ``workers``, ``client``; ``progress``: the bar).
+    summarized in a worker (``nbprof.cluster.loading``: ``workers``, ``client``; ``progress``: the bar).
 
     ``max_bytes``: the most JSON read from one file (decompressed), 4 GiB by default or
-    ``$NBPROF_MAX_TRACE_BYTES``; bytes, or text such as "16G" (``collect.chrome_trace``)."""
+    ``$NBPROF_MAX_TRACE_BYTES``; bytes, or text such as "16G" (``collect.trace_limits``)."""
     from .model import TorchProfile
 
     path = os.fspath(path)
@@ -39,14 +27,12 @@ def load_trace(path: Any, *, workers: int | None = None, client: Any = None, pro
     if not os.path.exists(path):
         raise TraceError(f"{path}: no such file or folder")
     if os.path.isdir(path):
+        from .cluster.loading import load_folder, trace_files
+
         files = trace_files(path)
         if len(files) == 1:
             return TorchProfile.from_trace(read_trace_file(files[0], max_bytes=limit))
-        from .cluster import ClusterProfile, plan, summarize_ranks
-
-        n, dask = plan(files, workers, client)
-        summaries = summarize_ranks(files, workers=n, client=dask, progress=progress, limit=limit)
-        return ClusterProfile(path, summaries, workers=n, client=dask, limit=limit)
+        return load_folder(path, files, workers=workers, client=client, progress=progress, limit=limit)
     return TorchProfile.from_trace(read_trace_file(path, max_bytes=limit))
 
 
@@ -81,5 +67,35 @@ def is_prof_file(path: str) -> bool:
     try:
         with open(path, "rb") as f:
             return is_pstats_head(f.read(2))
+    except OSError:
+        return False
+
+
+def load_snapshot(path: Any, *, max_bytes: int | str | None = None) -> Any:
+    """A CUDA memory snapshot file (``torch.cuda.memory._dump_snapshot``; ``.gz`` too) as a
+    :class:`~nbprof.snapshot.SnapshotProfile`, read as data: nothing in the file runs
+    (``collect.snapshot``); at most ``max_bytes`` of pickle (as ``load_trace``'s)."""
+    from .collect.snapshot import read_snapshot_file
+    from .snapshot import SnapshotProfile
+
+    try:
+        path = os.fspath(path)
+    except TypeError:
+        raise OptionError(f"load_snapshot takes a snapshot file's path, not {type(path).__name__}") from None
+    return SnapshotProfile(read_snapshot_file(path, max_bytes=max_trace_bytes(max_bytes)))
+
+
+def is_snapshot_file(path: str) -> bool:
+    """``path`` names a memory snapshot: by its suffix, or by its first bytes (a pickle; a gzip'd
+    file named as one)."""
+    from .collect.snapshot import SNAPSHOT_SUFFIXES, is_pickle_head
+
+    if path.lower().endswith(SNAPSHOT_SUFFIXES):
+        return True
+    if not os.path.isfile(path):
+        return False
+    try:
+        with open(path, "rb") as f:
+            return is_pickle_head(f.read(2))
     except OSError:
         return False

@@ -7,7 +7,7 @@ form or a check cannot differ between a cell and a script. A profiler's flags ar
 magic and its subcommand (``-s``/``--sort``, ``-l``/``--limit`` included); ``-q`` is everywhere;
 only what has no meaning on the other side is one front end's own: ``-o NAME`` (a variable) in the
 magics, ``--html``, ``--no-html`` and ``-m`` on the command line. ``markdown_table()`` is the one
-table of them that the docs show (docs/reference/flags.md; ``python -m nbprof.flags`` prints it, a
+table of them that the docs show (docs/reference/flags.md; ``python -m nbprof.run.flags`` prints it, a
 test keeps the two equal).
 
 Errors are ``OptionError`` with a one-line message that names the flag and what it accepts; the
@@ -22,9 +22,9 @@ import os
 from dataclasses import dataclass, replace
 from typing import Any
 
-from . import settings
-from .errors import OptionError
-from .settings import PythonOptions, TorchOptions
+from .. import settings
+from ..errors import OptionError
+from ..settings import PythonOptions, TorchOptions
 
 __all__ = [
     "Flag",
@@ -106,6 +106,10 @@ TORCH_FLAGS: tuple[Flag, ...] = (
               "(p.lines()). Records Python stacks too (--stack) and traces the lines of your own code."),
     Flag(("--modules",), action="store_true", default=None,
          help="Record nn.Module calls (torch's with_modules and its Python tracer): p.modules() and the Modules tab."),
+    Flag(("--snapshot",), action="store_true", default=False,
+         help="CUDA only: record the CUDA caching allocator's history around the code (every allocation and free "
+              "with its Python stack) and take a memory snapshot at its end: the Memory snapshot tab, "
+              "p.snapshot()."),
     Flag(("-s", "--sort"), metavar="KEY",
          help="Sort tables by this column (self_cpu_us, cpu_total_us, self_device_us, device_total_us, "
               "cpu_mem_bytes, count, ...; torch's names such as self_cuda_time_total work too)."),
@@ -350,6 +354,7 @@ def torch_options(args: argparse.Namespace) -> TorchOptions:
         flops=bool(args.flops),
         modules=bool(args.modules),
         lines=bool(getattr(args, "lines", False)),
+        snapshot=bool(getattr(args, "snapshot", False)),
         sort=settings.resolve_torch_sort(args.sort) if args.sort else None,
         limit=check_limit(args.limit),
         group_by=args.group_by,
@@ -378,7 +383,7 @@ def resolve_torch(options: TorchOptions, args: argparse.Namespace) -> TorchOptio
     on what ``--group-by`` and ``--sort`` need (``_turn_on_what_the_view_needs``). Each change
     made here is a note of the run, said once: in the report, or on stderr where no report is
     shown (``-q``; ``runner.Run.finish``). Imports torch (MissingDependencyError)."""
-    from .collect.torch_live import cuda_available, import_torch
+    from ..collect.torch_live import cuda_available, import_torch
 
     import_torch()
     panel = settings.panel
@@ -402,7 +407,13 @@ def resolve_torch(options: TorchOptions, args: argparse.Namespace) -> TorchOptio
         if options.schedule is not None:
             raise OptionError("--lines cannot be combined with --schedule: profile the steps you want without it")
         stack = True
-    options = replace(options, cuda=cuda, memory=bool(memory), shapes=bool(shapes), stack=bool(stack))
+    snapshot = options.snapshot
+    if snapshot and not available:  # the cell still runs, profiled as asked; said once
+        snapshot = False
+        notes.append("--snapshot: CUDA is not available here, so there is no CUDA allocator history to record "
+                     "(the rest of the report is there)")
+    options = replace(options, cuda=cuda, memory=bool(memory), shapes=bool(shapes), stack=bool(stack),
+                      snapshot=snapshot)
     return _turn_on_what_the_view_needs(options, args, available, notes)
 
 
@@ -465,5 +476,5 @@ def _turn_on_what_the_view_needs(options: TorchOptions, args: argparse.Namespace
     return replace(options, notes=tuple(notes))
 
 
-if __name__ == "__main__":  # python -m nbprof.flags: the table docs/reference/flags.md shows
+if __name__ == "__main__":  # python -m nbprof.run.flags: the table docs/reference/flags.md shows
     print(markdown_table())
