@@ -170,7 +170,7 @@ def _document(profile: Any) -> dict[str, Any]:
     if meta.line_data:
         doc["nbprofLines"] = {"line_data": meta.line_data, "sources": meta.sources}
     if getattr(meta, "data_loading", None) is not None:  # the DataLoaders' workers (collect.data_loading)
-        from .collect.data_loading import record_to_json
+        from .data_loading import record_to_json
 
         doc["nbprofDataLoading"] = record_to_json(meta.data_loading)
     return doc
