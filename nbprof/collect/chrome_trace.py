@@ -103,6 +103,7 @@ from ..events import (
     DEVICE_KINDS,
     DEVICE_MEMORY_TYPES,
     DEVICE_TYPE_CODE,
+    DEVICE_WORK_CODES,
     IGNORED_NAMES,
     KINDS,
     KIND_CODE,
@@ -257,6 +258,8 @@ class _Trace(msgspec.Struct, gc=False):
     distributedInfo: dict[str, Any] | None = None
     nbprofCompileLog: dict[str, Any] | None = None  # torch.compile's log, as nbprof's exporter writes it
     nbprofLines: Any = None  # --lines: {"line_data": ..., "sources": ...}, checked by analysis.lines
+    nbprofCudaProfile: Any = None  # TraceMeta.cuda_profile, checked by _clock_header
+    nbprofLeftOutWork: Any = None  # TraceMeta.left_out_work, checked by _clock_header
 
 
 class _LooseTrace(msgspec.Struct, gc=False):
@@ -272,6 +275,8 @@ class _LooseTrace(msgspec.Struct, gc=False):
     distributedInfo: Any = None
     nbprofCompileLog: Any = None
     nbprofLines: Any = None
+    nbprofCudaProfile: Any = None
+    nbprofLeftOutWork: Any = None
 
 
 _DECODER = msgspec.json.Decoder(_Trace)
@@ -379,6 +384,7 @@ _CAT_CODE_AT_START = {c: code for c, code in _CAT_CODE.items()
 
 # Plausible times (µs, as the file writes them; see the module docstring). ts * 1000 must be an
 # int64 of ns, with room for a span between the earliest and the latest: [-73, +146) years.
+_LEFT_OUT_REASONS = ("zero_ts", "far", "negative_dur")  # TraceMeta.left_out_work's keys
 _TS_MIN_US = -(2.0**61) / 1000.0
 _TS_MAX_US = 2.0**62 / 1000.0
 _DAY_US = 86_400e6
@@ -855,6 +861,7 @@ class _Reader:
         self.out_of_range: Counter[tuple[str, str, Any]] = Counter()  # (arg, dtype, default) -> events
         self.big_ids = 0  # pid/tid values beyond int64
         self.dropped: list[str] = []  # notes on the rows finish() leaves out (or keeps, doubtful)
+        self.left_out_work: Counter[str] = Counter()  # device work left out for its time, by why (TraceMeta's)
         self.kind_by_name: dict[str, int] = {}  # kernels of these names are of another kind (MTIA)
         self.name_kind = np.zeros(0, dtype=np.int8)  # per name code: that kind, or -1
         self.accelerator = DEVICE_TYPE_CODE["cuda"]  # the DeviceType of device events (see _ACCELERATOR_OF)
@@ -1138,10 +1145,14 @@ class _Reader:
             n = len(kind)
 
         # what cannot be a time, or an event, is left out and said (see the module docstring)
-        take(self._plausible(ts, dur, name_codes != self.names.ids.get("", -1)))
+        plausible = self._plausible(ts, dur, name_codes != self.names.ids.get("", -1))
+        self._left_out_work(kind, plausible, negative_dur=~np.isnan(ts) & (dur < 0.0))
+        take(plausible)
         ts = _exact_ns(ts)  # from here on, ns
         dur = np.rint(dur * 1000.0).astype(np.int64)
-        take(self._together(ts, ts + dur))
+        together = self._together(ts, ts + dur)
+        self._left_out_work(kind, together, zero_ts=ts == 0, far=ts != 0)
+        take(together)
         take(self._distinct([kind, name_codes, ts, dur, pid, tid, *field.values()]))
         start_ns, dur_ns = ts, dur
         del ts, dur
@@ -1279,6 +1290,7 @@ class _Reader:
             compile_log=trace.nbprofCompileLog if isinstance(trace.nbprofCompileLog, dict) else None,
             reader_notes=self._notes(),
         )
+        self._clock_header(trace, meta)
         if trace.nbprofLines is not None:
             from .lines import checked_lines
 
@@ -1315,6 +1327,16 @@ class _Reader:
             self.dropped.append(f"{_events(long.sum())} lasting longer than a day (`dur` up to {dur[long].max():g} µs: "
                                 "nanoseconds where chrome traces have µs?): left out")
         return ok
+
+    def _left_out_work(self, kind: np.ndarray, kept: np.ndarray | None, **why: np.ndarray) -> None:
+        """Count the device work (kernels, memcpys, memsets) that ``kept`` leaves out, by why: a
+        device record whose time cannot be is the clock_skew finding's evidence (``TraceMeta.left_out_work``)."""
+        if kept is None:
+            return
+        out = ~kept & np.isin(kind, DEVICE_WORK_CODES)
+        if out.any():
+            for reason, mask in why.items():
+                self.left_out_work[reason] += int((out & mask).sum())
 
     def _together(self, start_ns: np.ndarray, end_ns: np.ndarray) -> np.ndarray | None:
         """When the events span more than a day: the largest group of them with no gap of more
@@ -1406,6 +1428,26 @@ class _Reader:
         self.dropped.append(f"the profiler's span (its \"Trace\" event: `ts` {ts:g}, `dur` {dur:g}) is not one a "
                             "profile can have: not used")
         return None
+
+    def _clock_header(self, trace: _Trace, meta: TraceMeta) -> None:
+        """What nbprof's exporter wrote of the CUDA clock (``nbprofCudaProfile``, ``nbprofLeftOutWork``)
+        into ``meta``, with the device work this read left out; a value of another shape: a note."""
+        number, left_out = trace.nbprofCudaProfile, trace.nbprofLeftOutWork
+        if number is not None:
+            if type(number) is int and 1 <= number < 1 << 31:
+                meta.cuda_profile = number
+            else:
+                meta.reader_notes.append(f"nbprofCudaProfile {msgspec.json.encode(number).decode()[:40]} is not a "
+                                         "count of profiles: not used")
+        counts = Counter(self.left_out_work)
+        if left_out is not None:
+            if isinstance(left_out, dict) and all(k in _LEFT_OUT_REASONS and type(v) is int and 0 <= v < 1 << 62
+                                                  for k, v in left_out.items()):
+                counts.update(left_out)
+            else:
+                meta.reader_notes.append(f"nbprofLeftOutWork {msgspec.json.encode(left_out).decode()[:60]} is not "
+                                         "counts of device records: not used")
+        meta.left_out_work = {k: int(v) for k, v in counts.items() if v}
 
     def _notes(self) -> list[str]:
         """What was not read or not understood, counted: a profile that holds less than its file
