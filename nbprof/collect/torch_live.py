@@ -587,15 +587,15 @@ def lost_session(results: Any) -> bool:
         return False
 
 
-# The CUDA profiles this process has taken, as far as nbprof saw them. torch's device times are
-# right in a process's first CUDA profile only: Kineto registers CUPTI's timestamp callback again
-# for each session, and from the second one on, device records come back on another clock
+# The CUDA profiles this process has taken, as far as nbprof saw them. torch's device times can be
+# trusted in a process's first CUDA profile only: Kineto registers CUPTI's timestamp callback again
+# for each session, and from the second one on, device records can come back on another clock
 # (pytorch/pytorch#175790: the device timeline shifted later in each new profile; #192021: one
 # more corrupted kernel record per session, which torch then drops). Each trace says which one it
 # was (TraceMeta.cuda_profile), so the clock_skew finding can tell a later profile's skew from a
 # first one's. Counted where nbprof reads a live session (read_results: %%torchprof, nbprof torch,
 # from_profiler, trace_handler; each --schedule cycle is a session of its own); a CUDA profile the
-# code ran that nbprof never read is not counted, so a number is at least the true one.
+# code ran that nbprof never read is not counted: the true number is at least this one.
 _cuda_profiles = 0
 _cuda_profiles_lock = threading.Lock()
 
