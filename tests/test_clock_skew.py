@@ -151,6 +151,21 @@ def test_quiet_on_the_folders(folder):
     assert "clock_skew" not in set(c.findings["kind"])
 
 
+@pytest.mark.slow
+def test_a_folder_names_the_rank_whose_clock_is_off(recorded, tmp_path):
+    """Two ranks of the recorded CNN, rank 1's device records 3 ms late: the folder's finding is
+    rank 1's, and its report's first note says so."""
+    for rank, by in ((0, Decimal(0)), (1, SHIFT_MIN_US * 3)):
+        doc = shifted(recorded["cnn_train_cuda"], by)
+        doc["distributedInfo"] = {"rank": rank, "world_size": 2}
+        write_raw(doc, tmp_path / f"rank{rank}.json")
+    c = nbprof.load_trace(tmp_path, progress=False)
+    rows = c.findings[c.findings["kind"] == "clock_skew"]
+    assert len(rows) == 1 and rows.iloc[0]["evidence"]["ranks"] == [1]
+    assert rows.iloc[0]["message"].startswith("Rank 1: The device clock contradicts the host's")
+    assert c.report().notes[0].startswith("the device clock contradicts the host's")
+
+
 def test_quiet_on_hand_made_and_hostile_traces(tmp_path):
     c = nbprof.load_trace(collectives_folder(tmp_path / "ranks"))
     assert "clock_skew" not in set(c.findings["kind"])
