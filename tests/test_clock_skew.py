@@ -145,6 +145,7 @@ def test_quiet_on_every_recorded_trace(path):
     assert p.meta.left_out_work == {} and p.meta.cuda_profile is None
 
 
+@pytest.mark.slow  # a worker pool each; their rank files are in the fast test above
 @pytest.mark.parametrize("folder", ["ddp_gloo", "cluster_views/ranks", "cluster_views/partial"])
 def test_quiet_on_the_folders(folder):
     c = nbprof.load_trace(DATA / folder)
