@@ -217,9 +217,14 @@ def _function_lines(frames: list[list[Any]], codes: dict[int, tuple[str, str, in
 
 def _notes(raw: dict[str, Any]) -> list[str]:
     notes = []
-    if raw.get("refused"):
+    if raw.get("refused"):  # nbprof leaves another tool's tracer alone (collect.line_hook)
         notes.append(f"--lines: no line tracer ({raw['refused']}), so operator syntax (x @ w, h * 2, t[i]) "
-                     "counts on the line that called its function")
+                     "counts on the line that called its function; stop the other tracer (a debugger: turn it "
+                     "off), or use Python 3.12+, where both run, to place it")
+    elif raw.get("replaced"):
+        notes.append("--lines: the code set a tracer of its own (sys.settrace: a debugger?), which replaced "
+                     "nbprof's line tracer: from there on, operator syntax counts on the line that called its "
+                     "function")
     return notes
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from .line_tracer import LineTracer
+from .torch_line_recorder import TorchLineRecorder
 from .user_code import UserCode, current_shell
 
 __all__ = ["read_lines", "LINE_DATA_VERSION", "collect_sources", "checked_lines"]
@@ -32,7 +32,7 @@ __all__ = ["read_lines", "LINE_DATA_VERSION", "collect_sources", "checked_lines"
 LINE_DATA_VERSION = 1
 
 
-def read_lines(results: Any, tracer: LineTracer, user: UserCode, entered_ns: int) -> dict[str, Any]:
+def read_lines(results: Any, tracer: TorchLineRecorder, user: UserCode, entered_ns: int) -> dict[str, Any]:
     """The ``--lines`` data of a stopped profile (``results``: its kineto results; ``entered_ns``:
     ``time.time_ns()`` once the profiler had started). Returns the :data:`meta.line_data` dict."""
     from torch._C._profiler import _EventType
@@ -173,6 +173,7 @@ def read_lines(results: Any, tracer: LineTracer, user: UserCode, entered_ns: int
         "cells": {f: user.cell_name(f) for f in files if user.cell_name(f)},
         "sources": collect_sources(files, user),
         "refused": tracer.refused,
+        "replaced": tracer.replaced,
         "walk_s": time.perf_counter() - began,
         "tree_events": n_events,
     }
