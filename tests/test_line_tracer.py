@@ -99,6 +99,24 @@ SCRIPT = textwrap.dedent("""
             r = make(UserCode(None)); r.start(); userfile.work(1); sys.settrace(other); userfile.work(1); r.stop()
             assert sys.gettrace() is other and r.replaced
             sys.settrace(None)
+    # the frames already running: a cell (this script, named so in a shell's table of cells) that
+    # starts a recorder is followed from its next line (its frame gets the local tracer, 3.10-3.11),
+    # and at stop its frame is given back as it was
+    import types
+    cell = UserCode(types.SimpleNamespace(compile=types.SimpleNamespace(_filename_map={"<string>": 1})))
+    for make in (TorchLineRecorder, PythonLineRecorder):
+        r = make(cell)
+        r.start(sys._getframe())
+        during = sys._getframe().f_trace
+        userfile.work(1)
+        r.stop()
+        assert sys._getframe().f_trace is None, make
+        assert (during is None) == (monitoring is not None), make
+        if isinstance(r, TorchLineRecorder):
+            names = [r.code_objects[c].co_name for c in r.codes]
+        else:
+            names = [r.codes[r.activation_code[a]].co_name for a, _, _ in r.events]
+        assert names[0] == "<module>" and "work" in names, (make, names)
     assert sys.gettrace() is None
     print("ok")
 """)
