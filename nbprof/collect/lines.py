@@ -9,10 +9,11 @@ above it, outermost first (a call's caller line, kept when that file is the user
 user file, ``user_code.UserCode``). Where the innermost Python event above an operator is a call
 *of* a user function (no Python call between: ``x @ w``), the line inside that function is not in
 the tree; the operator gets a *join* (the function's code, the call's start) that
-``analysis.lines.join_lines`` resolves with the line tracer's record, vectorized.
+``analysis.lines.finish_line_data`` resolves with the line recorder's record
+(``collect.torch_line_recorder``), vectorized.
 
-The result (:class:`LineData`, plain lists: it travels in the saved trace) holds every
-operator's stack, the frames and stacks interned, and the bytes allocated per stack. Calls that
+The result (``read_lines``' dict, plain lists: after ``finish_line_data``, ``meta.line_data``,
+which travels in the saved trace) holds every operator's stack, the frames and stacks interned, and the bytes allocated per stack. Calls that
 began before the profile started (the frames around the cell: the kernel, a test harness, a
 script calling IPython) add no line: the profile is of the cell.
 """

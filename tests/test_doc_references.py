@@ -1,0 +1,144 @@
+"""Every name of nbprof's own that its docstrings, comments and docs pages give still exists: a
+module path (``analysis.lines.join_lines``, ``nbprof.collect.user_code.UserCode``), a Sphinx role
+(:class:`LineData`, :func:`...`) and a file of the repository (``collect/line_tracer.py``,
+``tests/test_x.py``). Names go stale when code moves (issue 39 found ``join_lines``,
+``LineData``, ``line_table_from_frames`` left behind); the oracle is the package itself, imported,
+and the files on disk. Read from the source's comments and strings (tokenize), not its code, and
+from docs/*.md and README.md outside their code blocks."""
+
+from __future__ import annotations
+
+import builtins
+import importlib
+import io
+import pkgutil
+import re
+import tokenize
+from pathlib import Path
+
+import pytest
+
+import nbprof
+
+ROOT = Path(__file__).resolve().parents[1]
+PKG = ROOT / "nbprof"
+MODULES = {m.name for m in pkgutil.walk_packages(nbprof.__path__, "nbprof.")} | {"nbprof"}
+SUBPACKAGES = sorted({n.split(".")[1] for n in MODULES if n.count(".") >= 2})
+# ``collect.user_code.UserCode``, ``nbprof.model.TorchProfile``: a subpackage or nbprof first (a
+# top-level module's name alone, ``events.columns``, is as often a variable's)
+DOTTED = re.compile(r"(?<![\w./-])(?:nbprof\.[A-Za-z_]\w*|(?:%s)\.[A-Za-z_]\w*)(?:\.[A-Za-z_]\w*)*"
+                    % "|".join(map(re.escape, SUBPACKAGES)))
+ROLE = re.compile(r":(?:class|func|meth|data|attr|exc):`~?([\w.]+)`")
+# a path into the repository (``nbprof/collect/x.py``, ``tests/test_x.py``) or into the package
+# from a subpackage (``collect/x.py``)
+PATH = re.compile(r"(?<![\w./-])((?:nbprof|tests|benchmarks|docs|scripts|notebooks|binder)/[\w./-]*\w)")
+SUBPATH = re.compile(r"(?<![\w./-])((?:%s)/[\w/]*\w\.py)\b" % "|".join(map(re.escape, SUBPACKAGES)))
+FILE_SUFFIX = re.compile(r"\.(py|md|ipynb|sh|toml|json|gz|txt|yml|yaml|cfg|png|html|exe|io|org|com)$")
+
+
+def _defined_names() -> set[str]:
+    """Every name the package defines (module attributes, classes' attributes)."""
+    names: set[str] = set(MODULES)
+    for name in MODULES:
+        module = importlib.import_module(name)
+        for key, value in list(vars(module).items()):
+            names.add(key)
+            if isinstance(value, type):
+                names.update(vars(value))
+                names.update(getattr(value, "__dataclass_fields__", {}))
+    return names
+
+
+def _resolve(ref: str) -> str | None:
+    """None when ``ref`` names something of nbprof's that exists; else what is missing."""
+    parts = ref.split(".")
+    if parts[0] == "nbprof":
+        parts = parts[1:]
+    for i in range(len(parts), -1, -1):
+        name = ".".join(["nbprof", *parts[:i]])
+        if name in MODULES:
+            obj = importlib.import_module(name)
+            for j, part in enumerate(parts[i:]):
+                if not hasattr(obj, part):
+                    return f"{name} has no {'.'.join(parts[i:i + j + 1])}"
+                obj = getattr(obj, part)
+            return None
+    return f"no module {ref}"
+
+
+def _prose_of_python(path: Path) -> list[tuple[int, str]]:
+    """The comments and string literals (docstrings among them) of a source file, line by line."""
+    out = []
+    for tok in tokenize.generate_tokens(io.StringIO(path.read_text(encoding="utf-8")).readline):
+        if tok.type in (tokenize.COMMENT, tokenize.STRING):
+            out += [(tok.start[0] + k, line) for k, line in enumerate(tok.string.splitlines())]
+    return out
+
+
+def _prose_of_markdown(path: Path) -> list[tuple[int, str]]:
+    """A page's lines outside fenced code blocks (the examples there are files to write)."""
+    out, fenced = [], False
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+        elif not fenced:
+            out.append((n, line))
+    return out
+
+
+def _stale(lines: list[tuple[int, str]], defined: set[str]) -> list[str]:
+    found = []
+    for n, line in lines:
+        for m in DOTTED.finditer(line):
+            ref = m.group(0)
+            if FILE_SUFFIX.search(ref):  # a file name (``collect.py``): the path checks below
+                continue
+            why = _resolve(ref)
+            if why:
+                found.append(f"{n}: {ref} ({why})")
+        for m in ROLE.finditer(line):
+            ref = m.group(1)
+            if ref.split(".")[0] in (*SUBPACKAGES, "nbprof"):
+                why = _resolve(ref)
+            else:  # a short name: defined somewhere in the package (or a builtin)
+                why = None if ref.split(".")[-1] in defined or hasattr(builtins, ref) else "defined nowhere in nbprof"
+            if why:
+                found.append(f"{n}: {ref} ({why})")
+        for m in PATH.finditer(line):
+            path = m.group(1).rstrip(".")
+            if FILE_SUFFIX.search(path) and "*" not in path and not (ROOT / path).exists():
+                found.append(f"{n}: {path} (no such file)")
+        for m in SUBPATH.finditer(line):
+            if not (PKG / m.group(1)).exists():
+                found.append(f"{n}: {m.group(1)} (no such file in nbprof/)")
+    return found
+
+
+SOURCES = sorted(p.relative_to(ROOT).as_posix() for p in PKG.rglob("*.py"))
+PAGES = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").glob("*.md")) + ["README.md"]
+
+
+@pytest.fixture(scope="module")
+def defined() -> set[str]:
+    return _defined_names()
+
+
+def test_the_package_s_docstrings_and_comments_name_what_exists(defined):
+    stale = {p: s for p in SOURCES if (s := _stale(_prose_of_python(ROOT / p), defined))}
+    assert not stale, "\n".join(f"{p}:{x}" for p, xs in stale.items() for x in xs)
+
+
+def test_the_docs_name_what_exists(defined):
+    stale = {p: s for p in PAGES if (s := _stale(_prose_of_markdown(ROOT / p), defined))}
+    assert not stale, "\n".join(f"{p}:{x}" for p, xs in stale.items() for x in xs)
+
+
+def test_a_stale_name_is_found(defined):
+    """The checker itself, on names that no longer exist (the ones issue 39 found)."""
+    lines = [(1, "joined by ``analysis.lines.join_lines`` (:class:`LineData`), see collect/line_tracer.py"),
+             (2, "``collect.user_code.UserCode`` and :class:`TorchProfile` in nbprof/model.py")]
+    assert _stale(lines, defined) == [
+        "1: analysis.lines.join_lines (nbprof.analysis.lines has no join_lines)",
+        "1: LineData (defined nowhere in nbprof)",
+        "1: collect/line_tracer.py (no such file in nbprof/)",
+    ]
