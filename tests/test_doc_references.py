@@ -2,27 +2,32 @@
 module path (``analysis.lines.join_lines``, ``nbprof.collect.user_code.UserCode``), a Sphinx role
 (:class:`LineData`, :func:`...`) and a file of the repository (``collect/line_tracer.py``,
 ``tests/test_x.py``). Names go stale when code moves (issue 39 found ``join_lines``,
-``LineData``, ``line_table_from_frames`` left behind); the oracle is the package itself, imported,
-and the files on disk. Read from the source's comments and strings (tokenize), not its code, and
-from docs/*.md and README.md outside their code blocks."""
+``LineData``, ``line_table_from_frames`` left behind); the oracle is the package's own sources
+and the files on disk, read (not imported: that would import torch). Read from the package's
+sources and from docs/*.md and README.md outside their code blocks."""
 
 from __future__ import annotations
 
 import builtins
-import importlib
-import io
-import pkgutil
 import re
-import tokenize
+from functools import lru_cache
 from pathlib import Path
+from types import CodeType
 
 import pytest
 
-import nbprof
-
 ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "nbprof"
-MODULES = {m.name for m in pkgutil.walk_packages(nbprof.__path__, "nbprof.")} | {"nbprof"}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+# read from the sources, not imported (importing every module would import torch: seconds)
+FILES = {_module_name(p): p for p in sorted(PKG.rglob("*.py"))}
+MODULES = set(FILES)
 SUBPACKAGES = sorted({n.split(".")[1] for n in MODULES if n.count(".") >= 2})
 # ``collect.user_code.UserCode``, ``nbprof.model.TorchProfile``: a subpackage or nbprof first (a
 # top-level module's name alone, ``events.columns``, is as often a variable's)
@@ -36,16 +41,41 @@ SUBPATH = re.compile(r"(?<![\w./-])((?:%s)/[\w/]*\w\.py)\b" % "|".join(map(re.es
 FILE_SUFFIX = re.compile(r"\.(py|md|ipynb|sh|toml|json|gz|txt|yml|yaml|cfg|png|html|exe|io|org|com)$")
 
 
+@lru_cache(maxsize=None)
+def _code(name: str) -> CodeType:
+    """A module's code, compiled (not run, not imported: that would import torch)."""
+    path = FILES[name]
+    return compile(path.read_text(encoding="utf-8"), str(path), "exec", dont_inherit=True)
+
+
+def _nested(code: CodeType) -> dict[str, CodeType]:
+    """The functions and classes defined in ``code``'s body, by name."""
+    return {c.co_name: c for c in code.co_consts if isinstance(c, CodeType)}
+
+
+def _scope(code: CodeType) -> set[str]:
+    """The names a module's or class's body binds or uses (imports, defs, classes, assignments;
+    also the attributes it reads: a little more than it binds, never less)."""
+    return set(code.co_names) | set(code.co_varnames) | set(_nested(code))
+
+
+def _attribute(code: CodeType, name: str) -> tuple[bool, CodeType | None]:
+    """Whether the module or class ``code`` has ``name`` (a module with ``__getattr__``: any), and
+    its body's code where it is a class."""
+    scope = _scope(code)
+    if name in scope:
+        return True, _nested(code).get(name)
+    return "__getattr__" in scope, None
+
+
 def _defined_names() -> set[str]:
-    """Every name the package defines (module attributes, classes' attributes)."""
-    names: set[str] = set(MODULES)
-    for name in MODULES:
-        module = importlib.import_module(name)
-        for key, value in list(vars(module).items()):
-            names.add(key)
-            if isinstance(value, type):
-                names.update(vars(value))
-                names.update(getattr(value, "__dataclass_fields__", {}))
+    """Every name the package's code binds or uses anywhere (for a role's short name)."""
+    names: set[str] = set(MODULES) | {n.split(".")[-1] for n in MODULES}
+    todo = [_code(m) for m in MODULES]
+    while todo:
+        code = todo.pop()
+        names |= _scope(code) | set(code.co_freevars) | set(code.co_cellvars) | {code.co_name}
+        todo += _nested(code).values()
     return names
 
 
@@ -57,22 +87,22 @@ def _resolve(ref: str) -> str | None:
     for i in range(len(parts), -1, -1):
         name = ".".join(["nbprof", *parts[:i]])
         if name in MODULES:
-            obj = importlib.import_module(name)
+            scope: CodeType | None = _code(name)
             for j, part in enumerate(parts[i:]):
-                if not hasattr(obj, part):
+                if scope is None:  # an attribute of a function's result or an instance: not checked
+                    return None
+                found, scope = _attribute(scope, part)
+                if not found and ".".join([name, *parts[i:i + j + 1]]) not in MODULES:
                     return f"{name} has no {'.'.join(parts[i:i + j + 1])}"
-                obj = getattr(obj, part)
             return None
     return f"no module {ref}"
 
 
 def _prose_of_python(path: Path) -> list[tuple[int, str]]:
-    """The comments and string literals (docstrings among them) of a source file, line by line."""
-    out = []
-    for tok in tokenize.generate_tokens(io.StringIO(path.read_text(encoding="utf-8")).readline):
-        if tok.type in (tokenize.COMMENT, tokenize.STRING):
-            out += [(tok.start[0] + k, line) for k, line in enumerate(tok.string.splitlines())]
-    return out
+    """A source file's lines, all of them: its docstrings and comments are what is checked, and
+    its code names only what exists (it runs), in the forms checked (``nbprof.x.y``, a
+    subpackage's path), so scanning it too costs nothing (and no tokenizer: seconds)."""
+    return list(enumerate(path.read_text(encoding="utf-8").splitlines(), 1))
 
 
 def _prose_of_markdown(path: Path) -> list[tuple[int, str]]:
