@@ -220,9 +220,8 @@ class Net(torch.nn.Module):
         h = self.fc1(x).relu()
         h = h @ torch.eye(512)
         return self.fc2(h)
-
 net = Net()
-x = torch.randn(64, 256)"""
+x = torch.randn(64, 256)"""  # the cell's top level right after forward, as issue 39 found it drawn inside
 
 TRAIN = """%%torchprof --lines -o p
 for _ in range(5):
@@ -258,6 +257,7 @@ def test_in_jupyterlab_a_model_from_an_earlier_cell_shows_its_forward_line_by_li
         assert len(code) == 2  # the cell, then forward (from the earlier cell)
         assert "loss.item()" in code[0] and "h = h @ torch.eye(512)" in code[1]
         assert "def __init__" not in code[1]  # only the function with time in it, whole
+        assert "net = Net()" not in code[1] and "x = torch.randn" not in code[1]  # and nothing after it
         table = panel.locator("table.dataTable").first
         table.wait_for(timeout=30_000)
         headers = [h.strip() for h in table.locator("thead th").all_inner_texts()]
