@@ -49,6 +49,7 @@ class TorchLineRecorder:
         self.codes = array("q")  # id() of the code object; ``code_objects`` keeps them alive
         self.lines = array("q")
         self.code_objects: dict[int, Any] = {}
+        user.prefixes  # read now (it may import torch's helper), not inside a trace callback or the profile
 
     @property
     def refused(self) -> str | None:
@@ -63,7 +64,6 @@ class TorchLineRecorder:
     def start(self, frame: FrameType | None = None) -> None:
         """Start on this thread; ``frame``: the innermost frame already running whose user frames
         (out to the profiled cell's) count too, from their next line."""
-        self.user.prefixes  # read now (it may import torch's helper), not inside a trace callback
         if MONITORING:
             self._start_monitoring(frame)
         else:

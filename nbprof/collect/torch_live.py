@@ -178,6 +178,11 @@ class TorchSession(Collector):
                 kwargs["schedule"] = schedule(wait=wait, warmup=warmup, active=active, repeat=repeat)
             kwargs["on_trace_ready"] = self._cycle_ready
         _import_before_profiling(torch)
+        if self.options.lines:  # built now: its reading of the library folders is not in the profile
+            from .torch_line_recorder import TorchLineRecorder
+            from .user_code import UserCode
+
+            self._tracer = TorchLineRecorder(UserCode(self.shell))
         self._stderr = NativeStderrFilter()
         self._stderr.start()
         _skip_inductor_import(True)
@@ -204,11 +209,7 @@ class TorchSession(Collector):
         the frames already running (the cell's) count from their next line."""
         import sys
 
-        from .torch_line_recorder import TorchLineRecorder
-        from .user_code import UserCode
-
         self._entered_ns = time.time_ns()
-        self._tracer = TorchLineRecorder(UserCode(self.shell))
         self._tracer.start(sys._getframe(1))
 
     def _stop_line_tracer(self) -> None:
