@@ -4,7 +4,7 @@ module path (``analysis.lines.join_lines``, ``nbprof.collect.user_code.UserCode`
 ``tests/test_x.py``). Names go stale when code moves (issue 39 found ``join_lines``,
 ``LineData``, ``line_table_from_frames`` left behind); the oracle is the package's own sources
 and the files on disk, read (not imported: that would import torch). Read from the package's
-sources and from docs/*.md and README.md outside their code blocks."""
+docstrings and comments and from docs/ and README.md outside their code blocks."""
 
 from __future__ import annotations
 
@@ -38,7 +38,10 @@ ROLE = re.compile(r":(?:class|func|meth|data|attr|exc):`~?([\w.]+)`")
 # from a subpackage (``collect/x.py``)
 PATH = re.compile(r"(?<![\w./-])((?:nbprof|tests|benchmarks|docs|scripts|notebooks|binder)/[\w./-]*\w)")
 SUBPATH = re.compile(r"(?<![\w./-])((?:%s)/[\w/]*\w\.py)\b" % "|".join(map(re.escape, SUBPACKAGES)))
-FILE_SUFFIX = re.compile(r"\.(py|md|ipynb|sh|toml|json|gz|txt|yml|yaml|cfg|png|html|exe|io|org|com)$")
+FILE_SUFFIX = re.compile(r"\.(py|md|ipynb|sh|toml|json|gz|txt|yml|yaml|cfg|png|html|exe|io|org|com|prof)$")
+# subpackages whose name is also the usual name of a variable (a Run is ``run``: ``run.begin()``):
+# a reference to them is checked only where its second part is one of their modules
+AMBIGUOUS = {"run"}
 
 
 @lru_cache(maxsize=None)
@@ -99,10 +102,20 @@ def _resolve(ref: str) -> str | None:
 
 
 def _prose_of_python(path: Path) -> list[tuple[int, str]]:
-    """A source file's lines, all of them: its docstrings and comments are what is checked, and
-    its code names only what exists (it runs), in the forms checked (``nbprof.x.y``, a
-    subpackage's path), so scanning it too costs nothing (and no tokenizer: seconds)."""
-    return list(enumerate(path.read_text(encoding="utf-8").splitlines(), 1))
+    """A source file's prose: the lines of its triple-quoted strings (docstrings) whole, and of the
+    other lines their comment (after ``#``). Code is left out: its names exist (it runs), and a
+    variable may share a subpackage's name (``run.begin()``). Line by line, without a tokenizer
+    (seconds for the package)."""
+    out, inside = [], False
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        quotes = line.count('"""') + line.count("'''")
+        if inside or quotes:
+            out.append((n, line))
+        elif "#" in line:
+            out.append((n, line[line.index("#"):]))
+        if quotes % 2:
+            inside = not inside
+    return out
 
 
 def _prose_of_markdown(path: Path) -> list[tuple[int, str]]:
@@ -122,6 +135,9 @@ def _stale(lines: list[tuple[int, str]], defined: set[str]) -> list[str]:
         for m in DOTTED.finditer(line):
             ref = m.group(0)
             if FILE_SUFFIX.search(ref):  # a file name (``collect.py``): the path checks below
+                continue
+            first, *rest = ref.split(".")
+            if first in AMBIGUOUS and not (rest and f"nbprof.{first}.{rest[0]}" in MODULES):
                 continue
             why = _resolve(ref)
             if why:
