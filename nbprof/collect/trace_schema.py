@@ -194,7 +194,7 @@ class Trace(msgspec.Struct, gc=False):
     traceName: str = ""
     distributedInfo: dict[str, Any] | None = None
     nbprofCompileLog: dict[str, Any] | None = None  # torch.compile's log, as nbprof's exporter writes it
-    nbprofLines: Any = None  # --lines: {"line_data": ..., "sources": ...}, checked by analysis.lines
+    nbprofLines: Any = None  # --lines: {"line_data": ..., "sources": ...}, checked by collect.lines.checked_lines
 
 
 class LooseTrace(msgspec.Struct, gc=False):

@@ -83,7 +83,7 @@ class Run(ABC):
         self._data: Any = None
         self.progress = Progress()
         self.collector: Collector = self._collector()
-        self._unmark: Any = None  # undoes collect.lightning.mark_actions
+        self._unmark: Any = None  # undoes integrations.lightning_actions.mark_actions
 
     @abstractmethod
     def _collector(self) -> Collector:
