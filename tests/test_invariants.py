@@ -412,9 +412,11 @@ def _tables(profile) -> dict[str, object]:
     """Every table the public API gives a torch profile, by name."""
     out: dict[str, object] = {f"key_averages({g!r})": profile.key_averages(group_by=g) for g in ("op", "shape", "stack")}
     for name in ("events", "kernels", "steps", "overview", "modules", "ranges", "range_ops", "allocations",
-                 "launches", "queue_length", "collectives", "findings", "step_breakdown"):
+                 "launches", "queue_length", "collectives", "findings", "step_breakdown", "alive_at_end",
+                 "memory_growth"):
         value = getattr(profile, name)
         out[name] = value() if callable(value) else value
+    out["alive_at_end(by='op')"] = profile.alive_at_end(by="op")
     ranks = profile.ranks()
     for name in ("table", "differences", "hta_idle"):
         out[f"ranks().{name}"] = getattr(ranks, name)

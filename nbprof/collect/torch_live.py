@@ -44,6 +44,7 @@ from .. import system
 from .chrome_trace import NO_EVENT_READ, NO_LIMIT, read_trace_file
 from .collector import Collector, Takeover, code_sites
 from .compile_state import CompileWatch
+from .snapshot import CudaHistory
 from .native_output import NativeStderrFilter, summarize_native_warnings
 
 __all__ = ["TorchSession", "OpenRanges", "SavedResults", "ForeignStartWatch", "read_results", "lost_session",
@@ -137,6 +138,8 @@ class TorchSession(Collector):
         self.compile = CompileWatch()  # torch.compile's structured log and kernel profiling, for the cell
         self.actions = OpenRanges()  # a framework's actions (Lightning's hooks) as ranges
         self.mps = MpsWatch()  # Apple's MPS device: measured around the cell (torch records nothing there)
+        # --snapshot: the CUDA allocator's history around the cell (collect.snapshot)
+        self.history = CudaHistory() if options.snapshot else None
         self.cuda_without_cupti = False  # CUDA asked for, but this torch cannot trace kernels
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -189,12 +192,16 @@ class TorchSession(Collector):
         try:
             self.profiler = profile(**kwargs)
             self.mps.begin(torch)  # before the profiler: none of it is in the profile
+            if self.history is not None:
+                self.history.begin(torch)  # before the profiler too: the history covers the whole cell
             with self._watch.own_calls():
                 self._watch.install()
                 self.profiler.__enter__()
         except BaseException:
             self._watch.remove()
             _skip_inductor_import(False)
+            if self.history is not None:
+                self.history.discard()
             self._force_disable()
             self._stderr.stop()
             raise
@@ -231,10 +238,23 @@ class TorchSession(Collector):
             self._stop_and_read()
         finally:
             self._watch.remove()
-            self.mps.end()  # the device's work done (it waits for it), after the profiler stopped
-            self.compile.end()  # the cell's compile log, also after another profiler took over
-            if self._stderr is not None:
-                self._stderr.stop()
+            try:
+                self._end_history()  # after the profiler stopped: the snapshot is not in the profile
+            finally:
+                self.mps.end()  # the device's work done (it waits for it), after the profiler stopped
+                self.compile.end()  # the cell's compile log, also after another profiler took over
+                if self._stderr is not None:
+                    self._stderr.stop()
+
+    def _end_history(self) -> None:
+        """--snapshot: take the snapshot and switch the history off (``CudaHistory.end``); a snapshot
+        that cannot be read is a note, the profile stands."""
+        if self.history is None:
+            return
+        try:
+            self.history.end()
+        except Exception as e:
+            self.history.notes.append(f"--snapshot: could not read the snapshot ({type(e).__name__}: {e})"[:300])
 
     def result(self) -> TraceData | None:
         return self._recorded

@@ -221,6 +221,8 @@ class TorchReport:
         names = ["CPU"] + [label for key, label in (("cuda", "CUDA"), ("memory", "memory"), ("shapes", "shapes"),
                                                     ("stack", "stacks"), ("flops", "FLOPs"),
                                                     ("modules", "modules")) if c[key]]
+        if getattr(self.profile.meta, "snapshot", None) is not None:  # --snapshot: its own tab
+            names.append("CUDA memory snapshot")
         return "collected: " + ", ".join(names)
 
     @property

@@ -43,6 +43,7 @@ from . import (
     hot_line,
     launch_bound,
     launch_delay,
+    memory_growth,
     memory_peak,
     recompile,
     small_grid,
@@ -62,7 +63,7 @@ __all__ = ["torch_findings", "python_findings", "kinds_markdown", "thresholds", 
 TORCH_CHECKS: tuple[ModuleType, ...] = (compile_time, recompile, graph_break, top_op, sync, sync_line, device_line,
                                         copy, gpu_idle,
                                         launch_bound, small_grid, tensor_cores, dataloader, comm_exposed,
-                                        collective_wait, launch_delay, memory_peak, straggler)
+                                        collective_wait, launch_delay, memory_growth, memory_peak, straggler)
 PYTHON_CHECKS: tuple[ModuleType, ...] = (top_function, hot_function, hot_line)
 
 
