@@ -20,6 +20,7 @@ Columns (units in the names; where a column does not apply, it holds the value s
 
 from __future__ import annotations
 
+import collections
 import os
 import re
 import textwrap
@@ -443,5 +444,6 @@ def concat_traces(traces: list[TraceData], labels: list | None = None, label_col
         sources=first.sources if len(traces) == 1 else {},
         reader_notes=[f"{os.path.basename(t.meta.source)}: {note}" if len(traces) > 1 else note
                       for t in traces for note in t.meta.reader_notes],
+        left_out_work=dict(sum((collections.Counter(t.meta.left_out_work) for t in traces), collections.Counter())),
     )
     return TraceData(events=events, meta=meta)

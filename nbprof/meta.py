@@ -65,6 +65,17 @@ class TraceMeta:
     reader_notes: list[str] = field(default_factory=list)
     """What the reader could not read or classify, counted ("12 events with an unreadable
     ``args.stream``: left out"); a profile shows them first among its notes."""
+    cuda_profile: int | None = None
+    """A live CUDA profile: which one it was of the CUDA profiles nbprof read in its process (1:
+    the first; ``collect.torch_live.read_results`` counts them), since torch's device times are
+    right only in a process's first one (the ``clock_skew`` finding). None: no CUDA was traced, or
+    not known (a trace another tool wrote). Saved with the trace (``nbprofCudaProfile``)."""
+    left_out_work: dict[str, int] = field(default_factory=dict)
+    """Device work (kernels, memcpys, memsets) the reader left out because its time cannot be, by
+    why: ``"zero_ts"`` (a ``ts`` of 0, more than a day from the other events), ``"far"`` (another
+    ``ts`` more than a day from them), ``"negative_dur"``; only the reasons that occurred. The
+    ``clock_skew`` finding reads it. Saved with the trace (``nbprofLeftOutWork``): the rows
+    themselves are gone."""
     data_loading: Any = None
     """The DataLoaders the run iterated, their batches and their workers' functions
     (``collect.data_loading.DataLoadingRecord``: ``data_loading()``, ``worker_stats()``, the Data

@@ -284,6 +284,9 @@ def test_thresholds_are_the_documented_numbers():
         "sync_line": {"SYNC_LINE_MIN_SHARE": 0.05, "SYNC_LINE_HIGH_SHARE": 0.20},
         "device_line": {"DEVICE_LINE_MEDIUM_SHARE": 0.50},
         "hot_line": {"HOT_LINE_MEDIUM_SHARE": 0.30},
+        # each at its boundaries on hand-made and recorded traces: tests/test_clock_skew.py
+        "clock_skew": {"IMPOSSIBLE_MIN_RECORDS": 1, "EARLY_MIN_US": 100.0, "IDLE_MIN_US": 50.0, "SHIFT_MIN_US": 1000.0,
+                       "SHIFT_MIN_LAUNCHES": 3, "CONSTANT_SPREAD_SHARE": 0.10},
     }
 
 

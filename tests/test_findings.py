@@ -590,8 +590,8 @@ def test_every_kind_module_is_registered_once_and_names_its_kind():
     assert sorted(set(torch_kinds) | set(python_kinds)) == sorted(modules)
     assert set(torch_kinds) & set(python_kinds) == {"data_bound"}
     assert F.KINDS == tuple(dict.fromkeys(F.TORCH_KINDS + F.PYTHON_KINDS))
-    assert F.TORCH_KINDS == ("compile_time", "recompile", "graph_break", "top_op", "sync", "sync_line", "device_line",
-                             "copy", "gpu_idle", "launch_bound", "small_grid", "tensor_cores", "data_bound",
+    assert F.TORCH_KINDS == ("clock_skew", "compile_time", "recompile", "graph_break", "top_op", "sync", "sync_line",
+                             "device_line", "copy", "gpu_idle", "launch_bound", "small_grid", "tensor_cores", "data_bound",
                              "comm_exposed", "collective_wait", "launch_delay", "memory_growth", "memory_peak",
                              "straggler")
     assert F.PYTHON_KINDS == ("top_function", "hot_function", "hot_line", "data_bound")

@@ -48,7 +48,8 @@ from .snapshot import CudaHistory
 from .native_output import NativeStderrFilter, summarize_native_warnings
 
 __all__ = ["TorchSession", "OpenRanges", "SavedResults", "ForeignStartWatch", "read_results", "lost_session",
-           "import_torch", "check_torch_version", "cuda_available", "MIN_TORCH", "SHM_MIN_FREE_BYTES"]
+           "import_torch", "check_torch_version", "cuda_available", "MIN_TORCH", "SHM_MIN_FREE_BYTES",
+           "cuda_profiles_read", "traced_cuda"]
 
 # Use /dev/shm only with this much room: Docker gives containers 64 MB by default, and a trace
 # of a million events is ~400 MB.
@@ -120,7 +121,7 @@ class TorchSession(Collector):
     def __init__(self, options: TorchOptions, progress: Any = None, shell: Any = None) -> None:
         self.options = options
         self.shell = shell  # IPython's: names the cells (--lines)
-        self._tracer: Any = None  # --lines: collect.line_tracer.LineTracer
+        self._tracer: Any = None  # --lines: collect.torch_line_recorder.TorchLineRecorder
         self._entered_ns = 0
         self._lines_error = ""
         self.lines: dict[str, Any] | None = None  # --lines: collect.lines.read_lines's data
@@ -181,6 +182,11 @@ class TorchSession(Collector):
                 kwargs["schedule"] = schedule(wait=wait, warmup=warmup, active=active, repeat=repeat)
             kwargs["on_trace_ready"] = self._cycle_ready
         _import_before_profiling(torch)
+        if self.options.lines:  # built now: its reading of the library folders is not in the profile
+            from .torch_line_recorder import TorchLineRecorder
+            from .user_code import UserCode
+
+            self._tracer = TorchLineRecorder(UserCode(self.shell))
         self._stderr = NativeStderrFilter()
         self._stderr.start()
         _skip_inductor_import(True)
@@ -207,15 +213,11 @@ class TorchSession(Collector):
             self._start_line_tracer()
 
     def _start_line_tracer(self) -> None:
-        """--lines: the user's lines as they run (``collect.line_tracer``), from now on; the
-        frames already running (the cell's) count from their next line."""
+        """--lines: the user's lines as they run (``collect.torch_line_recorder``), from now on;
+        the frames already running (the cell's) count from their next line."""
         import sys
 
-        from .line_tracer import LineTracer
-        from .user_code import UserCode
-
         self._entered_ns = time.time_ns()
-        self._tracer = LineTracer(UserCode(self.shell))
         self._tracer.start(sys._getframe(1))
 
     def _stop_line_tracer(self) -> None:
@@ -606,6 +608,43 @@ def lost_session(results: Any) -> bool:
         return False
 
 
+# The CUDA profiles this process has taken, as far as nbprof saw them. torch's device times can be
+# trusted in a process's first CUDA profile only: Kineto registers CUPTI's timestamp callback again
+# for each session, and from the second one on, device records can come back on another clock
+# (pytorch/pytorch#175790: the device timeline shifted later in each new profile; #192021: one
+# more corrupted kernel record per session, which torch then drops). Each trace says which one it
+# was (TraceMeta.cuda_profile), so the clock_skew finding can tell a later profile's skew from a
+# first one's. Counted where nbprof reads a live session (read_results: %%torchprof, nbprof torch,
+# from_profiler, trace_handler; each --schedule cycle is a session of its own); a CUDA profile the
+# code ran that nbprof never read is not counted: the true number is at least this one.
+_cuda_profiles = 0
+_cuda_profiles_lock = threading.Lock()
+
+
+def _count_cuda_profile() -> int:
+    global _cuda_profiles
+    with _cuda_profiles_lock:
+        _cuda_profiles += 1
+        return _cuda_profiles
+
+
+def cuda_profiles_read() -> int:
+    """How many CUDA profiles nbprof has read in this process."""
+    return _cuda_profiles
+
+
+def traced_cuda(profiler: Any) -> bool:
+    """Whether a ``torch.autograd.profiler.profile``'s session traced CUDA through CUPTI (what
+    torch asked Kineto for: ``kineto_activities``; a torch without CUPTI times ops with CUDA
+    events instead, and its trace has no device records)."""
+    from torch.profiler import ProfilerActivity
+
+    import torch
+
+    activities = getattr(profiler, "kineto_activities", None) or ()
+    return ProfilerActivity.CUDA in activities and not _cuda_without_cupti(torch)
+
+
 def read_results(profiler: Any, *, progress: Any = None, flops: bool = False) -> TraceData:
     """A stopped ``torch.autograd.profiler.profile``'s kineto results -> the events table, through
     torch's trace writer (``_save_and_read``): the one way every live profile is read, nbprof's
@@ -613,11 +652,17 @@ def read_results(profiler: Any, *, progress: Any = None, flops: bool = False) ->
 
     torch's ``save`` is one-shot: the results are replaced on the profiler by :class:`SavedResults`,
     so torch's own API on it (``export_chrome_trace``) keeps working, and reading them again reads
-    the same trace."""
+    the same trace. A CUDA session is counted (:func:`cuda_profiles_read`) as it is first read: its
+    number goes with the trace (``TraceMeta.cuda_profile``), the same when it is read again."""
     results = profiler.kineto_results
+    if isinstance(results, SavedResults):
+        number = results.cuda_profile
+    else:  # counted before the save: a session whose save fails was one all the same
+        number = _count_cuda_profile() if traced_cuda(profiler) else None
     trace, saved = _save_and_read(results, progress)
+    trace.meta.cuda_profile = number
     base = results._results if isinstance(results, SavedResults) else results
-    profiler.kineto_results = SavedResults(base, saved)
+    profiler.kineto_results = SavedResults(base, saved, number)
     if flops:
         _add_flops(trace, base)
     return trace
@@ -814,9 +859,10 @@ class SavedResults:
     object: as many bytes as the trace, in /dev/shm where nbprof read it, else on disk.
     """
 
-    def __init__(self, results: Any, trace_file: "_TraceFile") -> None:
+    def __init__(self, results: Any, trace_file: "_TraceFile", cuda_profile: int | None = None) -> None:
         self._results = results
         self._trace_file = trace_file  # closed with the profiler (its finalizer), no ResourceWarning
+        self.cuda_profile = cuda_profile  # the number read_results gave the session (TraceMeta's)
 
     def save(self, path: str) -> None:
         file = self._trace_file.file

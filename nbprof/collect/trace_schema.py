@@ -194,8 +194,10 @@ class Trace(msgspec.Struct, gc=False):
     traceName: str = ""
     distributedInfo: dict[str, Any] | None = None
     nbprofCompileLog: dict[str, Any] | None = None  # torch.compile's log, as nbprof's exporter writes it
-    nbprofLines: Any = None  # --lines: {"line_data": ..., "sources": ...}, checked by analysis.lines
-    nbprofDataLoading: Any = None  # the DataLoaders' workers, checked by collect.data_loading
+    nbprofLines: Any = None  # --lines: {"line_data": ..., "sources": ...}, checked by collect.lines.checked_lines
+    nbprofCudaProfile: Any = None  # TraceMeta.cuda_profile, checked by the reader's _clock_header
+    nbprofLeftOutWork: Any = None  # TraceMeta.left_out_work, checked by the reader's _clock_header
+    nbprofDataLoading: Any = None  # the DataLoaders' workers, checked by collect.data_loading.record_from_json
 
 
 class LooseTrace(msgspec.Struct, gc=False):
@@ -211,6 +213,8 @@ class LooseTrace(msgspec.Struct, gc=False):
     distributedInfo: Any = None
     nbprofCompileLog: Any = None
     nbprofLines: Any = None
+    nbprofCudaProfile: Any = None
+    nbprofLeftOutWork: Any = None
     nbprofDataLoading: Any = None
 
 
