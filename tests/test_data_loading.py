@@ -349,6 +349,30 @@ def test_cprofile_splices_nbprofs_wrapper_out_of_the_call_graph(forked):
     assert not p.stats["filename"].str.startswith(os.path.dirname(nbprof.__file__)).any()
 
 
+def test_the_cells_functions_are_those_it_calls_without_nbprof(forked, ip):
+    """What nbprof's wrappers do for their own record (a dict of iterators, a temporary folder, a
+    loader's description) is not among the cell's calls: every function of the main process's
+    profile is one a plain cProfile of the same loop (a fresh loader, no nbprof) also records."""
+    import pstats
+
+    forked  # noqa: B018  (run once before: imports and isinstance caches warm for both runs below)
+    _, p, _ = _profiled(ip, "cprofile", LOADER.format(nap=0.002, method="fork", extra=""))
+    # the same cell without the magic, under a cProfile of its own (the same shell, the same capture)
+    cell = LOADER.format(nap=0.002, method="fork", extra="") + (
+        f"\nimport cProfile\nplain = cProfile.Profile()\nplain.enable()\ntry:\n    {COLLECT}\nfinally:\n    plain.disable()")
+    result, _ = run(ip, cell)
+    assert result.error_in_exec is None, result.error_in_exec
+    plain = ip.user_ns.pop("plain")
+    theirs = {(os.path.basename(f), name) for f, _, name in pstats.Stats(plain).stats}
+    ours = {(os.path.basename(f), name) for f, name in zip(p.stats["filename"], p.stats["function"])}
+    # the cell's own line, and the list comprehension's code in it, exist only in nbprof's run
+    extra = {k for k in ours - theirs if not k[0].startswith("<ipython-input") and k[1] != "<listcomp>"
+             and not k[0].startswith("<cell")}
+    edges = p.edges
+    assert not extra, "\n".join(
+        f"{k} called by {sorted(set(edges.loc[edges['callee_function'] == k[1], 'caller_function']))}" for k in sorted(extra))
+
+
 def test_nothing_is_left_patched_and_no_folder_or_process_is_left(forked, ip):
     _, _, originals = forked
     assert _torch_originals() == originals

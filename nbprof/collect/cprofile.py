@@ -44,7 +44,8 @@ from .python_line_recorder import PythonLineRecorder
 from .user_code import UserCode
 
 __all__ = ["CProfileSession", "MergedProfile", "OUTSIDE_ACTIONS", "raw_stats", "raw_stats_of", "merge_raw", "stats_tables", "stats_table", "edges_table", "STATS_COLUMNS", "EDGE_COLUMNS", "another_profiler_active",
-           "ProfilerHookWatch", "read_prof_file", "is_pstats_head", "PROF_SUFFIXES", "without_own_frames"]
+           "ProfilerHookWatch", "read_prof_file", "is_pstats_head", "PROF_SUFFIXES", "without_own_frames",
+           "note_wrapped"]
 
 STATS_COLUMNS = (
     "function",
@@ -73,6 +74,8 @@ EDGE_COLUMNS = (
 _NBPROF_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Calls nbprof itself makes while the profiler runs (starting/stopping it).
 _OWN_BUILTINS = ("<method 'disable' of '_lsprof.Profiler' objects>",)
+# (filename, first line, name) of the library functions nbprof wraps for a run (note_wrapped)
+_WRAPPED_ORIGINALS: set[tuple[str, int, str]] = set()
 # the profile of the code outside every action
 OUTSIDE_ACTIONS = ""
 
@@ -499,30 +502,48 @@ def _is_own(key: tuple[str, int, str], own_files: dict[str, bool]) -> bool:
     return own
 
 
+def note_wrapped(original: Any) -> None:
+    """Say that ``original`` is a library function nbprof wraps for a run (``collect.data_loading``):
+    a wrapper's call to it is the profiled code's call; any other call a wrapper makes is nbprof's."""
+    code = getattr(original, "__code__", None)
+    if code is not None:
+        _WRAPPED_ORIGINALS.add((code.co_filename, code.co_firstlineno, code.co_name))
+
+
 def without_own_frames(raw: dict[Any, Any]) -> dict[Any, Any]:
     """Take nbprof's own work out of cProfile's raw stats.
 
-    nbprof's functions go; so do builtins that only nbprof called (``sys.exc_info`` in
-    ``end()``). A builtin the cell also called keeps the cell's calls: the numbers on the edges
-    from nbprof's frames are subtracted from its totals. A Python function nbprof called is the
-    user's code that nbprof ran (the statement of ``%cprofile stmt``): it keeps its numbers and
-    loses only the edge from nbprof, so it becomes a top-level function of the profile. Unless
-    that nbprof function was itself called from the profiled code (a wrapper nbprof put in a
-    library for the run: ``collect.data_loading``'s around DataLoader's ``_next_data``): then the
-    wrapper is spliced out, its callers' edges going straight to what it called (shared by call
-    count when it had several callers), so ``__next__ -> _next_data`` stays one tree.
+    nbprof's functions go. Of what they call, two kinds are the profiled code and stay: what the
+    frames the run started from call (the cell, the statement of ``%cprofile stmt``: those keep
+    their numbers and lose only the edge from nbprof, top-level functions of the profile), and the
+    library function a wrapper nbprof put in place for the run calls through (``collect.data_loading``'s
+    around DataLoader's ``_next_data``, named by :func:`note_wrapped`): the wrapper is spliced out,
+    its callers' edges going straight to the original (shared by call count when it had several
+    callers), so ``__next__ -> _next_data`` stays one tree. Everything else nbprof's frames call is
+    nbprof's work: builtins (``time.time_ns``) and, when the profiled code reached the nbprof frame
+    (a wrapper, nbprof's API), library functions too (a ``WeakKeyDictionary``'s ``__setitem__``, a
+    ``tempfile.mkdtemp``). A function only nbprof called goes, with what it called in turn; one the
+    cell also called loses the numbers on nbprof's edges (cProfile keeps callers one level deep, so
+    what that function called on nbprof's behalf stays among its callees).
     """
     own_files: dict[str, bool] = {}
     own = {k for k in raw if _is_own(k, own_files)}
+    if not own:
+        return dict(raw)
+    reached = _reached_from_profiled_code(raw, own)
+
+    def nbprofs_call(caller: Any, key: Any) -> bool:
+        return caller in own and (key[0] == "~" or (caller in reached and key not in _WRAPPED_ORIGINALS))
+
     changed = True
     while changed:
         changed = False
         for key, (_, _, _, _, callers) in raw.items():
-            if key not in own and key[0] == "~" and callers and all(c in own for c in callers):
+            if key not in own and callers and all(nbprofs_call(c, key) for c in callers):
                 own.add(key)
+                if any(c in reached for c in callers):
+                    reached.add(key)
                 changed = True
-    if not own:
-        return dict(raw)
     out = {}
     for key, (cc, nc, tt, ct, callers) in raw.items():
         if key in own:
@@ -531,14 +552,30 @@ def without_own_frames(raw: dict[Any, Any]) -> dict[Any, Any]:
         for caller, edge in callers.items():
             if caller not in own:
                 _add_edge(kept, caller, edge)
-            elif key[0] == "~":  # a builtin nbprof called: take nbprof's calls out
+            elif nbprofs_call(caller, key):  # nbprof's calls out of its totals
                 e_nc, e_cc, e_tt, e_ct = edge
                 cc, nc, tt, ct = cc - e_cc, nc - e_nc, tt - e_tt, ct - e_ct
-            else:  # the user's code nbprof called: from the wrapper's own callers, if it had some
+            else:  # the user's code nbprof ran: from the wrapper's own callers, if it had some
                 for outer, share in _outer_callers(raw, caller, own):
                     _add_edge(kept, outer, tuple(v * share for v in edge) if share != 1.0 else edge)
         out[key] = (cc, nc, tt, ct, kept)
     return out
+
+
+def _reached_from_profiled_code(raw: dict[Any, Any], own: set[Any]) -> set[Any]:
+    """nbprof's frames that the profiled code called (wrappers, nbprof's API), and the nbprof frames
+    those called; the others are the frames the run started from (their calls are the cell)."""
+    reached = {k for k in own if any(c not in own for c in raw[k][4])}
+    rest = own - reached
+    changed = True
+    while changed and rest:
+        changed = False
+        for key in list(rest):
+            if any(c in reached for c in raw[key][4]):
+                reached.add(key)
+                rest.discard(key)
+                changed = True
+    return reached
 
 
 def _outer_callers(raw: dict[Any, Any], wrapper: Any, own: set[Any]) -> list[tuple[Any, float]]:

@@ -152,9 +152,10 @@ class DataLoadingRecord:
 class _Iterator:
     """The watch's state for one iterator the run created."""
 
-    __slots__ = ("number", "loader", "epoch", "processes", "index_queues", "single", "yielded", "__weakref__")
+    __slots__ = ("number", "loader", "epoch", "processes", "index_queues", "single", "yielded", "iterator")
 
-    def __init__(self, number: int, loader: int, epoch: int, single: bool) -> None:
+    def __init__(self, number: int, loader: int, epoch: int, single: bool, iterator: Any) -> None:
+        self.iterator = weakref.ref(iterator)  # which object the id stands for (ids are reused)
         self.number = number
         self.loader = loader
         self.epoch = epoch
@@ -174,9 +175,13 @@ class DataLoaderWatch:
         self._saved: list[tuple[type, str, Any]] = []
         self._finder: _ImportHook | None = None
         self._folder: str | None = None
-        self._iterators: "weakref.WeakKeyDictionary[Any, _Iterator]" = weakref.WeakKeyDictionary()
+        # While the code runs, the wrappers call no Python function but the one they wrap: what
+        # they do is among the profiled code's calls otherwise (cProfile's stats can take out
+        # nbprof's frames and what they call, not a property read inside a builtin getattr): the
+        # watch's state is in plain dicts, the loaders are described at the end.
+        self._iterators: dict[int, _Iterator] = {}  # id(iterator) -> its state
         self._all: list[_Iterator] = []
-        self._loaders: dict[int, LoaderInfo] = {}
+        self._loaders: dict[int, int] = {}  # id(loader) -> its number
         self._loader_refs: dict[int, Any] = {}  # number -> the loader (kept for the run: ids stay unique)
         self._passes: dict[int, int] = {}  # loader number -> passes so far
         self._unwatched: list[Any] = []  # loaders whose persistent workers the run did not start
@@ -220,8 +225,11 @@ class DataLoaderWatch:
             (single, "__init__"): self._single_init,
             (single, "_next_data"): self._single_next,
         }
+        from .cprofile import note_wrapped
+
         for (cls, name), make in wrappers.items():
             original = getattr(cls, name)
+            note_wrapped(original)  # its calls through the wrapper are the profiled code's
             self._saved.append((cls, name, cls.__dict__.get(name)))
             wrapper = make(original)
             _WRAPPER_CODES.add(wrapper.__code__)
@@ -233,11 +241,15 @@ class DataLoaderWatch:
 
     def _loader(self, loader: Any) -> int:
         key = id(loader)
-        info = self._loaders.get(key)
-        if info is None:
-            info = self._loaders[key] = _loader_info(loader, len(self._loaders) + 1)
-            self._loader_refs[info.number] = loader
-        return info.number
+        number = self._loaders.get(key)
+        if number is None:
+            number = self._loaders[key] = len(self._loaders) + 1
+            self._loader_refs[number] = loader
+        return number
+
+    def _state(self, it: Any) -> _Iterator | None:
+        state = self._iterators.get(id(it))
+        return state if state is not None and state.iterator() is it else None
 
     def _next_pass(self, loader: int) -> int:
         epoch = self._passes.get(loader, 0)
@@ -252,9 +264,9 @@ class DataLoaderWatch:
             from torch.utils.data._utils import worker
 
             number = watch._loader(loader)
-            state = _Iterator(len(watch._all) + 1, number, watch._passes.get(number, 0), single=False)
+            state = _Iterator(len(watch._all) + 1, number, watch._passes.get(number, 0), single=False, iterator=it)
             watch._all.append(state)
-            watch._iterators[it] = state
+            watch._iterators[id(it)] = state
             saved = worker._worker_loop
             data_worker._original_loop = saved
             worker._worker_loop = WorkerLoop(watch._ensure_folder(), number, state.number, state.epoch)
@@ -277,7 +289,7 @@ class DataLoaderWatch:
 
         def _reset(it: Any, loader: Any, first_iter: bool = False) -> None:
             __tracebackhide__ = True  # noqa: F841
-            state = watch._iterators.get(it)
+            state = watch._state(it)
             if state is None:
                 if not first_iter:  # persistent workers started before the run: not recorded
                     watch._unwatched.append(loader)
@@ -301,7 +313,7 @@ class DataLoaderWatch:
 
         def _next_data(it: Any) -> Any:
             __tracebackhide__ = True  # noqa: F841
-            state = watch._iterators.get(it)
+            state = watch._state(it)
             if state is None:
                 return original(it)
             in_order = getattr(it, "_in_order", True)  # torch 2.6+: in_order=False returns batches as they come
@@ -348,9 +360,9 @@ class DataLoaderWatch:
                 _reraise_without(e, __init__.__code__)
                 raise
             number = watch._loader(loader)
-            state = _Iterator(len(watch._all) + 1, number, watch._next_pass(number), single=True)
+            state = _Iterator(len(watch._all) + 1, number, watch._next_pass(number), single=True, iterator=it)
             watch._all.append(state)
-            watch._iterators[it] = state
+            watch._iterators[id(it)] = state
             now = time.time_ns()
             watch.record.passes.append((number, state.epoch, state.number, "single", now, now))
 
@@ -361,7 +373,7 @@ class DataLoaderWatch:
 
         def _next_data(it: Any) -> Any:
             __tracebackhide__ = True  # noqa: F841
-            state = watch._iterators.get(it)
+            state = watch._state(it)
             if state is None:
                 return original(it)
             idx = state.yielded
@@ -395,7 +407,7 @@ class DataLoaderWatch:
         record = self.record
         record.began_ns = self.began_ns
         record.ended_ns = time.time_ns()
-        record.loaders = sorted(self._loaders.values(), key=lambda x: x.number)
+        record.loaders = [_loader_info(self._loader_refs[n], n) for n in sorted(self._loader_refs)]
         if self.shell is not None:
             _name_loaders(record.loaders, self._loader_refs, self.shell)
         for loader in self._unwatched:
