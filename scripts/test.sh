@@ -19,7 +19,8 @@ done
 bash scripts/setup.sh
 export PYTHONDONTWRITEBYTECODE=1
 if [ "$all" = 0 ]; then
-  exec .venv/bin/python -m pytest tests -m "not slow and not browser and not notebook" ${args[@]+"${args[@]}"}
+  # over every core (pytest-xdist; a -n of yours after this one wins, -n 0 runs in this process)
+  exec .venv/bin/python -m pytest tests -n auto -m "not slow and not browser and not notebook" ${args[@]+"${args[@]}"}
 fi
 if ! command -v chromium >/dev/null 2>&1 && [ ! -x /usr/bin/chromium ]; then
   echo "nbprof: installing Debian's chromium for the browser tests"
@@ -29,7 +30,8 @@ fi
 # the docs site first (tests/test_docs.py opens this build in a browser instead of building again):
 # warnings are errors; the tutorials run once, then come from docs/_build/.jupyter_cache
 .venv/bin/python -m sphinx -W --keep-going -b html docs docs/_build/html
-.venv/bin/python -m pytest tests ${args[@]+"${args[@]}"}
+# over every core; the checks of the tutorials' runs stay on one worker (tests/conftest.py)
+.venv/bin/python -m pytest tests -n auto --dist loadgroup ${args[@]+"${args[@]}"}
 # the compat step: the live-torch tests on PyPI's builds of the oldest supported torch and the
 # newest (venvs cached in ~/.cache/nbprof-torch, built when missing: ~6 min cold, ~1.5 min warm)
 exec bash scripts/test-torch-versions.sh -q

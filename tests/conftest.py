@@ -217,3 +217,7 @@ def pytest_collection_modifyitems(config, items):
         need = NEEDS_SYSTEM.get(item.nodeid.split("[")[0])
         if need is not None and not sys.platform.startswith(need[0]):
             item.add_marker(pytest.mark.skip(reason=f"needs {' or '.join(need[0])}: {need[1]}"))
+        if "tutorial_runs" in getattr(item, "fixturenames", ()):
+            # under pytest-xdist (--dist loadgroup, the full tier) every check of a tutorial's one
+            # run goes to one worker: each worker would otherwise run the notebooks again
+            item.add_marker(pytest.mark.xdist_group("tutorials"))
