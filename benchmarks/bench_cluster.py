@@ -155,11 +155,11 @@ print("RESULT " + json.dumps({{"seconds": seconds, "cpu_s": cpu, "peak_mb": hwm 
                               "worker_peak_mb": kids.ru_maxrss / 1024}}))
 """
 
-NBPROF_IMPORTS = "import nbprof, nbprof.cluster, pandas, numpy"
+NBPROF_IMPORTS = "import nbprof, nbprof.cluster.loading, pandas, numpy"
 CLUSTER_WORK = """p = nbprof.load_trace({folder!r}, progress=False)
 p.ranks().table; p.key_averages(); p.findings; p.kernels(); p.steps()
 assert len(p.rank_labels) == {ranks}"""
-SUMMARY_WORK = "nbprof.cluster.summarize_ranks([{file!r}], workers=1, progress=False)"
+SUMMARY_WORK = "nbprof.cluster.loading.summarize_ranks([{file!r}], workers=1, progress=False)"
 PLAIN_WORK = "nbprof.load_trace({file!r})"
 TIMELINE_WORK = """p = nbprof.load_trace({folder!r}, progress=False)
 import json as _json, os as _os, shutil as _shutil, statistics as _st, time as _time

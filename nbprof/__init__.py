@@ -58,7 +58,7 @@ __all__ = [
 if TYPE_CHECKING:  # pragma: no cover
     from . import lightning
     from .comparison import Comparison
-    from .cluster import ClusterProfile
+    from .cluster.profile import ClusterProfile
     from .model import PythonProfile, TorchProfile
 
 
@@ -109,7 +109,7 @@ def from_profiler(prof: Any) -> "TorchProfile":
     profiler: its last cycle (torch keeps no other); use ``on_trace_ready=nbprof.trace_handler()``
     for each. A one-line error for a profiler still running, never run, or whose trace torch
     already wrote (``export_chrome_trace``: then ``load_trace`` that file)."""
-    from .profilers import from_profiler as _from_profiler
+    from .integrations.profilers import from_profiler as _from_profiler
 
     return _from_profiler(prof)
 
@@ -122,7 +122,7 @@ def trace_handler(dir_name: Any = None, *, worker_name: str | None = None, use_g
     ``keep``; None: all; ``handler.latest``); with ``dir_name``, also written as torch's
     ``tensorboard_trace_handler(dir_name, worker_name, use_gzip)`` writes it (``load_trace`` and
     TensorBoard read the folder)."""
-    from .profilers import trace_handler as _trace_handler
+    from .integrations.profilers import trace_handler as _trace_handler
 
     return _trace_handler(dir_name, worker_name=worker_name, use_gzip=use_gzip, show=show, keep=keep)
 
@@ -145,7 +145,7 @@ def controls() -> Any:
 def step() -> None:
     """Mark the end of one step of a profiled loop (drives ``--schedule``). A no-op when no
     profile is running, so it can stay in the loop (and in ``%%cprofile``, which has no steps)."""
-    from . import runner
+    from .run import runner
 
     run = runner.active()
     if run is not None:
@@ -155,7 +155,7 @@ def step() -> None:
 def cuda_collection(on: bool) -> None:
     """Inside a ``%%torchprof`` cell: pause (False) or resume (True) recording CUDA activity.
     A no-op outside a profile, in a run that does not record CUDA, and under ``%%cprofile``."""
-    from . import runner
+    from .run import runner
 
     run = runner.active()
     if run is not None:
@@ -168,7 +168,7 @@ def __getattr__(name: str) -> Any:
 
         return getattr(model, name)
     if name == "ClusterProfile":
-        from .cluster import ClusterProfile
+        from .cluster.profile import ClusterProfile
 
         return ClusterProfile
     if name == "lightning":  # the module; it imports no Lightning itself

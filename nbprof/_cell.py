@@ -29,7 +29,7 @@ line numbers are shifted by one. So for ``%%torchprof`` and ``%%cprofile`` we ta
 
 The registered magic functions remain for the line form (``%torchprof stmt``) and for callers of
 ``run_cell_magic``; they run the code synchronously (``magics.run_sync``). Both paths run the
-profile through ``nbprof.runner``; the flags are read by ``nbprof.magics``.
+profile through ``nbprof.run.runner``; the flags are read by ``nbprof.magics``.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ import re
 import sys
 from typing import Any
 
-from . import runner
+from .run import runner
 from .errors import NbprofError
 from .magics import check_cell_flags, parse_flags
 

@@ -8,7 +8,7 @@
 The script runs as ``__main__`` with ``sys.argv = [script, args ...]`` and its folder first on
 ``sys.path``, as ``python script.py`` would run it. Then nbprof prints the report's text table and
 writes the standalone HTML report (``--html PATH``, default ``<script>.nbprof.html``;
-``--no-html`` to skip). The flags are the magics' (``nbprof.flags``); ``nbprof`` is the same
+``--no-html`` to skip). The flags are the magics' (``nbprof.run.flags``); ``nbprof`` is the same
 command, installed with the package. The exit code is the script's: ``sys.exit(n)`` gives n, an exception
 prints its traceback and gives 1 (the report of what ran until then is still written), Ctrl-C
 gives 130. ``nbprof.step()`` and ``nbprof.cuda_collection()`` work inside the script as in a cell.
@@ -29,9 +29,10 @@ import traceback
 import types
 from typing import TYPE_CHECKING, Any
 
-from . import flags, settings
+from . import settings
 from .errors import NbprofError, OptionError
-from .flags import Flag
+from .run import flags
+from .run.flags import Flag
 
 if TYPE_CHECKING:  # pragma: no cover
     from .collect.cprofile import CProfileSession
@@ -41,7 +42,7 @@ __all__ = ["main", "build_parser"]
 # how the command was typed, for its usage and messages: the console script, or the module
 PROG = "nbprof" if os.path.basename(sys.argv[0] or "") in ("nbprof", "nbprof.exe") else "python -m nbprof"
 
-# the subcommands and the profilers (magics) they run; their flags are the magics' (nbprof.flags)
+# the subcommands and the profilers (magics) they run; their flags are the magics' (nbprof.run.flags)
 PROFILERS = {"torch": "torchprof", "cprofile": "cprofile"}
 
 
@@ -309,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 2
 
-    from . import runner
+    from .run import runner
 
     target = script if script is not None else module
     try:

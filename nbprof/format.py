@@ -16,6 +16,7 @@ __all__ = [
     "fmt_us",
     "fmt_s",
     "fmt_bytes",
+    "fmt_long_span",
     "BYTE_UNITS",
     "plural",
     "fmt_count",
@@ -62,6 +63,12 @@ def fmt_s(s: float) -> str:
 # the other: every byte size nbprof prints (tables, charts, timeline, text) comes from fmt_bytes,
 # and the interactive tables' script is built from the same table (views.datatable).
 BYTE_UNITS: tuple[tuple[str, int], ...] = (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10))
+
+
+def fmt_long_span(us: float) -> str:
+    """A time longer than a profile runs, in days or years: "3.2 days", "92 years"."""
+    days = us / 86_400e6
+    return f"{days / 365.25:,.0f} years" if days >= 730 else f"{days:,.1f} days"
 
 
 def fmt_bytes(n: float, *, compact: bool = False) -> str:

@@ -5,7 +5,7 @@ A ``%%torchprof`` cell normally never calls these magic functions: the input tra
 the line form (``%torchprof stmt``), callers of ``run_cell_magic``, and cells whose flags do not
 parse (the magic then reports the problem); they run the code here and now (``run_sync``).
 
-Flags are declared once in ``nbprof.flags`` (shared with the command line) and given to IPython's
+Flags are declared once in ``nbprof.run.flags`` (shared with the command line) and given to IPython's
 ``magic_arguments``, so ``%%torchprof?`` lists them all. Every bad flag is a one-line
 ``UsageError`` that names the valid choices, raised before the code runs. Loading the extension
 imports neither torch nor plotly.
@@ -24,10 +24,10 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from . import flags as flagdefs
-from . import runner
+from .run import flags as flagdefs
+from .run import runner
 from .errors import MissingDependencyError, NbprofError
-from .flags import Flag
+from .run.flags import Flag
 from .settings import PythonOptions, TorchOptions
 
 __all__ = ["ProfileMagics", "MAGIC_FLAGS", "parse_flags", "check_cell_flags", "split_line", "run_sync"]

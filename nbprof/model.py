@@ -155,7 +155,7 @@ class TorchProfile:
     def to_chrome_trace(self, path: str | os.PathLike) -> str:
         """Write a chrome trace (``.json`` or ``.json.gz``) that Perfetto, chrome://tracing and
         ``nbprof.load_trace`` open."""
-        from .export import write_chrome_trace
+        from .collect.trace_writer import write_chrome_trace
 
         return write_chrome_trace(self, path)
 

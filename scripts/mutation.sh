@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The mutation score (docs/testing.md): mutmut changes the code of nbprof/analysis, nbprof/collect
-# and nbprof/format.py one small edit at a time (a < for a <=, a + for a -, a constant moved, a
+# The mutation score (docs/testing.md): mutmut changes the code of nbprof/ (pyproject's [tool.mutmut]
+# says what it leaves out) one small edit at a time (a < for a <=, a + for a -, a constant moved, a
 # line dropped) and runs, for each mutant, the fast-tier tests that call the mutated function; a
 # mutant no test fails "survived". Then the finding thresholds (module constants, which mutmut
 # leaves alone) are moved 3 % each way by scripts/threshold_mutants.py. Not part of the test tiers:

@@ -1,8 +1,8 @@
 """A mutation score from a random sample of the mutants (docs/testing.md).
 
-The whole scope (nbprof/analysis, nbprof/collect, nbprof/format.py) is ~19,700 mutants: hours
-of CPU per thousand on a 2-core machine, days for all. A uniform random sample of them (the
-first n of one seeded random order, so a sample grows by running a larger n) estimates the
+The whole scope (nbprof/, pyproject's [tool.mutmut]; ~19,700 mutants when it was analysis/, collect/
+and format.py) costs hours of CPU per thousand mutants on a 2-core machine, days for all. A
+uniform random sample of them (the first n of one seeded random order, so a sample grows by running a larger n) estimates the
 score with a known margin: the killed share of n sampled mutants, with its 95 % Wilson interval. The survivors are
 listed (``python -m mutmut show <name>`` gives each one's diff) to be killed by a new test or
 explained as equivalent in docs/testing.md.

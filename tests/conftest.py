@@ -134,7 +134,7 @@ def tutorial_runs(tmp_path_factory):
 
 
 def _assert_idle() -> None:
-    from nbprof import runner
+    from nbprof.run import runner
 
     assert runner.active() is None, "a profiled run was left active"
     assert sys.getprofile() is None, "a Python profiler was left running"

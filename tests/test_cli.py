@@ -117,7 +117,7 @@ def test_usage_errors(tmp_path):
     assert r.returncode == 2 and "unknown sort key" in r.stderr
 
 
-# the magics' flags and checks (nbprof/flags.py): each bad value fails before the script runs,
+# the magics' flags and checks (nbprof/run/flags.py): each bad value fails before the script runs,
 # in one line, with the magics' message (tests/test_magics.py BAD_FLAGS)
 BAD_FLAGS = [
     ("torch", ["--sort", "wallclock"], "unknown sort key 'wallclock'; choose one of: self_cpu_us"),

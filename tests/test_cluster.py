@@ -24,7 +24,8 @@ import pandas as pd
 import pytest
 
 import nbprof
-from nbprof.cluster import ClusterProfile, RankSummary, _ranges, rank_summary
+from nbprof.cluster.profile import ClusterProfile, _ranges
+from nbprof.cluster.summary import RankSummary, rank_summary
 from nbprof.errors import OptionError, TraceError
 
 from .conftest import DATA, trace_path
@@ -517,7 +518,7 @@ ALLOCATE_TWICE = """\
 import resource, sys
 import numpy as np
 if sys.argv[1] == "kept":  # (nbprof imported only then: what a process did before moves glibc's thresholds)
-    from nbprof.cluster import _keep_freed_memory
+    from nbprof.cluster.workers import _keep_freed_memory
     _keep_freed_memory()
 arrays = [np.ones(5 << 20) for _ in range(4)]  # 4 x 40 MiB, touched
 del arrays
@@ -545,3 +546,86 @@ def test_a_load_worker_keeps_the_memory_it_frees():
 
     assert faults("default") >= 80
     assert faults("kept") < 10
+
+
+HTA_SAMPLES = ("amd_mi250_rocm6.json.gz", "meta_format_control.json.gz", "mtia_inference_rank_0.json.gz",
+               "nccl_data.json.gz")
+
+
+def test_ranks_on_clocks_years_apart_each_keep_their_own(tmp_path):
+    """HTA's sample traces as one folder (tests/data/wild: four machines, a steady clock since boot
+    on some, the Unix epoch on another): on one clock they spanned 52 years, and the header said
+    "span 1660501657.990 s". Ranks whose first events are more than a day apart were not recorded
+    on one clock: each keeps its own, from its first event; the folder spans as long as its
+    longest rank, and a note says why. Oracle: each rank's span from its raw JSON."""
+    for name in HTA_SAMPLES:
+        shutil.copy(DATA / "wild" / name, tmp_path / name)
+    p = nbprof.load_trace(tmp_path, workers=0, progress=False)
+    spans = []
+    for name in HTA_SAMPLES:
+        events = [e for e in read(tmp_path / name)["traceEvents"]
+                  if e.get("ph") in ("X", "i") and e.get("cat") not in (None, "Trace") and "ts" in e]
+        spans.append((max(ns(e["ts"]) + ns(e.get("dur", 0)) for e in events) - min(ns(e["ts"]) for e in events)) / 1000)
+    assert p.summary.span_us == pytest.approx(max(spans), abs=1e-3)
+    header = p.report()._repr_mimebundle_()["text/plain"].splitlines()[0]
+    assert f"span {max(spans) / 1e3:.2f} ms" in header, header  # 136.77 ms (the nccl rank)
+    assert any("not recorded on one clock" in n and "years apart" in n for n in p.meta.notes), p.meta.notes
+    # every view on the folder's clock: each rank's steps and its timeline lanes start at its first event
+    full = p.timeline_view().data
+    assert full.t0_us >= 0 and full.t1_us - full.t0_us <= max(spans) + 1e-3
+    for _, s, shift in p._ranked():
+        assert s.start_us + shift == 0.0
+
+
+@pytest.mark.parametrize("apart_us, one_clock", [(86_400e6 - 1, True), (86_400e6, True), (86_400e6 + 1, False)])
+def test_ranks_a_day_apart_share_a_clock_and_further_ones_do_not(tmp_path, apart_us, one_clock):
+    """The bound of the rule above (``cluster.profile.CLOCKS_APART_US``, a day), just below, at and
+    above it: two ranks of one op each, the second's first event ``apart_us`` after the first's."""
+    for r, start in enumerate((1000.0, 1000.0 + apart_us)):
+        t = Trace(rank=r)
+        t.op("aten::mm", start, 10.0)
+        t.write(tmp_path / f"r{r}.json")
+    p = nbprof.load_trace(tmp_path, workers=0, progress=False)
+    assert p.summary.span_us == pytest.approx(apart_us + 10.0 if one_clock else 10.0)
+    assert any("not recorded on one clock" in n for n in p.meta.notes) is not one_clock
+
+
+LINE_CELL = "<ipython-input-1-abc>"
+
+
+def lines_rank(path: Path, rank: int, function_line: list) -> Path:
+    """A rank saved with a line table (``nbprofLines``, as ``save()`` writes it): two ``aten::mm``
+    on line 2 of cell "In [1]" (5 µs each), an ``aten::add`` on line 3 (2 µs)."""
+    t = Trace(rank=rank)
+    t.op("aten::mm", 10.0, 5.0)
+    t.op("aten::mm", 20.0, 5.0)
+    t.op("aten::add", 30.0, 2.0)
+    doc = t.doc()
+    doc["nbprofLines"] = {
+        "line_data": {"version": 1, "method": "tracer", "cells": {LINE_CELL: "In [1]"},
+                      "frames": {"file": [LINE_CELL, LINE_CELL], "line": [2, 3], "function": ["<module>", "<module>"],
+                                 "function_line": function_line},
+                      "stacks": [[], [0], [1]], "ops": {"external_id": [1, 2, 3], "stack": [1, 1, 2]},
+                      "allocs": {"stack": [], "bytes": []}, "notes": []},
+        "sources": {LINE_CELL: "x = 1\ny = torch.mm(x, x)\nz = y + 1\n"}}
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_a_rank_whose_lines_fail_leaves_out_its_lines_only(tmp_path):
+    """A rank whose line table raises in ``lines()`` (a saved file whose frames' ``function_line``
+    is text: ValueError) failed the whole folder. Now its lines are left out with a note naming the
+    rank and the error; the other rank's lines (hand-counted) and every other table of both ranks
+    are there."""
+    lines_rank(tmp_path / "r0.json", 0, [1, 1])
+    lines_rank(tmp_path / "r1.json", 1, ["a", "b"])
+    p = nbprof.load_trace(tmp_path, workers=0, progress=False)
+    lines = p.lines().set_index("line")
+    assert lines.loc[2, "ops"] == 2 and lines.loc[2, "self_cpu_us"] == pytest.approx(10.0)  # rank 0's only
+    assert lines.loc[3, "ops"] == 1 and lines.loc[3, "self_cpu_us"] == pytest.approx(2.0)
+    assert list(p.lines(per_rank=True)["rank"].unique()) == [0]
+    note = [n for n in p.meta.notes if "r1.json" in n]
+    assert len(note) == 1 and "lines" in note[0] and "ValueError" in note[0] and "\n" not in note[0], p.meta.notes
+    ka = p.key_averages().set_index("name")
+    assert ka.loc["aten::mm", "count"] == 4 and ka.loc["aten::add", "count"] == 2  # both ranks' ops
+    assert "Source" in p.report().html(include_library=False)

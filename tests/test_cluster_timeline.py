@@ -1,4 +1,4 @@
-"""A folder of ranks' timeline (``nbprof.cluster_timeline``): every rank's lanes and events on one
+"""A folder of ranks' timeline (``nbprof.cluster.timeline``): every rank's lanes and events on one
 clock, a window read again from each rank, the collectives linked across ranks and the last
 arrival marked, a selected span per rank, the clock aligned on an event; checked against the raw
 JSON of each rank's file, never against nbprof's own tables. The notebook process never merges
@@ -193,7 +193,7 @@ def test_a_selected_span_lists_what_each_rank_ran(tmp_path):
                 assert got.loc[n, "calls"] == calls[n]
     # rank 1's gemms are 3x slower: more of its span is device time
     assert per_rank[1].device_busy_us > per_rank[0].device_busy_us
-    from nbprof.cluster_timeline import selection_data
+    from nbprof.cluster.timeline import selection_data
 
     shown = selection_data(a, b, sorted(per_rank.items()))
     ranks = shown["tables"][0]
@@ -318,7 +318,7 @@ def test_the_timeline_is_the_same_from_worker_processes_and_dask(tmp_path):
 
 
 def test_caches_of_dead_sessions_on_this_machine_are_removed(tmp_path, monkeypatch):
-    from nbprof.cluster_timeline import _prefix, new_cache_dir
+    from nbprof.cluster.timeline import _prefix, new_cache_dir
 
     monkeypatch.setenv("NBPROF_CACHE_DIR", str(tmp_path))
     host = _prefix().rsplit("-", 2)[0]

@@ -126,7 +126,7 @@ def test_actions_group_calls_by_the_innermost_action(shell):
     is in the profile of the action that was innermost when it was made, counted once; the
     enclosing action's profile records again when a nested one ends."""
     run(shell, "def a():\n    return sum(range(10))\ndef b():\n    return [a() for _ in range(3)]")
-    result, _ = run(shell, "%%cprofile -q -o ac\nfrom nbprof import runner\nc = runner.active().collector\na()\n"
+    result, _ = run(shell, "%%cprofile -q -o ac\nfrom nbprof.run import runner\nc = runner.active().collector\na()\n"
                            "c.begin_action('X')\nb()\nc.begin_action('Y')\na()\nc.end_action('Y')\na()\n"
                            "c.end_action('X')\na()\nc.end_action('never began')")
     assert result.success, result.error_in_exec

@@ -83,7 +83,7 @@ def test_every_public_name_has_a_reference_entry(site):
 
 def test_the_generated_reference_tables_are_the_codes(site):
     from nbprof.events import COLUMNS
-    from nbprof.flags import markdown_table
+    from nbprof.run.flags import markdown_table
 
     flags = (site / "reference" / "flags.html").read_text(encoding="utf-8")
     for line in markdown_table().splitlines():

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 import nbprof
-from nbprof.collect import chrome_trace as ct
+from nbprof.collect import trace_limits
 from nbprof.errors import OptionError, TraceError
 
 from .conftest import DATA, trace_path
@@ -69,13 +69,13 @@ def raw_doc(name: str) -> dict:
 def rows_of(doc: dict) -> list[dict]:
     """The events that are rows of the events table, from the JSON (utility ops torch leaves out
     aside): complete and instant events of the categories the table reads."""
-    from nbprof.collect.chrome_trace import _CAT_KIND
+    from nbprof.collect.trace_schema import CAT_KIND
     from nbprof.events import IGNORED_NAMES
 
     def read(e: dict) -> bool:
         if not e.get("cat"):  # torch 1.8-1.9's memory events have no category
             return e.get("ph") == "X" or e.get("name") in ("[memory]", "[OutOfMemory]")
-        return _CAT_KIND.get(e["cat"], "other") is not None
+        return CAT_KIND.get(e["cat"], "other") is not None
 
     return [e for e in doc["traceEvents"] if e.get("ph") in ("X", "i") and read(e) and e.get("name") not in IGNORED_NAMES]
 
@@ -186,7 +186,7 @@ def test_gzip_is_read_as_it_streams_every_member_and_padding(tmp_path):
     for _ in range(20):
         cut = [0, *sorted(rng.choice(len(raw), size=int(rng.integers(1, 6)), replace=False).tolist()), len(raw)]
         data = b"".join(gzip.compress(raw[a:b]) + b"\0" * int(rng.integers(0, 3)) for a, b in zip(cut, cut[1:]))
-        stream = ct._Gunzip(io.BytesIO(data), "x", ct.max_trace_bytes())
+        stream = trace_limits.Gunzip(io.BytesIO(data), "x", trace_limits.max_trace_bytes())
         parts = iter(lambda: stream.read(int(rng.choice([1, 100, 4096, 1 << 18]))), b"")
         assert b"".join(parts) == gzip.decompress(data) == raw
     one = gzip.compress(raw)

@@ -124,7 +124,7 @@ def test_a_training_that_raises_leaves_no_profiler_running(hf_shell):
     assert type(result.error_in_exec).__name__ == "ValueError"
     import torch
 
-    from nbprof import runner
+    from nbprof.run import runner
 
     assert not torch.autograd._profiler_enabled() and runner.active() is None
     p = hf_shell.user_ns["cb"].profile

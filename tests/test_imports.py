@@ -1,13 +1,16 @@
 """nbprof's modules import alone, in one direction, and ``import nbprof`` stays light.
 
-Oracles: a fresh interpreter (does each module import with no other nbprof module loaded
-before it?) and the modules' own source (the import graph read from their AST).
+Oracles: import-linter (``lint-imports``, the contracts in pyproject.toml's [tool.importlinter]:
+the layers of docs/architecture.md and where training frameworks may be imported), grimp's import
+graph (the one import-linter reads) for cycles, and a fresh interpreter (does each module import
+with no other nbprof module loaded before it? does ``import nbprof`` leave torch, plotly and
+pandas unimported?).
 """
 
 from __future__ import annotations
 
-import ast
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -16,30 +19,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "nbprof"
 
-# The layers, lowest first. A module imports only from its own layer or lower ones, at the top
-# of the file or inside a function (a lazy import is still a dependency: it only moves the
-# moment of the import). This is the one-way flow collect -> events table -> analysis -> views
-# -> results -> runner -> front ends of docs/architecture.md, read as imports: the collectors
-# fill the events table, so they import its schema (events) and sit above it.
-LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("base", ("nbprof.errors", "nbprof.format", "nbprof.meta", "nbprof.settings", "nbprof.system")),
-    ("events table", ("nbprof.events",)),
-    ("collect", ("nbprof.collect",)),
-    ("analysis", ("nbprof.analysis",)),
-    ("views", ("nbprof.views",)),
-    ("results", ("nbprof.export", "nbprof.model", "nbprof.cluster", "nbprof.cluster_timeline", "nbprof.loading",
-                 "nbprof.comparison")),
-    ("runner", ("nbprof.flags", "nbprof.runner", "nbprof.profilers")),
-    ("front ends", ("nbprof._cell", "nbprof.magics", "nbprof.extension", "nbprof.cli", "nbprof.widgets",
-                    "nbprof.__main__", "nbprof", "nbprof.huggingface", "nbprof.lightning")),
-]
-
 # Modules that import a training framework (the user imports them to use it): they import alone
 # where the framework is installed, and raise MissingDependencyError where it is not.
-ADAPTERS = ("nbprof.huggingface",)
-
-# Known exceptions, each with the reason, to be emptied rather than grown.
-EXPECTED_TO_BE_FIXED: set[tuple[str, str]] = set()
+ADAPTERS = ("nbprof.huggingface", "nbprof.integrations.huggingface")
 
 
 def _module_name(path: Path) -> str:
@@ -52,47 +34,24 @@ def _module_name(path: Path) -> str:
 MODULES = sorted(_module_name(p) for p in PACKAGE.rglob("*.py"))
 
 
-def _imports(module: str) -> list[tuple[str, bool]]:
-    """(imported nbprof module, at module level?) for each import in ``module``'s source.
-
-    ``from . import x`` and ``from .pkg import name`` count as importing the module ``x`` /
-    ``pkg.name`` where that is a module, else the package. Imports under ``if TYPE_CHECKING:``
-    are left out: they never run."""
-    path = PACKAGE.joinpath(*module.split(".")[1:])
-    path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    tree = ast.parse(path.read_text(), str(path))
-    out: list[tuple[str, bool]] = []
-
-    def visit(node: ast.AST, top: bool) -> None:
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            return
-        if isinstance(node, ast.ImportFrom):
-            if node.level:
-                parts = package.split(".")
-                base = ".".join(parts[: len(parts) - node.level + 1] + ([node.module] if node.module else []))
-            else:
-                base = node.module or ""
-            if base == "nbprof" or base.startswith("nbprof."):
-                for alias in node.names:
-                    name = f"{base}.{alias.name}"
-                    out.append((name if name in MODULES else base, top))
-        elif isinstance(node, ast.Import):
-            out.extend((a.name, top) for a in node.names if a.name == "nbprof" or a.name.startswith("nbprof."))
-        inner = top and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
-        for child in ast.iter_child_nodes(node):
-            visit(child, inner)
-
-    visit(tree, True)
-    return [(m, top) for m, top in out if m != module]
+def test_the_import_contracts_hold():
+    """``lint-imports`` (import-linter, the test extra) keeps every contract of pyproject.toml: the
+    layers (a module imports its own layer or lower ones; every module is in one) and training
+    frameworks imported in integrations/ only. A broken one prints the import chain that breaks it."""
+    lint = Path(sys.executable).with_name("lint-imports")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([str(lint), "--no-cache"], cwd=ROOT, capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-3000:]
+    assert "2 kept, 0 broken" in out.stdout, out.stdout[-3000:]
 
 
-def _layer(module: str) -> int:
-    """A module's layer: listed by name, or inside a listed package (nbprof itself: by name only)."""
-    for i, (_, members) in enumerate(LAYERS):
-        if any(module == m or (m != "nbprof" and module.startswith(m + ".")) for m in members):
-            return i
-    raise AssertionError(f"{module} is in no layer: add it to LAYERS here and in docs/architecture.md")
+def _graph() -> dict[str, set[str]]:
+    """nbprof's import graph as grimp reads it (every import, lazy ones too; not those under
+    ``if TYPE_CHECKING:``, which never run): module -> the nbprof modules it imports."""
+    import grimp
+
+    graph = grimp.build_graph("nbprof", exclude_type_checking_imports=True, cache_dir=None)
+    return {m: {t for t in graph.find_modules_directly_imported_by(m)} for m in graph.modules}
 
 
 def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -122,48 +81,22 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
-def test_every_module_is_in_a_layer():
-    for module in MODULES:
-        _layer(module)
-
-
-def test_imports_go_down_the_layers():
-    upward = set()
-    for module in MODULES:
-        for target, _ in _imports(module):
-            if _layer(target) > _layer(module):
-                upward.add((module, target))
-    unexpected = sorted(upward - EXPECTED_TO_BE_FIXED)
-    assert not unexpected, f"imports from a lower layer into a higher one (see LAYERS): {unexpected}"
-    fixed = sorted(EXPECTED_TO_BE_FIXED - upward)
-    assert not fixed, f"fixed, remove from EXPECTED_TO_BE_FIXED: {fixed}"
-
-
 def test_no_import_cycles():
-    """None among top-level imports (they would fail on import, depending on order), and none at
-    all once lazy imports count, apart from the known exception."""
-    top_level: dict[str, set[str]] = {m: set() for m in MODULES}
-    every: dict[str, set[str]] = {m: set() for m in MODULES}
-    for module in MODULES:
-        for target, top in _imports(module):
-            if (module, target) in EXPECTED_TO_BE_FIXED:
-                continue
-            every[module].add(target)
-            if top:
-                top_level[module].add(target)
-    assert _cycle(top_level) is None, _cycle(top_level)
-    assert _cycle(every) is None, _cycle(every)
+    """No module imports one that imports it back, even through others and lazily (a cycle of
+    top-level imports fails depending on which module is imported first; a lazy one is the same
+    knot, tied later)."""
+    graph = _graph()
+    assert _cycle(graph) is None, _cycle(graph)
 
 
-def test_the_graph_reader_sees_the_imports():
-    """The static checks above are only as good as the reader: it finds a known top-level
-    import, a lazy one and one that only looks like a module name."""
-    assert ("nbprof.collect.collector", True) in _imports("nbprof.runner")
-    assert ("nbprof.model", False) in _imports("nbprof.runner")
-    assert ("nbprof.settings", True) in _imports("nbprof.flags")
-    assert ("nbprof.errors", True) in _imports("nbprof")  # from .errors import NbprofError, ...
-    assert ("nbprof.collect.torch_live", False) in _imports("nbprof.flags")
-    assert all(target in MODULES for m in MODULES for target, _ in _imports(m))
+def test_the_graph_sees_the_imports():
+    """The checks above are only as good as the graph: it has every module, a known top-level
+    import and a known lazy one (inside a function); and the cycle finder finds a cycle."""
+    graph = _graph()
+    assert set(MODULES) <= set(graph)
+    assert "nbprof.collect.collector" in graph["nbprof.run.runner"]  # at the top of the file
+    assert "nbprof.model" in graph["nbprof.run.runner"]  # inside a function
+    assert "nbprof.integrations.lightning_actions" in graph["nbprof.run.runner"]  # inside a method
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set()}) is None
 

@@ -316,7 +316,7 @@ def test_interrupt_right_after_the_profiler_starts_still_stops_it(shell, monkeyp
     line magic (the ``shell`` fixture checks that no run and no profiler is left)."""
     import sys
 
-    from nbprof import runner
+    from nbprof.run import runner
     from nbprof.collect.cprofile import CProfileSession
 
     begin = CProfileSession.begin

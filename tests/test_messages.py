@@ -220,17 +220,17 @@ def _docs_table() -> list[tuple[set[str], str]]:
 
 
 def test_the_docs_have_the_generated_table():
-    """docs/reference/flags.md holds what `python -m nbprof.flags` prints (the command itself, run)."""
+    """docs/reference/flags.md holds what `python -m nbprof.run.flags` prints (the command itself, run)."""
     import subprocess
     import sys
 
     text = FLAGS_PAGE.read_text(encoding="utf-8")
     block = text.split("<!-- flags: begin -->", 1)[1].split("<!-- flags: end -->", 1)[0]
-    printed = subprocess.run([sys.executable, "-m", "nbprof.flags"], capture_output=True, text=True, check=True,
+    printed = subprocess.run([sys.executable, "-m", "nbprof.run.flags"], capture_output=True, text=True, check=True,
                              cwd=ROOT).stdout
     assert block.strip() == printed.strip(), (
-        "docs/reference/flags.md's flag table is not nbprof.flags': replace what is between its flags markers "
-        "with the output of `python -m nbprof.flags`")
+        "docs/reference/flags.md's flag table is not nbprof.run.flags': replace what is between its flags markers "
+        "with the output of `python -m nbprof.run.flags`")
 
 
 def test_the_table_lists_what_each_front_end_accepts():

@@ -288,15 +288,15 @@ def gz_doc(n: int = 400) -> bytes:
 
 @pytest.mark.parametrize("n", [1, 7, 1000, 1 << 16, 1 << 18])
 def test_gzip_reads_give_as_many_bytes_as_asked_until_the_end(n):
-    """``_Gunzip.read(n)``, as a file's ``read``: exactly n bytes until the stream's end, then the
+    """``Gunzip.read(n)``, as a file's ``read``: exactly n bytes until the stream's end, then the
     rest, then b"" (never more than asked: a read that decompressed a whole 64 KiB input at
     once could give ~1 MB for 1 byte asked), across members and zero padding."""
-    from nbprof.collect.chrome_trace import _Gunzip, max_trace_bytes
+    from nbprof.collect.trace_limits import Gunzip, max_trace_bytes
 
     raw = gz_doc()
     cut = [0, 5, len(raw) // 3, len(raw)]
     data = b"".join(gzip.compress(raw[a:b], mtime=0) + b"\0" * 3 for a, b in zip(cut, cut[1:]))
-    stream = _Gunzip(__import__("io").BytesIO(data), "x", max_trace_bytes())
+    stream = Gunzip(__import__("io").BytesIO(data), "x", max_trace_bytes())
     chunks = list(iter(lambda: stream.read(n), b""))
     assert b"".join(chunks) == raw
     assert [len(c) for c in chunks] == [n] * (len(raw) // n) + ([len(raw) % n] if len(raw) % n else [])

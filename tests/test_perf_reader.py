@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from nbprof.collect import chrome_trace as ct
+from nbprof.collect import trace_schema
 from nbprof.events import IGNORED_NAMES, TraceData
 
 from .conftest import TRACES, frames_equal, needs_torch, trace_path
@@ -20,7 +21,7 @@ def reference_rows(doc: dict) -> list[tuple]:
     """(name, start ns, dur ns) of every event the table should have, straight from the JSON."""
     rows = []
     for e in doc["traceEvents"]:
-        kind = ct._CAT_KIND.get(e.get("cat", ""), "other")
+        kind = trace_schema.CAT_KIND.get(e.get("cat", ""), "other")
         if e.get("ph") not in ("X", "i") or kind is None or e.get("name") in IGNORED_NAMES:
             continue
         ts = e.get("ts", 0.0)
@@ -38,7 +39,7 @@ def torch_layout(events: list[dict], **header) -> bytes:
 
 def plain_read(raw: bytes) -> TraceData:
     """The reader without slicing: the whole file decoded at once, one batch."""
-    trace = ct._DECODER.decode(raw)
+    trace = trace_schema.DECODER.decode(raw)
     events, trace.traceEvents = trace.traceEvents, []
     reader = ct._Reader(trace, "x")
     reader.add(events)

@@ -25,7 +25,8 @@ import pytest
 
 import nbprof  # noqa: F401
 import nbprof.cluster  # noqa: F401  # imported as on this platform; the tests change the facts they ask at run time
-import nbprof.cluster_timeline  # noqa: F401
+import nbprof.cluster.loading  # noqa: F401
+import nbprof.cluster.timeline  # noqa: F401
 
 from .conftest import run
 from .synthetic import Trace
@@ -53,10 +54,11 @@ def no_sigkill(monkeypatch):
 
 
 def death_message(tmp_path: Path, exitcode: int) -> str:
-    """``cluster._death`` for a worker that ended with ``exitcode`` while reading rank 1."""
+    """The load's message for a worker that ended with ``exitcode`` while reading rank 1."""
     import multiprocessing
 
-    from nbprof.cluster import _death
+    from nbprof.cluster.loading import death_message
+    from nbprof.cluster.workers import death_of
 
     files = []
     for r in range(3):
@@ -66,7 +68,7 @@ def death_message(tmp_path: Path, exitcode: int) -> str:
     started = multiprocessing.get_context("spawn").SimpleQueue()
     started.put((4242, 1))  # what the worker sent as it started rank 1
     worker = types.SimpleNamespace(pid=4242, exitcode=exitcode)  # a dead process, as multiprocessing reports it
-    return _death(files, [worker], started, left=2)
+    return death_message(files, death_of([worker], started), left=2)
 
 
 def test_a_worker_that_crashed_on_windows_is_one_line(tmp_path, no_sigkill):
@@ -136,15 +138,15 @@ def rank_files(tmp_path: Path, n: int) -> list[str]:
 @pytest.fixture
 def big_folders(monkeypatch):
     """Every folder big enough for worker processes (the plan's size rule is not under test)."""
-    from nbprof import cluster
+    from nbprof.cluster import loading
 
-    monkeypatch.setattr(cluster, "IN_PROCESS_BYTES", 0)
+    monkeypatch.setattr(loading, "IN_PROCESS_BYTES", 0)
 
 
 def test_windows_starts_at_most_61_workers(tmp_path, monkeypatch, big_folders):
     """A ProcessPoolExecutor on Windows takes at most 61 workers (``ValueError: max_workers must be
     <= 61``, the stdlib's ``_MAX_WINDOWS_WORKERS``): a 128-core Windows machine, 100 ranks."""
-    from nbprof.cluster import plan
+    from nbprof.cluster.loading import plan
 
     assert cf.process._MAX_WINDOWS_WORKERS == 61  # the stdlib's own limit
     monkeypatch.setattr(sys, "platform", "win32")
@@ -160,7 +162,7 @@ def test_windows_starts_at_most_61_workers(tmp_path, monkeypatch, big_folders):
 def test_linux_takes_the_cpus_this_process_may_use(tmp_path, monkeypatch, big_folders):
     """A job given 4 of a machine's 128 cores (Slurm, taskset, a container's cpuset): 4 workers,
     not 128. Linux's affinity mask is the oracle (``os.sched_getaffinity``)."""
-    from nbprof.cluster import plan
+    from nbprof.cluster.loading import plan
 
     monkeypatch.setattr(sys, "platform", "linux")
     monkeypatch.delattr(os, "process_cpu_count", raising=False)
@@ -170,7 +172,7 @@ def test_linux_takes_the_cpus_this_process_may_use(tmp_path, monkeypatch, big_fo
 
 
 def test_python_313s_process_cpu_count_comes_first(tmp_path, monkeypatch, big_folders):
-    from nbprof.cluster import plan
+    from nbprof.cluster.loading import plan
 
     monkeypatch.setattr(os, "process_cpu_count", lambda: 6, raising=False)
     monkeypatch.setattr(os, "cpu_count", lambda: 128)
@@ -179,7 +181,7 @@ def test_python_313s_process_cpu_count_comes_first(tmp_path, monkeypatch, big_fo
 
 
 def test_macos_without_affinity_uses_cpu_count(tmp_path, monkeypatch, big_folders):
-    from nbprof.cluster import plan
+    from nbprof.cluster.loading import plan
 
     monkeypatch.setattr(sys, "platform", "darwin")
     monkeypatch.delattr(os, "sched_getaffinity", raising=False)  # macOS has none
@@ -192,8 +194,8 @@ def test_macos_without_affinity_uses_cpu_count(tmp_path, monkeypatch, big_folder
 
 
 def real_rank_cache(tmp_path: Path) -> str:
-    """A rank's timeline cache as a folder of ranks writes it (cluster_timeline.write_cache)."""
-    from nbprof.cluster_timeline import write_cache
+    """A rank's timeline cache as a folder of ranks writes it (cluster.timeline.write_cache)."""
+    from nbprof.cluster.timeline import write_cache
 
     t = Trace()
     for k in range(20):
@@ -207,7 +209,7 @@ def real_rank_cache(tmp_path: Path) -> str:
 def test_a_replace_is_tried_again_while_windows_reports_a_sharing_violation(tmp_path, monkeypatch):
     """An antivirus scanning the file just written holds it for a moment: ``os.replace`` fails with
     WinError 32, then succeeds. Before: the PermissionError reached the user (a zoom failed)."""
-    from nbprof.cluster_timeline import _RankCache
+    from nbprof.cluster.timeline import _RankCache
 
     folder = real_rank_cache(tmp_path)
     real_replace = os.replace
@@ -261,7 +263,8 @@ def test_stale_cache_folders_on_windows_never_signal_a_process(tmp_path, monkeyp
     """On Windows ``os.kill(pid, 0)`` sends CTRL_C_EVENT (signal 0) to that console process group
     (Python's docs, os.kill), or fails with OSError: the cache's clean-up must not call it there.
     Before: os.kill(pid, 0) was called for every other process's folder."""
-    from nbprof import cluster_timeline, system
+    from nbprof import system
+    from nbprof.cluster import timeline as cluster_timeline
 
     monkeypatch.setenv("NBPROF_CACHE_DIR", str(tmp_path))
     prefix = cluster_timeline._prefix().rsplit("-", 2)[0] + "-"
@@ -377,7 +380,7 @@ def stack_trace(tmp_path: Path, cell_file: str, torch_file: str) -> Path:
 def stacks_of(shell, path: Path) -> list[str]:
     """The stacks ``%%torchprof --stack`` would show for this trace, run in this shell."""
     from nbprof.collect.chrome_trace import read_trace_file
-    from nbprof.runner import torch_profile
+    from nbprof.run.runner import torch_profile
     from nbprof.settings import TorchOptions
 
     options = TorchOptions(stack=True)

@@ -80,7 +80,7 @@ SCRIPT = textwrap.dedent(
     # actions (Lightning's hooks report them so): each call in the profile of the innermost one,
     # nbprof's own switches between its profiles no takeover (3.12+: sys.monitoring's one tool)
     ip.run_cell("def a():\\n    return sum(range(10))\\ndef b():\\n    return [a() for _ in range(3)]")
-    r = ip.run_cell("%%cprofile -q -o ac\\nfrom nbprof import runner\\nc = runner.active().collector\\na()\\n"
+    r = ip.run_cell("%%cprofile -q -o ac\\nfrom nbprof.run import runner\\nc = runner.active().collector\\na()\\n"
                     "c.begin_action('X')\\nb()\\nc.begin_action('Y')\\na()\\nc.end_action('Y')\\na()\\n"
                     "c.end_action('X')\\na()")
     ac = ip.user_ns["ac"]

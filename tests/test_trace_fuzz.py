@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import nbprof
-from nbprof.collect import chrome_trace as ct
+from nbprof.collect import trace_schema
 from nbprof.errors import NbprofError
 
 from .test_perf_reader import torch_layout
@@ -46,9 +46,9 @@ JSON = st.recursive(LEAF, lambda inner: st.lists(inner, max_size=3) | st.diction
                     max_leaves=10)
 ANY = st.one_of(INTS, FLOATS, TEXT, JSON)
 
-CATEGORIES = sorted(c for c in ct._CAT_KIND if c) + ["Operator", "Kernel", "Runtime", "Memcpy", "Memory",
+CATEGORIES = sorted(c for c in trace_schema.CAT_KIND if c) + ["Operator", "Kernel", "Runtime", "Memcpy", "Memory",
                                                       "gizmo_runtime", "", "Trace"]
-ARGS = sorted({f.arg for f in ct._FIELDS} | {"name", "labels"})
+ARGS = sorted({f.arg for f in trace_schema.FIELDS} | {"name", "labels"})
 
 
 def sometimes(draw, likely, anything=ANY, odds: int = 8):

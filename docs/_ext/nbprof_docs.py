@@ -2,7 +2,7 @@
 
 - Generated blocks. A page holds ``<!-- NAME: begin -->`` ... ``<!-- NAME: end -->``; as the page is
   read, what is between the markers is replaced by ``GENERATORS[NAME]()``, made from the code
-  itself: the flags table (``nbprof.flags.markdown_table``), the findings' kinds and thresholds
+  itself: the flags table (``nbprof.run.flags.markdown_table``), the findings' kinds and thresholds
   (``nbprof.analysis.findings.kinds_markdown``), the API reference (one autodoc entry per name of
   ``nbprof.__all__``) and the columns of every table (the events schema ``nbprof.events.COLUMNS``,
   and each table's columns and dtypes as the code returns them for a recorded trace). The pages
@@ -50,7 +50,7 @@ SECTION_ORDER = {"architecture": 0, "differences": 1, "testing": 2, "performance
 # --- generated blocks ---------------------------------------------------------------------------
 
 def flags_table() -> str:
-    from nbprof.flags import markdown_table
+    from nbprof.run.flags import markdown_table
 
     return markdown_table()
 

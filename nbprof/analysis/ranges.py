@@ -45,10 +45,13 @@ from ._intervals import launch_points, points_in_intervals, sum_in_intervals, un
 from ._tables import TEXT, empty_table
 from .device_stats import process_codes, profiled_windows, span_ns
 
-__all__ = ["ranges", "range_ops", "RANGE_COLUMNS", "RANGE_OP_COLUMNS", "PATH_SEP", "range_labels",
+__all__ = ["ranges", "range_ops", "RANGE_COLUMNS", "RANGE_OP_COLUMNS", "PATH_SEP", "TRAINER_STAGE", "range_labels",
            "annotation_parents", "range_parts", "merge_ranges", "merge_range_ops"]
 
 PATH_SEP = " › "
+# The label of the range a Lightning stage spans ("[Trainer].fit", ``integrations.lightning_actions``):
+# the root its actions nest under (the report opens on the Ranges tab where there is one).
+TRAINER_STAGE = "[Trainer]"
 
 RANGE_COLUMNS = (
     "label",

@@ -28,374 +28,59 @@ event, mostly cache misses):
   that have it (``events.COLUMNS`` declares which: memory fields for memory events, External id
   and shapes not for them, launch dimensions for kernels, ...). ~0.8 µs per event, next to ~1 µs
   for msgspec's decode.
-- Args. The struct the args are decoded into, and which of them are read for which kinds, are
-  generated from the events schema (``events.COLUMNS``: a column with an ``arg``) plus the few
-  args this reader turns into columns itself (device, stream, bytes, shapes).
-
-Formats. Every trace torch has written since 1.8: torch 1.8-1.9's capitalized categories
-(``Operator``, ``Kernel``, ...; matched without regard to case) and its ``external id``, read
-only once such a category shows up (a field more would cost every modern trace a pass); the
-runtimes of other accelerators, which kineto files as runtime calls and kernels (``_CAT_KIND``);
-categories nbprof does not know become "other", counted per category in the trace's notes.
-
-Tolerance. The typed decoders reject a whole document for one value of another type (ROCm writes
-``"stream": "0x0"`` on runtime calls). A file that fails them is decoded again with every field
-as any JSON value and checked field by field (``_Reader.checked``): a value that reads as its type
-is kept ("0x0" is 0), one that cannot be read leaves out its event when the event's kind reads
-that field, counted per field in ``TraceMeta.reader_notes``. Only such files pay for the check.
+- Args and categories: what is read, and as what, is ``collect/trace_schema.py`` (generated
+  from the events schema, ``events.COLUMNS``); a file that fails the typed decoders is read
+  again loosely and checked field by field there (ROCm's ``"stream": "0x0"``).
 
 Times: the writer prints ``ts``/``dur`` in µs with exactly three decimals (ns resolution). A float64
 near 4.5e12 µs is only exact to ~1 ns, so naive ``ts * 1000`` can be off by a nanosecond; we split
 ``ts`` into its integer and fractional parts, which recovers the exact integer nanoseconds.
 torch 1.8-1.9 and Meta's tooling print whole µs (integers): read the same way.
 
-A trace is data, never code, and it may come from anywhere (a colleague's cluster run, a file
-attached to a bug report). What it can make the reader do is bounded, and what it holds that
-cannot be right is said, never shown as a number:
-
-- Size. At most ``max_bytes`` of JSON are read (default :data:`DEFAULT_MAX_BYTES`, 4 GiB: ~11 M
-  events as torch's writer lays them out; ``load_trace(path, max_bytes=...)`` or the environment
-  variable ``NBPROF_MAX_TRACE_BYTES`` raise it). A ``.gz`` file is decompressed as it is read, in
-  slices, never whole into memory; with the default limit, one that expands more than
-  :data:`_BOMB_RATIO` times (real traces: 9-45x; a compression bomb: up to ~1,000x) is refused
-  once :data:`_BOMB_FLOOR` has come out, in well under a second.
-- Structure. JSON nested deeper than Python's recursion limit, invalid UTF-8 (read as U+FFFD,
-  counted in a note), integers beyond int64 (an id: read as "none", counted; a pid/tid: an id of
-  its own, counted), values of another type (above): a note or one ``TraceError`` line naming the
-  file, never a raw ``RecursionError``, ``UnicodeDecodeError`` or ``OverflowError``.
-- Times and rows (``_Reader._plausible``, ``_together``, ``_distinct``: vectorized, ~7 ms of a
-  700k-event trace's 4 s). Events without a ``ts`` or ``name``, with a ``ts`` out of range (not a
-  number; beyond what int64 ns hold: ns written where µs belong), a negative ``dur`` or one longer
-  than a day are left out; a few events more than a day away from all the others are left out;
-  events that span more than a day are kept, with a note asking whether they are ns; exact
-  duplicates (every field the reader reads equal) are counted once. Each is one note in
-  ``TraceMeta.reader_notes``, with its count; the report shows them first among its notes.
+What a file can make this reader do is bounded (its size, its decompression, the rows that
+cannot be right: ``collect/trace_limits.py``); the pass itself is here, whole.
 """
 
 from __future__ import annotations
 
-import json
-import math
 import mmap
 import os
-import re
 import sys
 import traceback
-import zlib
 from collections import Counter, defaultdict
-from dataclasses import dataclass
 from typing import Any, Callable
 
 import msgspec
 import numpy as np
 import pandas as pd
 
-from ..errors import OptionError, TraceError
-from ..format import plural
-from ..meta import TraceMeta
-from .cprofile import is_pstats_head
+from ..errors import TraceError
 from ..events import (
     ARG_COLUMNS,
     COPY_CODES,
-    COPY_KINDS,
-    CORRELATED_KINDS,
     DEVICE_CODES,
-    DEVICE_KINDS,
     DEVICE_MEMORY_TYPES,
     DEVICE_TYPE_CODE,
     IGNORED_NAMES,
     KINDS,
     KIND_CODE,
     MEMORY_CODES,
-    MEMORY_KINDS,
-    TRACE_CATEGORY,
-    EventColumn,
     TraceData,
     device_labels,
     make_events_frame,
 )
+from ..format import plural
+from ..meta import TraceMeta
+from .cprofile import is_pstats_head
+from .trace_limits import (NO_LIMIT, Gunzip, TraceLimit, distinct_rows, max_trace_bytes, plausible_rows,
+                           profiled_span, rows_together, size_text)
+from .trace_schema import (ACCELERATOR_OF, ANNOUNCING, CAT_CODE_AT_START, DECODER, DROP, FIELDS, GROUPS, INT64_MAX,
+                           INT64_MIN, KIND_BY_NAME, LIST_DECODER, LOOSE_DECODER, LOOSE_LIST_DECODER, MEMORY_NAMES,
+                           NOT_AN_EVENT, SPAN, STREAM_TID, TORCH_RANGE_PREFIXES, UNKNOWN, ArgField, Trace, arg_text,
+                           category_code, checked_events, checked_header, decoded, device_properties, dims_text,
+                           header_int, shape_text)
 
-__all__ = ["read_trace_file", "parse_trace_bytes", "empty_trace", "max_trace_bytes", "TraceLimit", "NO_LIMIT",
-           "DEFAULT_MAX_BYTES", "MAX_BYTES_ENV"]
-
-
-@dataclass(frozen=True)
-class _ArgField:
-    """An entry of an event's ``args`` that the reader reads, for the rows of ``kinds`` only."""
-
-    attr: str  # its attribute on the decoded args (an events column's name, for ARG_COLUMNS)
-    arg: str  # its key in the trace
-    type: Any  # what msgspec decodes it as
-    default: Any  # what an event without it reads as
-    kinds: tuple[str, ...]
-    dtype: Any = np.int64  # of the values read (codes, for JSON kept as raw text)
-    announced_by: str | None = None  # a trace-header flag: not read from traces that do not set it
-    legacy: bool = False  # torch 1.8-1.9's spelling: read only from traces in its categories
-
-    @property
-    def raw(self) -> bool:
-        return self.type is msgspec.Raw
-
-    @property
-    def nullable(self) -> bool:
-        return self.type == (int | None)
-
-
-def _column_field(c: EventColumn) -> _ArgField:
-    """How an events column with an ``arg`` is read (see ``events.EventColumn``)."""
-    if c.arg is None:
-        raise ValueError(f"{c.name}: not read from one trace arg")
-    if c.json_list or c.categorical:  # kept as raw JSON text: one conversion per distinct text
-        return _ArgField(c.name, c.arg, msgspec.Raw, msgspec.Raw(b""), c.kinds, np.int32)
-    kind = np.dtype(c.dtype).kind
-    typ: Any = float if kind == "f" else (int | None) if c.null_default else int
-    return _ArgField(c.name, c.arg, typ, c.default, c.kinds, np.dtype(c.dtype), c.announced_by)
-
-
-_NOT_MEMORY = tuple(k for k in KINDS if k not in MEMORY_KINDS)
-# The args the reader turns into columns itself (device labels, streams, bytes, shapes), then
-# those events columns that are one arg each (events.ARG_COLUMNS), read as they are.
-_FIELDS = (
-    _ArgField("device", "device", int, -1, DEVICE_KINDS),
-    _ArgField("stream", "stream", int, -1, DEVICE_KINDS),
-    _ArgField("copy_bytes", "bytes", int, 0, COPY_KINDS),  # memcpy / memset size
-    _ArgField("dma_bytes", "size", int, 0, COPY_KINDS),  # MTIA's DMA copies ("dma_request") call it "size"
-    _ArgField("alloc_bytes", "Bytes", int, 0, MEMORY_KINDS),  # the signed size of an allocation event
-    _ArgField("device_type", "Device Type", int, -1, MEMORY_KINDS),
-    _ArgField("device_id", "Device Id", int, -1, MEMORY_KINDS),
-    # memory events (often half of a --memory profile) have no shapes: not read for them
-    _ArgField("input_dims", "Input Dims", msgspec.Raw, msgspec.Raw(b""), _NOT_MEMORY, np.int32, "record_shapes"),
-    # torch 1.8-1.9: the launching op's id on runtime calls and device work ("External id" on ops)
-    _ArgField("legacy_external_id", "external id", int, 0, CORRELATED_KINDS, legacy=True),
-) + tuple(_column_field(c) for c in ARG_COLUMNS)
-
-_Args = msgspec.defstruct(
-    "_Args",
-    [(f.attr, f.type, msgspec.field(name=f.arg, default=f.default)) for f in _FIELDS]
-    + [
-        ("name", str, ""),  # metadata events (thread_name, process_name)
-        ("labels", str, ""),  # process_labels ("CPU", "GPU 0")
-    ],
-    gc=False,
-)
-_NO_ARGS = _Args()
-
-
-def _reads(f: _ArgField) -> Callable[[list], list]:
-    """``[a.<attr> for a in args]`` for one field (raw JSON as bytes, null as the default): written
-    out as a comprehension (generated from the field's name), because ``map(attrgetter(attr),
-    args)`` costs ~40 % more per value (~45 ns against ~33 ns), paid for every event of every
-    field: reading a 200k-event trace took 3 % longer with attrgetter (measured, CPU time, 8
-    alternating runs)."""
-    if not f.attr.isidentifier():
-        raise ValueError(f"not an attribute name: {f.attr!r}")
-    value = f"a.{f.attr}"
-    if f.raw:
-        value = f"bytes({value})"
-    elif f.nullable:  # null is the default ("Python parent id": null)
-        value = f"{int(f.default)} if {value} is None else {value}"
-    return eval(f"lambda args: [{value} for a in args]")  # noqa: S307 (a checked identifier)
-
-
-# Fields read for the same kinds are read together, from one selection of rows.
-_GROUPS: list[tuple[np.ndarray, list[tuple[_ArgField, Callable[[list], list]]]]] = []
-for _kinds in dict.fromkeys(f.kinds for f in _FIELDS):
-    _table = np.zeros(len(KINDS), dtype=bool)
-    _table[[KIND_CODE[k] for k in _kinds]] = True
-    _GROUPS.append((_table, [(f, _reads(f)) for f in _FIELDS if f.kinds == _kinds]))
-del _kinds, _table
-# the trace-header flags that decide what is read (shapes, FLOPs)
-_ANNOUNCING = tuple(dict.fromkeys(f.announced_by for f in _FIELDS if f.announced_by))
-
-
-class _Event(msgspec.Struct, gc=False):
-    """An event whose ``args`` are always there (absent ones are the defaults) and whose fields
-    have their types: what the fast decoders produce. A file that fails them (``"args": null``,
-    a field of another type) is decoded into :class:`_LooseEvent` and checked field by field."""
-
-    ph: str = ""
-    name: str = ""
-    cat: str = ""
-    pid: int | str = 0
-    tid: int | str = 0
-    ts: float = math.nan  # none: not an event the table can place (see _plausible)
-    dur: float = 0.0
-    args: _Args = msgspec.field(default_factory=_Args)  # type: ignore[valid-type]
-
-
-# The same fields with any JSON value: what a file that fails the typed decoders is read as.
-_LooseArgs = msgspec.defstruct(
-    "_LooseArgs",
-    [(f.attr, msgspec.Raw if f.raw else Any, msgspec.field(name=f.arg, default=f.default)) for f in _FIELDS]
-    + [("name", Any, ""), ("labels", Any, "")],
-    gc=False,
-)
-
-
-class _LooseEvent(msgspec.Struct, gc=False):
-    ph: Any = ""
-    name: Any = ""
-    cat: Any = ""
-    pid: Any = 0
-    tid: Any = 0
-    ts: Any = None
-    dur: Any = 0.0
-    # args of another type than an object: that event left out (see _Reader.checked), not the file
-    args: _LooseArgs | list | str | int | float | bool | None = None  # type: ignore[valid-type]
-
-
-class _Trace(msgspec.Struct, gc=False):
-    traceEvents: list[_Event]
-    deviceProperties: list[dict[str, Any]] = []
-    record_shapes: int = 0
-    profile_memory: int = 0
-    with_stack: int = 0
-    with_flops: int = 0
-    with_modules: int = 0
-    baseTimeNanoseconds: int = 0
-    traceName: str = ""
-    distributedInfo: dict[str, Any] | None = None
-    nbprofCompileLog: dict[str, Any] | None = None  # torch.compile's log, as nbprof's exporter writes it
-    nbprofLines: Any = None  # --lines: {"line_data": ..., "sources": ...}, checked by analysis.lines
-
-
-class _LooseTrace(msgspec.Struct, gc=False):
-    traceEvents: list[_LooseEvent]
-    deviceProperties: Any = []
-    record_shapes: Any = 0
-    profile_memory: Any = 0
-    with_stack: Any = 0
-    with_flops: Any = 0
-    with_modules: Any = 0
-    baseTimeNanoseconds: Any = 0
-    traceName: Any = ""
-    distributedInfo: Any = None
-    nbprofCompileLog: Any = None
-    nbprofLines: Any = None
-
-
-_DECODER = msgspec.json.Decoder(_Trace)
-_LOOSE_DECODER = msgspec.json.Decoder(_LooseTrace, float_hook=float)  # 1e999: inf, left out, not an error
-_LIST_DECODER = msgspec.json.Decoder(list[_Event])
-_LOOSE_LIST_DECODER = msgspec.json.Decoder(list[_LooseEvent], float_hook=float)
-
-
-def _read_as(value: Any, typ: Any) -> Any:
-    """A value of another type read as ``typ`` (int, int | None, float, str, int | str) where it can
-    be: "0x0" and "7" as integers (ROCm writes streams so), 7.0 as 7, "1.5" as 1.5. Raises
-    ValueError where it cannot (a list, text that is no number, true/false for a number)."""
-    if isinstance(value, bool):
-        raise ValueError(value)
-    if typ is float:
-        if isinstance(value, (int, float)):
-            return float(value)
-        if isinstance(value, str) and math.isfinite(number := float(value)):  # not "nan", "inf"
-            return number
-    elif typ is str:
-        if isinstance(value, str):
-            return value
-    elif isinstance(value, int):
-        return value
-    elif isinstance(value, float) and value.is_integer():
-        return int(value)
-    elif isinstance(value, str):
-        if typ == (int | str):
-            return value
-        text = value.strip()
-        return int(text) if text.lstrip("+-").isdigit() else int(text, 0)
-    raise ValueError(value)
-
-
-_EVENT_FIELDS = (("ph", str, ""), ("name", str, ""), ("cat", str, ""), ("pid", int | str, 0),
-                 ("tid", int | str, 0), ("ts", float, math.nan), ("dur", float, 0.0))
-
-# chrome-trace category -> our event kind: each kind's own category (events.TRACE_CATEGORY;
-# "cpu_instant_event" is read as "memory", "oom" is decided later from the name), the calls of
-# the other runtimes, and categories that are not events (None: flows between CPU and GPU, the
-# profiler's own span). kineto itself folds the other accelerators' activity types into these
-# (libkineto ActivityType.h: MTIA_RUNTIME, XPU_RUNTIME, HPU_OP, PRIVATEUSE1_* = RUNTIME / DRIVER;
-# MTIA_CCP_EVENTS = CONCURRENT_KERNEL). Categories not here are "other", counted in a note.
-_CAT_KIND: dict[str, str | None] = {
-    **{cat: kind for kind, cat in TRACE_CATEGORY.items() if kind != "oom"},
-    "cuda_driver": "runtime",
-    "hip_runtime": "runtime",
-    "privateuse1_runtime": "runtime",
-    "privateuse1_driver": "runtime",
-    "xpu_runtime": "runtime",
-    "xpu_driver": "runtime",
-    "mtia_runtime": "runtime",
-    "glow_runtime": "runtime",
-    "hpu_op": "runtime",
-    "mtia_ccp_events": "kernel",
-    "xpu_sync": "sync",
-    "cuda_event": "sync",  # CUPTI's event records on a stream: the markers stream waits wait for
-    "ac2g": None,
-    "fwdbwd": None,
-    "async_cpu_to_gpu": None,
-    "async": None,
-    "Trace": None,
-    "": None,
-}
-# torch ~1.8-1.9 (the TensorBoard plugin's era) wrote capitalized categories, and "external id"
-# (lower case) on runtime calls and device work; matched without regard to case.
-_LEGACY_CAT_KIND: dict[str, str] = {
-    "operator": "op",
-    "runtime": "runtime",
-    "kernel": "kernel",
-    "memcpy": "memcpy",
-    "memset": "memset",
-    "python": "python",
-    "memory": "memory",
-    "dataloader": "annotation",
-}
-# The record_function ranges torch opens itself: profiler.step()'s, the DataLoader's and the
-# DataPipes' iterators'. Traces that file ranges as operators (see _Reader.finish) still name them.
-_TORCH_RANGE_PREFIXES = ("ProfilerStep#", "enumerate(DataLoader)#", "enumerate(DataPipe)#")
-# A category's prefix -> torch's DeviceType of the trace's device events (their labels: "xpu:0").
-_ACCELERATOR_OF = {"xpu": DEVICE_TYPE_CODE["xpu"], "mtia": DEVICE_TYPE_CODE["mtia"],
-                   "hpu": DEVICE_TYPE_CODE["hpu"], "privateuse1": DEVICE_TYPE_CODE["privateuseone"]}
-_STREAM_TID = re.compile(r"stream\s*(\d{1,18})$", re.IGNORECASE)  # (an int64)
-# MTIA's command processor writes its synchronization and its DMA copies among its kernels
-# (kineto files them all as kernels): told apart by name.
-_KIND_BY_NAME = {"mtia_ccp_events": {"event_wait": "sync", "event_record": "sync", "dma_request": "memcpy"}}
-
-# Kind codes while reading: the event kinds, and codes for rows that are not (yet) events.
-_DROP = -1  # not an event (flows, metadata, categories mapped to None)
-_SPAN = -2  # the profiler's own span ("Trace"): not an event, but it fixes the time origin
-_NO_CATEGORY = -3  # no "cat": torch 1.8-1.9's memory events (instant "[memory]"); else dropped
-_UNKNOWN = len(KINDS)  # a category nbprof does not know: "other", counted per category
-_NOT_AN_EVENT = "\x00"  # the "category" of phases other than "X" and "i"
-_MEMORY_NAMES = frozenset({"[memory]", "[OutOfMemory]"})
-_CAT_CODE: dict[str, int] = {
-    cat: (_SPAN if cat == "Trace" else _NO_CATEGORY if cat == "" else _DROP if kind is None else KIND_CODE[kind])
-    for cat, kind in _CAT_KIND.items()
-}
-_CAT_CODE[_NOT_AN_EVENT] = _DROP
-_FOLDED_CAT_CODE = {c.lower(): code for c, code in _CAT_CODE.items() if code >= 0}
-# the categories the reader looks at when it first meets them (what they say about the trace)
-_CAT_CODE_AT_START = {c: code for c, code in _CAT_CODE.items()
-                      if c not in _KIND_BY_NAME and c.split("_")[0] not in _ACCELERATOR_OF}
-
-
-# Plausible times (µs, as the file writes them; see the module docstring). ts * 1000 must be an
-# int64 of ns, with room for a span between the earliest and the latest: [-73, +146) years.
-_TS_MIN_US = -(2.0**61) / 1000.0
-_TS_MAX_US = 2.0**62 / 1000.0
-_DAY_US = 86_400e6
-_DAY_NS = 86_400 * 10**9
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-
-
-def _category_code(cat: str) -> tuple[int, bool]:
-    """The kind code of a category this reader has not met yet, and whether it is torch 1.8-1.9's
-    spelling: exact names first, then without regard to case (both spellings), else unknown."""
-    code = _CAT_CODE.get(cat)
-    if code is not None:
-        return code, False
-    folded = cat.lower()
-    if folded in _LEGACY_CAT_KIND:
-        return KIND_CODE[_LEGACY_CAT_KIND[folded]], True
-    return _FOLDED_CAT_CODE.get(folded, _UNKNOWN), False
+__all__ = ["read_trace_file", "parse_trace_bytes", "empty_trace", "NO_EVENT_READ", "NO_LIMIT"]
 
 
 # Where one event ends and the next begins: torch's writer (one event per block, "  {" ... "  },"
@@ -408,139 +93,6 @@ NO_EVENT_READ = "an event nbprof reads"
 
 _SLICE_BYTES = 1 << 18  # ~700-1,500 events: their objects stay in the CPU cache; ~2 MiB of buffers in all
 _MAX_EVENT_BYTES = 64 << 20  # one event longer than this (no boundary in sight): read whole, not in slices
-
-# The bounds on reading (see the module docstring). Gzip'd traces expand 9-15x (the recorded H100
-# traces), torch 1.9's 44x (tests/data/wild); deflate's most is ~1,030x, which is what bombs are made of.
-DEFAULT_MAX_BYTES = 4 << 30
-MAX_BYTES_ENV = "NBPROF_MAX_TRACE_BYTES"
-_BOMB_RATIO = 200
-_BOMB_FLOOR = 64 << 20
-_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
-_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*", re.IGNORECASE)
-
-
-@dataclass(frozen=True)
-class TraceLimit:
-    """How much JSON one read may produce (``bytes``), and whether a compressed file's expansion
-    is checked: only under the default limit (a limit the user gave says they trust the file)."""
-
-    bytes: int
-    default: bool = False
-
-    def how_to_raise(self) -> str:
-        more = _size_text(max(2 * self.bytes, 8 << 30), unit="")
-        return (f'if it is a trace, read it with load_trace(path, max_bytes="{more}") or the environment variable '
-                f"{MAX_BYTES_ENV}={more}")
-
-
-NO_LIMIT = TraceLimit(1 << 62)  # a trace nbprof itself just had torch write (a live profile)
-
-
-def max_trace_bytes(max_bytes: int | str | None = None) -> TraceLimit:
-    """The limit of one read: ``max_bytes`` (bytes, or text such as "8G"), else
-    ``$NBPROF_MAX_TRACE_BYTES``, else :data:`DEFAULT_MAX_BYTES`. A bad value: an OptionError."""
-    if max_bytes is None:
-        env = os.environ.get(MAX_BYTES_ENV, "").strip()
-        if not env:
-            return TraceLimit(DEFAULT_MAX_BYTES, default=True)
-        value: Any = env
-        where = MAX_BYTES_ENV
-    else:
-        value, where = max_bytes, "max_bytes"
-    n = None
-    if isinstance(value, int) and not isinstance(value, bool):
-        n = value
-    elif isinstance(value, float) and value.is_integer():
-        n = int(value)
-    elif isinstance(value, str) and (m := _SIZE.fullmatch(value)):
-        n = int(float(m.group(1)) * _UNITS[m.group(2).lower()])
-    if n is None or n <= 0:
-        raise OptionError(f'{where} must be a number of bytes, such as 8000000000 or "8G"; got {value!r}')
-    return TraceLimit(n)
-
-
-def _size_text(n: float, unit: str = "B") -> str:
-    """Bytes in binary units: "4G" (unit="") or "4 GiB"."""
-    for prefix in ("T", "G", "M", "K"):
-        scale = _UNITS[prefix.lower()]
-        if n >= scale:
-            value = f"{n / scale:.3g}"
-            return f"{value}{prefix}" if not unit else f"{value} {prefix}i{unit}"
-    return f"{int(n)}" if not unit else f"{int(n)} {unit}"
-
-
-class _Gunzip:
-    """``read(n)`` over a gzip file's decompressed bytes, decompressed as they are asked for (never
-    the whole stream in one object) and within a :class:`TraceLimit`. Reads every member of a
-    multi-member file, as ``gzip`` does; zlib checks each member's CRC and length."""
-
-    def __init__(self, f: Any, source: str, limit: TraceLimit) -> None:
-        self.f, self.source, self.limit = f, source, limit
-        self.z = zlib.decompressobj(wbits=31)
-        self.in_member = False  # inside a member whose end has not been read
-        self.pending = b""  # compressed bytes read from the file and not decompressed yet
-        self.read_in = 0  # compressed bytes read from the file
-        self.out = 0  # decompressed bytes given out
-        self.done = False
-
-    def read(self, n: int) -> bytes:
-        parts: list[bytes] = []
-        got = 0
-        while got < n and not self.done:
-            if not self.pending:
-                self.pending = self.f.read(1 << 16)
-                self.read_in += len(self.pending)
-                if not self.pending:
-                    self.done = True
-                    if self.in_member or self.read_in == 0:
-                        raise TraceError(f"{self.source}: gzip data is truncated or corrupt (the file ends inside "
-                                         "its compressed stream: was it fully written?)")
-                    break
-            if not self.in_member:  # between members: zero padding is let be, as gzip lets it
-                self.pending = self.pending.lstrip(b"\0")
-                if not self.pending:
-                    continue
-                self.in_member = True
-            try:
-                data = self.z.decompress(self.pending, n - got)
-            except zlib.error as e:
-                raise TraceError(f"{self.source}: gzip data is truncated or corrupt ({e})") from None
-            if self.z.eof:  # this member is whole; what follows is the next one
-                # (all of it in unused_data: unconsumed_tail may hold the same bytes again)
-                self.pending = self.z.unused_data
-                self.z = zlib.decompressobj(wbits=31)
-                self.in_member = False
-            else:
-                self.pending = self.z.unconsumed_tail
-            if data:
-                parts.append(data)
-                got += len(data)
-                self._count(len(data))
-        return b"".join(parts)
-
-    def _count(self, more: int) -> None:
-        self.out += more
-        limit = self.limit
-        if self.out > limit.bytes:
-            raise TraceError(f"{self.source}: more than {_size_text(limit.bytes)} of JSON once decompressed, the most "
-                             f"nbprof reads from one file; {limit.how_to_raise()}")
-        consumed = max(self.read_in - len(self.pending), 1)
-        if limit.default and self.out > _BOMB_FLOOR and self.out > _BOMB_RATIO * consumed:
-            raise TraceError(f"{self.source}: expands more than {_BOMB_RATIO}x ({_size_text(self.out)} of JSON from "
-                             f"the first {_size_text(consumed)}; gzip'd traces expand 9-45x): a compression bomb? "
-                             f"Not read; {limit.how_to_raise()}")
-
-    def read_all(self) -> bytes:
-        """The whole stream, for the plain path; refused at once when it does not start as a JSON
-        document does (``{`` or ``[``), however long it is."""
-        first = self.read(_SLICE_BYTES)
-        lead = first.lstrip()[:1]
-        if lead not in (b"{", b"[") and (lead or not first):  # (only blanks so far: read on, within bounds)
-            raise TraceError(f"{self.source}: not a chrome trace (decompressed, it does not start with '{{' or '[')")
-        parts = [first]
-        while more := self.read(1 << 22):
-            parts.append(more)
-        return b"".join(parts)
 
 
 def read_trace_file(path: str | os.PathLike, *, max_bytes: int | str | TraceLimit | None = None) -> TraceData:
@@ -574,13 +126,13 @@ def _read_file(path: str, limit: TraceLimit) -> TraceData:
             raise TraceError(f"{path}: a cProfile .prof file, not a chrome trace: use nbprof.load_prof")
         if head == b"\x1f\x8b":
             # decompressed as it is read, in slices; only a file they cannot cut is decompressed whole
-            sliced = _read_sliced(_Gunzip(f, path, limit).read, path)
+            sliced = _read_sliced(Gunzip(f, path, limit).read, path)
             if sliced is not None:
                 return sliced
             f.seek(0)
-            return _parse_whole(_Gunzip(f, path, limit).read_all(), path)
+            return _parse_whole(Gunzip(f, path, limit).read_all(), path)
         if size > limit.bytes:
-            raise TraceError(f"{path}: {_size_text(size)} of JSON, more than the {_size_text(limit.bytes)} nbprof "
+            raise TraceError(f"{path}: {size_text(size)} of JSON, more than the {size_text(limit.bytes)} nbprof "
                              f"reads from one file; {limit.how_to_raise()}")
         if not head.lstrip().startswith(b"["):
             # read in slices straight from the file: the file is never all in our memory
@@ -625,52 +177,6 @@ def _reader_of(view: memoryview) -> Callable[[int], bytes]:
     return read
 
 
-def _decoded(decoder: Any, data: Any) -> tuple[Any, int]:
-    """``decoder.decode(data)``, and how many invalid UTF-8 sequences in it were read as U+FFFD
-    (msgspec refuses them in the strings it reads: the text is decoded again, repaired; only
-    such files pay for it). JSON that does not decode gets one more try with torch's unescaped
-    names repaired (:func:`_torch_names_escaped`)."""
-    try:
-        try:
-            return decoder.decode(data), 0
-        except msgspec.DecodeError:
-            repaired = _torch_names_escaped(bytes(data))
-            if repaired is None:
-                raise
-            return decoder.decode(repaired), 0
-    except UnicodeDecodeError:
-        raw = bytes(data)
-        text = raw.decode("utf-8", "replace")
-        fixed = _torch_names_escaped(text.encode("utf-8"))
-        return decoder.decode(fixed if fixed is not None else text), text.count("\ufffd") - raw.count(b"\xef\xbf\xbd")
-
-
-# torch 2.4-2.14's trace writer writes an event's name as it is, without JSON escaping, on a line
-# of its own: record_function('say "hi"') gives `    "name": "say "hi"",`, which no JSON reader
-# accepts (torch 2.15 writes ' for "). Only such lines are rewritten, and only when a file does not
-# decode as it is.
-_TORCH_NAME_LINE = re.compile(rb'^([ \t]*"name": ")(.*)(",?)([ \t]*\r?)$', re.MULTILINE)
-
-
-def _torch_names_escaped(data: bytes) -> bytes | None:
-    """``data`` with the names of torch's writer's lines JSON-escaped; None when no line needed it."""
-    changed = 0
-
-    def escape(m: re.Match) -> bytes:
-        nonlocal changed
-        inner = m.group(2)
-        try:
-            json.loads(b'"' + inner + b'"')
-            return m.group(0)  # already a JSON string
-        except ValueError:
-            changed += 1
-            text = json.dumps(inner.decode("utf-8", "replace"), ensure_ascii=False)[1:-1]
-            return m.group(1) + text.encode("utf-8") + m.group(3) + m.group(4)
-
-    out = _TORCH_NAME_LINE.sub(escape, data)
-    return out if changed else None
-
-
 def _parse_whole(buf: Any, source: str) -> TraceData:
     """The plain path: decode the whole document at once (any layout; reports what is wrong)."""
     if bytes(buf[:256]).lstrip().startswith(b"["):
@@ -678,12 +184,12 @@ def _parse_whole(buf: Any, source: str) -> TraceData:
         loose_events: list | None = None
         try:
             try:
-                events, bad_utf8 = _decoded(_LIST_DECODER, buf)
+                events, bad_utf8 = decoded(LIST_DECODER, buf)
             except msgspec.ValidationError:
-                loose_events, bad_utf8 = _decoded(_LOOSE_LIST_DECODER, buf)
+                loose_events, bad_utf8 = decoded(LOOSE_LIST_DECODER, buf)
         except (msgspec.DecodeError, msgspec.ValidationError) as e:
             raise _decode_error(source, e) from None
-        reader = _Reader(_Trace(traceEvents=[]), source)
+        reader = _Reader(Trace(traceEvents=[]), source)
         reader.bad_utf8 += bad_utf8
         if loose_events is not None:
             events = reader.checked(loose_events)
@@ -693,12 +199,12 @@ def _parse_whole(buf: Any, source: str) -> TraceData:
         return reader.finish()
     try:
         try:
-            trace, bad_utf8 = _decoded(_DECODER, buf)
+            trace, bad_utf8 = decoded(DECODER, buf)
             reader = _Reader(trace, source)
         except msgspec.ValidationError:
-            loose, bad_utf8 = _decoded(_LOOSE_DECODER, buf)
+            loose, bad_utf8 = decoded(LOOSE_DECODER, buf)
             loose_events, loose.traceEvents = loose.traceEvents, []
-            trace = _checked_header(loose)
+            trace = checked_header(loose)
             reader = _Reader(trace, source)
             trace.traceEvents = reader.checked(loose_events)
             del loose_events
@@ -709,20 +215,6 @@ def _parse_whole(buf: Any, source: str) -> TraceData:
     reader.add(events)
     del events
     return reader.finish()
-
-
-def _checked_header(loose: Any) -> _Trace:
-    """The header of a loosely decoded file, a field of the wrong type read as absent."""
-    values = {}
-    for f in msgspec.structs.fields(_Trace):
-        if f.name == "traceEvents":
-            continue
-        v = getattr(loose, f.name)
-        try:
-            values[f.name] = msgspec.convert(v, f.type)
-        except msgspec.ValidationError:
-            pass
-    return _Trace(traceEvents=[], **values)
 
 
 def _read_sliced(read: Callable[[int], bytes], source: str) -> TraceData | None:
@@ -758,9 +250,9 @@ def _read_sliced(read: Callable[[int], bytes], source: str) -> TraceData | None:
     else:
         return None
     prefix = data[: open_at + 1]  # the header, up to the events' "["
-    decode = _LIST_DECODER
+    decode = LIST_DECODER
     try:
-        head, bad_utf8 = _decoded(_DECODER, prefix + b"]}")
+        head, bad_utf8 = decoded(DECODER, prefix + b"]}")
         reader = _Reader(head, source)
         reader.bad_utf8 += bad_utf8
         pending = bytearray(data[open_at + 1 :])  # bytes after the last cut: appended to, cut from the front
@@ -774,7 +266,7 @@ def _read_sliced(read: Callable[[int], bytes], source: str) -> TraceData | None:
             cut = pending.rfind(boundary, searched)
             if cut > 0:
                 with memoryview(pending) as view:
-                    events, bad_utf8 = _decoded(decode, b"".join((b"[", view[: cut + 1], b"]")))
+                    events, bad_utf8 = decoded(decode, b"".join((b"[", view[: cut + 1], b"]")))
                 reader.bad_utf8 += bad_utf8
                 reader.add(events)
                 del events, pending[: cut + 2]
@@ -784,11 +276,11 @@ def _read_sliced(read: Callable[[int], bytes], source: str) -> TraceData | None:
             if not more:
                 break
         # the last event and the footer: with the header, one small document
-        full, bad_utf8 = _decoded(_DECODER, prefix + pending)
+        full, bad_utf8 = decoded(DECODER, prefix + pending)
         reader.bad_utf8 += bad_utf8
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
-    if any(bool(getattr(full, flag)) != bool(getattr(head, flag)) for flag in _ANNOUNCING):
+    if any(bool(getattr(full, flag)) != bool(getattr(head, flag)) for flag in ANNOUNCING):
         return None  # announced after the events (we read them without knowing): read it whole
     reader.add(full.traceEvents)
     full.traceEvents = []
@@ -832,18 +324,18 @@ class _Codes:
 class _Reader:
     """Turns decoded events, one slice at a time, into the columns of the events table."""
 
-    def __init__(self, trace: _Trace, source: str) -> None:
+    def __init__(self, trace: Trace, source: str) -> None:
         self.trace = trace
         self.source = source
         self.seen = 0  # events decoded, all kinds
         self.n = 0  # rows kept
-        self.cat_code = dict(_CAT_CODE_AT_START)
+        self.cat_code = dict(CAT_CODE_AT_START)
         self.names = _Codes()
         self.ignored = np.zeros(0, dtype=bool)  # per name code: a utility op torch leaves out
-        self.raw_codes = {f.attr: _Codes() for f in _FIELDS if f.raw}  # raw JSON (shapes, grid, ...)
+        self.raw_codes = {f.attr: _Codes() for f in FIELDS if f.raw}  # raw JSON (shapes, grid, ...)
         self.string_ids: dict[str, int] = {}  # pid/tid strings of hand-made traces
         # what the header says is in the file (shapes are also looked for, see add)
-        self.announced = {flag: bool(getattr(trace, flag)) for flag in _ANNOUNCING}
+        self.announced = {flag: bool(getattr(trace, flag)) for flag in ANNOUNCING}
         self.thread_names: dict[int, str] = {}
         self.process_labels: dict[int, str] = {}
         self.span: list[tuple[float, float]] = []
@@ -857,75 +349,29 @@ class _Reader:
         self.dropped: list[str] = []  # notes on the rows finish() leaves out (or keeps, doubtful)
         self.kind_by_name: dict[str, int] = {}  # kernels of these names are of another kind (MTIA)
         self.name_kind = np.zeros(0, dtype=np.int8)  # per name code: that kind, or -1
-        self.accelerator = DEVICE_TYPE_CODE["cuda"]  # the DeviceType of device events (see _ACCELERATOR_OF)
+        self.accelerator = DEVICE_TYPE_CODE["cuda"]  # the DeviceType of device events (see ACCELERATOR_OF)
         self.cols: dict[str, list[np.ndarray]] = {k: [] for k in ("kind", "name", "ts", "dur", "pid", "tid")}
         # per field, (rows, values) of each slice it was read in
         self.sparse: dict[str, list[tuple[np.ndarray, Any]]] = defaultdict(list)
 
     def checked(self, events: list) -> list:
-        """Loosely decoded events (:class:`_LooseEvent`) as typed ones, field by field.
+        """Loosely decoded events as typed ones (``trace_schema.checked_events``)."""
+        return checked_events(events, self._code_of, self.unreadable)
 
-        A value of another type is read where it can be (:func:`_read_as`); null reads as absent.
-        A value that cannot be read leaves its event out when the event's kind reads that field
-        (counted per field: the report's notes say how many), and is let be otherwise (it would
-        not be read). One bad field never rejects the file."""
-        out = []
-        unreadable = self.unreadable
-        cat_code = self.cat_code
-        for e in events:
-            bad = None
-            values: dict[str, Any] = {}
-            for attr, typ, default in _EVENT_FIELDS:
-                v = getattr(e, attr)
-                try:
-                    values[attr] = default if v is None else _read_as(v, typ)
-                except ValueError:
-                    bad = bad or attr
-                    values[attr] = default
-            cat: str = values["cat"]
-            if cat not in cat_code:
-                cat_code[cat] = self._new_category(cat)
-            code = cat_code[cat] if values["ph"] in ("X", "i") else _DROP
-            if code == _NO_CATEGORY and values["ph"] == "i":
-                code = KIND_CODE["memory"]
-            kind = KINDS[code] if 0 <= code < len(KINDS) else "other" if code == _UNKNOWN else None
-            a = e.args
-            if a is None:
-                values["args"] = _NO_ARGS
-            elif not isinstance(a, _LooseArgs):
-                values["args"] = _NO_ARGS
-                bad = bad or "args"
-            else:
-                args = {}
-                for f in _FIELDS:
-                    v = getattr(a, f.attr)
-                    if f.raw or v is None:
-                        args[f.attr] = f.default if v is None else v
-                        continue
-                    try:
-                        args[f.attr] = _read_as(v, f.type)
-                    except ValueError:
-                        args[f.attr] = f.default
-                        if kind in f.kinds:
-                            bad = bad or f"args.{f.arg}"
-                for attr in ("name", "labels"):
-                    v = getattr(a, attr)
-                    args[attr] = v if isinstance(v, str) else ""
-                values["args"] = _Args(**args)
-            if bad is not None and (kind is not None or bad in ("ph", "cat")):
-                unreadable[bad] += 1
-                continue
-            out.append(_Event(**values))
-        return out
+    def _code_of(self, cat: str) -> int:
+        code = self.cat_code.get(cat)
+        if code is None:
+            code = self.cat_code[cat] = self._new_category(cat)
+        return code
 
     def _new_category(self, cat: str) -> int:
-        """The kind code of a category met for the first time (see ``_category_code``)."""
-        code, legacy = _category_code(cat)
+        """The kind code of a category met for the first time (see ``category_code``)."""
+        code, legacy = category_code(cat)
         self.legacy |= legacy
-        if code == _UNKNOWN:
+        if code == UNKNOWN:
             self.unknown[cat] += 0  # listed; the events are counted as they come
-        self.kind_by_name.update({n: KIND_CODE[k] for n, k in _KIND_BY_NAME.get(cat, {}).items()})
-        accelerator = _ACCELERATOR_OF.get(cat.split("_")[0])
+        self.kind_by_name.update({n: KIND_CODE[k] for n, k in KIND_BY_NAME.get(cat, {}).items()})
+        accelerator = ACCELERATOR_OF.get(cat.split("_")[0])
         if accelerator is not None:
             self.accelerator = accelerator
         return code
@@ -940,7 +386,7 @@ class _Reader:
         cat_code = self.cat_code
         # the kind of each event from its category; phases other than complete ("X") and
         # instant ("i") events are not events of the table (metadata, flows, begin/end pairs)
-        cats = [e.cat if (e.ph == "X" or e.ph == "i") else _NOT_AN_EVENT for e in events]
+        cats = [e.cat if (e.ph == "X" or e.ph == "i") else NOT_AN_EVENT for e in events]
         try:
             kind = np.fromiter(map(cat_code.__getitem__, cats), dtype=np.int8, count=m)
         except KeyError:
@@ -948,8 +394,8 @@ class _Reader:
                 if c not in cat_code:
                     cat_code[c] = self._new_category(c)
             kind = np.fromiter(map(cat_code.__getitem__, cats), dtype=np.int8, count=m)
-        if self.unknown and (kind == _UNKNOWN).any():
-            unknown = kind == _UNKNOWN
+        if self.unknown and (kind == UNKNOWN).any():
+            unknown = kind == UNKNOWN
             for i in np.flatnonzero(unknown).tolist():
                 self.unknown[cats[i]] += 1
             kind[unknown] = KIND_CODE["other"]
@@ -958,15 +404,15 @@ class _Reader:
         # metadata, flows (most of these rows: Python ints, one test each), the profiler's span
         for i, code in zip(not_events.tolist(), kind[not_events].tolist()):
             e = events[i]
-            if code == _DROP:
+            if code == DROP:
                 ph = e.ph
                 if ph == "M":
                     self._metadata(e)
                 elif ph == "B" or ph == "E":
                     self.begin_end += 1
-            elif code == _SPAN:
+            elif code == SPAN:
                 self.span.append((e.ts, e.dur))
-            elif e.ph == "i" and e.name in _MEMORY_NAMES:  # no category: torch 1.8-1.9's memory events
+            elif e.ph == "i" and e.name in MEMORY_NAMES:  # no category: torch 1.8-1.9's memory events
                 kind[i] = KIND_CODE["memory"]
             elif e.ph == "X":  # a complete event without a category: nbprof cannot tell what it is
                 kind[i] = KIND_CODE["other"]
@@ -1011,7 +457,7 @@ class _Reader:
         # the args, each read for the rows of the kinds that have it only (memory events have
         # no External id and no shapes, only kernels have launch dimensions, ...)
         sparse = self.sparse
-        for table, fields in _GROUPS:
+        for table, fields in GROUPS:
             count = int(counts[table].sum())
             if count == 0:
                 continue
@@ -1036,7 +482,7 @@ class _Reader:
                         out = self._in_range(values, f)
                 sparse[f.attr].append((group_rows, out))
 
-    def _in_range(self, values: list, f: _ArgField) -> np.ndarray:
+    def _in_range(self, values: list, f: ArgField) -> np.ndarray:
         """A field's values where some integer is beyond its column's type: read as the field's
         default (counted, for a note). Only such slices pay for the per-value check."""
         info = np.iinfo(f.dtype)
@@ -1048,7 +494,7 @@ class _Reader:
         """pid/tid values are ints, or strings in hand-made traces: strings (and integers beyond
         int64, counted) get stable negative ids."""
         first = values[0]
-        if type(first) is int and values.count(first) == len(values) and _INT64_MIN <= first <= _INT64_MAX:
+        if type(first) is int and values.count(first) == len(values) and INT64_MIN <= first <= INT64_MAX:
             return np.full(len(values), first, dtype=np.int64)  # one thread: no conversion
         try:
             return np.array(values, dtype=np.int64)
@@ -1061,7 +507,7 @@ class _Reader:
                         v = int(v)
                     except ValueError:
                         pass
-                if isinstance(v, int) and _INT64_MIN <= v <= _INT64_MAX:
+                if isinstance(v, int) and INT64_MIN <= v <= INT64_MAX:
                     out[i] = v
                     continue
                 if isinstance(v, int):
@@ -1073,7 +519,7 @@ class _Reader:
     def _streams_named(self, tid: np.ndarray) -> np.ndarray:
         """The stream a thread named "stream 7" stands for (hand-made and torch 1.8-1.9 traces write
         device events' tid so), else the tid as it is."""
-        named = {i: int(m.group(1)) for v, i in self.string_ids.items() if (m := _STREAM_TID.match(v))}
+        named = {i: int(m.group(1)) for v, i in self.string_ids.items() if (m := STREAM_TID.match(v))}
         if not named:
             return tid
         ids, numbers = np.array(list(named)), np.array(list(named.values()))
@@ -1095,7 +541,7 @@ class _Reader:
             return np.zeros(0, dtype=dtype)
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
-    def _field(self, f: _ArgField) -> np.ndarray:
+    def _field(self, f: ArgField) -> np.ndarray:
         """A field for every row: what was read, its default elsewhere (a raw field: the code of
         the empty text, or -1 if it never had one)."""
         if f.raw:
@@ -1125,7 +571,7 @@ class _Reader:
         dur = self._column("dur", np.float64)
         pid = self._column("pid", np.int64)
         tid = self._column("tid", np.int64)
-        field = {f.attr: self._field(f) for f in _FIELDS if self.legacy or not f.legacy}
+        field = {f.attr: self._field(f) for f in FIELDS if self.legacy or not f.legacy}
 
         def take(rows: np.ndarray | None) -> None:
             """Keep only ``rows`` (a mask) of every column read so far."""
@@ -1137,12 +583,17 @@ class _Reader:
                 field[attr] = values[rows]
             n = len(kind)
 
-        # what cannot be a time, or an event, is left out and said (see the module docstring)
-        take(self._plausible(ts, dur, name_codes != self.names.ids.get("", -1)))
+        def checked(rows_and_notes: tuple[np.ndarray | None, list[str]]) -> None:
+            rows, notes = rows_and_notes
+            self.dropped += notes
+            take(rows)
+
+        # what cannot be a time, or an event, is left out and said (collect/trace_limits.py)
+        checked(plausible_rows(ts, dur, name_codes != self.names.ids.get("", -1)))
         ts = _exact_ns(ts)  # from here on, ns
         dur = np.rint(dur * 1000.0).astype(np.int64)
-        take(self._together(ts, ts + dur))
-        take(self._distinct([kind, name_codes, ts, dur, pid, tid, *field.values()]))
+        checked(rows_together(ts, ts + dur))
+        checked(distinct_rows([kind, name_codes, ts, dur, pid, tid, *field.values()]))
         start_ns, dur_ns = ts, dur
         del ts, dur
         all_names = self.names.values()
@@ -1157,7 +608,7 @@ class _Reader:
 
         if n:  # torch 1.8-1.11 filed record_function ranges as operators ("Operator", then "cpu_op",
             # before "user_annotation"): torch's own ranges, told by name, are ranges (steps, loaders)
-            ranges = np.array([v.startswith(_TORCH_RANGE_PREFIXES) for v in name_values], dtype=bool)[name_codes]
+            ranges = np.array([v.startswith(TORCH_RANGE_PREFIXES) for v in name_values], dtype=bool)[name_codes]
             kind[ranges & (kind == KIND_CODE["op"])] = KIND_CODE["annotation"]
         if n:
             mem_mask = kind == KIND_CODE["memory"]
@@ -1168,7 +619,7 @@ class _Reader:
                 other = mem_mask & (name_codes != oom_code) & (name_codes != memory_code)
                 if other.any():  # instant events that are not memory events: none of its fields
                     kind[other] = KIND_CODE["other"]
-                    for f in _FIELDS:
+                    for f in FIELDS:
                         if "memory" in f.kinds and "other" not in f.kinds:
                             field[f.attr][other] = f.default
 
@@ -1196,7 +647,7 @@ class _Reader:
             legacy_id = field.pop("legacy_external_id")
             field["external_id"] = np.where(field["external_id"] == 0, legacy_id, field["external_id"])
             del legacy_id
-        columns = {c.name: (self._raw_texts(c.name, field[c.name], _dims_text if c.json_list else _arg_text)
+        columns = {c.name: (self._raw_texts(c.name, field[c.name], dims_text if c.json_list else arg_text)
                             if c.json_list or c.categorical else field[c.name])
                    for c in ARG_COLUMNS}
         del field
@@ -1232,7 +683,8 @@ class _Reader:
         del tid, is_device
 
         origin_ns = int(start_ns.min()) if n else 0
-        span = self._profiled_span(start_ns, start_ns + dur_ns)
+        span, notes = profiled_span(self.span, start_ns, start_ns + dur_ns)
+        self.dropped += notes
         if span:
             span_ns = int(_exact_ns(np.array([span[0]]))[0])
             origin_ns = min(origin_ns, span_ns) if n else span_ns
@@ -1252,17 +704,17 @@ class _Reader:
             **columns,
         )
         dist = trace.distributedInfo or {}
-        rank, world_size = _header_int(dist.get("rank"), 1 << 31), _header_int(dist.get("world_size"), 1 << 31)
+        rank, world_size = header_int(dist.get("rank"), 1 << 31), header_int(dist.get("world_size"), 1 << 31)
         if (rank is None) != (dist.get("rank") is None) or (world_size is None) != (dist.get("world_size") is None):
             self.dropped.append(f"distributedInfo {msgspec.json.encode(dist).decode()[:80]} does not say a rank: not used")
-        devices, wrong = _device_properties(trace.deviceProperties or [])
+        devices, wrong = device_properties(trace.deviceProperties or [])
         if wrong:
             self.dropped.append(f"{wrong:,} deviceProperties value{'s' if wrong != 1 else ''} of the wrong type "
                                 "(a GPU's id, name or sizes): left out")
         meta = TraceMeta(
             source=self.source,
             origin_ns=origin_ns,
-            base_time_ns=_header_int(trace.baseTimeNanoseconds, 1 << 63) or 0,
+            base_time_ns=header_int(trace.baseTimeNanoseconds, 1 << 63) or 0,
             record_shapes=bool(self.announced["record_shapes"]),
             profile_memory=bool(trace.profile_memory) or bool(is_memory.any()),
             with_stack=bool(trace.with_stack) or bool(python_mask.any()),
@@ -1289,124 +741,6 @@ class _Reader:
 
     # -- what cannot be right: left out, and said ------------------------------------------------
 
-    def _plausible(self, ts: np.ndarray, dur: np.ndarray, named: np.ndarray) -> np.ndarray | None:
-        """The rows whose ``ts``, ``dur`` and name an event can have (None: all of them). A trace
-        that passes costs four comparisons per event (NaN, a missing ``ts``, fails them all)."""
-        ok = (ts >= _TS_MIN_US) & (ts < _TS_MAX_US) & (dur >= 0.0) & (dur <= _DAY_US) & named
-        if ok.all():
-            return None
-        no_ts = np.isnan(ts)
-        bad_ts = ~no_ts & ~((ts >= _TS_MIN_US) & (ts < _TS_MAX_US))
-        no_name = ~(no_ts | bad_ts) & ~named
-        rest = ~(no_ts | bad_ts | no_name)
-        bad_dur = rest & ~(dur >= 0.0)
-        long = rest & (dur > _DAY_US)
-        if no_ts.any():
-            self.dropped.append(f"{_events(no_ts.sum())} without a `ts`: left out")
-        if bad_ts.any():
-            self.dropped.append(
-                f"{_events(bad_ts.sum())} with a `ts` nbprof cannot place (e.g. {ts[bad_ts][0]:g}; beyond 146 years "
-                "of µs, or not a number: nanoseconds where chrome traces have µs?): left out")
-        if no_name.any():
-            self.dropped.append(f"{_events(no_name.sum())} without a `name`: left out")
-        if bad_dur.any():
-            self.dropped.append(f"{_events(bad_dur.sum())} with a negative `dur` (e.g. {dur[bad_dur][0]:g}): left out")
-        if long.any():
-            self.dropped.append(f"{_events(long.sum())} lasting longer than a day (`dur` up to {dur[long].max():g} µs: "
-                                "nanoseconds where chrome traces have µs?): left out")
-        return ok
-
-    def _together(self, start_ns: np.ndarray, end_ns: np.ndarray) -> np.ndarray | None:
-        """When the events span more than a day: the largest group of them with no gap of more
-        than a day, if it holds most of them (a few strays, e.g. a ``ts`` of 0 among real ones, are
-        left out); else all, and a note asking whether the times are ns. None: keep every row."""
-        n = len(start_ns)
-        if n == 0 or int(end_ns.max()) - int(start_ns.min()) <= _DAY_NS:
-            return None
-        order = np.argsort(start_ns, kind="stable")
-        reach = np.maximum.accumulate(end_ns[order])
-        group = np.zeros(n, dtype=np.int64)
-        group[1:] = np.cumsum(start_ns[order][1:] - reach[:-1] > _DAY_NS)
-        counts = np.bincount(group)
-        largest = int(counts.argmax())
-        keep: np.ndarray | None = None
-        if len(counts) > 1 and 2 * counts[largest] > n:
-            keep = np.empty(n, dtype=bool)
-            keep[order] = group == largest
-            away = ~keep
-            self.dropped.append(
-                f"{_events(away.sum())} more than a day away from the other {int(counts[largest]):,} (e.g. at `ts` "
-                f"{start_ns[away][0] / 1000:g} µs, the others from {start_ns[keep].min() / 1000:g}): left out")
-            start_ns, end_ns = start_ns[keep], end_ns[keep]
-        span_us = (int(end_ns.max()) - int(start_ns.min())) / 1000
-        if span_us > _DAY_US:
-            self.dropped.append(f"the events span {_span_text(span_us)}, more than a profile runs: are `ts` and `dur` "
-                                "nanoseconds? Chrome traces are in µs (shown as written)")
-        return keep
-
-    def _distinct(self, columns: list[np.ndarray]) -> np.ndarray | None:
-        """Rows that do not repeat an earlier row in every column read (exact duplicates, e.g. a
-        trace joined to itself, counted once), or None when no row does. Duplicates share their
-        start: one stable argsort of the starts (timsort, on a file mostly in time order: ~5 ms
-        at 700k events) finds the rows that share theirs, usually none at ns resolution (at whole
-        µs, ~6 %: ~55 ms); those are hashed on every column, grouped by hash, and each compared in
-        every column with the first of its group (a trace joined to itself, 1.4 M rows: ~2 s)."""
-        n = len(columns[0])
-        if n < 2:
-            return None
-        start = columns[2]
-        order = np.argsort(start, kind="stable")
-        sorted_start = start[order]
-        same = sorted_start[1:] == sorted_start[:-1]
-        del sorted_start
-        if not same.any():
-            return None
-        shared = np.zeros(n, dtype=bool)
-        shared[1:] = same
-        shared[:-1] |= same
-        rows = np.sort(order[shared])  # the rows that share their start with another row
-        del order, shared, same
-        values = [c[rows].view(np.int64) if c.dtype.kind == "f" else c[rows].astype(np.int64) for c in columns]
-        h = np.zeros(len(rows), dtype=np.uint64)
-        for i, v in enumerate(values):  # rotate, then mix in the column (wrapping products)
-            h = (h << np.uint64(7)) | (h >> np.uint64(57))
-            h ^= v.view(np.uint64) * np.uint64(_HASH_FACTORS[i % len(_HASH_FACTORS)])
-        # group by hash (file order within a group); a row equal in every column to its group's
-        # first row repeats it (a row that only shares the hash is kept)
-        by_hash = np.argsort(h, kind="stable")
-        grouped = h[by_hash]
-        leads = np.ones(len(rows), dtype=bool)
-        leads[1:] = grouped[1:] != grouped[:-1]
-        del grouped, h
-        if leads.all():
-            return None
-        lead = by_hash[np.maximum.accumulate(np.where(leads, np.arange(len(rows)), 0))]
-        repeats = ~leads
-        for v in values:
-            repeats &= v[by_hash] == v[lead]
-        if not repeats.any():
-            return None
-        keep = np.ones(n, dtype=bool)
-        keep[rows[by_hash[repeats]]] = False
-        k = n - int(keep.sum())
-        self.dropped.append(f"{k:,} exact duplicate{'s' if k != 1 else ''} (an event repeated, every field nbprof reads "
-                            "equal): counted once")
-        return keep
-
-    def _profiled_span(self, start_ns: np.ndarray, end_ns: np.ndarray) -> tuple[float, float] | None:
-        """The profiler's own span (its "Trace" event: ts, dur in µs), when it is one a profile can
-        have (it moves the time origin: a stray one would move every time)."""
-        if not self.span:
-            return None
-        ts, dur = self.span[0]
-        if (_TS_MIN_US <= ts < _TS_MAX_US) and (0.0 <= dur <= _DAY_US):
-            if len(start_ns) == 0 or (int(start_ns.min()) - ts * 1000 <= _DAY_NS
-                                      and (ts + dur) * 1000 - int(end_ns.max()) <= _DAY_NS):
-                return ts, dur
-        self.dropped.append(f"the profiler's span (its \"Trace\" event: `ts` {ts:g}, `dur` {dur:g}) is not one a "
-                            "profile can have: not used")
-        return None
-
     def _notes(self) -> list[str]:
         """What was not read or not understood, counted: a profile that holds less than its file
         always says so."""
@@ -1423,7 +757,7 @@ class _Reader:
         if self.bad_utf8:
             notes.append(f"{self.bad_utf8:,} invalid UTF-8 sequence{'s' if self.bad_utf8 != 1 else ''} in names or "
                          "args: read as \ufffd")
-        notes += [f"{_events(count)} with `{arg}` beyond {dtype}: read as {default}"
+        notes += [f"{plural(count, 'event')} with `{arg}` beyond {dtype}: read as {default}"
                   for (arg, dtype, default), count in self.out_of_range.items()]
         if self.big_ids:
             notes.append(f"{self.big_ids:,} `pid` or `tid` value{'s' if self.big_ids != 1 else ''} beyond int64: "
@@ -1464,7 +798,7 @@ class _Reader:
         dims = self.raw_codes["input_dims"]
         if (codes < 0).any():  # rows read before shapes showed up, and memory events, have none
             codes = np.where(codes < 0, dims.encode([b""])[0], codes)
-        texts = np.array([_shape_text(self._utf8(raw)) for raw in dims.values()], dtype=object)
+        texts = np.array([shape_text(self._utf8(raw)) for raw in dims.values()], dtype=object)
         used = np.zeros(len(texts), dtype=bool)
         used[codes] = True
         # different raw texts can mean the same shapes (spacing, "" and "[]"): one category each,
@@ -1473,94 +807,6 @@ class _Reader:
         raw_to_category = np.full(len(texts), -1, dtype=np.int32)
         raw_to_category[used] = text_codes.reshape(-1)
         return pd.Categorical.from_codes(raw_to_category[codes], categories=pd.Index(categories, dtype=object))
-
-
-def _events(count: Any) -> str:
-    count = int(count)
-    return f"{count:,} event{'s' if count != 1 else ''}"
-
-
-def _span_text(us: float) -> str:
-    """A long time in words: "3.2 days", "92 years"."""
-    days = us / _DAY_US
-    return f"{days / 365.25:,.0f} years" if days >= 730 else f"{days:,.1f} days"
-
-
-# odd 64-bit constants (splitmix64's and xxhash's): each column's factor in the duplicate hash
-_HASH_FACTORS = (0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB, 0xC2B2AE3D27D4EB4F,
-                 0x165667B19E3779F9, 0x27D4EB2F165667C5)
-
-
-def _shape_text(text: str) -> str:
-    """Raw "Input Dims" JSON as torch's ``str(input_shapes)`` (see ``_Reader._shapes``); JSON that
-    is no list of shapes, as it is written."""
-    if not text:
-        return "[]"
-    try:
-        if "[[[" in text or "], [[" in text or ",[[" in text:
-            dims = json.loads(text)
-            if isinstance(dims, list):
-                text = str([[] if (isinstance(d, list) and d and isinstance(d[0], list)) else d for d in dims])
-        elif ", " not in text and "," in text:
-            text = str(json.loads(text))  # compact writers: normalise to Python's spacing
-    except (ValueError, RecursionError):
-        pass
-    return text
-
-
-def _arg_text(raw: str) -> str:
-    """A string arg's text ("Collective name": "allreduce"); another JSON value as it reads."""
-    if not raw:
-        return ""
-    try:
-        value = json.loads(raw)
-        return value if isinstance(value, str) else json.dumps(value)
-    except (ValueError, RecursionError):
-        return raw
-
-
-def _dims_text(raw: str) -> str:
-    """A launch dimension as the writer prints it (``[128, 1, 1]``), whatever the file's spacing."""
-    if not raw:
-        return ""
-    try:
-        return str([int(v) for v in json.loads(raw)])
-    except (ValueError, TypeError, OverflowError, RecursionError):
-        return raw
-
-
-def _header_int(value: Any, bound: int) -> int | None:
-    """An integer of the trace's header (a rank, a clock) in [0, bound), else None."""
-    return value if type(value) is int and 0 <= value < bound else None
-
-
-# deviceProperties entries the analyses read, and their JSON types (another type: the value is left out)
-_DEVICE_PROPERTY_TEXT = ("name",)
-_DEVICE_PROPERTY_INTS = ("id", "totalGlobalMem", "computeMajor", "computeMinor", "warpSize", "numSms",
-                         "maxThreadsPerBlock", "maxThreadsPerMultiprocessor", "regsPerBlock", "regsPerMultiprocessor",
-                         "sharedMemPerBlock", "sharedMemPerBlockOptin", "sharedMemPerMultiprocessor")
-
-
-def _device_properties(entries: list) -> tuple[list[dict[str, Any]], int]:
-    """The trace's ``deviceProperties`` (one dict per GPU), each value the analyses read of its
-    type (an int64 for numbers, text for the name); how many values were not."""
-    out, wrong = [], 0
-    for entry in entries:
-        if not isinstance(entry, dict):
-            wrong += 1
-            continue
-        keep = {}
-        for key, value in entry.items():
-            if key in _DEVICE_PROPERTY_INTS:
-                ok = type(value) is int and _INT64_MIN <= value <= _INT64_MAX
-            else:
-                ok = key not in _DEVICE_PROPERTY_TEXT or isinstance(value, str)
-            if ok:
-                keep[key] = value
-            else:
-                wrong += 1
-        out.append(keep)
-    return out, wrong
 
 
 def _thread_id(tid: Any) -> Any:

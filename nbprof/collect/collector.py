@@ -1,7 +1,7 @@
 """What the runner asks of a profiler: ``begin``, ``step``, ``end``, ``result`` (and ``toggle_cuda``,
 ``begin_action`` / ``end_action``).
 
-The runner (``nbprof.runner``) drives every profile the same way, whoever started it (a cell, a
+The runner (``nbprof.run.runner``) drives every profile the same way, whoever started it (a cell, a
 line magic, the command line): ``begin()``, the code runs (calling ``step()`` once per loop
 iteration through ``nbprof.step()``), ``end()`` as the first thing after the code, then
 ``result()``. Each profiler is one class behind this interface: ``TorchSession``
@@ -10,7 +10,7 @@ nothing to a profiler is a documented no-op in that class, never a probe with ``
 ``nbprof.step()`` and ``nbprof.cuda_collection()`` can stay in code that is profiled either way.
 
 Actions are what a training framework names while it runs (Lightning's hooks, "run_training_batch",
-"[LightningModule]Model.training_step"): ``collect/lightning.py`` and ``nbprof.lightning`` report
+"[LightningModule]Model.training_step"): ``integrations/lightning_actions.py`` and ``nbprof.lightning`` report
 them here, begin and end by name, nested or (rarely) overlapping. Each profiler shows them its own
 way: torch as ``record_function`` ranges, cProfile as one profile per action.
 """

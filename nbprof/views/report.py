@@ -133,10 +133,10 @@ def _limit(asked: int | None, profile_default: int | None) -> int:
 
 def _is_lightning_stage(profile: Any) -> bool:
     """The profile holds a Lightning stage (``nbprof.lightning``'s "[Trainer].fit" range)."""
-    from ..collect.lightning import stage_action
+    from ..analysis.ranges import TRAINER_STAGE
 
     labels = profile.ranges()["label"]
-    return bool(labels.astype(str).str.startswith(stage_action("")).any()) if len(labels) else False
+    return bool(labels.astype(str).str.startswith(TRAINER_STAGE).any()) if len(labels) else False
 
 
 class TorchReport:

@@ -22,11 +22,11 @@ import socket
 import time
 from typing import Any
 
-from .collect.native_output import NativeStderrFilter, summarize_native_warnings
-from .collect.torch_live import import_torch, lost_session, read_results
-from .errors import OptionError, ProfilerBusyError, TraceError
-from .runner import torch_profile
-from .settings import TorchOptions
+from ..collect.native_output import NativeStderrFilter, summarize_native_warnings
+from ..collect.torch_live import import_torch, lost_session, read_results
+from ..errors import OptionError, ProfilerBusyError, TraceError
+from ..run.runner import torch_profile
+from ..settings import TorchOptions
 
 __all__ = ["from_profiler", "trace_handler", "TraceHandler"]
 
@@ -201,7 +201,7 @@ class TraceHandler:
             return
         from IPython.display import display
 
-        from .views.report import library
+        from ..views.report import library
 
         cell = getattr(shell, "execution_count", None)
         if self._handle is None or self._handle_cell != cell:

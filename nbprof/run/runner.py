@@ -15,7 +15,7 @@ the run is no longer active and no profiler is left running. ``stop`` stops the 
 and only then measures the wall time, reads the trace and builds anything.
 
 While the run is active, the training frameworks the user imported report their named actions
-to its collector (Lightning's default profiler: ``collect/lightning.py``): set up before the
+to its collector (Lightning's default profiler: ``integrations/lightning_actions.py``): set up before the
 collector starts, undone after it stops, so none of it is in the profile.
 """
 
@@ -28,14 +28,14 @@ import time
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any
 
-from .collect.collector import Collector
+from ..collect.collector import Collector
 from .flags import make_folder_of
-from .format import plural
+from ..format import plural
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .collect.collector import Takeover
-    from .collect.cprofile import CProfileSession
-    from .collect.torch_live import TorchSession
+    from ..collect.collector import Takeover
+    from ..collect.cprofile import CProfileSession
+    from ..collect.torch_live import TorchSession
 
 __all__ = ["Run", "TorchRun", "PythonRun", "new_run", "active", "discard_active", "warn", "takeover_note", "torch_profile"]
 
@@ -70,7 +70,7 @@ class Run(ABC):
     """
 
     def __init__(self, options: Any, shell: Any = None, what: str = "cell") -> None:
-        from .views.progress import Progress
+        from ..views.progress import Progress
 
         self.shell = shell
         self.options = options
@@ -99,7 +99,7 @@ class Run(ABC):
         _active = self
         self.started = time.perf_counter()
         try:
-            from .collect.lightning import mark_actions
+            from ..integrations.lightning_actions import mark_actions
 
             # before the profiler starts (and undone after it stops): nbprof's own work stays
             # out of the profile
@@ -210,7 +210,7 @@ class TorchRun(Run):
     profiler_name = "torch"
 
     def _collector(self) -> Collector:
-        from .collect.torch_live import TorchSession
+        from ..collect.torch_live import TorchSession
 
         return TorchSession(self.options, self.progress, self.shell)
 
@@ -256,7 +256,7 @@ class TorchRun(Run):
 def _finish_lines(raw: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
     """--lines: the collected tree and line record -> the profile's ``line_data`` and ``sources``
     (``analysis.lines``); the cells and files shown keep only the text of those with a line."""
-    from .analysis.lines import finish_line_data
+    from ..analysis.lines import finish_line_data
 
     began = time.perf_counter()
     data = finish_line_data(raw)
@@ -287,8 +287,8 @@ def torch_profile(data: Any, *, profiler: Any, options: Any, notes: list[str], w
     read from its kineto results; None: nothing), as ``%%torchprof`` and ``nbprof.from_profiler``
     build it: ``options`` (:class:`~nbprof.settings.TorchOptions`) say what was recorded and how
     the report is shown."""
-    from .collect.chrome_trace import empty_trace
-    from .model import TorchProfile
+    from ..collect.chrome_trace import empty_trace
+    from ..model import TorchProfile
 
     if data is None:
         data = empty_trace()
@@ -324,14 +324,14 @@ class PythonRun(Run):
     profiler_name = "python"
 
     def _collector(self) -> Collector:
-        from .collect.cprofile import CProfileSession
+        from ..collect.cprofile import CProfileSession
 
         return CProfileSession(lines=self.options.lines, shell=self.shell)
 
     def _build(self, data: Any) -> Any:
-        from .analysis.callgraph import other_threads_suspected
-        from .meta import PythonMeta
-        from .model import PythonProfile
+        from ..analysis.callgraph import other_threads_suspected
+        from ..meta import PythonMeta
+        from ..model import PythonProfile
 
         opts = self.options
         meta = PythonMeta(
@@ -424,7 +424,7 @@ def _schedule_notes(schedule: tuple[int, int, int, int], steps: int, cycles: int
 
 def takeover_note(t: "Takeover", profiler: str, what: str, wall_s: float, shell: Any = None) -> str:
     """The report's line about another profiler that took over mid-run (``collect.collector.Takeover``)."""
-    from .format import fmt_s
+    from ..format import fmt_s
 
     if profiler == "torch":
         ours, who, rule = "nbprof's torch session", "another torch profiler", "torch runs one profiler at a time"
@@ -482,7 +482,7 @@ def _site_text(sites: list[tuple[str, int, str]], shell: Any) -> str:
 def _library_path(filename: str) -> str:
     """A file as its package names it: ".../site-packages/accelerate/accelerator.py" ->
     "accelerate/accelerator.py"; elsewhere its last two parts."""
-    from .format import short_path
+    from ..format import short_path
 
     path = filename.replace("\\", "/")
     for marker in ("/site-packages/", "/dist-packages/"):
@@ -534,8 +534,8 @@ def _tensorboard_path(folder: str) -> str:
 def _frame_files(events: Any) -> set[str]:
     """The files of the Python frames a ``--stack`` profile recorded (the cells among them are
     named by ``_code_names``)."""
-    from .analysis.stacks import frame_file
-    from .events import KIND_CODE
+    from ..analysis.stacks import frame_file
+    from ..events import KIND_CODE
 
     frames = events["name"][events["kind"].cat.codes.to_numpy() == KIND_CODE["python"]]
     return {f for f in map(frame_file, frames.astype(str).unique()) if f is not None}
@@ -543,7 +543,7 @@ def _frame_files(events: Any) -> set[str]:
 
 def _compile_files(log: Any) -> set[str]:
     """The source files torch.compile's log names (the cells among them are named by ``_code_names``)."""
-    from .collect.compile_state import log_files
+    from ..collect.compile_state import log_files
 
     return log_files(log)
 

@@ -20,8 +20,8 @@ from typing import Any
 
 import msgspec
 
-from .errors import OptionError
-from .events import (
+from ..errors import OptionError
+from ..events import (
     ARG_COLUMNS,
     COPY_KINDS,
     DEVICE_KINDS,

@@ -1,7 +1,7 @@
 """A folder of ranks on one timeline, drawn without the ranks' events in this process
 (``ClusterProfile.timeline()``, ``timeline_view()``, the report's Timeline tab, the live widget).
 
-**At load, in each rank's worker** (where ``cluster.rank_summary`` reads the rank, events in
+**At load, in each rank's worker** (where ``cluster.summary.rank_summary`` reads the rank, events in
 hand), :func:`rank_timeline`: its collective calls, and :func:`write_cache`: the columns the
 timeline, its hover texts and a selection read, one ``.npy`` file each, in a folder of its own
 under this session's cache directory (``$NBPROF_CACHE_DIR``, else ``~/.cache/nbprof``: a disk, not
@@ -18,10 +18,10 @@ collective calls' rows; the layout (each event's row) is kept in the cache for z
 **Zoom, selection, find** ask the workers again: each rank's part of a window is read from its
 cache, memory-mapped (only the start and duration columns are read whole, 16 bytes an event; the
 window's rows are gathered), and drawn in full detail where the window holds fewer events than
-the budget. The workers are the loader's kind (:class:`RankPool`): spawned processes, started on
-the first zoom and kept while zooms come (``IDLE_S`` idle ends them, the next zoom starts them
-again); Dask, each rank on the worker that wrote its cache; or this process, for a folder read in
-this process. Measured on 8 ranks x 1 M events, 2 workers (benchmarks/RESULTS.md): a 1 ms zoom
+the budget. The workers are the loader's kind (``cluster.workers.RankPool``): spawned processes,
+started on the first zoom and kept while zooms come (``IDLE_S`` idle ends them, the next zoom
+starts them again); Dask, each rank on the worker that wrote its cache; or this process, for a
+folder read in this process. Measured on 8 ranks x 1 M events, 2 workers (benchmarks/RESULTS.md): a 1 ms zoom
 answers in 0.09 s with the workers kept, 1.0 s where they start for it, 51 s reading the ranks'
 trace files again instead of the caches.
 
@@ -35,42 +35,37 @@ last (on the recorded clock) is marked.
 
 from __future__ import annotations
 
-import atexit
-import concurrent.futures as cf
 import dataclasses
-import multiprocessing
 import os
 import pickle
 import shutil
 import socket
 import sys
 import tempfile
-import threading
-import weakref
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from .analysis.collectives import collective_calls, match_calls
-from .analysis.timeline import TimelineData, stack_timelines, timeline_rects
-from .analysis.timeline_tracks import flows
-from .analysis.timeline_window import WindowSummary, window_summary
-from .errors import OptionError, TraceError
-from .events import DEVICE_CODES, KIND_CODE, TREE_CODES, kind_mask
-from .format import esc_plotly, fmt_us, plural
-from .meta import TraceMeta
-from .system import process_alive, replace_file
-from .views.live_timeline import LiveTimelineState
+from ..analysis.collectives import collective_calls, match_calls
+from ..analysis.timeline import TimelineData, stack_timelines, timeline_rects
+from ..analysis.timeline_tracks import flows
+from ..analysis.timeline_window import WindowSummary, window_summary
+from ..errors import OptionError
+from ..events import DEVICE_CODES, KIND_CODE, TREE_CODES, kind_mask
+from ..format import esc_plotly, fmt_us, plural
+from ..meta import TraceMeta
+from ..system import process_alive, replace_file
+from ..views.live_timeline import LiveTimelineState
+from .workers import RankPool
 
-__all__ = ["RankTimeline", "rank_timeline", "write_cache", "RankPool", "ClusterTimeline", "ClusterTimelineView",
-           "rank_budget", "selection_data", "IDLE_S"]
+__all__ = ["RankTimeline", "rank_timeline", "write_cache", "ClusterTimeline", "ClusterTimelineView",
+           "rank_budget", "selection_data"]
 
 FULL_WIDTH_PX = 2000
 MAX_RECTS = 20_000  # the stacked view's rectangles (as one profile's figure: views.timeline.DEFAULT_MAX_RECTS)
-IDLE_S = 600.0  # zoom workers idle this long are ended (the next zoom starts them again, ~1.5 s)
 SELECTION_ROWS = 8  # names per table of a rank in a selected span
 
 # the events' columns a window is drawn and described from (timeline_rects with a layout, hover
@@ -121,7 +116,7 @@ def _portable(data: TimelineData) -> TimelineData:
     """The view without its events: the hover texts of single events (times marked; a merged
     rectangle's is written from the rectangle where it is drawn) and launch / work coordinates
     written in the rectangles, what a stacked view needs of them; integers in 32 bits (it travels)."""
-    from .views.timeline import hover_texts
+    from ..views.timeline_hover import hover_texts
 
     r = data.rects
     single = r["event"].to_numpy() >= 0
@@ -358,8 +353,8 @@ def _cache(folder: str, file: str) -> _RankCache:
 
 
 def _rebuild(file: str, folder: str) -> str:
-    from .collect.chrome_trace import NO_LIMIT, read_trace_file
-    from .model import TorchProfile
+    from ..collect.chrome_trace import NO_LIMIT, read_trace_file
+    from ..model import TorchProfile
 
     # the file was read once already, at load, under the user's size limit
     p = TorchProfile.from_trace(read_trace_file(file, max_bytes=NO_LIMIT))
@@ -435,103 +430,6 @@ def first_start(folder: str, file: str, name: str) -> float | None:
     if at < 0 or not np.isfinite(c.index["name_first_us"][at]):
         return None
     return float(c.index["name_first_us"][at])
-
-
-# -- the workers -----------------------------------------------------------------------------------
-
-
-class RankPool:
-    """Where the ranks' parts of a view are computed: ``workers`` spawned processes (started on the
-    first call, kept while calls come, ended after ``IDLE_S`` idle, with the profile, or by
-    :meth:`close`), a Dask ``client`` (each rank on the worker that wrote its cache), or, with
-    ``workers=0``, this process."""
-
-    def __init__(self, workers: int, client: Any = None, context: Any = None) -> None:
-        self.workers = workers
-        self.client = client
-        self.context = context  # the processes' start method (the loader's: they never run __main__)
-        self._pool: cf.ProcessPoolExecutor | None = None
-        self._timer: threading.Timer | None = None
-        self._lock = threading.Lock()
-        self.started = 0  # how many times processes were started (the benchmark reads it)
-
-    @property
-    def kind(self) -> str:
-        return "dask" if self.client is not None else ("processes" if self.workers else "this process")
-
-    def map(self, fn: Callable[..., Any], jobs: list[tuple], where: list[str] | None = None) -> list[Any]:
-        """``fn(*job)`` for each job, in order; ``where``: the Dask worker of each job ("" any)."""
-        if not jobs:
-            return []
-        if self.client is not None:
-            futures = [self.client.submit(fn, *job, pure=False, workers=[w] if w else None,
-                                          allow_other_workers=not w) for job, w in zip(jobs, where or [""] * len(jobs))]
-            try:
-                return list(self.client.gather(futures))
-            except BaseException:
-                self.client.cancel(futures)
-                raise
-        if not self.workers:
-            return [fn(*job) for job in jobs]
-        with self._lock:
-            if self._timer is not None:
-                self._timer.cancel()
-            pool = self._start()
-            futures = [pool.submit(fn, *job) for job in jobs]
-            try:
-                return [f.result() for f in futures]
-            except cf.process.BrokenProcessPool:
-                self._shutdown()
-                raise TraceError("a timeline worker process died (out of memory?); the next view starts new ones") \
-                    from None
-            except BaseException:
-                for f in futures:
-                    f.cancel()
-                raise
-            finally:
-                self._arm()
-
-    def _start(self) -> cf.ProcessPoolExecutor:
-        if self._pool is None:
-            self._pool = cf.ProcessPoolExecutor(max_workers=self.workers,
-                                                mp_context=self.context or multiprocessing.get_context("spawn"))
-            self.started += 1
-        return self._pool
-
-    def _arm(self) -> None:
-        self._timer = threading.Timer(IDLE_S, self.close)
-        self._timer.daemon = True
-        self._timer.start()
-
-    def _shutdown(self) -> None:
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            procs = list((getattr(pool, "_processes", None) or {}).values())
-            pool.shutdown(wait=False, cancel_futures=True)
-            for p in procs:
-                p.terminate()
-            for p in procs:
-                p.join()
-
-    def close(self) -> None:
-        """End the worker processes now (a later call starts new ones)."""
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        self._shutdown()
-
-    @property
-    def running(self) -> bool:
-        return self._pool is not None
-
-
-_POOLS: "weakref.WeakSet[RankPool]" = weakref.WeakSet()
-
-
-@atexit.register
-def _close_pools() -> None:
-    for pool in list(_POOLS):
-        pool.close()
 
 
 # -- the stacked view ------------------------------------------------------------------------------
@@ -673,7 +571,7 @@ class ClusterTimeline:
 
     # ---- views
     def _stack(self, parts: list[TimelineData], window: tuple[float, float] | None, width_px: int) -> TimelineData:
-        from .views.timeline import resolve_at
+        from ..views.timeline_hover import resolve_at
 
         row_base = np.r_[0, np.cumsum([len(p.rows) for p in parts])[:-1]].astype(np.int64)
         ready = []
@@ -777,7 +675,7 @@ class ClusterTimelineView:
     @property
     def data(self) -> TimelineData:
         if self._data is None:
-            from .views.timeline import prepare_timeline
+            from ..views.timeline import prepare_timeline
 
             raw = self.timeline.full() if self.window_us is None else self.timeline.window(*self.window_us)
             self._data = prepare_timeline(raw)
@@ -785,26 +683,26 @@ class ClusterTimelineView:
 
     @property
     def figure(self) -> Any:
-        from .views.timeline import timeline_figure
+        from ..views.timeline import timeline_figure
 
         return timeline_figure(self.data, height=self.height)
 
     def svg(self, width: int = 1000, height: int | None = None) -> str:
-        from .views.timeline import timeline_svg
+        from ..views.timeline import timeline_svg
 
         return timeline_svg(self.data, width=width, height=height)
 
     def live(self) -> Any:
         """The live timeline widget: zoom re-reads the window from each rank in the workers."""
-        from .views.live_timeline import live_widget
-        from .views.timeline import describe, static_html
+        from ..views.live_timeline import live_widget
+        from ..views.timeline import describe, static_html
 
         data = self.data
         state = ClusterTimelineState(self.timeline, data, height=self.height)
         return live_widget(state, lambda: static_html(data), describe(data))
 
     def display_object(self) -> Any:
-        from .views.live_timeline import live_available
+        from ..views.live_timeline import live_available
 
         return self.live() if live_available() else self.figure
 
@@ -812,7 +710,7 @@ class ClusterTimelineView:
         return self.display_object()._repr_mimebundle_(include=include, exclude=exclude)
 
     def __repr__(self) -> str:
-        from .views.timeline import describe
+        from ..views.timeline import describe
 
         return f"<{describe(self.data)}>"
 
@@ -830,7 +728,7 @@ class ClusterTimelineState(LiveTimelineState):
         return None
 
     def window(self, x0_us: float | None, x1_us: float | None, width_px: int) -> TimelineData:
-        from .views.timeline import prepare_timeline
+        from ..views.timeline import prepare_timeline
 
         full = self.full
         if x0_us is None or x1_us is None or (min(x0_us, x1_us) <= full.t0_us and max(x0_us, x1_us) >= full.t1_us):
@@ -857,8 +755,8 @@ class ClusterTimelineState(LiveTimelineState):
         return selection_data(t0, t1, self.timeline.selection(t0, t1))
 
     def flow(self, trace: int, x_ms: float) -> dict | None:
-        from .views.live_timeline import rect_at
-        from .views.timeline import _row_y
+        from ..views.live_timeline import rect_at
+        from ..views.timeline import _row_y
 
         data = self.current
         r = data.rects

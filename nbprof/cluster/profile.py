@@ -1,486 +1,92 @@
-"""A folder of ranks (one trace per rank, as torchrun + ``tensorboard_trace_handler`` write it),
-summarized where each rank is read: :class:`ClusterProfile`, what ``nbprof.load_trace(folder)``
-returns for two or more trace files.
+"""A folder of ranks (one trace per rank, as torchrun + ``tensorboard_trace_handler`` write it):
+:class:`ClusterProfile`, what ``nbprof.load_trace(folder)`` returns for two or more trace files,
+its tables merged from the ranks' summaries.
 
 Why not merge every event into one table, as before: 8 ranks x 1.07 M events took 76 s (13.7x
 one rank's 5.6 s) and peaked at 5.3 GB in the notebook process, and 64 ranks did not fit a 24 GB
-machine. Each rank is now read by :func:`rank_summary` in a worker (a process of this machine, or
-a Dask worker), which sends back a :class:`RankSummary`: the numbers the merged report shows,
-summed so that they add up across ranks (key averages per operator, the kernel table's parts,
-per-name counts and times, steps, device stats, findings), never the events. The notebook process
-holds one summary per rank (tens of kB), whatever the number of ranks.
+machine. Each rank is read by ``cluster.summary.rank_summary`` in a worker (a process of this
+machine, or a Dask worker: ``cluster.loading``, ``cluster.workers``), which sends back a
+``RankSummary``: the numbers the merged report shows, summed so that they add up across ranks
+(key averages per operator, the kernel table's parts, per-name counts and times, steps, device
+stats, findings), never the events. The notebook process holds one summary per rank (tens of
+kB), whatever the number of ranks.
 
-- ``workers``: ``None`` (default): one process per core, except a folder under
-  :data:`IN_PROCESS_BYTES`, read in this process (a spawned worker takes ~1.5 s to start:
-  importing pandas and nbprof, measured, more than such a folder takes to read); ``0``: in this
-  process, one rank at a time (its events freed before the next), e.g. to debug; ``n``: ``n``
-  processes. Workers are spawned, never forked: the notebook may hold torch / CUDA threads, which a
-  forked child inherits in whatever state they were.
-- ``client``: a ``dask.distributed.Client``; without one, the client already active in the
-  session (``distributed.get_client()``) if dask is imported and one exists. Dask is imported only
-  then (``pip install "dask[distributed]"``, or nbprof's ``dask`` extra).
-
-Workers never run the caller's ``__main__`` (:class:`_WorkerProcess`): a script without an
-``if __name__ == "__main__":`` guard loads a folder as a notebook does.
-
-Errors: a rank file that cannot be read is a one-line TraceError naming it, and so is running out
-of memory on it (MemoryError); a worker that dies (the OOM killer's SIGKILL) a one-line
-TraceError saying how it ended and which rank it was reading, with its size; either, or an
-interrupt, ends every worker before the error goes on (nothing is left running).
-
-Every per-rank table comes from the one function :func:`rank_summary`; a new per-rank analysis is
-a field there and its merge here. The report has every tab a rank has (docs/clusters.md): key
+Every per-rank table comes from the one function ``rank_summary``; a new per-rank analysis is a
+field there and its merge here. The report has every tab a rank has (docs/clusters.md): key
 averages by operator, input shape and stack, ranges, modules, lines of the user's code summed over
-the ranks; memory per rank
-(each rank's chart points, peaks and blocks held at them: ``analysis.memory.MemorySummary``).
-``p.rank(r)`` loads one rank's full profile (every view works on it; the last one is kept). The
-timeline is drawn from each rank's view computed in its worker and zooms ask the workers again
-(``nbprof.cluster_timeline``): no events here either. What needs every event (``p.events``,
-allocations, launches, exports) merges all ranks on first use, as ``load_trace`` did before, and
-says so.
+the ranks; memory per rank (each rank's chart points, peaks and blocks held at them:
+``analysis.memory.MemorySummary``). ``p.rank(r)`` loads one rank's full profile (every view works
+on it; the last one is kept). The timeline is drawn from each rank's view computed in its worker
+and zooms ask the workers again (``nbprof.cluster.timeline``): no events here either. What needs
+every event (``p.events``, allocations, launches, exports) merges all ranks on first use, as
+``load_trace`` did before, and says so.
+
+Times: each rank's own clock, moved onto the common one by the difference of the ranks' time
+origins (as ``events.concat_traces`` moves the events of a merge); ranks that were not recorded on
+one clock (their first events days, or decades, apart) each keep their own (:func:`rank_clocks`).
 """
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import dataclasses
 import functools
-import multiprocessing
 import os
 import sys
-import time
-import types
 import weakref
-from dataclasses import dataclass
-from typing import Any, Callable, Generator
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
 
-from .analysis.breakdown import hta_idle_rows
-from .analysis.device_stats import DeviceStats, process_codes
-from .analysis._tables import empty_table
-from .analysis.findings import FINDING_COLUMNS, FINDING_DTYPES, SEVERITIES, collective_wait, straggler
-from .analysis.steps import STEP_DTYPES
-from .analysis.key_averages import GROUP_BY, KEY_AVERAGE_COLUMNS
-from .analysis.kernels import kernel_parts, kernels_from_parts
-from .analysis.memory import MemorySummary
-from .analysis.modules import merge_modules, module_parts
-from .analysis.ranges import merge_range_ops, merge_ranges, range_parts
-from .analysis.ranks import RankReport, differences_from_times, name_times, report_of
-from .analysis.summary import TorchSummary, default_sort, top_row
-from .cluster_timeline import (ClusterTimeline, ClusterTimelineView, RankPool, RankTimeline, new_cache_dir,
-                               rank_timeline, remove_cache)
-from .errors import OptionError, TraceError
-from .format import fmt_bytes, plural
-from .system import describe_exit, max_workers, out_of_memory_exit, usable_cpus
-from .meta import TorchMeta, TraceMeta
-from .model import TorchProfile
+from ..analysis._tables import empty_table
+from ..analysis.device_stats import DeviceStats
+from ..analysis.findings import FINDING_COLUMNS, FINDING_DTYPES, SEVERITIES, collective_wait, straggler
+from ..analysis.key_averages import GROUP_BY, KEY_AVERAGE_COLUMNS
+from ..analysis.kernels import kernels_from_parts
+from ..analysis.memory import MemorySummary
+from ..analysis.modules import merge_modules
+from ..analysis.ranges import merge_range_ops, merge_ranges
+from ..analysis.ranks import RankReport, differences_from_times, report_of
+from ..analysis.steps import STEP_DTYPES
+from ..analysis.summary import TorchSummary, default_sort, top_row
+from ..errors import OptionError
+from ..format import fmt_long_span, plural
+from ..meta import TorchMeta, TraceMeta
+from ..model import TorchProfile
+from .summary import RankSummary
+from .timeline import ClusterTimeline, ClusterTimelineView, remove_cache
+from .workers import RankPool
 
-__all__ = ["ClusterProfile", "RankSummary", "rank_summary", "summarize_ranks", "IN_PROCESS_BYTES"]
+__all__ = ["ClusterProfile", "labels_of", "rank_clocks", "CLOCKS_APART_US"]
 
-# Below this many bytes of trace files in all, a folder is read in this process by default: a
-# spawned worker's start (~1.5 s) costs more than reading such a folder (~10 MB/s of gzip'd trace).
-IN_PROCESS_BYTES = 16 << 20
+# Ranks whose first events are further apart than this on their traces' clocks were not recorded on
+# one clock (``rank_clocks``): as the reader's rule for events a day away from all the others.
+CLOCKS_APART_US = 86_400e6
 
 # The evidence key that names what a finding is about, in the order looked for: the findings of
 # several ranks about the same subject (kind and subject) are one line.
 _SUBJECT_KEYS = ("op", "kernel", "name", "device", "direction", "label")
 
 
-@dataclass
-class RankSummary:
-    """What one rank's worker sends back: the rank's tables, not its events (see the module doc).
-
-    Times are the rank's own clock (µs since its first event); ``meta.origin_ns`` puts them on a
-    common clock."""
-
-    file: str
-    meta: TraceMeta
-    events: int
-    start_us: float
-    end_us: float
-    rank_row: pd.DataFrame
-    """Its row of ``ranks().table`` (the rank label is set when all ranks are back)."""
-    hta_idle: pd.DataFrame
-    """``ranks().hta_idle``: HTA's idle time breakdown, per stream and category."""
-    key_averages: pd.DataFrame
-    """``key_averages("op")``: sums and counts, which add up across ranks."""
-    kernel_parts: pd.DataFrame
-    device_times: pd.DataFrame
-    """``name_times`` of its kernels (device time), for ``ranks().differences``."""
-    cpu_times: pd.DataFrame
-    """``name_times`` of its ops and labels (self CPU time), for ranks without device work."""
-    steps: pd.DataFrame
-    step_breakdown: pd.DataFrame
-    """``step_breakdown()`` (self CPU time per op and step): the Steps tab's side-by-side table."""
-    device_stats: DeviceStats
-    summary: TorchSummary
-    findings: pd.DataFrame
-    overview: pd.DataFrame
-    """``overview()``: its steps' time by category, and their sum (``step == "all"``)."""
-    collectives: pd.DataFrame
-    """``collectives()``: per collective and process group (the Ranks tab's Cluster section)."""
-    queue_length: pd.DataFrame
-    """``queue_length()``: per device and stream."""
-    timeline: RankTimeline
-    """Its collective calls and where its events' cache is, for the timeline (its view is drawn from
-    the cache when first shown: ``nbprof.cluster_timeline``)."""
-    seconds: float
-    """Time to read and summarize it."""
-    shape_averages: pd.DataFrame | None = None
-    """``key_averages("shape")``, where the rank recorded input shapes (None: its rows are its
-    operators', every shape ``[]``)."""
-    stack_averages: pd.DataFrame | None = None
-    """``key_averages("stack")``, where the rank recorded Python stacks (None: every stack "")."""
-    ranges: pd.DataFrame | None = None
-    """``analysis.ranges.range_parts``: its Ranges table with each path's first start."""
-    range_span_us: float = 0.0
-    """The span its ranges' shares divide by."""
-    range_ops: pd.DataFrame | None = None
-    """``range_ops()``: the operators under each range."""
-    modules: pd.DataFrame | None = None
-    """``analysis.modules.module_parts``: its module tree with each module's first call."""
-    lines: pd.DataFrame | None = None
-    """``lines()``, where the rank has line data (``--lines``, or torch's ``with_stack`` frames);
-    None where it has none. Its ``meta`` keeps the sources, not the per-op ``line_data``."""
-    memory: MemorySummary | None = None
-    """What its Memory tab draws (``analysis.memory.MemorySummary``: the chart's points, peaks,
-    blocks held at each peak); None where it recorded no memory."""
-
-
-def rank_summary(path: str, cache_root: str | None = None, limit: Any = None) -> RankSummary:
-    """Read one rank's trace and summarize it (runs in a worker; a bad file: TraceError naming it,
-    and so is running out of memory on it). ``cache_root``: where to write its events' cache for
-    the timeline (None: none; the timeline then reads the file again); ``limit``:
-    ``read_trace_file``'s ``max_bytes``."""
-    try:
-        return _summarize(path, cache_root, limit)
-    except MemoryError:
-        raise TraceError(f"{path}: out of memory reading this rank ({_file_size(path)}); try fewer workers= "
-                         "(0 reads one rank at a time in this process)") from None
-
-
-def _summarize(path: str, cache_root: str | None, limit: Any = None) -> RankSummary:
-    t0 = time.perf_counter()
-    p = TorchProfile.from_trace(_read(path, limit))
-    ev = p._events
-    start = float(ev["start_us"].min()) if len(ev) else 0.0
-    end = float((ev["start_us"] + ev["dur_us"]).max()) if len(ev) else 0.0
-    lines = _rank_lines(p)
-    # the line table stands for the per-op line data (an entry per op): that stays here
-    trace_meta = TraceMeta(**{**p.meta.trace_fields(), "line_data": None})
-    device_times = name_times(ev, device_work=True)
-    # the ops' times stand in for the kernels' only where no rank ran device work: not this one's
-    cpu_times = name_times(ev, device_work=False) if len(device_times) == 0 else device_times.iloc[0:0]
-    # the rank's row of ``ranks().table`` and its HTA idle rows; not ``p.ranks()``, whose differences
-    # between ranks (name_times again) one rank has none of: the folder's are from every rank's times
-    rank_row, idle = p._rank_parts
-    _, labels = process_codes(ev)
-    collected = p.collected
-    ranges, range_span_us = range_parts(ev, p.meta)
-    return RankSummary(
-        file=path, meta=trace_meta, events=len(ev), start_us=start, end_us=end,
-        rank_row=rank_row, hta_idle=hta_idle_rows(idle, labels), key_averages=p.key_averages("op"),
-        kernel_parts=kernel_parts(ev), device_times=device_times,
-        cpu_times=cpu_times, steps=p.steps(), step_breakdown=p.step_breakdown(),
-        device_stats=p.device_stats, summary=p.summary, findings=p.findings, overview=p.overview(),
-        collectives=p.collectives(), queue_length=p.queue_length(),
-        timeline=rank_timeline(ev, p.meta, path, cache_root=cache_root),
-        shape_averages=p.key_averages("shape") if collected["shapes"] else None,
-        stack_averages=p.key_averages("stack") if collected["stack"] else None,
-        ranges=ranges, range_span_us=range_span_us, range_ops=p.range_ops(), modules=module_parts(ev),
-        lines=lines, memory=p._memory_summary if collected["memory"] else None,
-        seconds=time.perf_counter() - t0,
-    )
-
-
-def _rank_lines(p: TorchProfile) -> pd.DataFrame | None:
-    """The rank's ``lines()`` with its ``attrs`` (method, notes); None without line data."""
-    if p.meta.line_data is None and not p.collected["stack"]:
-        return None  # neither --lines nor Python frames: nothing to look for
-    try:
-        return p.lines()
-    except OptionError:  # with_stack, but no frame of the user's code
-        return None
-
-
-def _read(path: str, limit: Any = None) -> Any:
-    from .collect.chrome_trace import read_trace_file
-
-    try:
-        return read_trace_file(path, max_bytes=limit)
-    except (TraceError, MemoryError):
-        raise
-    except Exception as e:  # a reader bug on an odd file: still one line naming the file
-        raise TraceError(f"{path}: could not be read ({type(e).__name__}: {e})") from None
-
-
-# -- running the summaries -------------------------------------------------------------------------
-
-
-def plan(files: list[str], workers: int | None = None, client: Any = None) -> tuple[int, Any]:
-    """Where the ranks are read: (worker processes, 0 for this process; the Dask client or None)."""
-    if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool) or workers < 0):
-        raise OptionError(f"workers must be a number of processes (0: in this process); got {workers!r}")
-    if client is None and workers is None:
-        client = _active_dask_client()
-    if client is not None:
-        return 0, client
-    if workers is None:
-        small = sum(os.path.getsize(f) for f in files) < IN_PROCESS_BYTES
-        workers = 0 if small else min(usable_cpus(), len(files))
-    return max_workers(min(workers, len(files))), None
-
-
-def summarize_ranks(files: list[str], *, workers: int | None = None, client: Any = None,
-                    progress: bool = True, limit: Any = None) -> list[RankSummary]:
-    """:func:`rank_summary` of each file (in ``files``' order), where the module doc says; their
-    timelines' caches in a new folder (``cluster_timeline.new_cache_dir``: the profile removes it).
-    ``limit``: ``read_trace_file``'s ``max_bytes``."""
-    workers, client = plan(files, workers, client)
-    cache = new_cache_dir()
-    work = functools.partial(rank_summary, cache_root=cache, limit=limit)
-    try:
-        if client is not None:
-            return _run(files, _dask_runner(client, work), progress, "Dask")
-        if workers == 0:
-            return _run(files, functools.partial(_in_process, work=work), progress, "")
-        return _run(files, functools.partial(_in_workers, workers=workers, cache_root=cache, limit=limit), progress,
-                    f"{workers} worker process{'es' if workers > 1 else ''}")
-    except BaseException:
-        remove_cache(cache, client)
-        raise
-
-
-Runner = Callable[[list[str]], Generator[tuple[int, RankSummary], None, None]]
-Work = Callable[[str], RankSummary]
-
-
-def _run(files: list[str], runner: Runner, progress: bool, how: str) -> list[RankSummary]:
-    from .views.progress import RankProgress
-
-    bar = RankProgress(len(files), enabled=progress, how=how)
-    out: list[RankSummary | None] = [None] * len(files)
-    results = runner(files)
-    try:
-        for i, summary in results:
-            out[i] = summary
-            bar.advance()
-    finally:
-        results.close()  # an error or an interrupt here stops the workers now, not when collected
-        bar.close()
-    return [s for s in out if s is not None]
-
-
-def _in_process(files: list[str], work: Work = rank_summary) -> Generator[tuple[int, RankSummary], None, None]:
-    for i, f in enumerate(files):
-        yield i, work(f)
-
-
-def _in_workers(files: list[str], workers: int, cache_root: str | None = None, limit: Any = None
-                ) -> Generator[tuple[int, RankSummary], None, None]:
-    """Spawned worker processes that never run the caller's ``__main__`` (:class:`_WorkerContext`);
-    on an error or an interrupt (KeyboardInterrupt) every worker is stopped before the error goes
-    on: nothing is left running. A worker that dies is a one-line TraceError saying how, and which
-    rank it was reading (:func:`_death`)."""
-    context = _WorkerContext()
-    started = context.SimpleQueue()  # (pid, rank index) as each worker starts a rank: who read what
-    pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_tell_starts_to,
-                                  initargs=(started,))
-    futures: dict[cf.Future, int] = {}
-    processes: list[Any] = []
-    try:
-        try:
-            for i, f in enumerate(files):
-                futures[pool.submit(_summary_in_worker, i, f, cache_root, limit)] = i
-                # the workers are started by submit(): kept here to read how one ended (the pool
-                # drops them)
-                processes = list((getattr(pool, "_processes", None) or {}).values()) or processes
-            for fut in cf.as_completed(futures):
-                yield futures[fut], fut.result()
-        except cf.process.BrokenProcessPool:
-            # a worker died (as early as while the ranks were being handed out: submit() then
-            # raises); the pool does not say which, nor how
-            read = sum(f.done() and not f.cancelled() and f.exception() is None for f in futures)
-            raise TraceError(_death(files, processes, started, len(files) - read)) from None
-    except BaseException:
-        _stop(pool)
-        started.close()
-        raise
-    pool.shutdown(wait=True)
-    started.close()
-
-
-class _WorkerProcess(multiprocessing.context.SpawnProcess):
-    """A spawned process that does not run the caller's ``__main__`` module.
-
-    multiprocessing's spawn sends a new process the main module's ``__spec__`` name or
-    ``__file__`` (``spawn.get_preparation_data``), and the process runs that module again, as
-    ``__mp_main__``, before it does its work (``spawn._fixup_main_from_path``): a script that loads
-    a folder without an ``if __name__ == "__main__":`` guard would load it again in every worker
-    (which multiprocessing then refuses: the workers died, and the folder was never read). The
-    workers run nbprof's functions on file names and send back nbprof's classes: nothing of the
-    caller's main. So the main module is left out of what a worker is sent: while a worker starts
-    (the milliseconds of ``Popen``, in this thread), ``sys.modules["__main__"]`` is an empty module,
-    and the worker keeps its own main. Any script, ``python -c``, notebook or ``python -m nbprof``
-    then loads a folder the same way."""
-
-    @staticmethod
-    def _Popen(process_obj: Any) -> Any:
-        main = sys.modules.get("__main__")
-        sys.modules["__main__"] = types.ModuleType("__main__")  # no __spec__ name, no __file__
-        try:
-            return multiprocessing.context.SpawnProcess._Popen(process_obj)
-        finally:
-            if main is not None:
-                sys.modules["__main__"] = main
-
-
-class _WorkerContext(multiprocessing.context.SpawnContext):
-    """The spawn start method, with :class:`_WorkerProcess` (never forked: the notebook may hold
-    torch / CUDA threads, which a forked child inherits in whatever state they were)."""
-
-    Process = _WorkerProcess
-
-
-_starts: Any = None  # in a worker: the queue it tells its starts to
-
-
-def _tell_starts_to(queue: Any) -> None:
-    global _starts
-    _starts = queue
-    _keep_freed_memory()
-
-
-# glibc's mallopt parameters (malloc.h)
-_M_TRIM_THRESHOLD = -1
-_M_MMAP_THRESHOLD = -3
-
-
-def _keep_freed_memory() -> None:
-    """Have the C allocator of this worker keep the memory it frees, to be used again.
-
-    Reading a rank allocates and frees ~1.2 GB over and over (the JSON text, each column, each
-    table's temporaries). glibc by default maps every block above a threshold (adapting up to
-    32 MB) fresh from the kernel and unmaps it when freed, and trims its heap's top: each reuse
-    then costs page faults, the kernel zeroing each page again. Measured on one rank of 1 M events
-    read three times in a process: ~380,000 page faults and ~1.1 s of system time per rank; with
-    every block from the heap and the heap never trimmed, ~217,000 (pymalloc's own arenas, left
-    as they are) and ~0.55 s, the rank 0.4-0.6 s faster (5.4 -> 4.8 s); the worker's peak
-    1.22 -> 1.40 GB. Only in the load's own workers, which end when the folder is read (what they
-    kept goes with them); never in the notebook's process, whose allocator is the user's. Not
-    glibc (macOS, musl): nothing to do."""
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-
-    try:
-        mallopt = ctypes.CDLL(None).mallopt  # this process's C library
-    except (OSError, AttributeError):
-        return
-    # fixing the trim threshold also fixes the mapping threshold (glibc stops adapting it): set both
-    mallopt(_M_TRIM_THRESHOLD, 2**31 - 1)
-    mallopt(_M_MMAP_THRESHOLD, 2**31 - 1)
-
-
-def _summary_in_worker(index: int, path: str, cache_root: str | None = None, limit: Any = None) -> RankSummary:
-    if _starts is not None:
-        _starts.put((os.getpid(), index))
-    return rank_summary(path, cache_root, limit)
-
-
-def _death(files: list[str], processes: list[Any], started: Any, left: int) -> str:
-    """What a dead worker was doing, in one line: how it ended (the exit code or signal; SIGKILL is
-    what Linux's out-of-memory killer sends; Windows has no signals: ``system.describe_exit``) and
-    the rank it was reading, with its size."""
-    import signal
-
-    reading: dict[int, int] = {}  # pid -> the rank it started last
-    try:
-        while not started.empty():
-            pid, i = started.get()
-            reading[pid] = i
-    except (OSError, EOFError, ValueError):  # a message cut short by the death: what came before
-        pass
-    time.sleep(0.05)  # the pool's thread ends the other workers (SIGTERM): let their exit codes land
-    # (multiprocessing reports a worker it terminated as -SIGTERM on Windows too)
-    dead = [p for p in processes if p.exitcode not in (None, 0, -signal.SIGTERM)] or \
-        [p for p in processes if p.exitcode not in (None, 0)]
-    folder = os.path.dirname(files[0])
-    not_read = f"{left} of {len(files)} ranks not read"
-    if not dead:
-        return f"{folder}: a worker process ended unexpectedly; {not_read}"
-    proc = dead[0]
-    code = proc.exitcode
-    how = describe_exit(code)
-    i = reading.get(proc.pid)
-    if i is None:
-        return f"{folder}: a worker process {how} as it started, before reading a rank (its error, if any, " \
-               f"is printed above); {not_read}"
-    what = f"while reading {os.path.basename(files[i])} ({_file_size(files[i])})"
-    if out_of_memory_exit(code):
-        cause = ("the out-of-memory killer sends SIGKILL, so it most likely ran out of memory" if code < 0
-                 else "it ran out of memory")
-        return (f"{folder}: a worker process {how} {what}: {cause}; each worker holds one rank's events while "
-                f"it reads it: try fewer workers= (now {len(processes)}; 0 reads one rank at a time in this "
-                f"process); {not_read}")
-    return f"{folder}: a worker process {how} {what}; {not_read}"
-
-
-def _file_size(path: str) -> str:
-    try:
-        size = os.path.getsize(path)
-    except OSError:
-        return "size unknown"
-    return f"{fmt_bytes(size)} on disk" + (", gzip'd" if path.endswith(".gz") else "")
-
-
-def _stop(pool: cf.ProcessPoolExecutor) -> None:
-    """Cancel what has not started and end the workers now (a rank takes seconds: waiting for the
-    running ones would keep an interrupted notebook busy). Python 3.14 has terminate_workers();
-    before it, the pool's processes are only reachable as ``_processes``."""
-    terminate = getattr(pool, "terminate_workers", None)
-    if terminate is not None:
-        terminate()
-        return
-    procs = list((getattr(pool, "_processes", None) or {}).values())  # shutdown() drops it
-    pool.shutdown(wait=False, cancel_futures=True)
-    for p in procs:
-        p.terminate()
-    for p in procs:
-        p.join()
-
-
-def _active_dask_client() -> Any:
-    """The Dask client of this session, if dask.distributed is imported and one exists."""
-    if "distributed" not in sys.modules:
-        return None
-    from distributed import get_client
-
-    try:
-        return get_client()
-    except ValueError:  # no client in this session
-        return None
-
-
-def _dask_runner(client: Any, work: Work = rank_summary) -> Runner:
-    def run(files: list[str]) -> Generator[tuple[int, RankSummary], None, None]:
-        from distributed import as_completed
-
-        futures = client.map(work, files, pure=False)
-        index = {f.key: i for i, f in enumerate(futures)}
-        try:
-            for fut in as_completed(futures):
-                yield index[fut.key], fut.result()
-        except BaseException:
-            client.cancel(futures)
-            raise
-
-    return run
-
-
 # -- the profile ----------------------------------------------------------------------------------
+
+
+def rank_clocks(summaries: list[RankSummary], origin_ns: int) -> tuple[list[float], str | None]:
+    """How far each rank's times move onto the folder's clock (µs), and the note that says how.
+
+    The ranks of one run are recorded on one clock (the traces' own: a steady clock, or the Unix
+    epoch), as ``events.concat_traces`` puts them: each moved by its time origin's distance from the
+    earliest, their first events seconds apart at most. Ranks whose first events are more than
+    :data:`CLOCKS_APART_US` apart on it were not (traces of other machines, other runs: clocks
+    since boot beside the epoch put decades between them, and a folder "spanning" 52 years says
+    nothing): each keeps its own clock, from its first event, with a note."""
+    recorded = [(s.meta.origin_ns - origin_ns) / 1000.0 for s in summaries]
+    firsts = [s.start_us + shift for s, shift in zip(summaries, recorded) if s.events]
+    if not firsts or max(firsts) - min(firsts) <= CLOCKS_APART_US:
+        return recorded, None
+    note = (f"the ranks were not recorded on one clock (their first events are {fmt_long_span(max(firsts) - min(firsts))} "
+            "apart): each rank's times are its own, from its first event")
+    return [-s.start_us for s in summaries], note
 
 
 def labels_of(metas: list[TraceMeta]) -> list[Any]:
@@ -498,7 +104,7 @@ class ClusterProfile(TorchProfile):
     ``collectives()``, ``collective_calls()``, ``queue_length()``, ``device_stats``, ``findings``,
     ``summary``) from the ranks' summaries; ``timeline()`` / ``timeline_view()``: every rank's lanes
     on one clock, drawn from the views the workers computed, zooms read by the workers
-    (``nbprof.cluster_timeline``); ``rank(r)``: one rank's full profile; what needs every event
+    (``nbprof.cluster.timeline``); ``rank(r)``: one rank's full profile; what needs every event
     (``events``, ``allocations()``, ``launches()`` (a row per launch), exports) merges all ranks on
     first use.
 
@@ -512,8 +118,7 @@ class ClusterProfile(TorchProfile):
         self._labels = labels_of([s.meta for s in summaries])
         metas = [s.meta for s in summaries]
         origin = min(m.origin_ns for m in metas)
-        # each rank's times onto the common clock (as concat_traces shifts its events)
-        self._shift_us = [(m.origin_ns - origin) / 1000.0 for m in metas]
+        self._shift_us, clock_note = rank_clocks(summaries, origin)
         first = metas[0]
         trace = dataclasses.replace(
             first, origin_ns=origin, source=folder, files=[s.file for s in summaries],
@@ -523,11 +128,12 @@ class ClusterProfile(TorchProfile):
             sources={f: text for m in reversed(metas) for f, text in m.sources.items()},  # the first rank's text wins
             reader_notes=[f"{os.path.basename(m.source)}: {note}" for m in metas for note in m.reader_notes],
         )
-        self.meta = TorchMeta.of(trace)
+        notes = [f"{os.path.basename(s.file)}: {note}" for s in summaries for note in s.notes]
+        self.meta = TorchMeta.of(trace, notes=([clock_note] if clock_note else []) + notes)
         self.profiler = None
         self._averages: dict[str, pd.DataFrame] = {}
         self._one: tuple[Any, TorchProfile] | None = None
-        self._pool = RankPool(workers, client, _WorkerContext())
+        self._pool = RankPool(workers, client)  # the timeline's views and zooms
         self._views: dict[Any, ClusterTimelineView] = {}
         roots = {os.path.dirname(s.timeline.cache) for s in summaries if s.timeline.cache}
         # the caches and the zoom workers go with the profile (or at exit)
@@ -553,7 +159,7 @@ class ClusterProfile(TorchProfile):
         if r not in self._labels:
             raise OptionError(f"no rank {r!r} in this profile; its ranks: {_ranges(self._labels)}")
         if self._one is None or self._one[0] != r:
-            from .collect.chrome_trace import read_trace_file
+            from ..collect.chrome_trace import read_trace_file
 
             self._one = None  # the previous rank's events go before the next one's are read
             self._one = (r, TorchProfile.from_trace(read_trace_file(self._summaries[self._labels.index(r)].file,
@@ -564,8 +170,8 @@ class ClusterProfile(TorchProfile):
 
     @functools.cached_property
     def _merged(self) -> TorchProfile:
-        from .collect.chrome_trace import read_trace_file
-        from .events import concat_traces
+        from ..collect.chrome_trace import read_trace_file
+        from ..events import concat_traces
 
         n = sum(s.events for s in self._summaries)
         print(f"nbprof: merging all {len(self._summaries)} ranks' events ({n:,}) into this process, as asked "
@@ -638,7 +244,7 @@ class ClusterProfile(TorchProfile):
 
     @functools.cached_property
     def _lines(self) -> pd.DataFrame:
-        from .analysis.lines import merge_lines
+        from ..analysis.lines import merge_lines
 
         tables = [s.lines for s in self._summaries if s.lines is not None]
         if not tables:
@@ -715,7 +321,7 @@ class ClusterProfile(TorchProfile):
         """Every rank's allocated (and reserved) memory over time, one curve per rank and device on
         the common clock: a plotly ``Figure``, drawn from the points the ranks' workers sent (the
         chart's resolution; ``p.rank(r).memory_curve()`` has every memory event)."""
-        from .views.memory import memory_curve_figure
+        from ..views.memory import memory_curve_figure
 
         m = self._every_rank_memory
         return memory_curve_figure(m.curve, m.end_us, peaks=m.peaks)
@@ -903,7 +509,7 @@ class ClusterProfile(TorchProfile):
     # -- display ----------------------------------------------------------------------------------
 
     def report(self, **view: Any) -> Any:
-        from .views.report import ClusterReport
+        from ..views.report import ClusterReport
 
         return ClusterReport(self, **view)
 

@@ -7,7 +7,7 @@ form or a check cannot differ between a cell and a script. A profiler's flags ar
 magic and its subcommand (``-s``/``--sort``, ``-l``/``--limit`` included); ``-q`` is everywhere;
 only what has no meaning on the other side is one front end's own: ``-o NAME`` (a variable) in the
 magics, ``--html``, ``--no-html`` and ``-m`` on the command line. ``markdown_table()`` is the one
-table of them that the docs show (docs/reference/flags.md; ``python -m nbprof.flags`` prints it, a
+table of them that the docs show (docs/reference/flags.md; ``python -m nbprof.run.flags`` prints it, a
 test keeps the two equal).
 
 Errors are ``OptionError`` with a one-line message that names the flag and what it accepts; the
@@ -22,9 +22,9 @@ import os
 from dataclasses import dataclass, replace
 from typing import Any
 
-from . import settings
-from .errors import OptionError
-from .settings import PythonOptions, TorchOptions
+from .. import settings
+from ..errors import OptionError
+from ..settings import PythonOptions, TorchOptions
 
 __all__ = [
     "Flag",
@@ -378,7 +378,7 @@ def resolve_torch(options: TorchOptions, args: argparse.Namespace) -> TorchOptio
     on what ``--group-by`` and ``--sort`` need (``_turn_on_what_the_view_needs``). Each change
     made here is a note of the run, said once: in the report, or on stderr where no report is
     shown (``-q``; ``runner.Run.finish``). Imports torch (MissingDependencyError)."""
-    from .collect.torch_live import cuda_available, import_torch
+    from ..collect.torch_live import cuda_available, import_torch
 
     import_torch()
     panel = settings.panel
@@ -465,5 +465,5 @@ def _turn_on_what_the_view_needs(options: TorchOptions, args: argparse.Namespace
     return replace(options, notes=tuple(notes))
 
 
-if __name__ == "__main__":  # python -m nbprof.flags: the table docs/reference/flags.md shows
+if __name__ == "__main__":  # python -m nbprof.run.flags: the table docs/reference/flags.md shows
     print(markdown_table())

@@ -30,7 +30,8 @@ from __future__ import annotations
 import sys
 from typing import Any, Callable
 
-from .collector import Collector
+from ..analysis.ranges import TRAINER_STAGE
+from ..collect.collector import Collector
 
 __all__ = ["PACKAGES", "imported_packages", "mark_actions", "stage_action"]
 
@@ -46,7 +47,7 @@ def imported_packages() -> list[str]:
 def stage_action(stage: Any) -> str:
     """The action that spans a Trainer stage: "[Trainer].fit" for ``TrainerFn.FITTING``."""
     value = getattr(stage, "_value_", stage)  # an attribute, not Enum's .value: no call in a profile
-    return f"[Trainer].{value}" if value else "[Trainer]"
+    return f"{TRAINER_STAGE}.{value}" if value else TRAINER_STAGE
 
 
 def mark_actions(collector: Collector) -> Callable[[], None]:
