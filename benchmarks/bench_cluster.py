@@ -206,8 +206,8 @@ def probe(python: str, imports: str, work: str, limit_gb: float | None = None, t
 
 
 def summary_ratio(file: str, reps: int = 3) -> dict:
-    """A rank's summary (``nbprof.cluster.rank_summary``: what a folder's worker computes for one
-    rank: read, tree, every per-rank table) against a plain ``load_trace(file)`` + ``key_averages()``
+    """A rank's summary (``nbprof.cluster.summary.rank_summary``: what a folder's worker computes
+    for one rank: read, tree, every per-rank table) against a plain ``load_trace(file)`` + ``key_averages()``
     of the same file, in this process: ``reps`` pairs, the order alternating, CPU seconds of this
     process (a shared machine moves them less than wall time). Returns the medians and the median of
     the per-pair ratios (``ratio``). The per-rank tables are what this ratio watches: the read and
@@ -215,7 +215,7 @@ def summary_ratio(file: str, reps: int = 3) -> dict:
     import gc
 
     import nbprof
-    from nbprof.cluster import rank_summary
+    from nbprof.cluster.summary import rank_summary
 
     def plain() -> None:
         nbprof.load_trace(file).key_averages()

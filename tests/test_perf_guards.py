@@ -72,9 +72,9 @@ SUMMARY_MAX = 1.5
 
 
 def test_a_ranks_summary_costs_little_more_than_loading_it(tiled):
-    import nbprof.cluster
+    from nbprof.cluster.summary import rank_summary
 
-    nbprof.cluster.rank_summary(str(tiled["rank"]))  # imports, first-use caches
+    rank_summary(str(tiled["rank"]))  # imports, first-use caches
     m = bench("bench_cluster").summary_ratio(str(tiled["rank"]), reps=3)
     report("rank summary / load_trace + key_averages", m)
     assert m["ratio"] <= SUMMARY_MAX, m
