@@ -8,6 +8,7 @@ Public API (everything else is internal):
 
     nbprof.load_trace(path)            chrome trace file(s) -> TorchProfile
     nbprof.load_prof(path)             a .prof file (python -m cProfile -o) -> PythonProfile
+    nbprof.load_snapshot(path)         a CUDA memory snapshot (_dump_snapshot's pickle, read as data) -> SnapshotProfile
     nbprof.from_profiler(prof)         a finished torch.profiler.profile -> TorchProfile
     nbprof.trace_handler(dir_name)     on_trace_ready= for a scheduled profiler: a report per cycle
     nbprof.compare(a, b)               two profiles -> Comparison
@@ -15,7 +16,7 @@ Public API (everything else is internal):
     nbprof.step()                      mark a step of a profiled loop (for --schedule)
     nbprof.cuda_collection(on)         pause / resume CUDA collection inside a profiled cell
     nbprof.lightning.Profiler()        Trainer(profiler=...): Lightning's actions as ranges, and the report
-    TorchProfile, PythonProfile, Comparison   the result types
+    TorchProfile, PythonProfile, SnapshotProfile, Comparison   the result types
     ClusterProfile                            a folder of ranks (a TorchProfile)
     NbprofError and subclasses         the errors nbprof raises (nbprof.errors)
 
@@ -36,6 +37,7 @@ __all__ = [
     "unload_ipython_extension",
     "load_trace",
     "load_prof",
+    "load_snapshot",
     "from_profiler",
     "trace_handler",
     "compare",
@@ -46,6 +48,7 @@ __all__ = [
     "TorchProfile",
     "ClusterProfile",
     "PythonProfile",
+    "SnapshotProfile",
     "Comparison",
     "NbprofError",
     "OptionError",
@@ -60,20 +63,47 @@ if TYPE_CHECKING:  # pragma: no cover
     from .comparison import Comparison
     from .cluster.profile import ClusterProfile
     from .model import PythonProfile, TorchProfile
+    from .snapshot import SnapshotProfile
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    """``%load_ext nbprof``: register %%torchprof and %%cprofile."""
-    from .extension import load
+    """``%load_ext nbprof``: register %%torchprof and %%cprofile (``magics``), the cell
+    transformers that let IPython run a ``%%torchprof`` cell as any cell and the hook that shows its
+    report after it ran (``_cell``). Loading again replaces nothing twice."""
+    from ._cell import CellWrapper, rewrite_cell, show_pending
+    from .magics import ProfileMagics
 
-    load(ipython)
+    ipython.register_magics(ProfileMagics)
+    cleanup = ipython.input_transformers_cleanup
+    if rewrite_cell not in cleanup:
+        cleanup.append(rewrite_cell)
+    if not any(isinstance(t, CellWrapper) for t in ipython.ast_transformers):
+        ipython.ast_transformers.append(CellWrapper(ipython))
+    try:
+        ipython.events.unregister("post_run_cell", show_pending)
+    except ValueError:
+        pass
+    ipython.events.register("post_run_cell", show_pending)
 
 
 def unload_ipython_extension(ipython: Any) -> None:
-    """``%unload_ext nbprof``: remove the magics and hooks."""
-    from .extension import unload
+    """``%unload_ext nbprof``: remove the magics, the transformers and the hook."""
+    from ._cell import NAMESPACE_NAME, CellWrapper, rewrite_cell, show_pending
 
-    unload(ipython)
+    for kind in ("line", "cell"):
+        table = ipython.magics_manager.magics[kind]
+        for name in ("torchprof", "cprofile"):
+            table.pop(name, None)
+    cleanup = ipython.input_transformers_cleanup
+    while rewrite_cell in cleanup:
+        cleanup.remove(rewrite_cell)
+    ipython.ast_transformers[:] = [t for t in ipython.ast_transformers if not isinstance(t, CellWrapper)]
+    ipython.user_ns.pop(NAMESPACE_NAME, None)
+    ipython.user_ns_hidden.pop(NAMESPACE_NAME, None)
+    try:
+        ipython.events.unregister("post_run_cell", show_pending)
+    except ValueError:
+        pass
 
 
 def load_trace(path: Any, *, workers: int | None = None, client: Any = None,
@@ -100,6 +130,20 @@ def load_prof(path: Any) -> "PythonProfile":
     from .loading import load_prof as _load_prof
 
     return _load_prof(path)
+
+
+def load_snapshot(path: Any, *, max_bytes: int | str | None = None) -> "SnapshotProfile":
+    """Read a CUDA memory snapshot (the pickle ``torch.cuda.memory._dump_snapshot`` writes, what
+    pytorch.org/memory_viz opens; a ``.gz`` of it too) into a :class:`SnapshotProfile`:
+    ``segments()`` (reserved vs allocated per segment), ``blocks(at="end" | "peak" | time_us)``
+    (with the line of your code that allocated each), ``active_memory()`` (the history replayed),
+    its report. The file is read as data: a pickle that names any code (``__reduce__``) runs
+    nothing and fails in one line (``TraceError``), as does a truncated one. ``max_bytes``: the
+    most pickle read from one file (default 4 GiB, or ``$NBPROF_MAX_TRACE_BYTES``). Needs no torch
+    and no GPU."""
+    from .loading import load_snapshot as _load_snapshot
+
+    return _load_snapshot(path, max_bytes=max_bytes)
 
 
 def from_profiler(prof: Any) -> "TorchProfile":
@@ -167,6 +211,10 @@ def __getattr__(name: str) -> Any:
         from . import model
 
         return getattr(model, name)
+    if name == "SnapshotProfile":
+        from .snapshot import SnapshotProfile
+
+        return SnapshotProfile
     if name == "ClusterProfile":
         from .cluster.profile import ClusterProfile
 

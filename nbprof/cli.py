@@ -3,7 +3,8 @@
     nbprof torch [options] script.py [args ...]          (or python -m nbprof ...)
     nbprof torch [options] -m package.module [args ...]
     nbprof cprofile [options] script.py [args ...]
-    nbprof view [--html OUT] PATH                        a .prof file, a chrome trace or a folder of them
+    nbprof view [--html OUT] PATH                        a .prof file, a chrome trace or a folder of them,
+                                                         or a CUDA memory snapshot (.pickle)
 
 The script runs as ``__main__`` with ``sys.argv = [script, args ...]`` and its folder first on
 ``sys.path``, as ``python script.py`` would run it. Then nbprof prints the report's text table and
@@ -14,9 +15,11 @@ prints its traceback and gives 1 (the report of what ran until then is still wri
 gives 130. ``nbprof.step()`` and ``nbprof.cuda_collection()`` work inside the script as in a cell.
 
 ``nbprof view PATH`` runs nothing: it reads a profile written before (a ``.prof`` file of
-``python -m cProfile -o``, a chrome trace ``.json``/``.json.gz``, or a folder of traces, one per
-rank), prints its text table and writes its standalone HTML report (``--html OUT``, default PATH
-without its suffix + ``.nbprof.html``), as ``load_prof`` / ``load_trace`` and ``to_html`` would.
+``python -m cProfile -o``, a chrome trace ``.json``/``.json.gz``, a folder of traces, one per
+rank, or a CUDA memory snapshot ``_dump_snapshot`` wrote, recognized by its content: a pickle, read
+as data), prints its text table and writes its standalone HTML report (``--html OUT``, default PATH
+without its suffix + ``.nbprof.html``), as ``load_prof`` / ``load_trace`` / ``load_snapshot`` and
+``to_html`` would.
 """
 
 from __future__ import annotations
@@ -70,14 +73,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 VIEW_HELP = ("The report of a profile written before: a .prof file (python -m cProfile -o, %%cprofile --dump), "
-             "a chrome trace (.json, .json.gz) or a folder of traces (one per rank).")
+             "a chrome trace (.json, .json.gz), a folder of traces (one per rank) or a CUDA memory snapshot "
+             "(torch.cuda.memory._dump_snapshot's .pickle, read as data: nothing in it runs).")
 
 
 def view_parser(add: Any) -> argparse.ArgumentParser:
     """``nbprof view``'s parser, a subcommand of the main one (``add``: its ``add_parser``)."""
     p = add("view", help=VIEW_HELP, description=VIEW_HELP + " Prints its text table and writes its HTML report.",
             usage=f"{PROG} view [-s KEY] [-l N] [-q] [--html OUT | --no-html] PATH")
-    p.add_argument("path", metavar="PATH", help="a .prof file, a trace file or a folder of trace files")
+    p.add_argument("path", metavar="PATH", help="a .prof file, a trace file, a folder of trace files or a memory "
+                                                "snapshot")
     flags.add_flags(p, flags.VIEW_FLAGS)
     return p
 
@@ -204,8 +209,8 @@ _TRACE_SUFFIXES = (".json", ".json.gz")
 
 
 def _kind_of(path: str) -> str:
-    """"prof", "trace" or "folder" for what ``nbprof view`` reads; an OptionError otherwise."""
-    from .loading import is_prof_file
+    """"prof", "trace", "folder" or "snapshot" for what ``nbprof view`` reads; an OptionError otherwise."""
+    from .loading import is_prof_file, is_snapshot_file
 
     if not os.path.exists(path):
         raise OptionError(f"{path}: no such file or folder")
@@ -213,6 +218,8 @@ def _kind_of(path: str) -> str:
         return "folder"
     if is_prof_file(path):
         return "prof"
+    if is_snapshot_file(path):
+        return "snapshot"
     if path.lower().endswith(_TRACE_SUFFIXES):
         return "trace"
     try:
@@ -222,17 +229,18 @@ def _kind_of(path: str) -> str:
         raise OptionError(f"{path}: cannot be read ({e.strerror or e})") from None
     if head[:2] == b"\x1f\x8b" or head.lstrip()[:1] in (b"{", b"["):
         return "trace"
-    raise OptionError(f"{path}: neither a .prof file (cProfile's stats), a chrome trace (.json, .json.gz) "
-                      "nor a folder of traces")
+    raise OptionError(f"{path}: neither a .prof file (cProfile's stats), a chrome trace (.json, .json.gz), "
+                      "a folder of traces nor a memory snapshot (.pickle)")
 
 
 def _default_html(path: str) -> str:
     """``run.prof`` -> ``run.nbprof.html``, ``trace.json.gz`` -> ``trace.nbprof.html``, a folder
     ``ranks/`` -> ``ranks.nbprof.html`` beside it."""
     from .collect.cprofile import PROF_SUFFIXES
+    from .collect.snapshot import SNAPSHOT_SUFFIXES
 
     base = path.rstrip("/" + os.sep) or path
-    for suffix in _TRACE_SUFFIXES[::-1] + PROF_SUFFIXES:
+    for suffix in _TRACE_SUFFIXES[::-1] + PROF_SUFFIXES + SNAPSHOT_SUFFIXES[::-1]:
         if base.lower().endswith(suffix):
             base = base[: -len(suffix)]
             break
@@ -245,6 +253,8 @@ def view(argv: list[str]) -> int:
     path = args.path
     try:
         kind = _kind_of(path)
+        if kind == "snapshot" and args.sort:
+            raise OptionError(f"--sort {args.sort}: a memory snapshot's tables have one order (biggest first)")
         resolve = settings.resolve_python_sort if kind == "prof" else settings.resolve_torch_sort
         sort = resolve(args.sort) if args.sort else None
         limit = flags.check_limit(args.limit)
@@ -255,13 +265,14 @@ def view(argv: list[str]) -> int:
     from . import loading
 
     try:
-        result = loading.load_prof(path) if kind == "prof" else loading.load_trace(path)
+        result = (loading.load_prof(path) if kind == "prof" else loading.load_snapshot(path) if kind == "snapshot"
+                  else loading.load_trace(path))
     except NbprofError as e:
         print(f"{PROG} view: {e}", file=sys.stderr)
         return 2
     if sort is not None:  # the table's order and rows, in the text and in the HTML report alike
         result.meta.sort = sort
-    if limit is not None:
+    if limit is not None and kind != "snapshot":
         result.meta.limit = limit
     try:
         if not args.quiet:

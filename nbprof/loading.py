@@ -1,5 +1,6 @@
 """nbprof.load_trace: one chrome trace file as a TorchProfile, or a folder of them (one per rank) as a
-ClusterProfile (``nbprof.cluster``). nbprof.load_prof: cProfile's ``.prof`` files as a PythonProfile."""
+ClusterProfile (``nbprof.cluster``). nbprof.load_prof: cProfile's ``.prof`` files as a PythonProfile.
+nbprof.load_snapshot: a CUDA memory snapshot (``_dump_snapshot``'s pickle, read as data) as a SnapshotProfile."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from .collect.chrome_trace import read_trace_file
 from .collect.trace_limits import max_trace_bytes
 from .errors import OptionError, TraceError
 
-__all__ = ["load_trace", "load_prof", "is_prof_file"]
+__all__ = ["load_trace", "load_prof", "is_prof_file", "load_snapshot", "is_snapshot_file"]
 
 def load_trace(path: Any, *, workers: int | None = None, client: Any = None, progress: bool = True,
                max_bytes: int | str | None = None) -> Any:
@@ -66,5 +67,35 @@ def is_prof_file(path: str) -> bool:
     try:
         with open(path, "rb") as f:
             return is_pstats_head(f.read(2))
+    except OSError:
+        return False
+
+
+def load_snapshot(path: Any, *, max_bytes: int | str | None = None) -> Any:
+    """A CUDA memory snapshot file (``torch.cuda.memory._dump_snapshot``; ``.gz`` too) as a
+    :class:`~nbprof.snapshot.SnapshotProfile`, read as data: nothing in the file runs
+    (``collect.snapshot``); at most ``max_bytes`` of pickle (as ``load_trace``'s)."""
+    from .collect.snapshot import read_snapshot_file
+    from .snapshot import SnapshotProfile
+
+    try:
+        path = os.fspath(path)
+    except TypeError:
+        raise OptionError(f"load_snapshot takes a snapshot file's path, not {type(path).__name__}") from None
+    return SnapshotProfile(read_snapshot_file(path, max_bytes=max_trace_bytes(max_bytes)))
+
+
+def is_snapshot_file(path: str) -> bool:
+    """``path`` names a memory snapshot: by its suffix, or by its first bytes (a pickle; a gzip'd
+    file named as one)."""
+    from .collect.snapshot import SNAPSHOT_SUFFIXES, is_pickle_head
+
+    if path.lower().endswith(SNAPSHOT_SUFFIXES):
+        return True
+    if not os.path.isfile(path):
+        return False
+    try:
+        with open(path, "rb") as f:
+            return is_pickle_head(f.read(2))
     except OSError:
         return False

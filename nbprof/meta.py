@@ -19,7 +19,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["TraceMeta", "RunInfo", "MpsRun", "TorchMeta", "PythonMeta"]
+__all__ = ["TraceMeta", "RunInfo", "MpsRun", "TorchMeta", "PythonMeta", "SnapshotMeta"]
 
 
 @dataclass
@@ -65,6 +65,17 @@ class TraceMeta:
     reader_notes: list[str] = field(default_factory=list)
     """What the reader could not read or classify, counted ("12 events with an unreadable
     ``args.stream``: left out"); a profile shows them first among its notes."""
+    cuda_profile: int | None = None
+    """A live CUDA profile: which one it was of the CUDA profiles nbprof read in its process (1:
+    the first; ``collect.torch_live.read_results`` counts them), since torch's device times are
+    right only in a process's first one (the ``clock_skew`` finding). None: no CUDA was traced, or
+    not known (a trace another tool wrote). Saved with the trace (``nbprofCudaProfile``)."""
+    left_out_work: dict[str, int] = field(default_factory=dict)
+    """Device work (kernels, memcpys, memsets) the reader left out because its time cannot be, by
+    why: ``"zero_ts"`` (a ``ts`` of 0, more than a day from the other events), ``"far"`` (another
+    ``ts`` more than a day from them), ``"negative_dur"``; only the reasons that occurred. The
+    ``clock_skew`` finding reads it. Saved with the trace (``nbprofLeftOutWork``): the rows
+    themselves are gone."""
 
     def trace_fields(self) -> dict[str, Any]:
         """This metadata's :class:`TraceMeta` fields as keyword arguments (shallow)."""
@@ -127,6 +138,9 @@ class TorchMeta(RunInfo, TraceMeta):
     cuda_without_cupti: bool = False
     """A live run asked for CUDA from a torch built without CUPTI (torch 2.4-2.6 on Windows):
     torch timed the ops' CUDA work with CUDA events (its own table has it), the trace no kernels."""
+    snapshot: Any = None
+    """``--snapshot``: the CUDA allocator's state and history around the run
+    (``collect.snapshot.SnapshotData``; ``TorchProfile.snapshot()`` is its ``SnapshotProfile``)."""
 
     @classmethod
     def of(cls, trace: TraceMeta, **run: Any) -> "TorchMeta":
@@ -149,3 +163,18 @@ class PythonMeta(RunInfo):
     """Lines were followed (``--lines``): ``lines()`` holds them."""
     sources: dict[str, str] = field(default_factory=dict)
     """``--lines``: the full text of each file ``lines()`` names (a cell as typed), by file name."""
+
+
+@dataclass
+class SnapshotMeta:
+    """A :class:`~nbprof.snapshot.SnapshotProfile`'s metadata (a CUDA memory snapshot)."""
+
+    source: str = ""
+    """The file it was read from; "--snapshot" for one recorded around a run."""
+    notes: list[str] = field(default_factory=list)
+    """One-line notes shown with the report (entries the reader left out, a history cut short)."""
+    max_entries: int | None = None
+    """The history's bound when nbprof recorded it (``--snapshot``); None for a file."""
+    allocator_settings: dict[str, Any] = field(default_factory=dict)
+    """torch's ``allocator_settings`` (``PYTORCH_CUDA_ALLOC_CONF``, ``expandable_segments``, ...), as
+    the snapshot has them (torch 2.6+)."""

@@ -10,7 +10,8 @@ what the report shows. Properties vs methods, one rule: a property is what every
 takes no options (``events``, ``summary``, ``findings``, ``device_stats``, ``stats``); a method
 takes options or answers a question of some profiles only (``key_averages(group_by)``,
 ``kernels()``, ``ranges()``, ``steps()``, ``overview()``, ``modules()``, ``ranks()``, ``collectives()``,
-``launches()``, ``queue_length()``, ``allocations()``, ``timeline()``, ``compilation()``).
+``launches()``, ``queue_length()``, ``allocations()``, ``alive_at_end()``, ``memory_growth()``,
+``timeline()``, ``compilation()``).
 Times are µs (``_us``), or seconds where cProfile counts in seconds (``_s``).
 """
 
@@ -89,7 +90,9 @@ class TorchProfile:
         ``cell`` ("In [4]"; None for a file), ``file``, ``line`` (a cell's magic line is line 1),
         ``function``, ``function_line`` (the first line of that function; 1 for a cell's top
         level), ``source``, ``ops`` (top-level operator calls made on the line), ``self_cpu_us``,
-        ``cpu_total_us``, ``self_device_us``, ``device_total_us``, ``alloc_bytes``. ``self_*``:
+        ``cpu_total_us``, ``self_device_us``, ``device_total_us``, ``alloc_bytes``,
+        ``alive_at_end_bytes`` (of those bytes, the blocks still allocated when the profile ended:
+        ``alive_at_end()``). ``self_*``:
         operators, kernels and bytes of that line itself; ``*_total_*``: also those of every call
         it made into your code. One last row (``function == "(outside your code)"``, no file)
         holds what ran outside it, so each self column sums to the profile's total. A trace
@@ -124,7 +127,9 @@ class TorchProfile:
             from .collect.lines import collect_sources
 
             sources = collect_sources(set(data["frames"]["file"]))
-        table, rows = line_join(self._events, data, sources, self.meta.code_names)
+        alive = self._alive_blocks
+        table, rows = line_join(self._events, data, sources, self.meta.code_names,
+                                alive=(alive["row"].to_numpy(), alive["bytes"].to_numpy()))
         table.attrs = {"method": data.get("method", "tracer"), "notes": list(data.get("notes", []))}
         return table, rows
 
@@ -199,6 +204,20 @@ class TorchProfile:
         return timeline_figure(self, python=python, window_us=window_us, height=height,
                                max_rects=DEFAULT_MAX_RECTS if max_rects is None else max_rects)
 
+    def snapshot(self) -> Any:
+        """``--snapshot``: the CUDA memory snapshot taken around the run, as a
+        :class:`~nbprof.snapshot.SnapshotProfile` (``segments()``, ``blocks()``, ``active_memory()``,
+        its report). An ``OptionError`` for a profile recorded without it."""
+        if self.meta.snapshot is None:
+            raise OptionError("this profile has no memory snapshot: record it with %%torchprof --snapshot (CUDA only)")
+        return self._snapshot
+
+    @functools.cached_property
+    def _snapshot(self) -> Any:
+        from .snapshot import SnapshotProfile
+
+        return SnapshotProfile(self.meta.snapshot)
+
     def memory_curve(self) -> Any:
         """Allocated (and reserved) memory over time (needs ``--memory``): a plotly ``Figure`` that
         renders itself (its static drawing: the Memory tab's chart)."""
@@ -219,11 +238,12 @@ class TorchProfile:
     @functools.cached_property
     def _memory_summary(self) -> Any:
         """What the Memory tab draws (``analysis.memory.MemorySummary``): the chart's points, the
-        peaks, the blocks held at each."""
+        peaks, the blocks held at each, the blocks left at the end, memory per step."""
         from .analysis.memory import summarize_memory
         from .views.memory import CHART_BUCKETS
 
-        return summarize_memory(self._events, self._memory_curve, self._allocations, CHART_BUCKETS)
+        return summarize_memory(self._events, self._memory_curve, self._allocations, CHART_BUCKETS,
+                                alive=self.alive_at_end(), growth=self._growth, steps_from=self._growth.attrs.get("steps"))
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         return self.report()._repr_mimebundle_(include, exclude)
@@ -313,9 +333,78 @@ class TorchProfile:
 
     @functools.cached_property
     def _allocations(self) -> pd.DataFrame:
+        return self._allocation_rows.drop(columns="row")
+
+    @functools.cached_property
+    def _allocation_rows(self) -> pd.DataFrame:
+        """``allocations()`` with ``row``: each block's memory event in ``events``."""
         from .analysis.memory import allocations
 
-        return allocations(self._events)
+        return allocations(self._events, with_rows=True)
+
+    def alive_at_end(self, by: str | None = None) -> pd.DataFrame:
+        """The blocks allocated during the profile and not freed by its end (``--memory``), biggest
+        first: ``allocations()``' columns and, with ``--lines``, ``cell, file, line, source``: the
+        line of your code that ran the operator that allocated each (as ``lines()`` places
+        operators; None / "" where no line of yours did). ``by="line"``: summed per line
+        (``device, cell, file, line, source, blocks, bytes``); ``by="op"``: per outermost operator
+        (``device, top_op, blocks, bytes``) (``nbprof.analysis.memory``). A block freed where the
+        profiler did not record the free (between ``--schedule``'s active steps) counts as alive."""
+        from .analysis.memory import ALIVE_BY, group_alive
+
+        if by is not None and by not in ALIVE_BY:
+            raise OptionError(f"by must be one of {', '.join(ALIVE_BY)} (or None: one row per block); got {by!r}")
+        alive = self._alive_at_end.drop(columns="row")
+        if by is None:
+            return alive
+        if by == "line" and "line" not in alive.columns:
+            self._line_join  # raises the reason: recorded without --lines
+        return group_alive(alive, by)
+
+    @functools.cached_property
+    def _alive_blocks(self) -> pd.DataFrame:
+        """The blocks alive at the end with their ``row``, without lines (what ``lines()`` sums)."""
+        from .analysis.memory import alive_at_end
+
+        return alive_at_end(self._allocation_rows)
+
+    @functools.cached_property
+    def _alive_at_end(self) -> pd.DataFrame:
+        """``alive_at_end()``'s blocks with their ``row`` and, where the profile has lines, each one's."""
+        from .analysis.hot_lines import climbed_line_rows
+        from .analysis.memory import alive_at_end
+
+        try:
+            table, own = self._line_join
+        except OptionError:
+            return self._alive_blocks
+        return alive_at_end(self._allocation_rows, climbed_line_rows(own, self._events["parent"].to_numpy()), table)
+
+    def memory_growth(self) -> pd.DataFrame:
+        """Memory per step (``--memory``, and steps: ``ProfilerStep#N`` ranges, Lightning's training
+        batches, or with ``--lines`` a loop of your code): one row per step and device, ``step,
+        device, start_us, end_us, held_bytes, added_bytes, allocated_bytes,
+        added_never_freed_bytes, never_freed_blocks`` (``nbprof.analysis.growth``);
+        ``attrs["steps"]`` says what the steps are. Empty without steps or memory."""
+        table = self._growth.copy(deep=False)
+        table.attrs = dict(self._growth.attrs)
+        return table
+
+    @functools.cached_property
+    def _step_windows(self) -> Any:
+        from .analysis.growth import step_windows
+
+        data = self.meta.line_data or {}
+        return step_windows(self._events, self.meta, {**data.get("cells", {}), **self.meta.code_names})
+
+    @functools.cached_property
+    def _growth(self) -> pd.DataFrame:
+        from .analysis.growth import growth_table
+
+        steps = self._step_windows
+        table = growth_table(self._events, self._allocation_rows, self._alive_blocks, steps)
+        table.attrs = {"steps": steps.source if steps is not None else None}
+        return table
 
     def alive_at(self, time_us: float, device: str = "cpu") -> pd.DataFrame:
         """The blocks of ``device`` held at ``time_us`` (µs since the profile start), biggest first;

@@ -123,6 +123,7 @@ class TorchOptions:
     flops: bool = False
     modules: bool = False  # nn.Module calls: with_modules, and the Python tracer that records them
     lines: bool = False  # line by line (TorchProfile.lines()): implies stack
+    snapshot: bool = False  # CUDA: the allocator's history around the run, a memory snapshot at its end
     sort: str | None = None  # a key_averages column; None: device time if any, else CPU time
     limit: int = DEFAULT_LIMIT
     group_by: str = "op"

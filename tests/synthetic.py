@@ -119,6 +119,9 @@ def training_loop(
     """A loop of ``steps`` steps, each 1000 µs of CPU time: ``aten::mm`` launches one kernel
     (``kernel_us`` on the GPU, starting ``gap_us`` after the previous one ended), optionally an
     input copy HtoD (``copy_us``) and a ``.item()`` whose stream synchronize blocks ``item_sync_us``.
+    The copies run ``gap_us`` after the work before them, wherever their launch is: with short
+    kernels a later step's copy runs before its launch call, which no GPU can (``clock_skew`` says
+    so when it is 100 µs or more).
     """
     t = Trace(rank=rank)
     gpu = 0.0

@@ -21,6 +21,7 @@ PUBLIC = [
     "OptionError",
     "ProfilerBusyError",
     "PythonProfile",
+    "SnapshotProfile",
     "TorchProfile",
     "TraceError",
     "__version__",
@@ -31,6 +32,7 @@ PUBLIC = [
     "lightning",
     "load_ipython_extension",
     "load_prof",
+    "load_snapshot",
     "load_trace",
     "step",
     "trace_handler",
@@ -66,9 +68,11 @@ def test_every_public_name_resolves():
 def test_result_types_load_on_demand_and_are_the_real_classes():
     from nbprof.comparison import Comparison
     from nbprof.model import PythonProfile, TorchProfile
+    from nbprof.snapshot import SnapshotProfile
 
     assert nbprof.TorchProfile is TorchProfile
     assert nbprof.PythonProfile is PythonProfile
+    assert nbprof.SnapshotProfile is SnapshotProfile
     assert nbprof.Comparison is Comparison
 
 
@@ -97,6 +101,11 @@ def test_signatures():
     assert not inspect.signature(nbprof.step).parameters
     assert list(inspect.signature(nbprof.from_profiler).parameters) == ["prof"]
     assert list(inspect.signature(nbprof.load_prof).parameters) == ["path"]
+    snapshot = inspect.signature(nbprof.load_snapshot).parameters
+    assert list(snapshot) == ["path", "max_bytes"] and snapshot["max_bytes"].kind is inspect.Parameter.KEYWORD_ONLY
+    blocks = inspect.signature(nbprof.SnapshotProfile.blocks).parameters
+    assert list(blocks) == ["self", "at"] and blocks["at"].default == "end"
+    assert list(inspect.signature(nbprof.SnapshotProfile.memory_curve).parameters) == ["self", "window_us"]
     # a folder's summed tables: TorchProfile's, and each rank's own rows by keyword
     lines = inspect.signature(nbprof.ClusterProfile.lines).parameters
     assert list(lines) == ["self", "per_rank"] and lines["per_rank"].kind is inspect.Parameter.KEYWORD_ONLY
@@ -115,14 +124,15 @@ def test_import_is_light():
 # The result objects' public members (instance attributes: meta, profiler). Adding one is fine and
 # deliberate: add it here and to "Results are data" (docs/reference/results.md).
 RESULT_MEMBERS = {
-    "TorchProfile": ["alive_at", "allocations", "collected", "collectives", "compilation", "device_stats", "events",
+    "TorchProfile": ["alive_at", "alive_at_end", "allocations", "collected", "collectives", "compilation", "device_stats", "events",
                      "findings",
-                     "from_trace", "kernels", "key_averages", "kind", "launches", "lines", "memory_curve", "modules",
-                     "overview", "queue_length", "range_ops", "ranges", "ranks", "report", "save", "step_breakdown", "steps",
-                     "summary", "timeline", "timeline_view", "to_chrome_trace", "to_html"],
+                     "from_trace", "kernels", "key_averages", "kind", "launches", "lines", "memory_curve", "memory_growth",
+                     "modules", "overview", "queue_length", "range_ops", "ranges", "ranks", "report", "save", "snapshot",
+                     "step_breakdown", "steps", "summary", "timeline", "timeline_view", "to_chrome_trace", "to_html"],
     "PythonProfile": ["action_stats", "actions", "call_tree", "callees", "callers", "dump", "edges", "findings", "flame", "kind", "lines", "pstats",
                       "report", "stats", "to_html", "total_s"],
     "Comparison": ["html", "kind", "metric", "table", "text"],
+    "SnapshotProfile": ["active_memory", "blocks", "kind", "memory_curve", "report", "save", "segments", "to_html"],
 }
 # a folder of ranks (nbprof.cluster): a TorchProfile, and one rank's profile on demand
 RESULT_MEMBERS["ClusterProfile"] = sorted(RESULT_MEMBERS["TorchProfile"] + ["close", "collective_calls", "rank",

@@ -267,6 +267,9 @@ def test_thresholds_are_the_documented_numbers():
         "collective_wait": {"COLLECTIVE_WAIT_MIN_RATIO": 2.0, "COLLECTIVE_WAIT_MIN_SHARE": 0.05},
         "launch_delay": {"LAUNCH_STALL_MIN_US": 100.0, "LAUNCH_STALL_MIN_SHARE": 0.05,
                          "LAUNCH_STALL_HIGH_SHARE": 0.20},
+        "memory_growth": {"GROWTH_MIN_STEPS": 4, "GROWTH_STEADY_SHARE": 0.75, "GROWTH_MIN_STEP_BYTES": 4096,
+                          "GROWTH_HELD_SHARE": 0.5, "GROWTH_MEDIUM_SHARE": 0.25, "CAUSE_GRAD_SHARE": 0.9,
+                          "CAUSE_MIN_OPS_PER_STEP": 2},
         "memory_peak": {"MEMORY_MEDIUM_SHARE": 0.80, "MEMORY_HIGH_SHARE": 0.95, "MEMORY_TOP_OPS": 3},
         "straggler": {"STRAGGLER_MIN_IMBALANCE": 0.10, "STRAGGLER_MIN_WAIT_SHARE": 0.10},
         "top_function": {"TOP_FUNCTION_MEDIUM_SHARE": 0.5},
@@ -279,6 +282,9 @@ def test_thresholds_are_the_documented_numbers():
         "sync_line": {"SYNC_LINE_MIN_SHARE": 0.05, "SYNC_LINE_HIGH_SHARE": 0.20},
         "device_line": {"DEVICE_LINE_MEDIUM_SHARE": 0.50},
         "hot_line": {"HOT_LINE_MEDIUM_SHARE": 0.30},
+        # each at its boundaries on hand-made and recorded traces: tests/test_clock_skew.py
+        "clock_skew": {"IMPOSSIBLE_MIN_RECORDS": 1, "EARLY_MIN_US": 100.0, "IDLE_MIN_US": 50.0, "SHIFT_MIN_US": 1000.0,
+                       "SHIFT_MIN_LAUNCHES": 3, "CONSTANT_SPREAD_SHARE": 0.10},
     }
 
 
@@ -1009,6 +1015,120 @@ def test_memory_peak_of_merged_ranks_names_each_devices_highest_rank(tmp_path):
     assert got["cuda:0"]["rank"] == 1 and got["cuda:0"]["peak_allocated_bytes"] == 6 * mib
     assert got["cuda:0"]["peak_allocated_by_rank"] == {"0": 4 * mib, "1": 6 * mib}
     assert got["cuda:1"]["rank"] == 0 and got["cuda:1"]["peak_allocated_by_rank"] == {"0": 1 * mib}
+
+
+# --------------------------------------------------------------------------------- memory_growth
+
+
+def _growth_trace(kept: list[int], freed_before: int = 0, base: int = 0, graph: tuple[int, ...] = (),
+                  plain: int = 0, backward: bool = False) -> Trace:
+    """A loop of ProfilerStep#k ranges, 1,000 µs each. Step k allocates ``kept[k]`` bytes under
+    ``aten::relu`` (never freed), ``graph``'s blocks under ops that made an autograd node
+    (``aten::linear``, each with the thread's next sequence number) and ``plain`` bytes under an op
+    that ran with grad mode on but made no node (its number is the next op's), none of them freed; and frees ``freed_before`` bytes
+    of a block from before the profile. ``base``: bytes the allocator held before the profile."""
+    t = Trace()
+    held, addr, seq = base, 100, 0
+    for k, nbytes in enumerate(kept):
+        t0 = k * 1000
+        t.annotation(f"ProfilerStep#{k}", t0, 1000)
+        ops = ([("aten::relu", nbytes, None)] if nbytes else []) + [("aten::linear", b, 0) for b in graph]
+        ops += [("aten::add", plain, 1)] if plain else []
+        for i, (name, size, numbered) in enumerate(ops):
+            t.op(name, t0 + 100 + 50 * i, 40)
+            if numbered is not None:  # grad mode on: numbered; 0: it made a node (the number moves on), 1: none
+                t.events[-1]["args"]["Sequence number"] = seq
+                seq += 1 if numbered == 0 else 0
+            held += size
+            t.memory(t0 + 120 + 50 * i, size, total_allocated=held, total_reserved=64 << 20, addr=addr)
+            addr += 1
+        if freed_before:
+            t.op("aten::zero_", t0 + 800, 40)
+            held -= freed_before
+            t.memory(t0 + 820, -freed_before, total_allocated=held, total_reserved=64 << 20, addr=10**6 + k)
+    t.op("aten::mul", len(kept) * 1000 + 10, 10)  # the thread's next number: the last step's ops made nodes
+    t.events[-1]["args"]["Sequence number"] = seq
+    if backward:
+        t.op("autograd::engine::evaluate_function: ReluBackward0", len(kept) * 1000 + 50, 10)
+        t.events[-1]["args"]["Sequence number"] = 0
+    return t
+
+
+@pytest.mark.parametrize("steps,fires", [(3, False), (4, True)])
+def test_memory_growth_needs_four_steps(tmp_path, steps, fires):
+    p = _growth_trace([8192] * steps).load(tmp_path)
+    assert len(p.memory_growth()) == steps
+    assert (severity(p, "memory_growth") is not None) == fires
+
+
+@pytest.mark.parametrize("nbytes,fires", [(4095, False), (4096, True)])
+def test_memory_growth_needs_four_kib_a_step(tmp_path, nbytes, fires):
+    p = _growth_trace([nbytes] * 5).load(tmp_path)
+    assert (p.memory_growth()["added_never_freed_bytes"] == nbytes).all()
+    assert (severity(p, "memory_growth") is not None) == fires
+
+
+@pytest.mark.parametrize("growing,fires", [(5, False), (6, True)])
+def test_memory_growth_needs_three_quarters_of_the_steps_after_the_first(tmp_path, growing, fires):
+    """Nine steps: the first keeps nothing (no matter), then 5 or 6 of the other 8 keep 8 KiB
+    (62.5 % / 75 %)."""
+    kept = [0] + [8192] * growing + [0] * (8 - growing)
+    p = _growth_trace(kept).load(tmp_path)
+    assert (severity(p, "memory_growth") is not None) == fires
+    if fires:
+        [(_, ev)] = found(p, "memory_growth")
+        assert ev["growing_steps"] == 6 and ev["steps"] == 9
+
+
+@pytest.mark.parametrize("freed,fires", [(4097, False), (4096, True)])
+def test_memory_growth_needs_the_allocator_to_grow_by_half_of_what_the_steps_keep(tmp_path, freed, fires):
+    """Each step keeps 8 KiB but frees ``freed`` bytes of an older block: the allocator grows by
+    8,192 − freed a step, against half of the 8,192 kept (frees the profiler missed, between
+    --schedule's active steps, look like this)."""
+    p = _growth_trace([8192] * 5, freed_before=freed).load(tmp_path)
+    held = p.memory_growth()["held_bytes"].to_numpy()
+    assert held[-1] - held[0] == 4 * (8192 - freed)
+    assert (severity(p, "memory_growth") is not None) == fires
+
+
+@pytest.mark.parametrize("base,expected", [(3 * 4 * 8192, "medium"), (3 * 4 * 8192 + 4, "low")])
+def test_memory_growth_is_medium_from_a_quarter_of_what_the_allocator_held(tmp_path, base, expected):
+    """Four steps keep 32 KiB in all; the allocator held ``base`` before them: 25 % of the most it
+    held is medium, a hair less low."""
+    p = _growth_trace([8192] * 4, base=base).load(tmp_path)
+    assert severity(p, "memory_growth") == expected
+    [(_, ev)] = found(p, "memory_growth")
+    assert ev["kept_bytes"] == 4 * 8192 and ev["op"] == "aten::relu" and ev["bytes_per_step"] == 8192
+
+
+@pytest.mark.parametrize("plain,cause", [(1001, None), (1000, "no_grad")])
+def test_memory_growth_names_the_graph_from_nine_tenths_of_the_bytes(tmp_path, plain, cause):
+    """Each step keeps two results of ops that made autograd nodes (4,500 B each) and ``plain``
+    bytes of one that did not: 9,000 of 10,000 is 90 %, 9,000 of 10,001 less."""
+    p = _growth_trace([0] * 5, graph=(4500, 4500), plain=plain).load(tmp_path)
+    [(_, ev)] = found(p, "memory_growth")
+    assert ev["cause"] == cause and ev["graph_ops_per_step"] == 2
+    assert ev["graph_share"] == pytest.approx(9000 / (9000 + plain))
+
+
+@pytest.mark.parametrize("graph,cause", [((9000,), None), ((4500, 4500), "no_grad")])
+def test_memory_growth_names_the_graph_from_two_ops_a_step(tmp_path, graph, cause):
+    """One kept result a step is the result; two are a graph that kept what it saved."""
+    p = _growth_trace([0] * 5, graph=graph).load(tmp_path)
+    [(_, ev)] = found(p, "memory_growth")
+    assert ev["cause"] == cause and ev["graph_share"] == 1.0 and ev["graph_ops_per_step"] == len(graph)
+
+
+@pytest.mark.parametrize("backward,cause,words", [
+    (False, "no_grad", "an evaluation loop without torch.no_grad()"),
+    (True, "kept_graph", "a tensor that requires grad is kept across steps"),
+])
+def test_memory_growth_cause_depends_on_whether_a_backward_ran(tmp_path, backward, cause, words):
+    p = _growth_trace([0] * 5, graph=(4500, 4500), backward=backward).load(tmp_path)
+    [(_, ev)] = found(p, "memory_growth")
+    assert ev["cause"] == cause and ev["backward_ran"] == backward
+    [message] = p.findings[p.findings["kind"] == "memory_growth"]["message"]
+    assert words in message
 
 
 # ------------------------------------------------------------------------------------- straggler

@@ -228,8 +228,10 @@ def test_view_says_what_it_cannot_read(tmp_path):
     script(tmp_path, PY)
     (tmp_path / "notes.txt").write_text("not a profile\n")
     (tmp_path / "cut.prof").write_bytes(b"\xfb)\x03")
-    for path, message in (("job.py", "neither a .prof file (cProfile's stats), a chrome trace (.json, .json.gz) "
-                                     "nor a folder of traces"),
+    (tmp_path / "dump.pickle").write_bytes(b"not a pickle")
+    for path, message in (("job.py", "neither a .prof file (cProfile's stats), a chrome trace (.json, .json.gz), "
+                                     "a folder of traces nor a memory snapshot (.pickle)"),
+                          ("dump.pickle", "dump.pickle: not a memory snapshot (a pickle"),
                           ("notes.txt", "neither a .prof file"), ("missing.prof", "missing.prof: no such file or folder"),
                           ("cut.prof", "cut.prof: not a complete .prof file"),
                           (".", "no trace files (.json or .json.gz) in this folder")):

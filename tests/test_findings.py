@@ -580,9 +580,10 @@ def test_every_kind_module_is_registered_once_and_names_its_kind():
     registered = [m.__name__.rpartition(".")[2] for m in F.TORCH_CHECKS + F.PYTHON_CHECKS]
     assert sorted(registered) == sorted(modules) and len(set(registered)) == len(registered)
     assert F.KINDS == F.TORCH_KINDS + F.PYTHON_KINDS == tuple(registered)
-    assert F.TORCH_KINDS == ("compile_time", "recompile", "graph_break", "top_op", "sync", "sync_line", "device_line",
-                             "copy", "gpu_idle", "launch_bound", "small_grid", "tensor_cores", "dataloader",
-                             "comm_exposed", "collective_wait", "launch_delay", "memory_peak", "straggler")
+    assert F.TORCH_KINDS == ("clock_skew", "compile_time", "recompile", "graph_break", "top_op", "sync", "sync_line",
+                             "device_line", "copy", "gpu_idle", "launch_bound", "small_grid", "tensor_cores", "dataloader",
+                             "comm_exposed", "collective_wait", "launch_delay", "memory_growth", "memory_peak",
+                             "straggler")
     assert F.PYTHON_KINDS == ("top_function", "hot_function", "hot_line")
     seen = set()
     for name in TRACES:

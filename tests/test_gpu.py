@@ -96,3 +96,19 @@ def test_item_in_the_loop_is_a_sync_finding(shell):
     scalar_reads = sum(a.count for a in p.profiler.key_averages() if a.key == "aten::_local_scalar_dense")
     assert ev["scalar_reads"] == scalar_reads == 20
     assert 19 <= ev["calls"] <= 20  # the last read launches nothing after it
+
+
+def test_each_cuda_profile_of_the_process_is_numbered(shell):
+    """Two CUDA cells in a row: the second is the next CUDA profile nbprof read in this process
+    (torch's device times are right in a process's first only: the clock_skew finding)."""
+    from nbprof.collect import torch_live
+
+    numbers = []
+    for name in ("gpu_n1", "gpu_n2"):
+        result, _ = run(shell, f"%%torchprof -q -o {name} --cuda\nimport torch\n"
+                               "x = torch.randn(512, 512, device='cuda')\n(x @ x).sum().item()\n")
+        assert result.error_in_exec is None, result.error_in_exec
+        p = shell.user_ns[name]
+        assert torch_live.traced_cuda(p.profiler.profiler)
+        numbers.append(p.meta.cuda_profile)
+    assert numbers[0] >= 1 and numbers[1] == numbers[0] + 1 == torch_live.cuda_profiles_read()

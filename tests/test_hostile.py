@@ -388,3 +388,71 @@ def test_compile_tab_names_run_nothing(watch, tmp_path):
     cells = " ".join(page.locator(".nbprof-tabs table.dataTable td").all_inner_texts())
     assert payload in cells
     page.close()
+
+
+# ---------------------------------------------------------------------- CUDA memory snapshots
+
+
+def _hostile_snapshot(values: dict[str, str]) -> dict:
+    """tests/snapshots.hand_snapshot with the file's strings hostile: every frame's filename and
+    name (torch's frames, the frees'), the innermost frame of each allocation (its line in the
+    chart's layers and legends: ``values["line3"]``, ...: short enough to be drawn whole), the
+    segments' pool type, the allocator's settings (shown in the report's source line)."""
+    from .snapshots import hand_snapshot
+
+    snap = hand_snapshot()
+    hostile = {"filename": values["frame_file"], "line": 3, "name": values["frame_name"]}
+    entries = snap["device_traces"][0]
+    allocations = {id(entries[i]["frames"]): entries[i]["frames"] for i in (1, 2, 5)}  # lines 3, 4, 5
+    stacks = [e["frames"] for e in entries if "frames" in e] + [b["frames"] for s in snap["segments"]
+                                                                 for b in s["blocks"]]
+    for frames in stacks:
+        for i, f in enumerate(frames):
+            frames[i] = dict(hostile, line=f["line"])
+    for frames in allocations.values():  # each allocation's innermost frame: its own file (no user code here)
+        frames[0] = {"filename": values[f"line{frames[-1]['line']}"], "line": frames[-1]["line"], "name": "fn"}
+    for seg in snap["segments"]:
+        seg["segment_type"] = values["segment_type"]
+    snap["allocator_settings"]["PYTORCH_CUDA_ALLOC_CONF"] = values["alloc_conf"]
+    return snap
+
+
+# the frames' texts, each its own payload; the lines' files short and without a "/" that a short
+# path would cut at (a line's label is drawn whole: its markup would be markup there)
+SNAPSHOT_VALUES = {"frame_file": f"frame_file{PAYLOADS[0]}", "frame_name": f"frame_name{PAYLOADS[3]}",
+                   "line3": PAYLOADS[1], "line4": PAYLOADS[8], "line5": PAYLOADS[13],
+                   "segment_type": f"segment_type{PAYLOADS[6]}", "alloc_conf": f"conf{PAYLOADS[9]}"}
+
+
+@in_browser
+def test_snapshot_frames_and_settings_run_nothing_and_read_as_written(watch, tmp_path):
+    """A memory snapshot's strings (its frames' files and functions, the lines the chart stacks,
+    pool types, allocator settings) in its notebook report and figure, its standalone page
+    (``nbprof view``) and the Memory snapshot tab of a torch report: nothing runs, the names read
+    as written."""
+    from nbprof.cli import main
+    from nbprof.collect.snapshot import parse_snapshot
+
+    from .hostile import outputs_page
+    from .snapshots import write
+
+    values = SNAPSHOT_VALUES
+    path = write(_hostile_snapshot(values), tmp_path / "hostile.pickle")
+    snap = nbprof.load_snapshot(path)
+    torch_p = nbprof.load_trace(write_trace(tmp_path / "t.json", hostile_trace(_names())))
+    torch_p.meta.snapshot = parse_snapshot(_hostile_snapshot(values), "--snapshot")
+    assert main(["view", path, "--html", str(tmp_path / "page.html"), "-q"]) == 0
+    pages = [outputs_page(tmp_path / "outputs.html", [snap._repr_mimebundle_(), snap.memory_curve()._repr_mimebundle_()]),
+             tmp_path / "page.html", _page(tmp_path, torch_p._repr_mimebundle_()["text/html"], "torch.html")]
+    for path in pages:
+        page = watch.open(path, 1500)
+        _open_all_tabs(page)
+        Watch.hover_everything(page)
+        assert Watch.ran(page) == [], path.name
+        texts = Watch.texts(page)
+        fields = ["frame_file", "frame_name", "line3", "line4", "line5"] + ([] if path.name == "torch.html" else ["alloc_conf"])
+        assert [f for f in fields if not shown(texts, values[f])] == [], path.name
+        if path.name == "outputs.html":  # plotly's own legend: the lines as text, not plotly's markup
+            legend = [visible(t) for t in page.locator(".plot-container .legendtext").all_text_contents()]
+            assert [f for f in ("line3", "line4", "line5") if not shown(legend, values[f])] == []
+        page.close()

@@ -85,6 +85,25 @@ def test_torchprof_around_fit_counts_every_action_as_lightnings_simple_profiler(
     assert pass_through_is_lightnings(package)
 
 
+def test_lightnings_training_batches_are_the_steps_of_memory_growth(shell):
+    """Lightning's own count (SimpleProfiler: 6 training batches) is the number of steps, each
+    ``run_training_batch`` range one step, numbered from 0 in time order."""
+    package = PACKAGES[0]
+    expected = simple_counts(package)["run_training_batch"]
+    shell.user_ns.update(fit=fit, package=package)
+    result, _ = run(shell, "%%torchprof --memory -q -o lm\ntrainer = fit(package)")
+    assert result.success, result.error_in_exec
+    p = shell.user_ns["lm"]
+    growth = p.memory_growth()
+    assert growth.attrs["steps"] == "Lightning's training batches"
+    assert growth["step"].tolist() == list(range(expected)) and set(growth["device"]) == {"cpu"}
+    ev = p.events
+    batches = ev[(ev["name"] == "run_training_batch") & (ev["kind"] == "annotation")].sort_values("start_us")
+    assert growth["start_us"].tolist() == batches["start_us"].tolist()
+    assert growth["end_us"].tolist() == pytest.approx((batches["start_us"] + batches["dur_us"]).tolist())
+    assert (growth["allocated_bytes"] > 0).all()
+
+
 def test_the_trainer_made_before_the_cell_is_marked_too_and_restored_after_an_error(shell):
     package = PACKAGES[0]
     pl = lightning(package)

@@ -82,7 +82,8 @@ def test_line_numbers_and_sources_are_the_cells(profiled, shell):
     top = mine[mine["file"] != f_file]
     assert set(top["function"]) == {"<module>"} and set(top["function_line"]) == {1}
     assert list(lines.columns) == ["cell", "file", "line", "function", "function_line", "source", "ops", "self_cpu_us",
-                                   "cpu_total_us", "self_device_us", "device_total_us", "alloc_bytes"]
+                                   "cpu_total_us", "self_device_us", "device_total_us", "alloc_bytes",
+                                   "alive_at_end_bytes"]
 
 
 def test_self_columns_sum_to_the_profiles_totals(profiled):

@@ -139,9 +139,12 @@ def test_sync_row_word_for_word(loop_profile):
 def test_the_loops_findings_are_these_in_this_order(loop_profile):
     f = loop_profile.findings
     assert list(f.columns) == ["kind", "severity", "message", "evidence"]
-    # all medium: by score, larger first: top_op 0.746, gpu_idle 0.597, copy 0.254, sync 0.100
-    assert f["kind"].tolist() == ["top_op", "gpu_idle", "copy", "sync"]
-    assert f["severity"].tolist() == ["medium"] * 4
+    # the second HtoD copy runs at 432 µs, its launch call at 1002 µs (the hand-made loop places it
+    # so): no GPU can, and clock_skew says so first ("high"); the rest medium, by score, larger
+    # first: top_op 0.746, gpu_idle 0.597, copy 0.254, sync 0.100
+    assert f["kind"].tolist() == ["clock_skew", "top_op", "gpu_idle", "copy", "sync"]
+    assert f["severity"].tolist() == ["high"] + ["medium"] * 4
+    assert f["evidence"].iloc[0] == {"early": 1, "early_max_us": 570.0, "cuda_profile": None}
 
 
 # ------------------------------------------------------- two ranks in DDP (tests/synthetic.py)
@@ -1464,15 +1467,19 @@ def test_kinds_markdown_rows():
     lines = text.splitlines()
     assert lines[0] == "| kind | profile | when it fires | thresholds |" and lines[1] == "|---|---|---|---|"
     assert len(lines) == 2 + len(findings.KINDS) and text.endswith("\n")
-    assert lines[2].startswith("| `compile_time` | torch | torch.compile compiled during the profile for at least "
+    assert lines[2].startswith("| `clock_skew` | torch | The device's clock contradicts the host's, so the profile's "
+                               "device times cannot be right: at least `IMPOSSIBLE_MIN_RECORDS` device records ")
+    assert lines[2].endswith(" | `IMPOSSIBLE_MIN_RECORDS` = 1, `EARLY_MIN_US` = 100, `IDLE_MIN_US` = 50, "
+                             "`SHIFT_MIN_US` = 1000, `SHIFT_MIN_LAUNCHES` = 3, `CONSTANT_SPREAD_SHARE` = 0.1 |")
+    assert lines[3].startswith("| `compile_time` | torch | torch.compile compiled during the profile for at least "
                                "`COMPILE_MIN_SHARE` of the span or `COMPILE_MIN_US`: ")
-    assert lines[2].endswith(" | `COMPILE_MIN_SHARE` = 0.1, `COMPILE_MIN_US` = 1e+06, `COMPILE_HIGH_SHARE` = 0.5 |")
+    assert lines[3].endswith(" | `COMPILE_MIN_SHARE` = 0.1, `COMPILE_MIN_US` = 1e+06, `COMPILE_HIGH_SHARE` = 0.5 |")
     assert lines[-2].startswith("| `hot_function` | cProfile | Functions called at least `HOT_MIN_CALLS` times, ")
     assert lines[-2].endswith(" | `HOT_MIN_CALLS` = 10000, `HOT_MAX_PER_CALL_S` = 0.0001, `HOT_MIN_SHARE` = 0.1, "
                               "`HOT_HIGH_SHARE` = 0.3, `HOT_MAX_REPORTED` = 3 |")
     assert lines[-1].startswith("| `hot_line` | cProfile | With `--lines`: the line of the user's code with the most ")
     assert lines[-1].endswith(" | `HOT_LINE_MEDIUM_SHARE` = 0.3 |")
-    assert findings.KINDS[:3] == ("compile_time", "recompile", "graph_break")
+    assert findings.KINDS[:4] == ("clock_skew", "compile_time", "recompile", "graph_break")
     assert findings.PYTHON_KINDS == ("top_function", "hot_function", "hot_line")
 
 

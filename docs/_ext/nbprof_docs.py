@@ -139,6 +139,7 @@ def _tables() -> list[tuple[str, Callable[[], Any]]]:
     prof.runcall(work)
     prof.create_stats()
     py = PythonProfile(dict(prof.stats))  # type: ignore[attr-defined]
+    snap = _snapshot()
     first = torch_p.allocations()
     t_us = float(first["alloc_us"].iloc[len(first) // 2]) if len(first) else 0.0
     device = str(first["device"].iloc[len(first) // 2]) if len(first) else "cpu"
@@ -152,6 +153,9 @@ def _tables() -> list[tuple[str, Callable[[], Any]]]:
         ("prof.range_ops(label)", torch_p.range_ops),
         ("prof.allocations()", torch_p.allocations),
         ("prof.alive_at(t_us, device)", lambda: torch_p.alive_at(t_us, device)),
+        ("prof.alive_at_end()", torch_p.alive_at_end),
+        ('prof.alive_at_end(by="op")', lambda: torch_p.alive_at_end(by="op")),
+        ("prof.memory_growth()", torch_p.memory_growth),
         ("prof.steps()", torch_p.steps),
         ("prof.overview()", torch_p.overview),
         ("prof.step_breakdown()", torch_p.step_breakdown),
@@ -174,6 +178,10 @@ def _tables() -> list[tuple[str, Callable[[], Any]]]:
         ('nbprof.compare(a, b).table', lambda: compare(torch_p, torch_p).table),
         ('nbprof.compare(a, b, by="kernel").table', lambda: compare(torch_p, torch_p, by="kernel").table),
         ('nbprof.compare(a, b, by="range").table', lambda: compare(torch_p, torch_p, by="range").table),
+        ("snap.segments()", snap.segments),
+        ('snap.blocks(at="end")', snap.blocks),
+        ('snap.blocks(at="peak")', lambda: snap.blocks("peak")),
+        ("snap.active_memory()", snap.active_memory),
         ("cp.stats", lambda: py.stats),
         ("cp.edges", lambda: py.edges),
         ("cp.callers(fn)", lambda: py.callers("work")),
@@ -183,6 +191,21 @@ def _tables() -> list[tuple[str, Callable[[], Any]]]:
         ("cp.action_stats()", py.action_stats),
         ("cp.findings", lambda: py.findings),
     ]
+
+
+def _snapshot() -> Any:
+    """A CUDA memory snapshot built by hand (tests/snapshots.py: torch's TypedDicts, its numbers
+    counted in its docstring), read as a file ``_dump_snapshot`` wrote."""
+    import importlib.util
+    import tempfile
+
+    import nbprof
+
+    spec = importlib.util.spec_from_file_location("snapshots", ROOT / "tests" / "snapshots.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with tempfile.TemporaryDirectory() as folder:
+        return nbprof.load_snapshot(module.write(module.hand_snapshot(), Path(folder) / "hand.pickle"))
 
 
 def tables_columns() -> str:

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["lines_of", "event_line_rows", "is_python_lines", "line_metric", "metric_columns", "top_lines",
+__all__ = ["lines_of", "event_line_rows", "climbed_line_rows", "is_python_lines", "line_metric", "metric_columns", "top_lines",
            "line_where", "line_quote"]
 
 # (column, header, unit): the numbers of a line, in the order they are shown
@@ -26,7 +26,8 @@ PYTHON_METRICS = (("hits", "Hits", "count"), ("self_time_us", "Own time", "time_
                   ("per_hit_us", "Per hit", "time_us"))
 TORCH_METRICS = (("ops", "Ops", "count"), ("self_cpu_us", "Self CPU", "time_us"),
                  ("cpu_total_us", "CPU total", "time_us"), ("self_device_us", "Self device", "time_us"),
-                 ("device_total_us", "Device total", "time_us"), ("alloc_bytes", "Allocated", "bytes"))
+                 ("device_total_us", "Device total", "time_us"), ("alloc_bytes", "Allocated", "bytes"),
+                 ("alive_at_end_bytes", "Left alive", "bytes"))
 
 
 def lines_of(profile: Any) -> pd.DataFrame:
@@ -56,7 +57,13 @@ def event_line_rows(profile: Any) -> np.ndarray | None:
         own = np.asarray(get(), dtype=np.int64)
     except NbprofError:  # recorded without --lines
         return None
-    parent = profile.events["parent"].to_numpy().astype(np.int64)
+    return climbed_line_rows(own, profile.events["parent"].to_numpy())
+
+
+def climbed_line_rows(own: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """``own`` (each event's line position, -1 for none) with each -1 replaced by its nearest
+    ancestor's position (``parent``: the events' parent rows): :func:`event_line_rows`'s rule."""
+    parent = parent.astype(np.int64)
     out, up = own.copy(), parent.copy()
     while True:  # one step up the tree per round, for every event still without a line
         need = np.flatnonzero((out < 0) & (up >= 0))
@@ -90,7 +97,8 @@ def metric_columns(lines: pd.DataFrame) -> list[tuple[str, str, str]]:
     for key, header, unit in TORCH_METRICS:
         if key not in lines.columns:
             continue
-        if key in ("self_device_us", "device_total_us", "alloc_bytes") and not (lines[key].to_numpy() > 0).any():
+        if key in ("self_device_us", "device_total_us", "alloc_bytes", "alive_at_end_bytes") \
+                and not (lines[key].to_numpy() > 0).any():
             continue
         out.append((key, header, unit))
     return out

@@ -32,6 +32,7 @@ import pandas as pd
 
 from ..events import DEVICE_WORK_CODES, KIND_CODE, TREE_CODES, kind_mask
 from .key_averages import averaged_rows
+from .loops import loop_iterations
 
 __all__ = ["finish_line_data", "line_table", "line_join", "LINE_COLUMNS", "LINE_KEYS", "OUTSIDE",
            "line_data_from_frames", "merge_lines"]
@@ -39,7 +40,7 @@ __all__ = ["finish_line_data", "line_table", "line_join", "LINE_COLUMNS", "LINE_
 OUTSIDE = "(outside your code)"
 
 LINE_COLUMNS = ("cell", "file", "line", "function", "function_line", "source", "ops", "self_cpu_us",
-                "cpu_total_us", "self_device_us", "device_total_us", "alloc_bytes")
+                "cpu_total_us", "self_device_us", "device_total_us", "alloc_bytes", "alive_at_end_bytes")
 
 # what names a line (a row of ``line_table``); the rest of LINE_COLUMNS add up across profiles
 LINE_KEYS = ("cell", "file", "line", "function", "function_line", "source")
@@ -127,6 +128,7 @@ def finish_line_data(raw: dict[str, Any]) -> dict[str, Any]:
         "ops": {"external_id": [int(v) for v in raw["ops"]["external_id"]], "stack": op_stack.tolist()},
         "allocs": {"stack": used.tolist(), "bytes": [int(b) for b in alloc_bytes[used]]},
         "notes": _notes(raw),
+        "loops": loop_iterations(raw),  # each loop's iterations: the steps of a loop (analysis.growth)
     }
 
 
@@ -234,13 +236,17 @@ def line_table(events: pd.DataFrame, line_data: dict[str, Any] | None, sources: 
 
 
 def line_join(events: pd.DataFrame, line_data: dict[str, Any] | None, sources: dict[str, str] | None = None,
-              cells: dict[str, str] | None = None) -> tuple[pd.DataFrame, np.ndarray]:
+              cells: dict[str, str] | None = None,
+              alive: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[pd.DataFrame, np.ndarray]:
     """``line_table`` and, for each row of ``events``, the position in it of the user line whose
     self columns hold that row (its innermost user line; a runtime call or other row without an
     External id of its own takes its parent's), or -1: what ran outside the user's code (the
     ``OUTSIDE`` row), device work (it is on its launching operator's line through the operator's
     self device time, not by its own row) and rows no line holds. What the ``sync_line`` finding
-    reads to put each blocking runtime call on its line."""
+    reads to put each blocking runtime call on its line. ``alive``: (the memory event rows, bytes) of
+    the blocks still allocated at the profile's end (``analysis.memory.alive_at_end``), summed per
+    line as ``alive_at_end_bytes`` (on the line that ran the operator that allocated each, the
+    ``hot_lines.event_line_rows`` rule; the outside row has the rest)."""
     if not line_data:
         return _empty(), np.full(len(events), -1, dtype=np.int64)
     frames = line_data["frames"]
@@ -347,7 +353,16 @@ def line_join(events: pd.DataFrame, line_data: dict[str, Any] | None, sources: d
     position[n_frames] = -1
     rows = position[innermost[row_stack]] if n_stacks else np.full(len(events), -1, dtype=np.int64)
     rows[work] = -1
-    return table.reset_index(drop=True), rows
+    table = table.reset_index(drop=True)
+    left: Any = np.zeros(len(table))
+    if alive is not None and len(alive[0]):
+        from .hot_lines import climbed_line_rows
+
+        at = climbed_line_rows(rows, parent)[alive[0]]
+        left = np.bincount(np.where(at >= 0, at, len(table) - 1), weights=alive[1].astype(np.float64),
+                           minlength=len(table))
+    table["alive_at_end_bytes"] = left.round().astype(np.int64)
+    return table, rows
 
 
 def _sources(table: pd.DataFrame, sources: dict[str, str]) -> list[str]:
@@ -390,7 +405,7 @@ def merge_lines(tables: list[pd.DataFrame]) -> pd.DataFrame:
     both = pd.concat([t[list(LINE_COLUMNS)] for t in parts], ignore_index=True)
     # None / NA keys (a file's cell, the outside row's file and line) are keys too
     table = both.groupby(keys, dropna=False, sort=False)[values].sum().reset_index()
-    for c in ("ops", "alloc_bytes"):
+    for c in ("ops", "alloc_bytes", "alive_at_end_bytes"):
         table[c] = table[c].astype(np.int64)
     for c in ("line", "function_line"):
         table[c] = table[c].astype("Int64")
@@ -407,6 +422,7 @@ def _empty() -> pd.DataFrame:
         "ops": pd.Series([], dtype=np.int64), "self_cpu_us": pd.Series([], dtype=np.float64),
         "cpu_total_us": pd.Series([], dtype=np.float64), "self_device_us": pd.Series([], dtype=np.float64),
         "device_total_us": pd.Series([], dtype=np.float64), "alloc_bytes": pd.Series([], dtype=np.int64),
+        "alive_at_end_bytes": pd.Series([], dtype=np.int64),
     })
 
 

@@ -7,7 +7,8 @@ the op behind it is the CPU event that was open when that allocation happened.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -16,6 +17,7 @@ from ..events import KIND_CODE, category_codes, values_at
 from ._tables import LABEL, TEXT, empty_table
 
 __all__ = ["memory_curve", "MemoryPeak", "memory_peaks", "downsample_max", "allocations", "alive_at",
+           "alive_at_end", "group_alive", "outermost_op_rows", "ALIVE_BY", "ALIVE_LINE_COLUMNS",
            "ALLOCATION_COLUMNS", "HeldAtPeak", "held_at_peaks", "MemorySummary", "summarize_memory", "drawn_curve"]
 
 ALLOCATION_DTYPES = {"rank": LABEL, "device": TEXT, "addr": np.int64, "bytes": np.int64, "alloc_us": np.float64,
@@ -140,7 +142,7 @@ def drawn_curve(curve: pd.DataFrame, buckets: int) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True) if parts else curve.iloc[0:0].reset_index(drop=True)
 
 
-def allocations(events: pd.DataFrame) -> pd.DataFrame:
+def allocations(events: pd.DataFrame, with_rows: bool = False) -> pd.DataFrame:
     """Each block the allocator handed out, paired with its free by address (what the TensorBoard
     plugin's memory events table showed): ``device, addr, bytes, alloc_us, free_us, lifetime_us,
     op, top_op`` (and ``rank`` for merged ranks), in allocation order.
@@ -150,13 +152,14 @@ def allocations(events: pd.DataFrame) -> pd.DataFrame:
     for a block still held when the profile ended; a free with no allocation before it is a block
     allocated before the profile started (``alloc_us`` NaN, ``op`` ""). ``op`` is the operator
     the allocation happened in (often ``aten::empty``), ``top_op`` the outermost operator around
-    it (``aten::conv2d``)."""
+    it (``aten::conv2d``). ``with_rows=True`` adds ``row``: the position in ``events`` of the memory event
+    of the allocation (of the free, for a block from before the profile)."""
     kind = events["kind"].cat.codes.to_numpy()
     rows = np.flatnonzero((kind == KIND_CODE["memory"]) & (events["addr"].to_numpy() != 0))
     has_rank = "rank" in events.columns
     columns = (["rank"] if has_rank else []) + list(ALLOCATION_COLUMNS)
     if len(rows) == 0:
-        return empty_table(ALLOCATION_DTYPES, columns)
+        return empty_table({**ALLOCATION_DTYPES, "row": np.int64}, columns + (["row"] if with_rows else []))
     # devices by their category codes (not 160 k strings factorized), one key with the rank's
     dev_code, device_labels = category_codes(events["device"], rows)
     rank_code = pd.factorize(events["rank"].to_numpy()[rows])[0] if has_rank else np.zeros(len(rows), np.int64)
@@ -176,21 +179,25 @@ def allocations(events: pd.DataFrame) -> pd.DataFrame:
     freed_next[:-1] = same[:-1] & is_free[1:]
     alloc_pos = np.flatnonzero(is_alloc)
     nxt = np.minimum(alloc_pos + 1, len(rows) - 1)
-    free_us = np.where(freed_next[alloc_pos], t[order][nxt], np.nan)
+    t_sorted = t[order]
+    free_us = np.where(freed_next[alloc_pos], t_sorted[nxt], np.nan)
     # frees that no allocation in the profile precedes: blocks from before the profile
     paired_free = np.zeros(len(rows), dtype=bool)
     paired_free[alloc_pos[freed_next[alloc_pos]] + 1] = True
     early = np.flatnonzero(is_free & ~paired_free)
     src = np.concatenate([order[alloc_pos], order[early]])
-    alloc_t = np.concatenate([t[order][alloc_pos], np.full(len(early), np.nan)])
-    free_t = np.concatenate([free_us, t[order][early]])
+    alloc_t = np.concatenate([t_sorted[alloc_pos], np.full(len(early), np.nan)])
+    free_t = np.concatenate([free_us, t_sorted[early]])
     size = np.concatenate([b[alloc_pos], -b[early]])
+    # allocation order, blocks from before the profile first (file order among equals): the arrays
+    # sorted before the table is made (sorting the table moved its text columns too: 0.1 s at 1 M)
+    final = np.lexsort((rows[src], np.where(np.isnan(alloc_t), -np.inf, alloc_t)))
+    src, alloc_t, free_t, size = src[final], alloc_t[final], free_t[final], size[final]
     ev_rows = rows[src]
     parent = events["parent"].to_numpy()
     p = parent[ev_rows]
-    op = np.where((p >= 0) & ~np.isnan(alloc_t), values_at(events["name"], np.maximum(p, 0)), "")
+    during = ~np.isnan(alloc_t)
     top = _outermost_op(events, kind, parent, p)
-    top_op = np.where((top >= 0) & ~np.isnan(alloc_t), values_at(events["name"], np.maximum(top, 0)), "")
     out = pd.DataFrame({
         "device": device_labels[dev_code[src]],
         "addr": addr[src],
@@ -198,15 +205,78 @@ def allocations(events: pd.DataFrame) -> pd.DataFrame:
         "alloc_us": alloc_t,
         "free_us": free_t,
         "lifetime_us": free_t - alloc_t,
-        "op": op,
-        "top_op": top_op,
+        "op": _names_at(events["name"], np.where((p >= 0) & during, p, -1)),
+        "top_op": _names_at(events["name"], np.where((top >= 0) & during, top, -1)),
     })
     if has_rank:
         # a label, as every per-rank table's (and this table's without rows): object, not int64
         out.insert(0, "rank", pd.Series(events["rank"].to_numpy()[ev_rows], dtype=object))
-    # allocation order; blocks from before the profile first
-    out = out.assign(_t=np.where(np.isnan(alloc_t), -np.inf, alloc_t), _r=ev_rows)
-    return out.sort_values(["_t", "_r"], kind="stable").drop(columns=["_t", "_r"]).reset_index(drop=True)
+    if with_rows:
+        out["row"] = ev_rows
+    return out
+
+
+def _names_at(names: pd.Series, rows: np.ndarray) -> np.ndarray:
+    """The categorical ``names`` at ``rows`` as ``str`` objects, "" where a row is -1: one string
+    per category, looked up by code (``np.where`` over 1 M strings cost 45 ms)."""
+    lookup = np.append(np.asarray(names.cat.categories.astype(str), dtype=object), "")
+    codes = names.cat.codes.to_numpy()[np.maximum(rows, 0)].astype(np.int64)
+    codes[(rows < 0) | (codes < 0)] = len(lookup) - 1
+    return lookup[codes]
+
+
+ALIVE_LINE_COLUMNS = ("cell", "file", "line", "source")
+ALIVE_BY = ("line", "op")
+
+
+def alive_at_end(allocs: pd.DataFrame, line_of_row: np.ndarray | None = None,
+                 lines: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The blocks allocated during the profile and not freed by its end, biggest first (allocation
+    order among equals): :func:`allocations`' rows (``with_rows=True``, so the ``row`` column is
+    kept) with an allocation and no free. With ``line_of_row`` (each event's position in
+    ``lines``, -1 for none: ``hot_lines.climbed_line_rows``) and ``lines`` (``p.lines()``), also
+    ``cell, file, line, source``: the user's line that ran the operator that allocated the block
+    (None, NA, "" for a block no line of the user's code allocated)."""
+    alive = allocs[allocs["alloc_us"].notna().to_numpy() & allocs["free_us"].isna().to_numpy()]
+    alive = alive.sort_values("bytes", ascending=False, kind="stable").reset_index(drop=True)
+    if line_of_row is None or lines is None:
+        return alive
+    pos = line_of_row[alive["row"].to_numpy()] if len(alive) else np.zeros(0, dtype=np.int64)
+    has = pos >= 0
+    at = np.maximum(pos, 0)
+    for c in ALIVE_LINE_COLUMNS:
+        values: Any = lines[c].to_numpy(dtype=object)[at] if len(lines) else np.full(len(pos), None, dtype=object)
+        if c == "line":
+            alive[c] = pd.Series(values, dtype="Int64").where(has, pd.NA)
+        else:
+            alive[c] = pd.Series(np.where(has, values, "" if c == "source" else None), dtype=object)
+    return alive
+
+
+def group_alive(alive: pd.DataFrame, by: str) -> pd.DataFrame:
+    """:func:`alive_at_end`'s blocks summed per line of the user's code (``by="line"``: ``device,
+    cell, file, line, source``) or per outermost operator (``by="op"``: ``device, top_op``), with
+    ``blocks`` and ``bytes``, biggest first; ``rank`` first for merged ranks."""
+    keys = (["rank"] if "rank" in alive.columns else []) + ["device"]
+    keys += list(ALIVE_LINE_COLUMNS) if by == "line" else ["top_op"]
+    out = (alive.groupby(keys, dropna=False, sort=False)["bytes"].agg(blocks="size", bytes="sum").reset_index())
+    out["blocks"] = out["blocks"].astype(np.int64)
+    out["bytes"] = out["bytes"].astype(np.int64)
+    if "rank" in out.columns:  # a label, as every per-rank table's (groupby makes ints of it)
+        out["rank"] = pd.Series(out["rank"].to_numpy(dtype=object), dtype=object)
+    if by == "line":
+        out["line"] = out["line"].astype("Int64")
+        for c in ("cell", "file"):
+            out[c] = out[c].astype(object).where(out[c].notna(), None)
+    return out.sort_values("bytes", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def outermost_op_rows(events: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
+    """For each event at ``rows`` (memory events), the row of the outermost operator around it
+    (``allocations()``' ``top_op``), -1 for none."""
+    parent = events["parent"].to_numpy()
+    p = parent[rows] if len(rows) else np.zeros(0, dtype=np.int64)
+    return _outermost_op(events, events["kind"].cat.codes.to_numpy(), parent, p)
 
 
 def _outermost_op(events: pd.DataFrame, kind: np.ndarray, parent: np.ndarray, start: np.ndarray) -> np.ndarray:
@@ -275,11 +345,22 @@ class MemorySummary:
     peaks: list[MemoryPeak]
     end_us: float
     held: list[HeldAtPeak]
+    alive: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """``alive_at_end()``: the blocks left allocated at the end (with their lines, where known)."""
+    growth: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """``memory_growth()``: memory per step (``analysis.growth``); empty without steps."""
+    steps_from: str | None = None
+    """What the steps are (``memory_growth().attrs["steps"]``)."""
 
 
-def summarize_memory(events: pd.DataFrame, curve: pd.DataFrame, allocs: pd.DataFrame, buckets: int) -> MemorySummary:
+def summarize_memory(events: pd.DataFrame, curve: pd.DataFrame, allocs: pd.DataFrame, buckets: int,
+                     alive: pd.DataFrame | None = None, growth: pd.DataFrame | None = None,
+                     steps_from: str | None = None) -> MemorySummary:
     """The :class:`MemorySummary` of a profile's events, its :func:`memory_curve` and its
-    :func:`allocations`; the chart ``buckets`` wide."""
+    :func:`allocations`; the chart ``buckets`` wide; ``alive``, ``growth``, ``steps_from``: its
+    :func:`alive_at_end`, ``analysis.growth.growth_table`` and what the steps are."""
     end_us = float((events["start_us"] + events["dur_us"]).max()) if len(events) else 0.0
     peaks = memory_peaks(curve)
-    return MemorySummary(drawn_curve(curve, buckets), peaks, end_us, held_at_peaks(allocs, peaks))
+    return MemorySummary(drawn_curve(curve, buckets), peaks, end_us, held_at_peaks(allocs, peaks),
+                         alive if alive is not None else pd.DataFrame(),
+                         growth if growth is not None else pd.DataFrame(), steps_from)

@@ -101,6 +101,7 @@ class ClusterProfile(TorchProfile):
     """A folder of ranks, summarized apart (see the module doc): the merged report's tables
     (``ranks()``, ``key_averages(group_by)``, ``kernels()``, ``steps()``, ``overview()``,
     ``ranges()``, ``range_ops()``, ``modules()``, ``lines()``, ``rank_memory()``, ``memory_curve()``,
+    ``alive_at_end()``, ``memory_growth()``,
     ``collectives()``, ``collective_calls()``, ``queue_length()``, ``device_stats``, ``findings``,
     ``summary``) from the ranks' summaries; ``timeline()`` / ``timeline_view()``: every rank's lanes
     on one clock, drawn from the views the workers computed, zooms read by the workers
@@ -292,6 +293,59 @@ class ClusterProfile(TorchProfile):
         for c in ("peak_allocated_bytes", "peak_reserved_bytes", "start_allocated_bytes"):
             out[c] = out[c].astype(np.int64)
         out["peak_time_us"] = out["peak_time_us"].astype(np.float64)
+        return out
+
+    def alive_at_end(self, by: str | None = None) -> pd.DataFrame:
+        """Each rank's blocks left allocated at its end (``TorchProfile.alive_at_end``'s columns, a
+        ``rank`` column first, times on the common clock), from the summaries; ``by="line"`` /
+        ``"op"``: summed per rank and line or operator."""
+        from ..analysis.memory import ALIVE_BY, group_alive
+
+        if by is not None and by not in ALIVE_BY:
+            raise OptionError(f"by must be one of {', '.join(ALIVE_BY)} (or None: one row per block); got {by!r}")
+        out = self._alive_at_end
+        if by is None:
+            return out.copy(deep=False)
+        if by == "line" and "line" not in out.columns:
+            raise OptionError("no rank of this folder has lines: record them with %%torchprof --lines")
+        return group_alive(out, by)
+
+    @functools.cached_property
+    def _alive_at_end(self) -> pd.DataFrame:
+        from ..analysis.memory import ALLOCATION_DTYPES
+        from ..analysis._tables import empty_table
+
+        frames = [m.alive.assign(rank=r, alloc_us=m.alive["alloc_us"] + shift)
+                  for r, m, shift in self._memory_by_rank() if m is not None and len(m.alive)]
+        if not frames:
+            return empty_table(ALLOCATION_DTYPES)
+        out = pd.concat(frames, ignore_index=True)
+        out["rank"] = out["rank"].astype(object)
+        out = out[["rank", *[c for c in out.columns if c not in ("rank", "row")]]]
+        return out.sort_values("bytes", ascending=False, kind="stable").reset_index(drop=True)
+
+    @functools.cached_property
+    def _growth(self) -> pd.DataFrame:
+        """Each rank's ``memory_growth()`` (a ``rank`` column after ``step``; times on the common
+        clock), from the summaries."""
+        from ..analysis._tables import empty_table
+        from ..analysis.growth import GROWTH_COLUMNS, GROWTH_DTYPES
+
+        frames, sources = [], []
+        for r, m, shift in self._memory_by_rank():
+            if m is not None and len(m.growth):
+                frames.append(m.growth.assign(rank=r, start_us=m.growth["start_us"] + shift,
+                                              end_us=m.growth["end_us"] + shift))
+                sources.append(m.steps_from)
+        columns = ["step", "rank", *GROWTH_COLUMNS[1:]]
+        if not frames:
+            out = empty_table(GROWTH_DTYPES, columns)
+        else:
+            out = pd.concat(frames, ignore_index=True)
+            out["rank"] = out["rank"].astype(object)
+            out = out[columns].sort_values(["rank", "start_us", "device"], kind="stable").reset_index(drop=True)
+        kinds = list(dict.fromkeys(x for x in sources if x))
+        out.attrs = {"steps": kinds[0] if len(kinds) == 1 else ("; ".join(kinds) or None)}
         return out
 
     def _memory_by_rank(self) -> list[tuple[Any, MemorySummary | None, float]]:

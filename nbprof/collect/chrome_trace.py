@@ -61,6 +61,7 @@ from ..events import (
     DEVICE_CODES,
     DEVICE_MEMORY_TYPES,
     DEVICE_TYPE_CODE,
+    DEVICE_WORK_CODES,
     IGNORED_NAMES,
     KINDS,
     KIND_CODE,
@@ -321,6 +322,9 @@ class _Codes:
         return list(self.ids)
 
 
+_LEFT_OUT_REASONS = ("zero_ts", "far", "negative_dur")  # TraceMeta.left_out_work's keys
+
+
 class _Reader:
     """Turns decoded events, one slice at a time, into the columns of the events table."""
 
@@ -347,6 +351,7 @@ class _Reader:
         self.out_of_range: Counter[tuple[str, str, Any]] = Counter()  # (arg, dtype, default) -> events
         self.big_ids = 0  # pid/tid values beyond int64
         self.dropped: list[str] = []  # notes on the rows finish() leaves out (or keeps, doubtful)
+        self.left_out_work: Counter[str] = Counter()  # device work left out for its time, by why (TraceMeta's)
         self.kind_by_name: dict[str, int] = {}  # kernels of these names are of another kind (MTIA)
         self.name_kind = np.zeros(0, dtype=np.int8)  # per name code: that kind, or -1
         self.accelerator = DEVICE_TYPE_CODE["cuda"]  # the DeviceType of device events (see ACCELERATOR_OF)
@@ -589,10 +594,14 @@ class _Reader:
             take(rows)
 
         # what cannot be a time, or an event, is left out and said (collect/trace_limits.py)
-        checked(plausible_rows(ts, dur, name_codes != self.names.ids.get("", -1)))
+        plausible = plausible_rows(ts, dur, name_codes != self.names.ids.get("", -1))
+        self._left_out_work(kind, plausible[0], negative_dur=~np.isnan(ts) & (dur < 0.0))
+        checked(plausible)
         ts = _exact_ns(ts)  # from here on, ns
         dur = np.rint(dur * 1000.0).astype(np.int64)
-        checked(rows_together(ts, ts + dur))
+        together = rows_together(ts, ts + dur)
+        self._left_out_work(kind, together[0], zero_ts=ts == 0, far=ts != 0)
+        checked(together)
         checked(distinct_rows([kind, name_codes, ts, dur, pid, tid, *field.values()]))
         start_ns, dur_ns = ts, dur
         del ts, dur
@@ -731,6 +740,7 @@ class _Reader:
             compile_log=trace.nbprofCompileLog if isinstance(trace.nbprofCompileLog, dict) else None,
             reader_notes=self._notes(),
         )
+        self._clock_header(trace, meta)
         if trace.nbprofLines is not None:
             from .lines import checked_lines
 
@@ -740,6 +750,36 @@ class _Reader:
         return TraceData(events=events, meta=meta)
 
     # -- what cannot be right: left out, and said ------------------------------------------------
+
+    def _left_out_work(self, kind: np.ndarray, kept: np.ndarray | None, **why: np.ndarray) -> None:
+        """Count the device work (kernels, memcpys, memsets) that ``kept`` leaves out, by why: a
+        device record whose time cannot be is the clock_skew finding's evidence (``TraceMeta.left_out_work``)."""
+        if kept is None:
+            return
+        out = ~kept & np.isin(kind, DEVICE_WORK_CODES)
+        if out.any():
+            for reason, mask in why.items():
+                self.left_out_work[reason] += int((out & mask).sum())
+
+    def _clock_header(self, trace: Trace, meta: TraceMeta) -> None:
+        """What nbprof's exporter wrote of the CUDA clock (``nbprofCudaProfile``, ``nbprofLeftOutWork``)
+        into ``meta``, with the device work this read left out; a value of another shape: a note."""
+        number, left_out = trace.nbprofCudaProfile, trace.nbprofLeftOutWork
+        if number is not None:
+            if type(number) is int and 1 <= number < 1 << 31:
+                meta.cuda_profile = number
+            else:
+                meta.reader_notes.append(f"nbprofCudaProfile {msgspec.json.encode(number).decode()[:40]} is not a "
+                                         "count of profiles: not used")
+        counts = Counter(self.left_out_work)
+        if left_out is not None:
+            if isinstance(left_out, dict) and all(k in _LEFT_OUT_REASONS and type(v) is int and 0 <= v < 1 << 62
+                                                  for k, v in left_out.items()):
+                counts.update(left_out)
+            else:
+                meta.reader_notes.append(f"nbprofLeftOutWork {msgspec.json.encode(left_out).decode()[:60]} is not "
+                                         "counts of device records: not used")
+        meta.left_out_work = {k: int(v) for k, v in counts.items() if v}
 
     def _notes(self) -> list[str]:
         """What was not read or not understood, counted: a profile that holds less than its file

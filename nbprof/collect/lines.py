@@ -234,7 +234,29 @@ def checked_lines(obj: Any) -> tuple[dict[str, Any] | None, dict[str, str], str 
                "frames": {c: list(frames[c]) for c in columns}, "cells": dict(cells), "stacks": stacks,
                "ops": {"external_id": list(data["ops"]["external_id"]), "stack": list(data["ops"]["stack"])},
                "allocs": {"stack": list(data["allocs"]["stack"]), "bytes": list(data["allocs"]["bytes"])},
-               "notes": [str(x) for x in data.get("notes") or []]}
+               "notes": [str(x) for x in data.get("notes") or []],
+               "loops": _checked_loops(data.get("loops"))}
         return out, dict(sources), None
     except (KeyError, TypeError, AttributeError, IndexError):
         return None, {}, "not the shape nbprof writes"
+
+
+def _checked_loops(obj: Any) -> list[dict[str, Any]]:
+    """A saved trace's ``line_data["loops"]`` (``analysis.loops.loop_iterations``), each loop
+    checked: text, line numbers from 1, as many ends as starts, integers. A loop that is not as
+    nbprof writes it is left out (the profile has its lines, not that loop's steps)."""
+    out = []
+    for loop in obj if isinstance(obj, list) else []:
+        try:
+            file, function = loop["file"], loop["function"]
+            line, end_line = loop["line"], loop["end_line"]
+            start, end = list(loop["start_ns"]), list(loop["end_ns"])
+        except (KeyError, TypeError):
+            continue
+        if not (isinstance(file, str) and isinstance(function, str) and isinstance(line, int)
+                and isinstance(end_line, int) and 0 < line <= end_line and len(start) == len(end)
+                and all(isinstance(v, int) and not isinstance(v, bool) for v in start + end)):
+            continue
+        out.append({"file": file, "line": line, "end_line": end_line, "function": function,
+                    "start_ns": start, "end_ns": end})
+    return out

@@ -44,10 +44,12 @@ from .. import system
 from .chrome_trace import NO_EVENT_READ, NO_LIMIT, read_trace_file
 from .collector import Collector, Takeover, code_sites
 from .compile_state import CompileWatch
+from .snapshot import CudaHistory
 from .native_output import NativeStderrFilter, summarize_native_warnings
 
 __all__ = ["TorchSession", "OpenRanges", "SavedResults", "ForeignStartWatch", "read_results", "lost_session",
-           "import_torch", "check_torch_version", "cuda_available", "MIN_TORCH", "SHM_MIN_FREE_BYTES"]
+           "import_torch", "check_torch_version", "cuda_available", "MIN_TORCH", "SHM_MIN_FREE_BYTES",
+           "cuda_profiles_read", "traced_cuda"]
 
 # Use /dev/shm only with this much room: Docker gives containers 64 MB by default, and a trace
 # of a million events is ~400 MB.
@@ -137,6 +139,8 @@ class TorchSession(Collector):
         self.compile = CompileWatch()  # torch.compile's structured log and kernel profiling, for the cell
         self.actions = OpenRanges()  # a framework's actions (Lightning's hooks) as ranges
         self.mps = MpsWatch()  # Apple's MPS device: measured around the cell (torch records nothing there)
+        # --snapshot: the CUDA allocator's history around the cell (collect.snapshot)
+        self.history = CudaHistory() if options.snapshot else None
         self.cuda_without_cupti = False  # CUDA asked for, but this torch cannot trace kernels
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -184,12 +188,16 @@ class TorchSession(Collector):
         try:
             self.profiler = profile(**kwargs)
             self.mps.begin(torch)  # before the profiler: none of it is in the profile
+            if self.history is not None:
+                self.history.begin(torch)  # before the profiler too: the history covers the whole cell
             with self._watch.own_calls():
                 self._watch.install()
                 self.profiler.__enter__()
         except BaseException:
             self._watch.remove()
             _skip_inductor_import(False)
+            if self.history is not None:
+                self.history.discard()
             self._force_disable()
             self._stderr.stop()
             raise
@@ -230,10 +238,23 @@ class TorchSession(Collector):
             self._stop_and_read()
         finally:
             self._watch.remove()
-            self.mps.end()  # the device's work done (it waits for it), after the profiler stopped
-            self.compile.end()  # the cell's compile log, also after another profiler took over
-            if self._stderr is not None:
-                self._stderr.stop()
+            try:
+                self._end_history()  # after the profiler stopped: the snapshot is not in the profile
+            finally:
+                self.mps.end()  # the device's work done (it waits for it), after the profiler stopped
+                self.compile.end()  # the cell's compile log, also after another profiler took over
+                if self._stderr is not None:
+                    self._stderr.stop()
+
+    def _end_history(self) -> None:
+        """--snapshot: take the snapshot and switch the history off (``CudaHistory.end``); a snapshot
+        that cannot be read is a note, the profile stands."""
+        if self.history is None:
+            return
+        try:
+            self.history.end()
+        except Exception as e:
+            self.history.notes.append(f"--snapshot: could not read the snapshot ({type(e).__name__}: {e})"[:300])
 
     def result(self) -> TraceData | None:
         return self._recorded
@@ -586,6 +607,43 @@ def lost_session(results: Any) -> bool:
         return False
 
 
+# The CUDA profiles this process has taken, as far as nbprof saw them. torch's device times can be
+# trusted in a process's first CUDA profile only: Kineto registers CUPTI's timestamp callback again
+# for each session, and from the second one on, device records can come back on another clock
+# (pytorch/pytorch#175790: the device timeline shifted later in each new profile; #192021: one
+# more corrupted kernel record per session, which torch then drops). Each trace says which one it
+# was (TraceMeta.cuda_profile), so the clock_skew finding can tell a later profile's skew from a
+# first one's. Counted where nbprof reads a live session (read_results: %%torchprof, nbprof torch,
+# from_profiler, trace_handler; each --schedule cycle is a session of its own); a CUDA profile the
+# code ran that nbprof never read is not counted: the true number is at least this one.
+_cuda_profiles = 0
+_cuda_profiles_lock = threading.Lock()
+
+
+def _count_cuda_profile() -> int:
+    global _cuda_profiles
+    with _cuda_profiles_lock:
+        _cuda_profiles += 1
+        return _cuda_profiles
+
+
+def cuda_profiles_read() -> int:
+    """How many CUDA profiles nbprof has read in this process."""
+    return _cuda_profiles
+
+
+def traced_cuda(profiler: Any) -> bool:
+    """Whether a ``torch.autograd.profiler.profile``'s session traced CUDA through CUPTI (what
+    torch asked Kineto for: ``kineto_activities``; a torch without CUPTI times ops with CUDA
+    events instead, and its trace has no device records)."""
+    from torch.profiler import ProfilerActivity
+
+    import torch
+
+    activities = getattr(profiler, "kineto_activities", None) or ()
+    return ProfilerActivity.CUDA in activities and not _cuda_without_cupti(torch)
+
+
 def read_results(profiler: Any, *, progress: Any = None, flops: bool = False) -> TraceData:
     """A stopped ``torch.autograd.profiler.profile``'s kineto results -> the events table, through
     torch's trace writer (``_save_and_read``): the one way every live profile is read, nbprof's
@@ -593,11 +651,17 @@ def read_results(profiler: Any, *, progress: Any = None, flops: bool = False) ->
 
     torch's ``save`` is one-shot: the results are replaced on the profiler by :class:`SavedResults`,
     so torch's own API on it (``export_chrome_trace``) keeps working, and reading them again reads
-    the same trace."""
+    the same trace. A CUDA session is counted (:func:`cuda_profiles_read`) as it is first read: its
+    number goes with the trace (``TraceMeta.cuda_profile``), the same when it is read again."""
     results = profiler.kineto_results
+    if isinstance(results, SavedResults):
+        number = results.cuda_profile
+    else:  # counted before the save: a session whose save fails was one all the same
+        number = _count_cuda_profile() if traced_cuda(profiler) else None
     trace, saved = _save_and_read(results, progress)
+    trace.meta.cuda_profile = number
     base = results._results if isinstance(results, SavedResults) else results
-    profiler.kineto_results = SavedResults(base, saved)
+    profiler.kineto_results = SavedResults(base, saved, number)
     if flops:
         _add_flops(trace, base)
     return trace
@@ -794,9 +858,10 @@ class SavedResults:
     object: as many bytes as the trace, in /dev/shm where nbprof read it, else on disk.
     """
 
-    def __init__(self, results: Any, trace_file: "_TraceFile") -> None:
+    def __init__(self, results: Any, trace_file: "_TraceFile", cuda_profile: int | None = None) -> None:
         self._results = results
         self._trace_file = trace_file  # closed with the profiler (its finalizer), no ResourceWarning
+        self.cuda_profile = cuda_profile  # the number read_results gave the session (TraceMeta's)
 
     def save(self, path: str) -> None:
         file = self._trace_file.file

@@ -22,7 +22,10 @@ bounded, and what it holds that cannot be right is said, never shown as a number
   all the others are left out; events that span more than a day are kept, with a note asking
   whether they are ns; exact duplicates (every field the reader reads equal) are counted once.
   Each is one note in ``TraceMeta.reader_notes``, with its count; the report shows them first
-  among its notes. Each check returns the rows kept (None: all) and its notes.
+  among its notes. Each check returns the rows kept (None: all) and its notes. The reader counts
+  the device records (kernels, memcpys, memsets) left out for a ``ts`` of 0, a ``ts`` more than a
+  day away or a negative ``dur`` in ``TraceMeta.left_out_work``: a device clock gone wrong, which
+  the clock_skew finding reports.
 """
 
 from __future__ import annotations

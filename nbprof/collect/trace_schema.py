@@ -195,6 +195,8 @@ class Trace(msgspec.Struct, gc=False):
     distributedInfo: dict[str, Any] | None = None
     nbprofCompileLog: dict[str, Any] | None = None  # torch.compile's log, as nbprof's exporter writes it
     nbprofLines: Any = None  # --lines: {"line_data": ..., "sources": ...}, checked by analysis.lines
+    nbprofCudaProfile: Any = None  # TraceMeta.cuda_profile, checked by the reader's _clock_header
+    nbprofLeftOutWork: Any = None  # TraceMeta.left_out_work, checked by the reader's _clock_header
 
 
 class LooseTrace(msgspec.Struct, gc=False):
@@ -210,6 +212,8 @@ class LooseTrace(msgspec.Struct, gc=False):
     distributedInfo: Any = None
     nbprofCompileLog: Any = None
     nbprofLines: Any = None
+    nbprofCudaProfile: Any = None
+    nbprofLeftOutWork: Any = None
 
 
 DECODER = msgspec.json.Decoder(Trace)

@@ -169,6 +169,12 @@ def _document(profile: Any) -> dict[str, Any]:
     # --lines: the line table's data and the sources it shows; load_trace reads them back
     if meta.line_data:
         doc["nbprofLines"] = {"line_data": meta.line_data, "sources": meta.sources}
+    # which CUDA profile of its process this was, and the device records left out for their
+    # times: what the clock_skew finding says of the trace, kept when the rows are gone
+    if meta.cuda_profile is not None:
+        doc["nbprofCudaProfile"] = meta.cuda_profile
+    if meta.left_out_work:
+        doc["nbprofLeftOutWork"] = dict(meta.left_out_work)
     return doc
 
 

@@ -120,6 +120,23 @@ class UserCode:
             self._files[filename] = known
         return known
 
+    def is_recorded_user_file(self, filename: str) -> bool:
+        """A file a record names (a frame of a CUDA memory snapshot), perhaps recorded on another
+        machine: the user's when ``is_user_file`` says so here; a file that is not here to look at
+        is the user's unless its path is a library's (site-packages, dist-packages, a
+        ``lib/pythonX.Y`` standard library, a torch / IPython / numpy / pandas folder) or it is not
+        Python (a C++ frame: ``stacks="all"``)."""
+        if self.is_user_file(filename):
+            return True
+        if filename in self.cells or not filename or filename.startswith("<") or os.path.exists(filename):
+            return False
+        if not filename.endswith(".py"):
+            return False
+        parts = filename.replace("\\", "/").split("/")
+        if "site-packages" in parts or "dist-packages" in parts or any(p in _LIBRARIES for p in parts[:-1]):
+            return False
+        return not any(a == "lib" and b.startswith("python") for a, b in zip(parts, parts[1:]))
+
     def is_user_code(self, code: CodeType) -> bool:
         """A function (or a cell's or file's top level) of the user's. Comprehensions, generator
         expressions and lambdas are not followed on their own: they run inside one line of the

@@ -106,6 +106,10 @@ TORCH_FLAGS: tuple[Flag, ...] = (
               "(p.lines()). Records Python stacks too (--stack) and traces the lines of your own code."),
     Flag(("--modules",), action="store_true", default=None,
          help="Record nn.Module calls (torch's with_modules and its Python tracer): p.modules() and the Modules tab."),
+    Flag(("--snapshot",), action="store_true", default=False,
+         help="CUDA only: record the CUDA caching allocator's history around the code (every allocation and free "
+              "with its Python stack) and take a memory snapshot at its end: the Memory snapshot tab, "
+              "p.snapshot()."),
     Flag(("-s", "--sort"), metavar="KEY",
          help="Sort tables by this column (self_cpu_us, cpu_total_us, self_device_us, device_total_us, "
               "cpu_mem_bytes, count, ...; torch's names such as self_cuda_time_total work too)."),
@@ -350,6 +354,7 @@ def torch_options(args: argparse.Namespace) -> TorchOptions:
         flops=bool(args.flops),
         modules=bool(args.modules),
         lines=bool(getattr(args, "lines", False)),
+        snapshot=bool(getattr(args, "snapshot", False)),
         sort=settings.resolve_torch_sort(args.sort) if args.sort else None,
         limit=check_limit(args.limit),
         group_by=args.group_by,
@@ -402,7 +407,13 @@ def resolve_torch(options: TorchOptions, args: argparse.Namespace) -> TorchOptio
         if options.schedule is not None:
             raise OptionError("--lines cannot be combined with --schedule: profile the steps you want without it")
         stack = True
-    options = replace(options, cuda=cuda, memory=bool(memory), shapes=bool(shapes), stack=bool(stack))
+    snapshot = options.snapshot
+    if snapshot and not available:  # the cell still runs, profiled as asked; said once
+        snapshot = False
+        notes.append("--snapshot: CUDA is not available here, so there is no CUDA allocator history to record "
+                     "(the rest of the report is there)")
+    options = replace(options, cuda=cuda, memory=bool(memory), shapes=bool(shapes), stack=bool(stack),
+                      snapshot=snapshot)
     return _turn_on_what_the_view_needs(options, args, available, notes)
 
 

@@ -236,9 +236,14 @@ class TorchRun(Run):
         no_cupti = bool(opts.cuda and self.collector.cuda_without_cupti)
         if no_cupti:
             notes.append(NO_CUPTI_NOTE)
+        history = self.collector.history  # --snapshot
+        snapshot = None
+        if history is not None:
+            notes += history.notes
+            snapshot = history.result
         return torch_profile(data, profiler=self.collector.profiler, options=opts, notes=notes, wall_s=self.wall_s,
                              error=self.error, shell=self.shell, progress=self.progress, compile_log=compile_log,
-                             empty_reason=empty_reason, mps=mps, cuda_without_cupti=no_cupti)
+                             empty_reason=empty_reason, mps=mps, cuda_without_cupti=no_cupti, snapshot=snapshot)
 
     def _write_files(self, result: Any) -> None:
         opts = self.options
@@ -282,7 +287,7 @@ NO_CUPTI_NOTE = ("this torch was built without CUPTI (torch 2.4-2.6 on Windows):
 def torch_profile(data: Any, *, profiler: Any, options: Any, notes: list[str], wall_s: float | None,
                   error: BaseException | None = None, shell: Any = None, progress: Any = None,
                   compile_log: Any = None, empty_reason: str | None = None, mps: Any = None,
-                  cuda_without_cupti: bool = False) -> Any:
+                  cuda_without_cupti: bool = False, snapshot: Any = None) -> Any:
     """The :class:`TorchProfile` of what a torch profiler recorded (``data``: the events table
     read from its kineto results; None: nothing), as ``%%torchprof`` and ``nbprof.from_profiler``
     build it: ``options`` (:class:`~nbprof.settings.TorchOptions`) say what was recorded and how
@@ -313,6 +318,7 @@ def torch_profile(data: Any, *, profiler: Any, options: Any, notes: list[str], w
         compile_log=compile_log,
         mps=mps,
         cuda_without_cupti=cuda_without_cupti,
+        snapshot=snapshot,
     )
     return TorchProfile.from_trace(data, profiler=profiler, **meta)
 

@@ -94,8 +94,13 @@ def _standalone_html(result: Any, title: str | None, nonce: str) -> str:
     from .timeline import SELECT_CONFIG, STATIC_SELECTION_JS
 
     report: TorchReport | PythonReport
-    title = title or ("nbprof report" if result.kind == "torch" else "nbprof cProfile report")
-    if result.kind == "torch":
+    title = title or {"torch": "nbprof report", "snapshot": "nbprof memory snapshot"}.get(result.kind,
+                                                                                      "nbprof cProfile report")
+    if result.kind == "snapshot":  # its chart zoomable (a plotly figure of the points drawn) in its first tab
+        fig = result.memory_curve()
+        chart = _figure_div(figure_json(fig), "nbprof-snapshot-chart", int(fig.layout.height or 380))
+        body = result.report().html(include_library=True, panels={"Over time": chart})
+    elif result.kind == "torch":
         torch_report: TorchReport = result.report()  # a folder of ranks: its ClusterReport
         report = torch_report
         body_timeline = None

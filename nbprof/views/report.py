@@ -22,6 +22,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..analysis.findings.clock_skew import note as clock_note
 from ..analysis.flame import pstats_location
 from ..format import esc, fmt_bytes, fmt_s, fmt_share, fmt_us, plural
 from ..settings import DEFAULT_LIMIT, resolve_python_sort, resolve_torch_sort
@@ -148,6 +149,9 @@ class TorchReport:
         self.profile = profile
         meta = profile.meta
         self.notes: list[str] = list(meta.notes)
+        skew = clock_note(profile.findings, meta)
+        if skew:  # the device times below are wrong: said before anything else
+            self.notes.insert(0, skew)
         s = profile.summary
         requested = sort or meta.sort
         self.sort = resolve_torch_sort(requested) if requested else s.sort
@@ -221,6 +225,8 @@ class TorchReport:
         names = ["CPU"] + [label for key, label in (("cuda", "CUDA"), ("memory", "memory"), ("shapes", "shapes"),
                                                     ("stack", "stacks"), ("flops", "FLOPs"),
                                                     ("modules", "modules")) if c[key]]
+        if getattr(self.profile.meta, "snapshot", None) is not None:  # --snapshot: its own tab
+            names.append("CUDA memory snapshot")
         return "collected: " + ", ".join(names)
 
     @property

@@ -4,7 +4,8 @@
 # Running out of memory stops a program; on a GPU, memory is usually the first limit you hit (batch
 # size, model size, sequence length). `%%torchprof --memory` records every allocation and every free
 # made by PyTorch, and attributes them to the operator that made them. In this notebook you will
-# read the memory columns, the memory curve, and cut a computation's peak memory by a large factor.
+# read the memory columns, the memory curve, cut a computation's peak memory by a large factor, and
+# find the line that keeps memory step after step.
 #
 # About 5 minutes, CPU only (on a GPU, the same flags record CUDA memory too).
 
@@ -128,6 +129,54 @@ held = naive.alive_at(at_peak, "cpu")
 held[["bytes", "op", "top_op"]].head(3)
 
 # %% [markdown]
+# ## Find what stays
+#
+# A peak is one moment. Memory that a loop keeps *every step* is worse: it grows until the program
+# runs out, however small each step's share. The classic case is one innocent-looking line: an
+# evaluation loop that keeps a score per batch, without `torch.no_grad()`. `model.eval()` does not
+# turn autograd off, so each score is a tensor that requires grad: it holds its autograd graph, and
+# the graph holds the activations saved for a backward pass that never comes.
+#
+# With `--lines`, nbprof knows which line of your loop ran each operator, and where each
+# iteration of the loop began: the iterations are the steps.
+
+# %%
+batches = [torch.randn(256, 512) for _ in range(8)]
+
+# %%
+%%torchprof --memory --lines -o evaluation
+scores = []
+for xb in batches:
+    scores.append(model(xb).mean())
+
+# %% [markdown]
+# The report's finding names the line, what it keeps a step and why. The same numbers are in
+# DataFrames: `memory_growth()` has one row per step (what the allocator held at its end, what
+# it allocated, and what it *kept for good*: still allocated when the profile ended), and
+# `alive_at_end(by="line")` what the cell left allocated, by the line that allocated it. The
+# *Memory* tab shows both, and the *Source* tab a "Left alive" column.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+evaluation.memory_growth()[["step", "allocated_bytes", "added_never_freed_bytes", "never_freed_blocks"]]
+
+# %%
+# NBVAL_CHECK_OUTPUT
+evaluation.alive_at_end(by="line")[["source", "blocks", "bytes"]]
+
+# %% [markdown]
+# Count it by hand: the last three layers saved their input for the backward pass (each a
+# 256 × 512 float32 tensor, 512 KiB), and the score itself is 4 bytes: 3 · 524,288 + 4 =
+# 1,572,868 bytes a step, exactly what each step kept. The first layer's input is your batch
+# (allocated before the loop), and the last layer's output was freed once `mean()` had read it.
+#
+# (nbprof reads the cause from the trace: the kept blocks were made by operators that recorded
+# autograd history, as torch's sequence numbers show, and no backward pass ran.)
+
+# %%
+evaluation.findings.query("kind == 'memory_growth'")["message"].tolist()
+
+# %% [markdown]
 # ## Exercises
 #
 # ### Exercise 1: bytes from a shape
@@ -189,6 +238,45 @@ else:
           f"the goal is {before / 4 / MiB:.1f} MiB or less.")
 
 # %% [markdown]
+# ### Exercise 3: keep the number, not the graph
+#
+# Change the loop so that it keeps the same scores (as numbers) but no memory: nothing it
+# allocates should stay once it is done. Hint: `torch.no_grad()` around the loop, and `.item()`
+# to keep a Python float instead of a tensor (either alone is enough here; both is the habit).
+#
+# {{solution}}
+
+# %% [task]
+%%torchprof --memory --lines -o fixed
+scores_fixed = []
+for xb in batches:
+    scores_fixed.append(model(xb).mean())  # TODO: keep the number, not the graph
+
+# %% [solution]
+%%torchprof --memory --lines -o fixed
+scores_fixed = []
+with torch.no_grad():
+    for xb in batches:
+        scores_fixed.append(model(xb).mean().item())
+
+# %% [check]
+# NBVAL_CHECK_OUTPUT
+growth = fixed.memory_growth()
+kept = int(growth["added_never_freed_bytes"].sum()) if len(growth) else None
+number = lambda s: float(s.detach()) if torch.is_tensor(s) else float(s)  # noqa: E731
+same = len(scores_fixed) == len(scores) and all(abs(number(a) - number(b)) < 1e-6 for a, b in zip(scores_fixed, scores))
+if kept is None:
+    print("✘ Not yet: run the loop under %%torchprof --memory --lines -o fixed, so that its steps are known.")
+elif not same:
+    print("✘ Not yet: the loop's scores differ from the first loop's.")
+elif "memory_growth" in set(fixed.findings["kind"]) or kept > 1024:
+    print(f"✘ Not yet: the steps still kept {kept:,} bytes ({kept // len(growth):,} a step); "
+          "each score still holds its graph.")
+else:
+    before = int(evaluation.memory_growth()["added_never_freed_bytes"].sum())
+    print(f"✔ Done: same scores; the steps kept {kept:,} bytes (before: {before:,}).")
+
+# %% [markdown]
 # ## Takeaways
 #
 # - `--memory` attributes every allocation to an operator: sort by *Self CPU Mem* (or *Self CUDA
@@ -198,6 +286,9 @@ else:
 #   operator such as `torch.cdist`) avoids them.
 # - For inference, `torch.no_grad()` (or `torch.inference_mode()`) lets PyTorch free activations
 #   right away.
+# - Memory that grows every step is a leak: `--memory --lines` finds the line (the `memory_growth`
+#   finding, `memory_growth()`, `alive_at_end(by="line")`). A tensor that requires grad, kept across
+#   steps, keeps its whole graph: keep `.item()` or `.detach()`.
 # - On a GPU, look at the CUDA memory columns; the report's summary also shows the caching
 #   allocator's *reserved* memory, which is what `nvidia-smi` sees.
 

@@ -31,6 +31,7 @@ from typing import Any
 import pandas as pd
 
 from . import (
+    clock_skew,
     collective_wait,
     comm_exposed,
     compile_time,
@@ -43,6 +44,7 @@ from . import (
     hot_line,
     launch_bound,
     launch_delay,
+    memory_growth,
     memory_peak,
     recompile,
     small_grid,
@@ -58,11 +60,12 @@ from ._common import FINDING_COLUMNS, FINDING_DTYPES, SEVERITIES, Finding, Pytho
 __all__ = ["torch_findings", "python_findings", "kinds_markdown", "thresholds", "FINDING_COLUMNS", "FINDING_DTYPES", "KINDS",
            "TORCH_KINDS", "PYTHON_KINDS", "SEVERITIES"]
 
-# The registry, in the order the checks run.
-TORCH_CHECKS: tuple[ModuleType, ...] = (compile_time, recompile, graph_break, top_op, sync, sync_line, device_line,
+# The registry, in the order the checks run. clock_skew first: where the device clock is wrong, the
+# device findings after it are made of wrong times, and it says so before them.
+TORCH_CHECKS: tuple[ModuleType, ...] = (clock_skew, compile_time, recompile, graph_break, top_op, sync, sync_line, device_line,
                                         copy, gpu_idle,
                                         launch_bound, small_grid, tensor_cores, dataloader, comm_exposed,
-                                        collective_wait, launch_delay, memory_peak, straggler)
+                                        collective_wait, launch_delay, memory_growth, memory_peak, straggler)
 PYTHON_CHECKS: tuple[ModuleType, ...] = (top_function, hot_function, hot_line)
 
 

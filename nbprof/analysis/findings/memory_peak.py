@@ -1,6 +1,7 @@
 """The peak allocated (and reserved) memory per device and what was held at it: the
 ``MEMORY_TOP_OPS`` operators whose blocks, still alive at the peak, add up to most of it (the
-outermost op, so ``aten::conv2d`` rather than the ``aten::empty`` inside it); whenever memory was
+outermost op, so ``aten::conv2d`` rather than the ``aten::empty`` inside it) and, with ``--lines``,
+the ``MEMORY_TOP_OPS`` lines of your code that allocated most of them; whenever memory was
 recorded. "low", "medium" when reserved memory reaches ``MEMORY_MEDIUM_SHARE`` of the device,
 "high" from ``MEMORY_HIGH_SHARE``."""
 
@@ -12,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ...events import KIND_CODE, category_codes, category_mask
+from ..hot_lines import event_line_rows, line_where
 from ..memory import alive_at
 from ...format import fmt_bytes, fmt_us
 from ._common import Finding, TorchContext, pct, to_python
@@ -37,7 +39,8 @@ def find(ctx: TorchContext) -> Iterator[Finding]:
             total_mem[f"cuda:{int(prop.get('id', 0))}"] = int(prop.get("totalGlobalMem", -1))
         except (TypeError, ValueError):
             pass
-    all_allocs = ctx.profile.allocations()
+    all_allocs = ctx.profile._allocation_rows
+    line_of_row, lines = _lines_of(ctx)
 
     def allocs_of(rank_label: object) -> pd.DataFrame:
         if "rank" in all_allocs.columns:
@@ -94,6 +97,11 @@ def find(ctx: TorchContext) -> Iterator[Finding]:
         if top:
             msg += ("Held at the peak, by the operator that allocated it: "
                     + ", ".join(f"{t['op']} ({fmt_bytes(t['bytes'])})" for t in top) + ". ")
+        top_lines = _by_line(held, line_of_row, lines) if line_of_row is not None else []
+        if top_lines:
+            msg += ("By the line of your code that allocated it: "
+                    + ", ".join(f"{t['where']}" + (f" `{t['source'].strip()}`" if t["source"].strip() else "")
+                                + f" ({fmt_bytes(t['bytes'])})" for t in top_lines) + ". ")
         if severity != "low":
             msg += ("To lower it: smaller batches, activation checkpointing, bfloat16 autocast, inference under "
                     "torch.no_grad(); if reserved is far above allocated, "
@@ -101,7 +109,37 @@ def find(ctx: TorchContext) -> Iterator[Finding]:
         evidence = {"device": dev, "peak_allocated_bytes": peak, "peak_reserved_bytes": peak_reserved,
                     "at_us": t_peak / 1000.0, "allocated_before_profile_bytes": initial,
                     "device_memory_bytes": capacity, "top_ops": top}  # top_ops: bytes held at the peak
+        if line_of_row is not None:
+            evidence["top_lines"] = top_lines  # the same bytes, by the user's line that allocated them
         if "rank" in ev.columns:
             evidence["rank"] = to_python(rank_label)
             evidence["peak_allocated_by_rank"] = {str(ctx.rank_labels[r]): v for r, v in peaks_of_device[dev].items()}
         yield Finding(severity, msg, evidence, score=use)
+
+
+def _lines_of(ctx: TorchContext) -> tuple[np.ndarray | None, pd.DataFrame | None]:
+    """Each event's position in ``lines()`` (``hot_lines.event_line_rows``) and the lines; (None,
+    None) for a profile without lines."""
+    rows = event_line_rows(ctx.profile)
+    if rows is None:
+        return None, None
+    return rows, ctx.profile.lines()
+
+
+def _by_line(held: pd.DataFrame, line_of_row: np.ndarray, lines: pd.DataFrame | None) -> list[dict[str, Any]]:
+    """The ``MEMORY_TOP_OPS`` lines of the user's code whose blocks make most of ``held`` (blocks
+    no line of theirs allocated are left out), biggest first."""
+    if lines is None or not len(held) or not len(lines):
+        return []
+    pos = line_of_row[held["row"].to_numpy()]
+    on = pos >= 0
+    if not on.any():
+        return []
+    per = pd.Series(held["bytes"].to_numpy()[on]).groupby(pos[on]).sum().sort_values(ascending=False, kind="stable")
+    out = []
+    for p, nbytes in per.head(MEMORY_TOP_OPS).items():
+        row = lines.iloc[int(p)]
+        cell = row["cell"] if isinstance(row["cell"], str) else None
+        out.append({"cell": cell, "file": row["file"], "line": int(row["line"]), "source": str(row["source"] or ""),
+                    "where": line_where(cell, row["file"], int(row["line"])), "bytes": int(nbytes)})
+    return out

@@ -18,14 +18,15 @@ from .modules import CLUSTER_MODULES, MODULES
 from .operators import BY_SHAPE, BY_STACK, CLUSTER_BY_SHAPE, CLUSTER_BY_STACK, CLUSTER_OPERATORS, OPERATORS
 from .ranges import CLUSTER_RANGES, RANGES
 from .ranks import CLUSTER_RANKS, RANKS
+from .snapshot import SNAPSHOT
 from .source import CLUSTER_SOURCE, SOURCE, TORCH_SOURCE
 from .steps import STEPS
 from .timeline import TIMELINE
 
 __all__ = ["Tab", "TORCH_TABS", "CLUSTER_TABS", "PYTHON_TABS"]
 
-TORCH_TABS: list[Tab] = [OPERATORS, BY_SHAPE, BY_STACK, TORCH_SOURCE, MEMORY, KERNELS, COMPILE, MODULES, RANGES, STEPS,
-                         RANKS, TIMELINE]
+TORCH_TABS: list[Tab] = [OPERATORS, BY_SHAPE, BY_STACK, TORCH_SOURCE, MEMORY, SNAPSHOT, KERNELS, COMPILE, MODULES,
+                         RANGES, STEPS, RANKS, TIMELINE]
 # a folder of ranks summarized apart (nbprof.cluster): the ranks first, then every tab a rank has
 # (but Compile: torch.compile's log is one process's), summed over the ranks from their summaries
 CLUSTER_TABS: list[Tab] = [CLUSTER_RANKS, CLUSTER_OPERATORS, CLUSTER_BY_SHAPE, CLUSTER_BY_STACK, CLUSTER_SOURCE,

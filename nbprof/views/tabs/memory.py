@@ -1,9 +1,13 @@
-"""The Memory tab (``--memory``): the allocated-memory curve, each operator's allocations, and
-the blocks held at each device's peak (what to free or shrink)."""
+"""The Memory tab (``--memory``): the allocated-memory curve, each operator's allocations, the
+blocks held at each device's peak (what to free or shrink), what the profile left allocated at
+its end (by the line of the user's code that allocated it, with ``--lines``) and, for a profile
+with steps, memory per step (what each step kept for good)."""
 
 from __future__ import annotations
 
 from typing import Any
+
+import pandas as pd
 
 from ...format import esc, fmt_bytes
 from ..datatable import datatable_html
@@ -11,7 +15,7 @@ from ..figure import drawing_html
 from ..table import Column
 from .base import Tab, empty
 
-__all__ = ["MEMORY", "CLUSTER_MEMORY", "memory_html", "held_html", "held_at_peak"]
+__all__ = ["MEMORY", "CLUSTER_MEMORY", "memory_html", "held_html", "held_at_peak", "alive_html", "growth_html"]
 
 
 def render(report: Any) -> str:
@@ -39,7 +43,8 @@ def memory_html(has_device: bool, averages: Any, memory: Any, limit: int = 0) ->
     curve = memory_curve_svg(memory.curve, memory.end_us, peaks=memory.peaks)
     table = datatable_html(frame, cols, order=[(main, "desc")], page_length=limit,
                            caption="memory allocated (+) and freed (−) inside each operator; self = not in its children")
-    return (drawing_html(curve, "the memory chart", style=False) if curve else "") + table + held_html(memory.held)
+    return ((drawing_html(curve, "the memory chart", style=False) if curve else "") + table + held_html(memory.held)
+            + alive_html(memory.alive) + growth_html(memory.growth, memory.steps_from))
 
 
 def held_at_peak(profile: Any) -> str:
@@ -68,6 +73,66 @@ def held_html(held: list[Any]) -> str:
                                       caption="blocks alive at the peak, biggest first (Freed at — : "
                                               "still held when the profile ended); result.alive_at(t, device)"))
     return "".join(out)
+
+
+def alive_html(alive: Any) -> str:
+    """``alive_at_end()``: what the profile left allocated, by line (with ``--lines``), then block by
+    block, biggest first; one line where it left nothing."""
+    from ...analysis.hot_lines import line_where
+    from ...analysis.memory import group_alive
+
+    if alive is None or "bytes" not in getattr(alive, "columns", ()):
+        return ""
+    style = '<div class="nbprof-sub" style="margin-top:10px"><b>{}</b></div>'
+    if not len(alive):
+        return style.format(esc("Left allocated at the end: nothing allocated during the profile (every block "
+                                "it allocated was freed)"))
+    devices = sorted(set(alive["device"].astype(str)))
+    head = (f"Left allocated at the end: {len(alive):,} block{'' if len(alive) == 1 else 's'} allocated during the "
+            f"profile ({fmt_bytes(int(alive['bytes'].sum()))} on {', '.join(devices)})")
+    out = [style.format(esc(head))]
+    has_lines = "line" in alive.columns and alive["file"].notna().any()
+    if has_lines:
+        by = group_alive(alive, "line")
+        by["where"] = [line_where(c, f, int(n)) if isinstance(f, str) and n is not None and n is not pd.NA
+                       else "(outside your code)" for c, f, n in zip(by["cell"], by["file"], by["line"])]
+        by["code"] = [str(x).strip() if isinstance(x, str) else "" for x in by["source"]]
+        cols = [Column("where", "Line", "text"), Column("code", "Source", "name", 60), Column("device", "Device", "text"),
+                Column("blocks", "Blocks", "count"), Column("bytes", "Size", "bytes")]
+        out.append(datatable_html(by, cols, order=[("bytes", "desc")], page_length=10,
+                                  caption="by the line of your code that allocated them; "
+                                          'result.alive_at_end(by="line")'))
+    frame = alive.copy()
+    cols = [Column("bytes", "Size", "bytes"), Column("device", "Device", "text"), Column("op", "Allocated in", "name", 40),
+            Column("top_op", "Under", "name", 48), Column("alloc_us", "At", "time_us")]
+    if has_lines:
+        frame["where"] = [line_where(c, f, int(n)) if isinstance(f, str) and n is not None and n is not pd.NA else ""
+                          for c, f, n in zip(frame["cell"], frame["file"], frame["line"])]
+        cols.append(Column("where", "Line", "text"))
+    out.append(datatable_html(frame, cols, order=[("bytes", "desc")], page_length=10,
+                              caption="blocks allocated during the profile and never freed in it, biggest first; "
+                                      "result.alive_at_end()"))
+    return "".join(out)
+
+
+def growth_html(growth: Any, steps_from: str | None) -> str:
+    """``memory_growth()``: per step, what the allocator held at its end and what the step kept
+    for good; nothing for a profile without steps."""
+    if growth is None or not len(growth):
+        return ""
+    kept = int(growth["added_never_freed_bytes"].sum())
+    head = f"Memory per step ({steps_from or 'steps'}): the steps kept {fmt_bytes(kept)} until the profile ended"
+    cols = [Column("step", "Step", "count")]
+    if "rank" in growth.columns:
+        cols.append(Column("rank", "Rank", "text"))
+    cols += [Column("device", "Device", "text"), Column("held_bytes", "Held at its end", "bytes"),
+             Column("added_bytes", "Added", "bytes", sign=True), Column("allocated_bytes", "Allocated", "bytes"),
+             Column("added_never_freed_bytes", "Kept for good", "bytes"),
+             Column("never_freed_blocks", "Blocks kept", "count"), Column("end_us", "Ended at", "time_us")]
+    return (f'<div class="nbprof-sub" style="margin-top:10px"><b>{esc(head)}</b></div>'
+            + datatable_html(growth, cols, order=None, page_length=10,
+                             caption="added: held at the step's end less at its start; kept for good: allocated in "
+                                     "the step, still allocated when the profile ended; result.memory_growth()"))
 
 
 def _unaccounted(extra: int) -> str:
