@@ -1,22 +1,30 @@
-"""The two ``--lines`` tracers side by side, on the same user code (docs/lines.md, "Why two line
-tracers"): ``collect.line_tracer`` (``%%torchprof --lines``) and ``collect.python_lines``
-(``%%cprofile --lines``), each started alone around a function of a user file written to a
-temporary folder: a tight loop (one line event per iteration, no calls) and a loop of calls to a
-small function (a call, a line and a return per iteration). Printed: each one's slowdown against
-the bare run (CPU time, medians of ``--reps`` per-run ratios). No torch needed.
+"""The two ``--lines`` recorders side by side, on the same user code (docs/lines.md, "One hook,
+two recorders"): ``collect.torch_line_recorder`` (``%%torchprof --lines``) and
+``collect.python_line_recorder`` (``%%cprofile --lines``), each started alone around a function of a user
+file written to a temporary folder: a tight loop (one line event per iteration, no calls) and a
+loop of calls to a small function (a call, a line and a return per iteration). Printed: each
+one's slowdown against the bare run (CPU time: a shared machine's other jobs move it less than
+the wall time; the median of the per-repetition ratios, each run beside the bare one). No torch
+needed. ``--scale`` multiplies the iterations (0.1: the small size). ``--baseline DIR`` measures
+another checkout too (main's worktree), imported beside this one under another name, each run
+interleaved with this tree's (so the machine's load falls on both alike). ``--json``: the numbers
+as one JSON line (what tests/test_perf_guards.py reads).
 
-    python benchmarks/bench_line_tracers.py [--reps 5] [--scale 1.0] [--json]
+    python benchmarks/bench_line_tracers.py [--reps 5] [--scale 1] [--baseline ../main] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
 import json
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 USER_FILE = '''\
 def work(n):
@@ -38,13 +46,41 @@ def helper(i):
 '''
 
 
-def measure(reps: int = 5, scale: float = 1.0) -> dict[str, dict[str, float]]:
+def _package(tree: str, name: str) -> Any:
+    """The nbprof package of ``tree``, imported as ``name`` (two trees side by side in one process)."""
+    spec = importlib.util.spec_from_file_location(name, f"{tree}/nbprof/__init__.py",
+                                                  submodule_search_locations=[f"{tree}/nbprof"])
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _recorders(tree: str, name: str) -> tuple[Any, Any, Any]:
+    """(the torch path's recorder, the cProfile path's, UserCode) of the nbprof in ``tree`` (a tree
+    from before issue 39 named both recorders ``LineTracer``)."""
+    _package(tree, name)
+    user = importlib.import_module(f"{name}.collect.user_code").UserCode
+    try:
+        torch_side = importlib.import_module(f"{name}.collect.torch_line_recorder").TorchLineRecorder
+        cprofile_side = importlib.import_module(f"{name}.collect.python_line_recorder").PythonLineRecorder
+    except ImportError:
+        torch_side = importlib.import_module(f"{name}.collect.line_tracer").LineTracer
+        cprofile_side = importlib.import_module(f"{name}.collect.python_lines").LineTracer
+    return torch_side, cprofile_side, user
+
+
+def measure(reps: int = 5, scale: float = 1.0, baseline: str | None = None) -> dict[str, dict[str, float]]:
     """Each workload (the tight loop: 200,000 iterations, the calls: 100,000, times ``scale``) bare
-    and under each tracer, alternating, ``reps`` times: the bare run's median CPU seconds, and each
-    tracer's slowdown (the median of its per-repetition ratios to the bare run beside it)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from nbprof.collect import line_tracer, python_lines
-    from nbprof.collect.user_code import UserCode
+    and under each recorder of this tree (and of ``baseline``), interleaved, ``reps`` times: per
+    workload the bare run's median CPU seconds (``bare_s``) and each recorder's slowdown, the
+    median of its per-repetition ratios to the bare run beside it (``torch``, ``cprofile``; the
+    baseline's as ``baseline torch``, ``baseline cprofile``)."""
+    trees = {"": str(Path(__file__).resolve().parents[1])}
+    if baseline:
+        trees["baseline "] = str(Path(baseline).resolve())
+    sides = {label: _recorders(tree, f"nbprof_bench_{i}") for i, (label, tree) in enumerate(trees.items())}
 
     folder = tempfile.mkdtemp()
     (Path(folder) / "bench_user_loop.py").write_text(USER_FILE)
@@ -54,47 +90,51 @@ def measure(reps: int = 5, scale: float = 1.0) -> dict[str, dict[str, float]]:
     finally:
         sys.path.remove(folder)
 
-    def once(fn, n, make) -> float:
-        tracer = make() if make else None
+    def once(fn: Any, n: int, make: Any, user: Any) -> float:
+        tracer = make(user(None)) if make else None
         if tracer is not None:
-            tracer.start(None) if isinstance(tracer, line_tracer.LineTracer) else tracer.start()
+            tracer.start()
         try:
-            t0 = time.process_time()  # CPU: a shared machine's other jobs do not move it (wall time did, 2x)
+            t0 = time.process_time()
             fn(n)
             return time.process_time() - t0
         finally:
             if tracer is not None:
                 tracer.stop()
 
-    tracers = {"torch": lambda: line_tracer.LineTracer(UserCode(None)),
-               "cprofile": lambda: python_lines.LineTracer(UserCode(None))}
     out = {}
     for name, fn, n in (("tight loop", bench_user_loop.work, 200_000), ("calls", bench_user_loop.calls, 100_000)):
         n = max(1, int(n * scale))
         bare: list[float] = []
-        ratios: dict[str, list[float]] = {k: [] for k in tracers}
-        for rep in range(reps):
-            b = once(fn, n, None)
+        ratios: dict[str, list[float]] = {}
+        for _ in range(reps):  # each measurement beside the others, so the machine's load falls on all
+            b = once(fn, n, None, None)
             bare.append(b)
-            for k in (list(tracers) if rep % 2 == 0 else list(tracers)[::-1]):
-                ratios[k].append(once(fn, n, tracers[k]) / b)
-        out[name] = {"bare_s": statistics.median(bare), **{k: statistics.median(v) for k, v in ratios.items()}}
+            for label, (torch_side, cprofile_side, user) in sides.items():
+                ratios.setdefault(f"{label}torch", []).append(once(fn, n, torch_side, user) / b)
+                ratios.setdefault(f"{label}cprofile", []).append(once(fn, n, cprofile_side, user) / b)
+        out[name] = {"iterations": n, "bare_s": statistics.median(bare),
+                     **{k: statistics.median(v) for k, v in ratios.items()}}
     return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=5)
-    parser.add_argument("--scale", type=float, default=1.0, help="the workloads' iterations times this")
+    parser.add_argument("--scale", type=float, default=1.0)
+    parser.add_argument("--baseline", default=None, help="another checkout (main's worktree), measured beside")
     parser.add_argument("--json", action="store_true", help="print the numbers as one JSON line")
     args = parser.parse_args()
-    measured = measure(args.reps, args.scale)
+    measured = measure(args.reps, args.scale, args.baseline)
     if args.json:
         print(json.dumps(measured))
         return
+    print(f"Python {sys.version.split()[0]}, medians of {args.reps} runs, interleaved:")
     for name, m in measured.items():
-        print(f"Python {sys.version.split()[0]}, {name}: bare {m['bare_s'] * 1e3:.1f} ms; torch's tracer "
-              f"x{m['torch']:.2f}, cProfile's x{m['cprofile']:.2f}")
+        cells = [f"{label or 'this tree'}: torch's recorder x{m[label + 'torch']:.2f}, cProfile's "
+                 f"x{m[label + 'cprofile']:.2f}" for label in ([""] + (["baseline "] if args.baseline else []))]
+        print(f"  {name} ({m['iterations']:,}, bare {m['bare_s'] * 1e3:.1f} ms CPU): " + "; ".join(cells))
+
 
 if __name__ == "__main__":
     main()
