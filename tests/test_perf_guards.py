@@ -244,9 +244,10 @@ def test_lines_costs_little_more_than_stack(ip):
 
 # Each line tracer's slowdown of user code, CPU time (docs/lines.md: the tight loop x21-31 and
 # x14-21, the calls x31-37 and x39-47 on Python 3.11). No target was set; these bounds hold what was
-# measured here: the tight loop x22.5-24 (torch's tracer) and x16-18 (cProfile's), the calls x29-32
-# and x47-56; each line's work done twice: x51, x35, x74, x88. In a fresh process: in this one,
-# after the tests above, the same measured up to twice as much (x44-46 for the tight loop).
+# measured here: the tight loop x20.9-24 (torch's recorder) and x15.5-18 (cProfile's), the calls
+# x29-32 and x47-56; each line event's work done twice: x47.6, x28.9, x60.7, x76.5. In a fresh
+# process: in this one, after the tests above, the same measured up to twice as much (x44-46 for the
+# tight loop).
 TRACER_MAX = {"tight loop": {"torch": 40.0, "cprofile": 28.0}, "calls": {"torch": 50.0, "cprofile": 80.0}}
 
 
