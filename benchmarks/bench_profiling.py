@@ -540,23 +540,25 @@ def section_load(size: int, reps: int, collect: str, others: bool = True) -> dic
 
 LOADEXT_CHILD = r"""
 import json, sys, time
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 from IPython.testing.globalipapp import start_ipython
 shell = start_ipython()
-t1 = time.perf_counter()
+t1, c1 = time.perf_counter(), time.process_time()
 before = set(sys.modules)
 shell.run_line_magic("load_ext", "nbprof")
-t2 = time.perf_counter()
+t2, c2 = time.perf_counter(), time.process_time()
 new = set(sys.modules) - before
-print(json.dumps({"s": t2 - t1, "ipython_s": t1 - t0, "torch": "torch" in sys.modules,
-                  "plotly": "plotly" in sys.modules, "pandas": "pandas" in sys.modules, "new_modules": len(new)}))
+print(json.dumps({"s": t2 - t1, "ipython_s": t1 - t0, "cpu_s": c2 - c1, "ipython_cpu_s": c1 - c0,
+                  "torch": "torch" in sys.modules, "plotly": "plotly" in sys.modules,
+                  "pandas": "pandas" in sys.modules, "new_modules": len(new)}))
 """
 
 
 def section_loadext(reps: int) -> dict[str, Any]:
     """``%load_ext nbprof`` in ``reps`` fresh processes; beside it, in each, the bare IPython shell's
     own start (importing IPython, ``start_ipython()``): ``ratio`` is the median of load_ext / start,
-    what a shared machine's speed moves less than the seconds (tests/test_perf_guards.py)."""
+    what a shared machine's speed moves less than the seconds; ``cpu_ratio`` the same in CPU
+    seconds, which moved less again (tests/test_perf_guards.py)."""
     runs = []
     for _ in range(reps):
         out = subprocess.run([sys.executable, "-c", LOADEXT_CHILD], capture_output=True, text=True, cwd=ROOT,
@@ -567,6 +569,7 @@ def section_loadext(reps: int) -> dict[str, Any]:
         runs.append(json.loads(lines[-1]))
     res = {"s": median([r["s"] for r in runs]), "max_s": max(r["s"] for r in runs),
            "ipython_s": median([r["ipython_s"] for r in runs]), "ratio": median([r["s"] / r["ipython_s"] for r in runs]),
+           "cpu_ratio": median([r["cpu_s"] / r["ipython_cpu_s"] for r in runs]),
            "torch": any(r["torch"] for r in runs), "plotly": any(r["plotly"] for r in runs),
            "pandas": any(r["pandas"] for r in runs), "new_modules": max(r["new_modules"] for r in runs), "reps": reps}
     print(f"  %load_ext nbprof: {res['s']:.3f}s (max {res['max_s']:.3f}s; {res['ratio']:.3f} of a bare IPython "

@@ -167,16 +167,17 @@ def test_load_trace_beats_parsing_the_json(profiling):
 
 
 # %load_ext nbprof in a fresh process over the bare IPython shell's start in the same process (the
-# target is absolute, < 0.3 s: measured 22 ms on a quiet machine), medians of 5 processes: here
-# 0.061-0.072 (79-129 ms against 1.4-1.9 s); taking twice as long, 0.142. And what it imports, exactly.
+# target is absolute, < 0.3 s: measured 22 ms on a quiet machine), CPU seconds, medians of 9
+# processes: here 0.072-0.073 (wall 0.057-0.105: its 40-90 ms moved with the disk cache and the
+# load); its CPU (importing nbprof, registering) spent again: 0.128. And what it imports, exactly.
 LOADEXT_MAX = 0.1
 
 
 def test_load_ext_is_cheap_next_to_ipythons_own_start():
-    m = bench("bench_profiling").section_loadext(5)
+    m = bench("bench_profiling").section_loadext(9)
     report("%load_ext / IPython's start", m)
     assert not (m["torch"] or m["plotly"] or m["pandas"]), m
-    assert m["ratio"] <= LOADEXT_MAX, m
+    assert m["cpu_ratio"] <= LOADEXT_MAX, m
 
 
 @pytest.fixture(scope="module")
@@ -245,10 +246,11 @@ def test_lines_costs_little_more_than_stack(ip):
 # Each line tracer's slowdown of user code, CPU time (docs/lines.md: the tight loop x21-31 and
 # x14-21, the calls x31-37 and x39-47 on Python 3.11). No target was set; these bounds hold what was
 # measured here: the tight loop x20.9-24 (torch's recorder) and x15.5-18 (cProfile's), the calls
-# x29-32 and x47-56; each line event's work done twice: x47.6, x28.9, x60.7, x76.5. In a fresh
+# x29-34 and x47-70; each line event's work done twice: x47.6, x28.9, x60.7, x76.5 (the calls' call
+# and return events not doubled: the cProfile recorder's own bound is not crossed by it). In a fresh
 # process: in this one, after the tests above, the same measured up to twice as much (x44-46 for the
 # tight loop).
-TRACER_MAX = {"tight loop": {"torch": 40.0, "cprofile": 28.0}, "calls": {"torch": 50.0, "cprofile": 80.0}}
+TRACER_MAX = {"tight loop": {"torch": 40.0, "cprofile": 28.0}, "calls": {"torch": 50.0, "cprofile": 95.0}}
 
 
 def test_line_tracers_slow_user_code_by_what_was_measured():
