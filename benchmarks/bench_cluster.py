@@ -8,6 +8,7 @@ side by side.
     python benchmarks/bench_cluster.py --hta ~/.cache/hta-venv/bin/python   # + HTA on 2 and 8 ranks
     python benchmarks/bench_cluster.py --events 20000 --ranks 2,4            # a quick smoke run
     python benchmarks/bench_cluster.py --markdown benchmarks/RESULTS.md      # also write the results
+    python benchmarks/bench_cluster.py --events 200000 --ratios 3            # the guards' two ratios only
 
 **Folders** (generated once into ``--dir``, default ``~/.cache/nbprof-bench-cluster``; never the
 repository): the recorded H100 trace ``tests/data/cnn_train_cuda.trace.json.gz`` (2,748 events,
@@ -30,6 +31,12 @@ through the same path (``load_trace(folder of one, workers=1)`` is a plain profi
 ``TraceAnalysis(trace_dir=folder)`` (its parse; its own process pool) under an address-space limit
 of ``--hta-limit-gb`` per process, so that a run that needs more fails in one line rather than
 taking the machine down (it is shared).
+
+**Ratios** (``--ratios REPS``, what tests/test_perf_guards.py measures at a small size), in this
+process, alternating, CPU seconds: a rank's summary (``rank_summary``: read, tree, every per-rank
+table) against a plain ``load_trace(file)`` + ``key_averages()`` of the same rank
+(:func:`summary_ratio`), and the first ``--ranks`` folder with 2 workers and the report's tables
+against one rank's plain load (:func:`folder_ratio`).
 
 **Timeline** (``--timeline``), in one fresh process per folder: ``load_trace(folder)``, then the
 stacked full view (each rank's view drawn by the workers from its cache) and its SVG; 1 ms zooms
@@ -198,6 +205,78 @@ def probe(python: str, imports: str, work: str, limit_gb: float | None = None, t
     return {"error": f"exit {run.returncode}: {tail[:200]}", "wall": time.perf_counter() - t0}
 
 
+def summary_ratio(file: str, reps: int = 3) -> dict:
+    """A rank's summary (``nbprof.cluster.summary.rank_summary``: what a folder's worker computes
+    for one rank: read, tree, every per-rank table) against a plain ``load_trace(file)`` + ``key_averages()``
+    of the same file, in this process: ``reps`` pairs, the order alternating, CPU seconds of this
+    process (a shared machine moves them less than wall time). Returns the medians and the median of
+    the per-pair ratios (``ratio``). The per-rank tables are what this ratio watches: the read and
+    the tree are on both sides."""
+    import gc
+
+    import nbprof
+    from nbprof.cluster.summary import rank_summary
+
+    def plain() -> None:
+        nbprof.load_trace(file).key_averages()
+
+    def summary() -> None:
+        rank_summary(file)
+
+    out: dict[str, list[float]] = {"plain_s": [], "summary_s": []}
+    ratios = []
+    for rep in range(reps):
+        pair = {}
+        for name, fn in ((("plain_s", plain), ("summary_s", summary)) if rep % 2 == 0
+                         else (("summary_s", summary), ("plain_s", plain))):
+            gc.collect()
+            c0 = time.process_time()
+            fn()
+            pair[name] = time.process_time() - c0
+            out[name].append(pair[name])
+        ratios.append(pair["summary_s"] / pair["plain_s"])
+    return {"plain_s": statistics.median(out["plain_s"]), "summary_s": statistics.median(out["summary_s"]),
+            "ratio": statistics.median(ratios), "ratios": ratios}
+
+
+def folder_ratio(folder: str, file: str, reps: int = 3, workers: int = 2) -> dict:
+    """``load_trace(folder)`` with ``workers`` worker processes and the report's tables (as
+    ``CLUSTER_WORK``) against a plain ``load_trace(file)`` of one of its ranks, in this process,
+    alternating: CPU seconds of this process and its workers (reaped when the load ends), which a
+    shared machine moves less than the wall time. ``ratio``: the median of the per-pair ratios."""
+    import gc
+    import resource
+
+    import nbprof
+
+    def cpu() -> float:
+        return sum(getattr(resource.getrusage(w), f) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+                   for f in ("ru_utime", "ru_stime"))
+
+    def plain() -> None:
+        nbprof.load_trace(file)
+
+    def cluster() -> None:
+        p = nbprof.load_trace(folder, workers=workers, progress=False)
+        p.ranks().table, p.key_averages(), p.findings, p.kernels(), p.steps()
+        p.close()
+
+    out: dict[str, list[float]] = {"plain_s": [], "folder_s": []}
+    ratios = []
+    for rep in range(reps):
+        pair = {}
+        for name, fn in ((("plain_s", plain), ("folder_s", cluster)) if rep % 2 == 0
+                         else (("folder_s", cluster), ("plain_s", plain))):
+            gc.collect()
+            c0 = cpu()
+            fn()
+            pair[name] = cpu() - c0
+            out[name].append(pair[name])
+        ratios.append(pair["folder_s"] / pair["plain_s"])
+    return {"plain_s": statistics.median(out["plain_s"]), "folder_s": statistics.median(out["folder_s"]),
+            "ratio": statistics.median(ratios), "ratios": ratios}
+
+
 def loadavg() -> str:
     with open("/proc/loadavg") as f:
         return " ".join(f.read().split()[:3])
@@ -215,7 +294,17 @@ def main() -> None:
     ap.add_argument("--hta-ranks", default="2,8")
     ap.add_argument("--hta-limit-gb", type=float, default=10.0)
     ap.add_argument("--markdown", help="append the results as a section to this file")
+    ap.add_argument("--ratios", type=int, default=0, metavar="REPS",
+                    help="only the summary and folder ratios (in this process, CPU), REPS pairs each")
     args = ap.parse_args()
+    if args.ratios:
+        n = sorted(int(x) for x in args.ranks.split(",") if x)[0]
+        folder, events = make_folder(Path(args.dir), n, args.events)
+        rank0 = str(folder / "rank0.pt.trace.json.gz")
+        print(f"{n} ranks x {events:,} events; load average {loadavg()}", flush=True)
+        print("rank summary / load_trace + key_averages:", json.dumps(summary_ratio(rank0, args.ratios)), flush=True)
+        print(f"{n} ranks (2 workers) / one rank's plain load:", json.dumps(folder_ratio(str(folder), rank0, args.ratios)))
+        return
     root = Path(args.dir)
     timeline = sorted({int(x) for x in args.timeline.split(",") if x})
     counts = sorted({int(x) for x in args.ranks.split(",") if x} | ({int(x) for x in args.hta_ranks.split(",")}

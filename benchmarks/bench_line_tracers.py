@@ -3,12 +3,14 @@ two recorders"): ``collect.torch_line_recorder`` (``%%torchprof --lines``) and
 ``collect.python_line_recorder`` (``%%cprofile --lines``), each started alone around a function of a user
 file written to a temporary folder: a tight loop (one line event per iteration, no calls) and a
 loop of calls to a small function (a call, a line and a return per iteration). Printed: each
-one's slowdown against the bare run (medians of ``--reps`` runs). No torch needed. ``--scale``
-multiplies the iterations (0.1: the small size). ``--baseline DIR`` measures another checkout
-too (main's worktree), imported beside this one under another name, each run interleaved with
-this tree's (so the machine's load falls on both alike).
+one's slowdown against the bare run (CPU time: a shared machine's other jobs move it less than
+the wall time; the median of the per-repetition ratios, each run beside the bare one). No torch
+needed. ``--scale`` multiplies the iterations (0.1: the small size). ``--baseline DIR`` measures
+another checkout too (main's worktree), imported beside this one under another name, each run
+interleaved with this tree's (so the machine's load falls on both alike). ``--json``: the numbers
+as one JSON line (what tests/test_perf_guards.py reads).
 
-    python benchmarks/bench_line_tracers.py [--reps 5] [--scale 1] [--baseline ../main]
+    python benchmarks/bench_line_tracers.py [--reps 5] [--scale 1] [--baseline ../main] [--json]
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import json
 import statistics
 import sys
 import tempfile
@@ -68,46 +71,69 @@ def _recorders(tree: str, name: str) -> tuple[Any, Any, Any]:
     return torch_side, cprofile_side, user
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reps", type=int, default=5)
-    parser.add_argument("--scale", type=float, default=1.0)
-    parser.add_argument("--baseline", default=None, help="another checkout (main's worktree), measured beside")
-    args = parser.parse_args()
-    trees = {"this tree": str(Path(__file__).resolve().parents[1])}
-    if args.baseline:
-        trees["baseline"] = str(Path(args.baseline).resolve())
+def measure(reps: int = 5, scale: float = 1.0, baseline: str | None = None) -> dict[str, dict[str, float]]:
+    """Each workload (the tight loop: 200,000 iterations, the calls: 100,000, times ``scale``) bare
+    and under each recorder of this tree (and of ``baseline``), interleaved, ``reps`` times: per
+    workload the bare run's median CPU seconds (``bare_s``) and each recorder's slowdown, the
+    median of its per-repetition ratios to the bare run beside it (``torch``, ``cprofile``; the
+    baseline's as ``baseline torch``, ``baseline cprofile``)."""
+    trees = {"": str(Path(__file__).resolve().parents[1])}
+    if baseline:
+        trees["baseline "] = str(Path(baseline).resolve())
     sides = {label: _recorders(tree, f"nbprof_bench_{i}") for i, (label, tree) in enumerate(trees.items())}
 
     folder = tempfile.mkdtemp()
     (Path(folder) / "bench_user_loop.py").write_text(USER_FILE)
     sys.path.insert(0, folder)
-    import bench_user_loop  # type: ignore[import-not-found]
+    try:
+        import bench_user_loop  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(folder)
 
     def once(fn: Any, n: int, make: Any, user: Any) -> float:
         tracer = make(user(None)) if make else None
         if tracer is not None:
             tracer.start()
-        t0 = time.perf_counter()
-        fn(n)
-        took = time.perf_counter() - t0
-        if tracer is not None:
-            tracer.stop()
-        return took
+        try:
+            t0 = time.process_time()
+            fn(n)
+            return time.process_time() - t0
+        finally:
+            if tracer is not None:
+                tracer.stop()
 
-    print(f"Python {sys.version.split()[0]}, medians of {args.reps} runs, interleaved:")
+    out = {}
     for name, fn, n in (("tight loop", bench_user_loop.work, 200_000), ("calls", bench_user_loop.calls, 100_000)):
-        n = max(1, int(n * args.scale))
-        times: dict[tuple[str, str], list[float]] = {}
-        for _ in range(args.reps):  # each measurement beside the others, so the machine's load falls on all
-            times.setdefault(("", "bare"), []).append(once(fn, n, None, None))
+        n = max(1, int(n * scale))
+        bare: list[float] = []
+        ratios: dict[str, list[float]] = {}
+        for _ in range(reps):  # each measurement beside the others, so the machine's load falls on all
+            b = once(fn, n, None, None)
+            bare.append(b)
             for label, (torch_side, cprofile_side, user) in sides.items():
-                times.setdefault((label, "torch"), []).append(once(fn, n, torch_side, user))
-                times.setdefault((label, "cprofile"), []).append(once(fn, n, cprofile_side, user))
-        bare = statistics.median(times[("", "bare")])
-        cells = [f"{label}: torch's recorder x{statistics.median(times[(label, 'torch')]) / bare:.2f}, cProfile's "
-                 f"x{statistics.median(times[(label, 'cprofile')]) / bare:.2f}" for label in sides]
-        print(f"  {name} ({n:,}, bare {bare * 1e3:.1f} ms): " + "; ".join(cells))
+                ratios.setdefault(f"{label}torch", []).append(once(fn, n, torch_side, user) / b)
+                ratios.setdefault(f"{label}cprofile", []).append(once(fn, n, cprofile_side, user) / b)
+        out[name] = {"iterations": n, "bare_s": statistics.median(bare),
+                     **{k: statistics.median(v) for k, v in ratios.items()}}
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--scale", type=float, default=1.0)
+    parser.add_argument("--baseline", default=None, help="another checkout (main's worktree), measured beside")
+    parser.add_argument("--json", action="store_true", help="print the numbers as one JSON line")
+    args = parser.parse_args()
+    measured = measure(args.reps, args.scale, args.baseline)
+    if args.json:
+        print(json.dumps(measured))
+        return
+    print(f"Python {sys.version.split()[0]}, medians of {args.reps} runs, interleaved:")
+    for name, m in measured.items():
+        cells = [f"{label or 'this tree'}: torch's recorder x{m[label + 'torch']:.2f}, cProfile's "
+                 f"x{m[label + 'cprofile']:.2f}" for label in ([""] + (["baseline "] if args.baseline else []))]
+        print(f"  {name} ({m['iterations']:,}, bare {m['bare_s'] * 1e3:.1f} ms CPU): " + "; ".join(cells))
 
 
 if __name__ == "__main__":

@@ -375,6 +375,26 @@ def section_post(sizes: list[int], reps: list[int], collect: str, torch_max: int
     return rows
 
 
+def section_scaling(sizes: list[int], reps: int, collect: str) -> dict[str, Any]:
+    """Our post-processing alone (``ours``: save + read + tree + tables) at each of ``sizes``, the
+    sizes' order alternating per repetition: µs per event at each size (medians), and
+    ``ratio``: the largest size's µs/event over the smallest's (the "cost linear in events"
+    target; torch's path is not run: post measures it)."""
+    per: dict[int, list[float]] = {size: [] for size in sizes}
+    events: dict[int, int] = {}
+    iters = {size: iterations_for(size, collect) for size in sizes}
+    for rep in range(reps):
+        for size in (sizes if rep % 2 == 0 else sizes[::-1]):
+            prof, _, _ = profile_workload(iters[size], collect)
+            gc.collect()
+            stages, profile = ours(prof, collect)
+            events[size] = len(profile.events)
+            per[size].append(1e6 * stages["total"] / events[size])
+            del prof, profile
+    us = {size: median(v) for size, v in per.items()}
+    return {"us_per_event": us, "events": events, "ratio": us[max(sizes)] / us[min(sizes)], "reps": reps}
+
+
 def _child_memory(n_iter: int, path: str, collect: str) -> None:
     """(in a fresh process) the peak memory one path adds over the stopped profiler.
 
@@ -455,7 +475,9 @@ def section_memory(sizes: list[int], collect: str, torch_max: int | None) -> lis
     return rows
 
 
-def section_load(size: int, reps: int, collect: str) -> dict[str, Any]:
+def section_load(size: int, reps: int, collect: str, others: bool = True) -> dict[str, Any]:
+    """``load_trace`` against ``json.load`` on a trace torch wrote for ``size`` events; with
+    ``others``, also load_trace with the tables, msgspec's and orjson's untyped parsers."""
     import msgspec
 
     import nbprof
@@ -493,14 +515,15 @@ def section_load(size: int, reps: int, collect: str) -> dict[str, Any]:
         p.key_averages("shape")
         p.summary
 
-    fns: dict[str, Callable[[], None]] = {"load_trace": ours_load, "json.load": json_load,
-                                          "load_trace+tables": ours_tables, "msgspec (untyped)": msgspec_load}
-    if orjson is not None:
-        fns["orjson"] = orjson_load
+    fns: dict[str, Callable[[], None]] = {"load_trace": ours_load, "json.load": json_load}
+    if others:
+        fns.update({"load_trace+tables": ours_tables, "msgspec (untyped)": msgspec_load})
+        if orjson is not None:
+            fns["orjson"] = orjson_load
     times: dict[str, list[float]] = {k: [] for k in fns}
     ratios = []
     for rep in range(reps):
-        for name, fn in fns.items():
+        for name, fn in (list(fns.items()) if rep % 2 == 0 else list(fns.items())[::-1]):  # the order alternating
             gc.collect()
             t0 = time.perf_counter()
             fn()
@@ -517,19 +540,25 @@ def section_load(size: int, reps: int, collect: str) -> dict[str, Any]:
 
 LOADEXT_CHILD = r"""
 import json, sys, time
+t0, c0 = time.perf_counter(), time.process_time()
 from IPython.testing.globalipapp import start_ipython
 shell = start_ipython()
+t1, c1 = time.perf_counter(), time.process_time()
 before = set(sys.modules)
-t0 = time.perf_counter()
 shell.run_line_magic("load_ext", "nbprof")
-t1 = time.perf_counter()
+t2, c2 = time.perf_counter(), time.process_time()
 new = set(sys.modules) - before
-print(json.dumps({"s": t1 - t0, "torch": "torch" in sys.modules, "plotly": "plotly" in sys.modules,
+print(json.dumps({"s": t2 - t1, "ipython_s": t1 - t0, "cpu_s": c2 - c1, "ipython_cpu_s": c1 - c0,
+                  "torch": "torch" in sys.modules, "plotly": "plotly" in sys.modules,
                   "pandas": "pandas" in sys.modules, "new_modules": len(new)}))
 """
 
 
 def section_loadext(reps: int) -> dict[str, Any]:
+    """``%load_ext nbprof`` in ``reps`` fresh processes; beside it, in each, the bare IPython shell's
+    own start (importing IPython, ``start_ipython()``): ``ratio`` is the median of load_ext / start,
+    what a shared machine's speed moves less than the seconds; ``cpu_ratio`` the same in CPU
+    seconds, which moved less again (tests/test_perf_guards.py)."""
     runs = []
     for _ in range(reps):
         out = subprocess.run([sys.executable, "-c", LOADEXT_CHILD], capture_output=True, text=True, cwd=ROOT,
@@ -539,10 +568,13 @@ def section_loadext(reps: int) -> dict[str, Any]:
             raise RuntimeError(out.stderr[-2000:])
         runs.append(json.loads(lines[-1]))
     res = {"s": median([r["s"] for r in runs]), "max_s": max(r["s"] for r in runs),
+           "ipython_s": median([r["ipython_s"] for r in runs]), "ratio": median([r["s"] / r["ipython_s"] for r in runs]),
+           "cpu_ratio": median([r["cpu_s"] / r["ipython_cpu_s"] for r in runs]),
            "torch": any(r["torch"] for r in runs), "plotly": any(r["plotly"] for r in runs),
-           "pandas": any(r["pandas"] for r in runs), "reps": reps}
-    print(f"  %load_ext nbprof: {res['s']:.3f}s (max {res['max_s']:.3f}s), torch imported: {res['torch']}, "
-          f"plotly imported: {res['plotly']}", flush=True)
+           "pandas": any(r["pandas"] for r in runs), "new_modules": max(r["new_modules"] for r in runs), "reps": reps}
+    print(f"  %load_ext nbprof: {res['s']:.3f}s (max {res['max_s']:.3f}s; {res['ratio']:.3f} of a bare IPython "
+          f"start, {res['ipython_s']:.3f}s), torch imported: {res['torch']}, plotly imported: {res['plotly']}",
+          flush=True)
     return res
 
 
@@ -606,7 +638,9 @@ def _run_cell(shell: Any, code: str) -> float:
     return elapsed
 
 
-def section_cprofile(reps: int) -> dict[str, Any]:
+def section_cprofile(reps: int, cells: tuple[str, ...] | None = None, shown: bool = True) -> dict[str, Any]:
+    """``%%cprofile`` against ``%%prun`` on ``cells`` (names in CPROFILE_CELLS; default all), quiet
+    (``-q``) and, with ``shown``, with their output; then our cProfile tables against pstats."""
     import cProfile
     import pstats
 
@@ -615,17 +649,20 @@ def section_cprofile(reps: int) -> dict[str, Any]:
     shell = _shell()
     res: dict[str, Any] = {"reps": reps, "cells": {}}
     for cell_name, cell in CPROFILE_CELLS.items():
+        if cells is not None and cell_name not in cells:
+            continue
         variants = {
             "plain": cell,
             "%%cprofile -q": "%%cprofile -q\n" + cell,
             "%%prun -q": "%%prun -q\n" + cell,
-            "%%cprofile": "%%cprofile\n" + cell,
-            "%%prun": "%%prun\n" + cell,
         }
+        if shown:
+            variants.update({"%%cprofile": "%%cprofile\n" + cell, "%%prun": "%%prun\n" + cell})
         for code in variants.values():  # warm up: imports, caches
             _run_cell(shell, code)
         times: dict[str, list[float]] = {k: [] for k in variants}
-        quiet, shown = [], []
+        quiet: list[float] = []
+        shown_ratios: list[float] = []
         for rep in range(reps):
             names = list(variants)
             if rep % 2:
@@ -633,19 +670,21 @@ def section_cprofile(reps: int) -> dict[str, Any]:
             for name in names:
                 times[name].append(_run_cell(shell, variants[name]))
             quiet.append(times["%%cprofile -q"][-1] / times["%%prun -q"][-1])
-            shown.append(times["%%cprofile"][-1] / times["%%prun"][-1])
+            if shown:
+                shown_ratios.append(times["%%cprofile"][-1] / times["%%prun"][-1])
         plain = median(times["plain"])
         r = {
             "plain_s": plain,
             **{f"{k}_s": median(v) for k, v in times.items() if k != "plain"},
             "ratio_quiet": median(quiet),
-            "ratio_shown": median(shown),
+            "ratio_shown": median(shown_ratios),
             "overhead_ratio_quiet": (median(times["%%cprofile -q"]) - plain) / (median(times["%%prun -q"]) - plain),
         }
         res["cells"][cell_name] = r
         print(f"  {cell_name} cell (unprofiled {plain * 1e3:.0f} ms): %%cprofile/%%prun quiet {r['ratio_quiet']:.3f} "
-              f"({r['%%cprofile -q_s'] * 1e3:.0f} vs {r['%%prun -q_s'] * 1e3:.0f} ms), with report "
-              f"{r['ratio_shown']:.3f} ({r['%%cprofile_s'] * 1e3:.0f} vs {r['%%prun_s'] * 1e3:.0f} ms)", flush=True)
+              f"({r['%%cprofile -q_s'] * 1e3:.0f} vs {r['%%prun -q_s'] * 1e3:.0f} ms)"
+              + (f", with report {r['ratio_shown']:.3f} ({r['%%cprofile_s'] * 1e3:.0f} vs {r['%%prun_s'] * 1e3:.0f} ms)"
+                 if shown else ""), flush=True)
 
     # building the tables: ours (the stats and call-graph tables) against pstats sort + print,
     # on the raw stats of a profile with many functions
@@ -705,6 +744,10 @@ def _many_functions() -> None:
 
 
 def section_cell(size: int, reps: int, collect: str) -> dict[str, Any]:
+    """The whole ``%%torchprof`` cell against the hand-written way in one shell, alternating:
+    ``ratio`` in wall time (the target's), ``cpu_ratio`` in CPU seconds of this process (what the
+    machine's other jobs move less: the hand-written way's Python slowed more under load than ours,
+    so the wall ratio fell as the load rose)."""
     n_iter = iterations_for(size, collect)
     kw = collect_kwargs(collect)
     flags = " ".join(f for f, on in (("--shapes", kw["record_shapes"]), ("--memory", kw["profile_memory"])) if on)
@@ -723,6 +766,7 @@ def section_cell(size: int, reps: int, collect: str) -> dict[str, Any]:
     shell = _shell()
     _run_cell(shell, workload_code(50))  # imports
     times: dict[str, list[float]] = {"%%torchprof": [], "hand-written": [], "unprofiled": []}
+    cpu: dict[str, list[float]] = {k: [] for k in times}
     ratios = []
     for rep in range(reps):
         order = [("%%torchprof", ours_cell), ("hand-written", hand_cell), ("unprofiled", plain_cell)]
@@ -730,13 +774,15 @@ def section_cell(size: int, reps: int, collect: str) -> dict[str, Any]:
             order = order[1::-1] + order[2:]
         for name, code in order:
             gc.collect()
+            c0 = time.process_time()
             times[name].append(_run_cell(shell, code))
+            cpu[name].append(time.process_time() - c0)
             shell.user_ns.pop("prof", None)
             gc.collect()
         ratios.append(times["%%torchprof"][-1] / times["hand-written"][-1])
         print(f"  cell rep {rep + 1}/{reps}: " + ", ".join(f"{k} {v[-1]:.2f}s" for k, v in times.items()), flush=True)
     return {"target_events": size, **{f"{k}_s": median(v) for k, v in times.items()}, "ratio": median(ratios),
-            "reps": reps}
+            "cpu_ratio": median([a / b for a, b in zip(cpu["%%torchprof"], cpu["hand-written"])]), "reps": reps}
 
 
 # ------------------------------------------------------------------------------------ report
@@ -841,7 +887,8 @@ def markdown(results: dict[str, Any]) -> str:
         r = results["loadext"]
         lines += [
             f"**`%load_ext nbprof`** in a fresh shell: median {fmt_s(r['s'])} (max {fmt_s(r['max_s'])}, "
-            f"{r['reps']} processes); imports torch: {r['torch']}, plotly: {r['plotly']}, pandas: {r['pandas']}.",
+            f"{r['reps']} processes; {r['ratio']:.3f} of the bare shell's own start, {fmt_s(r['ipython_s'])}); "
+            f"imports torch: {r['torch']}, plotly: {r['plotly']}, pandas: {r['pandas']}.",
             "",
         ]
         targets.append(("`%load_ext` < 0.3 s, no torch/plotly", f"{r['s']:.3f} s, torch {r['torch']}, "

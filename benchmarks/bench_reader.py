@@ -136,6 +136,44 @@ def same_process(baseline: str, path: Path, reps: int) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def parse_ratio(path: Path, reps: int = 5) -> dict:
+    """In this process, alternating, CPU seconds: this checkout's ``read_trace_file(path)`` (the
+    checked, streamed reader) against parsing the same file's JSON alone with the standard library
+    (``gzip`` + ``json.loads`` for a ``.gz``, ``json.load`` otherwise). The median of the
+    per-repetition ratios is ``ratio``: what the reading adds to a parse of the text, which the
+    checks must not move (tests/test_perf_guards.py)."""
+    import gc
+    import gzip
+
+    sys.path.insert(0, str(ROOT))
+    from nbprof.collect.chrome_trace import read_trace_file
+
+    def parse() -> None:
+        if str(path).endswith(".gz"):
+            with gzip.open(path, "rb") as f:
+                json.loads(f.read())
+        else:
+            with open(path, "rb") as f:
+                json.load(f)
+
+    def read() -> None:
+        read_trace_file(str(path))
+
+    times: dict[str, list[float]] = {"read": [], "parse": []}
+    ratios = []
+    for rep in range(reps):
+        pair = {}
+        for name, fn in ((("read", read), ("parse", parse)) if rep % 2 == 0 else (("parse", parse), ("read", read))):
+            gc.collect()
+            c0 = time.process_time()
+            fn()
+            pair[name] = time.process_time() - c0
+            times[name].append(pair[name])
+        ratios.append(pair["read"] / pair["parse"])
+    return {"read_s": statistics.median(times["read"]), "parse_s": statistics.median(times["parse"]),
+            "ratio": statistics.median(ratios)}
+
+
 def run(tree: str, path: Path) -> dict:
     out = subprocess.run([sys.executable, "-c", CHILD, tree, str(path)], capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])

@@ -322,10 +322,24 @@ def device_labels(device: np.ndarray, device_type: np.ndarray | None = None) -> 
 
 
 def kind_mask(codes: np.ndarray, kinds: "list[int] | tuple[int, ...] | np.ndarray") -> np.ndarray:
-    """``np.isin(codes, kinds)`` for kind codes, as one table lookup (no per-kind passes)."""
+    """``np.isin(codes, kinds)`` for kind codes: a comparison per kind where they are few (each a
+    fast pass over the small int codes), else one table lookup. Called some 40 times for a rank's
+    summary: at 1 M events the lookup (an index array made from the codes, then a gather) cost
+    ~1.5 ms a call, three comparisons ~0.2 ms."""
+    wanted = np.unique(np.asarray(kinds, dtype=np.int64))
+    codes = np.asarray(codes)
+    if len(wanted) <= _KIND_COMPARISONS:
+        out = np.zeros(codes.shape, dtype=bool)
+        for k in wanted.tolist():
+            out |= codes == k
+        return out
     table = np.zeros(len(KINDS) + 1, dtype=bool)
-    table[np.asarray(kinds, dtype=np.int64)] = True
-    return table[codes]  # codes are 0..len(KINDS)-1 (-1, if ever, reads the spare last entry)
+    table[wanted] = True
+    return np.take(table, codes)  # codes are 0..len(KINDS)-1 (-1, if ever, reads the spare last entry)
+
+
+# Up to this many kinds, kind_mask compares the codes with each one instead of a table lookup.
+_KIND_COMPARISONS = 4
 
 
 def distinct(values: np.ndarray) -> np.ndarray:
@@ -362,7 +376,11 @@ def category_map(column: pd.Series, fn: Callable[[str], Any], dtype: Any = objec
     cats = column.cat.categories
     per_category = np.array([fn(str(c)) for c in cats] + [missing], dtype=dtype)
     codes = column.cat.codes.to_numpy()  # -1 (missing) reads the last entry
-    return per_category[codes if rows is None else codes[rows]]
+    if rows is not None:
+        codes = codes[rows]
+    # np.take gathers numbers and booleans from the small codes without first making an index
+    # array of them (1.5 -> 0.9 ms at 1 M rows); object references gather faster by indexing
+    return per_category[codes] if per_category.dtype == object else np.take(per_category, codes)
 
 
 def category_codes(column: pd.Series, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -398,7 +416,10 @@ def values_at(column: pd.Series, rows: np.ndarray | None = None) -> np.ndarray:
 
 def time_ns(us: pd.Series | np.ndarray) -> np.ndarray:
     """µs floats (relative, ns resolution) -> exact int64 nanoseconds."""
-    return np.rint(np.asarray(us, dtype=np.float64) * 1000.0).astype(np.int64)
+    us = np.asarray(us, dtype=np.float64)
+    ns = np.multiply(us, 1000.0, out=np.empty_like(us))
+    np.rint(ns, out=ns)  # in place: one temporary, not two (~60 calls per 1 M-event rank)
+    return ns.astype(np.int64)
 
 
 def concat_traces(traces: list[TraceData], labels: list | None = None, label_column: str | None = None) -> TraceData:

@@ -23,9 +23,10 @@ import os
 import pstats
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from .analysis.key_averages import GROUP_BY, key_averages
+from .analysis.key_averages import GROUP_BY, averaged_rows, key_averages
 from .analysis.summary import TorchSummary, summarize_torch
 from .analysis.tree import build_tree
 from .collect.cprofile import edges_table, stats_table
@@ -121,8 +122,14 @@ class TorchProfile(_DataLoaders):
                 from .analysis.stacks import op_stacks
 
                 stacks = op_stacks(self._events, code_names=self.meta.code_names)
-            self._averages[group_by] = key_averages(self._events, group_by, stacks=stacks)
+            self._averages[group_by] = key_averages(self._events, group_by, stacks=stacks, rows=self._averaged_rows)
         return self._averages[group_by].copy(deep=False)
+
+    @functools.cached_property
+    def _averaged_rows(self) -> Any:
+        """The rows key averages count (``analysis.key_averages.averaged_rows``), once for every
+        grouping."""
+        return np.flatnonzero(averaged_rows(self._events))
 
     def lines(self) -> pd.DataFrame:
         """Line by line (``%%torchprof --lines``): one row per line of your code with anything in it:

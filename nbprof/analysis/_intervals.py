@@ -46,21 +46,36 @@ def union_segments(
         z = np.zeros(0, dtype=np.int64)
         return z, z.copy(), z.copy()
     end = np.maximum(end, start)
+    if group[0] == group.min() == group.max():
+        # one group (a rank's process, one device): no second sort key, no offsets (five fewer
+        # passes over the intervals; union_segments runs some 20 times for a rank's summary)
+        order = np.argsort(start, kind="stable")
+        s = start[order]
+        run_max = np.maximum.accumulate(end[order])
+        first = _segment_starts(s, run_max)
+        last = np.r_[first[1:] - 1, len(s) - 1]
+        return np.full(len(first), group[0], dtype=np.int64), s[first], run_max[last]
     order = np.lexsort((start, group))
     g, s, e = group[order], start[order], end[order]
     base, stride = _stride(s, e)
     off = g * stride - base
     so, eo = s + off, e + off
     run_max = np.maximum.accumulate(eo)
-    new = np.empty(len(s), dtype=bool)
-    new[0] = True
-    new[1:] = so[1:] > run_max[:-1]
-    first = np.flatnonzero(new)
+    first = _segment_starts(so, run_max)
     last = np.r_[first[1:] - 1, len(s) - 1]
     seg_g = g[first]
     seg_start = s[first]
     seg_end = run_max[last] - off[first]
     return seg_g, seg_start, seg_end
+
+
+def _segment_starts(start: np.ndarray, run_max: np.ndarray) -> np.ndarray:
+    """Where a new segment begins: the first interval, and each one starting after every earlier
+    one ended (``run_max``: the running maximum of the ends, in start order)."""
+    new = np.empty(len(start), dtype=bool)
+    new[0] = True
+    new[1:] = start[1:] > run_max[:-1]
+    return np.flatnonzero(new)
 
 
 def measure_within(

@@ -77,9 +77,12 @@ RANGE_DTYPES = {c: np.float64 for c in RANGE_COLUMNS} | {
     "label": TEXT, "path": TEXT, "depth": np.int64, "count": np.int64, "kernels": np.int64}
 
 
-def range_labels(names: pd.Series) -> np.ndarray:
-    """Label of each event: its name, with every ``ProfilerStep#N`` as "ProfilerStep*"."""
+def range_labels(names: pd.Series, rows: np.ndarray | None = None) -> np.ndarray:
+    """Label of each event (of those at ``rows``; every one when None): its name, with every
+    ``ProfilerStep#N`` as "ProfilerStep*"."""
     keys, labels = key_names(names)
+    if rows is not None:
+        keys = keys[rows]  # the ranges need their annotations' labels only, not a million references
     # str once per distinct label (a few hundred), then a gather of references: converting the
     # gathered array made a fixed-width string per event (9.6 s of a 1 M-event rank's summary)
     return np.asarray([str(label) for label in labels], dtype=object)[keys] if len(keys) else np.zeros(0, dtype=object)
@@ -111,8 +114,9 @@ def _survivors(events: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
         cur[climb] = parent[cur[climb]]
 
 
-def _paths(events: pd.DataFrame, ann: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, pd.DataFrame]:
-    """Path id of every annotation row, and a table of paths (parent path, label, depth)."""
+def _paths(events: pd.DataFrame, ann: np.ndarray, ann_labels: np.ndarray) -> tuple[np.ndarray, pd.DataFrame]:
+    """Path id of every annotation row (``ann``, whose labels are ``ann_labels``), and a table of
+    paths (parent path, label, depth)."""
     n = len(events)
     ann_parent = np.full(n, -1, dtype=np.int64)
     ann_parent[ann] = annotation_parents(events, ann)
@@ -125,7 +129,7 @@ def _paths(events: pd.DataFrame, ann: np.ndarray, labels: np.ndarray) -> tuple[n
         cur[has] = ann_parent[cur[has]]
     depth[ann] = d
 
-    label_codes, label_uniques = pd.factorize(labels[ann])
+    label_codes, label_uniques = pd.factorize(ann_labels)
     label_of = np.full(n, -1, dtype=np.int64)
     label_of[ann] = label_codes
     path_of = np.full(n, -1, dtype=np.int64)
@@ -169,8 +173,7 @@ def range_parts(events: pd.DataFrame, meta: TraceMeta | None = None) -> tuple[pd
     span = float(span_ns(windows, len(rank_labels)).sum())
     if len(ann) == 0:
         return empty_table(RANGE_DTYPES | {"first_us": np.float64}), span / 1000.0
-    labels = range_labels(events["name"])
-    path_of, paths = _paths(events, ann, labels)
+    path_of, paths = _paths(events, ann, range_labels(events["name"], ann))
     n_paths = len(paths)
     pid = path_of[ann]
 
@@ -318,8 +321,7 @@ def range_ops(events: pd.DataFrame) -> pd.DataFrame:
     ops = np.flatnonzero((kind == KIND_CODE["op"]) & ~merged & (events["thread"].to_numpy() >= 0))
     if len(ann) == 0:
         return empty_table(RANGE_OP_DTYPES)
-    labels = range_labels(events["name"])
-    path_of, paths = _paths(events, ann, labels)
+    path_of, paths = _paths(events, ann, range_labels(events["name"], ann))
     start = time_ns(events["start_us"].to_numpy())
     end = start + time_ns(events["dur_us"].to_numpy())
     _, process = _lanes(events)

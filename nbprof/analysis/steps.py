@@ -182,7 +182,7 @@ def step_breakdown(events: pd.DataFrame, by: str = "op", metric: str | None = No
             rows = np.flatnonzero((kind == KIND_CODE["annotation"]) & ~merged)
             rows = rows[~np.isin(rows, list(step_rows))]
             column = "dur_us"
-            names = range_labels(events["name"])[rows]
+            names = range_labels(events["name"], rows)
         step_of = st.of_rows(rows)
         values = events[column].to_numpy()[rows]
     if metric == "count":

@@ -17,7 +17,7 @@ import pandas as pd
 from ...events import DEVICE_WORK_CODES, kind_mask, time_ns
 from ...format import fmt_us, plural, short_kernel_name
 from .._intervals import measure_within, union_segments
-from ..launches import stream_groups
+from ..launches import matched_launches, stream_groups
 from ._common import Finding, TorchContext, pct
 
 LAUNCH_STALL_MIN_US = 100.0
@@ -25,15 +25,19 @@ LAUNCH_STALL_MIN_SHARE = 0.05
 LAUNCH_STALL_HIGH_SHARE = 0.20
 
 
-def waits(launches: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+def waits(launches: pd.DataFrame, places: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Per launch (row of ``p.launches()``): when its wait began, after its call returned and its
     stream's earlier work ended, and when it ended (the work's start), in ns; begin == end for work
-    that started at once."""
+    that started at once. ``places``: each launch's (rank code, device code) when known (from the
+    events' codes); else from the table's text."""
     start = time_ns(launches["launch_start_us"].to_numpy()) + time_ns(launches["launch_delay_us"].to_numpy())
     end = start + time_ns(launches["gpu_dur_us"].to_numpy())
     call_end = time_ns(launches["launch_start_us"].to_numpy()) + time_ns(launches["cpu_dur_us"].to_numpy())
-    rank, _ = pd.factorize(launches["rank"].to_numpy(dtype=object), use_na_sentinel=False)  # None: a rank too
-    device, _ = pd.factorize(launches["device"].to_numpy(dtype=object))
+    if places is None:
+        rank, _ = pd.factorize(launches["rank"].to_numpy(dtype=object), use_na_sentinel=False)  # None: a rank too
+        device, _ = pd.factorize(launches["device"].to_numpy(dtype=object))
+    else:
+        rank, device = places
     stream, _ = stream_groups(rank, device, launches["stream"].to_numpy())
     prev_end = np.full(len(start), np.iinfo(np.int64).min)
     if len(start):
@@ -58,12 +62,15 @@ def find(ctx: TorchContext) -> Iterator[Finding]:
     launches = ctx.profile.launches()
     if len(launches) == 0:
         return
-    begin, start = waits(launches)
+    ev = ctx.events
+    # the launches' rows of the events, in their order (launches.launch_table): their rank and
+    # device codes, rather than 100 k rank labels and device strings hashed again
+    rows, _ = matched_launches(ev)
+    begin, start = waits(launches, (ctx.rank[rows], ev["device"].cat.codes.to_numpy()[rows]))
     long = (start - begin) >= LAUNCH_STALL_MIN_US * 1000
     if not long.any():
         return
     # the device's idle time inside those waits: the waits, merged per device, less its busy time
-    ev = ctx.events
     work = np.flatnonzero(kind_mask(ctx.kind, DEVICE_WORK_CODES))
     devices = ev["device"].cat.categories
     n_dev = len(devices)

@@ -1,0 +1,297 @@
+"""Performance guards: every target a benchmark in benchmarks/ states, at a small size, in the full tier.
+
+A benchmark's full run takes minutes to an hour and is rerun by hand (benchmarks/RESULTS.md), so a
+change that made a path twice as slow would wait for someone to rerun it. Each guard here measures
+the same ratio as its benchmark, with the benchmark's own measuring function (imported from
+benchmarks/), at a size that takes seconds: both sides in one run, the order alternating, the
+median of a few repetitions, CPU seconds where the benchmark's own ratio allows it. The bounds hold
+the room a shared machine needs (set from runs beside six other engineers' test runs on the 2
+cores, load average 8-14) and fail when the measured path costs twice what it does: each guard was
+checked against a planted 2x slowdown of its path. docs/testing.md ("Performance guards") has each
+one's measurements, bound and planted result.
+
+What a guard does not do: judge the benchmark's own target at its own size (100 k and 1 M events,
+8 ranks of 1 M events: that is the benchmark's run), or bound a wall-clock time by itself.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# one after the other on one worker (the full tier runs with --dist loadgroup): two guards measuring
+# at once would be each other's load
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("perf_guards")]
+
+
+def bench(name: str) -> ModuleType:
+    """A module of benchmarks/ (not a package), imported once."""
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+def report(label: str, measured: dict) -> None:
+    """The measured numbers, for the log of a failing run (and -s)."""
+    print(f"\n{label}: " + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                                     for k, v in measured.items() if not k.startswith("_")))
+
+
+# -- a folder of ranks (benchmarks/bench_cluster.py) ---------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tiled(tmp_path_factory) -> dict[str, Path]:
+    """bench_cluster's tiled H100 rank: one of ~200 k events (a rank's summary against its plain
+    load) and a folder of 4 ranks of ~100 k (the folder path, workers included)."""
+    root = tmp_path_factory.mktemp("tiled")
+    one, _ = bench("bench_cluster").make_folder(root, 1, SUMMARY_EVENTS)
+    four, _ = bench("bench_cluster").make_folder(root, FOLDER_RANKS, FOLDER_EVENTS)
+    return {"rank": one / "rank0.pt.trace.json.gz", "folder": four}
+
+
+SUMMARY_EVENTS = 200_000
+FOLDER_RANKS, FOLDER_EVENTS = 4, 100_000
+
+# A rank's summary (read, tree, every per-rank table: what a folder's worker computes) against a
+# plain load_trace + key_averages of the same file: the tables on top of the read. Measured here
+# 1.20-1.41; with analysis/ranges.range_labels' old astype(str) (e5b23fc) 1.95-2.31, with the
+# tables computed twice 1.61.
+SUMMARY_MAX = 1.5
+
+
+def test_a_ranks_summary_costs_little_more_than_loading_it(tiled):
+    from nbprof.cluster.summary import rank_summary
+
+    rank_summary(str(tiled["rank"]))  # imports, first-use caches
+    m = bench("bench_cluster").summary_ratio(str(tiled["rank"]), reps=3)
+    report("rank summary / load_trace + key_averages", m)
+    assert m["ratio"] <= SUMMARY_MAX, m
+
+
+# load_trace(folder of 4 ranks, 2 workers) + the report's tables against one rank's plain load, CPU
+# of every process: 4 ranks' summaries and 2 workers' start (imports). Measured here 9.5-10.8; each
+# rank summarized twice in its worker: 16.2-17.6.
+FOLDER_MAX = 12.5
+
+
+def test_a_folder_of_ranks_costs_about_its_ranks(tiled):
+    import nbprof
+
+    nbprof.load_trace(str(tiled["folder"] / "rank0.pt.trace.json.gz"))
+    m = bench("bench_cluster").folder_ratio(str(tiled["folder"]), str(tiled["folder"] / "rank0.pt.trace.json.gz"),
+                                           reps=2)
+    report("4 ranks (2 workers) / one rank's plain load, CPU", m)
+    assert m["ratio"] <= FOLDER_MAX, m
+
+
+# -- post-processing, memory, loading, %load_ext, cProfile, the whole cell (bench_profiling.py) ---------
+
+
+@pytest.fixture(scope="module")
+def profiling():
+    pytest.importorskip("torch")
+    b = bench("bench_profiling")
+    b.iterations_for(POST_EVENTS, COLLECT)  # calibrate the workload once
+    return b
+
+
+COLLECT = "shapes,memory"
+POST_EVENTS = 10_000
+# torch's events() + key_averages() (+ by shape) over ours (save + read + tree + tables), on the
+# same stopped profiler, wall time: target >= 10x at 100 k and 1 M events (9.9x at 10 k in
+# RESULTS.md on a quiet machine), here 5.5-6.8x; ours taking twice as long: 2.9x. Ours over torch's
+# own __exit__: target <= 1 (0.81-0.92), here 1.18-1.45; twice as long: 2.36.
+SPEEDUP_MIN = 4.0
+VS_EXIT_MAX = 2.0
+
+
+def test_post_processing_beats_torchs_events_and_key_averages(profiling):
+    [m] = profiling.section_post([POST_EVENTS], [3], COLLECT, None)
+    report("post-processing", m)
+    assert m["agree"], m["checks"]  # the same numbers as torch's key averages, or the speed means nothing
+    assert m["speedup"] >= SPEEDUP_MIN, m
+    assert m["vs_exit"] <= VS_EXIT_MAX, m
+
+
+# Peak memory our post-processing adds over torch's events() + key_averages(): target <= 1/3,
+# measured 0.23-0.26 at 10 k-1 M; here at 20 k 0.268-0.277 (14.4 of 53.6 MiB); with two copies of
+# the events table kept, 0.475.
+MEMORY_EVENTS = 20_000
+MEMORY_MAX = 0.4
+
+
+def test_peak_memory_is_a_fraction_of_torchs(profiling):
+    [m] = profiling.section_memory([MEMORY_EVENTS], COLLECT, None)
+    report("peak memory ours / torch's", {"ratio": m["ratio"], "ours_MiB": m["ours_total"] / 2**20,
+                                          "torch_MiB": m["torch"]["added_rss"] / 2**20})
+    assert m["ratio"] <= MEMORY_MAX, m
+
+
+# Our cost per event at 40 k over that at 5 k: "cost linear in events" (8.9 / 8.5 / 9.8 µs at
+# 10 k / 100 k / 1 M). Fixed costs make the small size dearer: measured here 0.57-0.81. A path that
+# grows faster than the events (one taking twice as long at 40 k, 1.125 times at 5 k) gave 1.51.
+SCALING_SIZES = [5_000, 40_000]
+SCALING_MAX = 1.0
+
+
+def test_cost_per_event_stays_flat(profiling):
+    m = profiling.section_scaling(SCALING_SIZES, 5, COLLECT)
+    report("µs per event, largest / smallest", {"ratio": m["ratio"], **{f"us_{k}": v for k, v in m["us_per_event"].items()}})
+    assert m["ratio"] <= SCALING_MAX, m
+
+
+# load_trace on a trace torch wrote over json.load of it, wall time: target <= 2x, measured 0.17x at
+# 100 k on a quiet machine. json.load slows more under load than load_trace, so the ratio falls as
+# the load rises: at 20 k 0.142-0.169 at load average 8-12, 0.206-0.212 at 5; at 50 k 0.189 at 5.
+# The bound is for a quiet machine's ~0.2 at 50 k; load_trace twice gave 0.30 (20 k, load 11).
+LOAD_EVENTS = 50_000
+LOAD_MAX = 0.26
+
+
+def test_load_trace_beats_parsing_the_json(profiling):
+    m = profiling.section_load(LOAD_EVENTS, 3, COLLECT, others=False)
+    report("load_trace / json.load", {k: v for k, v in m.items() if isinstance(v, (int, float))})
+    assert m["ratio"] <= LOAD_MAX, m
+
+
+# %load_ext nbprof in a fresh process over the bare IPython shell's start in the same process (the
+# target is absolute, < 0.3 s: measured 22 ms on a quiet machine), CPU seconds, medians of 9
+# processes: here 0.072-0.073 (wall 0.057-0.105: its 40-90 ms moved with the disk cache and the
+# load); its CPU (importing nbprof, registering) spent again: 0.128. And what it imports, exactly.
+LOADEXT_MAX = 0.1
+
+
+def test_load_ext_is_cheap_next_to_ipythons_own_start():
+    m = bench("bench_profiling").section_loadext(9)
+    report("%load_ext / IPython's start", m)
+    assert not (m["torch"] or m["plotly"] or m["pandas"]), m
+    assert m["cpu_ratio"] <= LOADEXT_MAX, m
+
+
+@pytest.fixture(scope="module")
+def cprofile_vs_prun(ip):
+    return bench("bench_profiling").section_cprofile(11, cells=bench("bench_profiling").LIKE_FOR_LIKE, shown=False)
+
+
+# %%cprofile -q over %%prun -q on the same cell, wall time, 11 runs each: target within 5 % (1.017 /
+# 0.99 on a quiet machine), here 1.01-1.10 (small) and 0.96-1.19 (medium); the %%cprofile cell
+# taking twice as long, 1.81 and 1.89.
+CPROFILE_MAX = 1.4
+
+
+@pytest.mark.parametrize("cell", ["small", "medium"])
+def test_cprofile_costs_what_prun_costs(cprofile_vs_prun, cell):
+    m = cprofile_vs_prun["cells"][cell]
+    report(f"%%cprofile -q / %%prun -q, {cell} cell", m)
+    assert m["ratio_quiet"] <= CPROFILE_MAX, m
+
+
+# Our cProfile tables (stats + call-graph edges) over pstats' sort + print of the same 2.5 k-function
+# profile: target <= 1, measured 0.26; here 0.30-0.45; built twice, 0.89.
+TABLES_MAX = 0.55
+
+
+def test_cprofile_tables_beat_pstats(cprofile_vs_prun):
+    m = {k: v for k, v in cprofile_vs_prun.items() if k != "cells"}
+    report("cProfile tables / pstats sort + print", m)
+    assert m["tables_ratio"] <= TABLES_MAX, m
+
+
+# The whole %%torchprof cell (report shown) over the hand-written with profile(...) +
+# print(key_averages().table()): target <= 1/3 at 100 k (0.27). In CPU seconds (the hand-written
+# way's Python slows more under load than ours: wall ratios moved with the load). At 15 k, where the
+# report's fixed costs weigh more, it swung 0.38-0.51 (wall 0.36-0.66); at 30 k 0.29-0.36 (load
+# average 4-5). The whole cell's CPU (run, result, report) spent again: 0.57.
+CELL_EVENTS = 30_000
+CELL_MAX = 0.48
+
+
+def test_a_whole_torchprof_cell_beats_the_hand_written_way(profiling, ip):
+    m = profiling.section_cell(CELL_EVENTS, 3, COLLECT)
+    report("%%torchprof cell / hand-written", m)
+    assert m["cpu_ratio"] <= CELL_MAX, m
+
+
+# -- line by line (bench_lines.py, bench_line_tracers.py) ----------------------------------------------------
+
+# %%torchprof --lines over --stack on the training loop: target <= 1.3 (1.07-1.28 at 100 steps).
+# At 20 steps, in CPU seconds (wall time swung 1.04-1.63 here): 1.20-1.45; the --lines cell's CPU
+# spent again, 2.85. What --lines adds over --stack doubled (20-45 % of the cell here) is within
+# this machine's noise at this size: the benchmark's run judges that.
+LINES_STEPS = 20
+LINES_MAX = 1.9
+
+
+def test_lines_costs_little_more_than_stack(ip):
+    pytest.importorskip("torch")
+    m = bench("bench_lines").measure(LINES_STEPS, 5, shell=ip, log=lambda line: None)
+    report("--lines / --stack", {"ratio": m["ratio"], "cpu_ratio": m["cpu_ratio"], "plain_s": m["plain_s"],
+                                 "stack_s": [round(r[0], 3) for r in m["rows"]], "lines_s": [round(r[1], 3) for r in m["rows"]],
+                                 "collect_s": [round(r[3], 3) for r in m["rows"]]})
+    assert m["cpu_ratio"] <= LINES_MAX, m
+
+
+# Each line tracer's slowdown of user code, CPU time (docs/lines.md: the tight loop x21-31 and
+# x14-21, the calls x31-37 and x39-47 on Python 3.11). No target was set; these bounds hold what was
+# measured here: the tight loop x20.9-24 (torch's recorder) and x15.5-18 (cProfile's), the calls
+# x29-34 and x47-70; each line event's work done twice: x47.6, x28.9, x60.7, x76.5 (the calls' call
+# and return events not doubled: the cProfile recorder's own bound is not crossed by it). In a fresh
+# process: in this one, after the tests above, the same measured up to twice as much (x44-46 for the
+# tight loop).
+TRACER_MAX = {"tight loop": {"torch": 40.0, "cprofile": 28.0}, "calls": {"torch": 50.0, "cprofile": 95.0}}
+
+
+def test_line_tracers_slow_user_code_by_what_was_measured():
+    run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_line_tracers.py"), "--reps", "3",
+                          "--scale", "0.5", "--json"], capture_output=True, text=True, cwd=ROOT, check=True)
+    m = json.loads(run.stdout.strip().splitlines()[-1])
+    for workload, r in m.items():
+        report(f"line tracers, {workload}", r)
+    for workload, r in m.items():
+        assert all(r[tracer] <= bound for tracer, bound in TRACER_MAX[workload].items()), (workload, r)
+
+
+# -- reading (bench_reader.py) --------------------------------------------------------------------------------
+
+# read_trace_file on the tiled H100 trace (gzip'd, compact JSON, ~100 k events) over gzip +
+# json.loads of it, CPU time: the checked, streamed reader (bench_reader: its checks must not cost a
+# real trace its speed; ~7 ms of a 4 s read). Measured here 0.36-0.42; reading twice, 0.88.
+READ_MAX = 0.6
+
+
+def test_reading_a_trace_costs_less_than_parsing_its_json(tiled):
+    m = bench("bench_reader").parse_ratio(tiled["folder"] / "rank0.pt.trace.json.gz", reps=3)
+    report("read_trace_file / gzip + json.loads", m)
+    assert m["ratio"] <= READ_MAX, m
+
+
+# -- the timeline (timeline_bench.py) -------------------------------------------------------------------------
+
+# At 1 M events the figure builds in < 2 s with < 5 MB of JSON and a < 300 KB SVG. Here at 300 k:
+# building the figure over building the profile itself (the event tree), best of 3 each: 2.9-4.5
+# (load average 6; at 100 k the tree's 20-50 ms made it swing 6-11.6), the figure built twice 9.8;
+# and the sizes (2.9 MB, 165 KB), which the merge to pixels bounds whatever the events.
+TIMELINE_EVENTS = 300_000
+TIMELINE_BUILD_MAX = 6.5
+JSON_MAX_MB = 5.0
+SVG_MAX_KB = 300.0
+
+
+def test_the_timeline_builds_in_about_a_profiles_time_and_stays_small():
+    m = bench("timeline_bench").measure(TIMELINE_EVENTS, repeat=3)
+    m["build_over_profile"] = m["build_s"] / m["profile_s"]
+    report("timeline", m)
+    assert m["json_mb"] <= JSON_MAX_MB and m["svg_kb"] <= SVG_MAX_KB, m
+    assert m["build_over_profile"] <= TIMELINE_BUILD_MAX, m
