@@ -697,13 +697,20 @@ def dry_toggle(ctx: StepContext) -> None:
 
 
 def dry_snapshot(ctx: StepContext) -> None:
-    """tests/snapshots.py's hand-made snapshot (torch's format; no real one is recorded yet)."""
+    """Snapshots in torch's format (no real one is recorded yet): tests/snapshots.py's hand-made one,
+    the same with a free pending on another stream, and a simulated allocator's on two devices with
+    the history's oldest entries dropped."""
     from tests import gpu_checks as G
-    from tests.snapshots import hand_snapshot, write
+    from tests.snapshots import hand_snapshot, simulated, write
 
     path = ctx.data / "snapshot_hand_made.pickle"
     write(hand_snapshot(), path)
     ctx.check("snapshot_against_memory_viz[hand_made]", G.check_snapshot, path)
+    with tempfile.TemporaryDirectory() as tmp:
+        ctx.check("snapshot_against_memory_viz[pending_free]", G.check_snapshot,
+                  write(G.pending_free_snapshot(), Path(tmp) / "pending.pickle"))
+        ctx.check("snapshot_against_memory_viz[simulated]", G.check_snapshot,
+                  write(simulated(3000, devices=2, dropped=200), Path(tmp) / "simulated.pickle"))
 
 
 def dry_dataloader(ctx: StepContext) -> None:

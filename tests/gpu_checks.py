@@ -443,6 +443,9 @@ def check_snapshot(path: str | Path) -> dict[str, Any]:
         expect(int(seg.loc[s["address"], "allocated_bytes"]) == active == s["allocated_size"],
                f"segment {s['address']:#x}: nbprof {seg.loc[s['address'], 'allocated_bytes']}, memory_viz {active}, "
                f"torch {s['allocated_size']}")
+        expect(int(seg.loc[s["address"], "active_bytes"]) == s["active_size"],
+               f"segment {s['address']:#x}: nbprof's active bytes {seg.loc[s['address'], 'active_bytes']}, torch's "
+               f"{s['active_size']}")
     m = snap.active_memory()
     entries = 0
     for d, trace in enumerate(raw.get("device_traces", [])):
@@ -517,3 +520,19 @@ def synthetic_lines_profile(folder: str | Path) -> tuple[Any, dict, str, int]:
     }
     lined = TorchProfile(ev, dataclasses.replace(p.meta, line_data=line_data, sources={cell: source}))
     return lined, read_trace(path), item, 4
+
+
+def pending_free_snapshot() -> dict:
+    """tests/snapshots.py's hand-made snapshot with its 1 MiB block freed on another stream at the
+    end, the free not yet completed (``active_pending_free``: active, not allocated), as torch
+    dumps it: what no recorded or hand-made snapshot had."""
+    from .snapshots import MiB, entry, hand_snapshot, segment, stack
+
+    snap = hand_snapshot()
+    seg_a = snap["segments"][0]
+    for b in seg_a["blocks"]:
+        if b["size"] == MiB:
+            b["state"] = "active_pending_free"
+            snap["device_traces"][0].append(entry("free_requested", b["address"], MiB, 170, stack(9)))
+    snap["segments"][0] = segment(seg_a["address"], seg_a["total_size"], seg_a["blocks"])
+    return snap

@@ -210,6 +210,9 @@ def test_snapshot_check(tmp_path):
     snap["segments"][0]["allocated_size"] += 512  # torch's own number disagrees with its blocks
     with pytest.raises(G.CheckFailed, match="segment"):
         G.check_snapshot(write(snap, tmp_path / "wrong.pickle"))
+    pending = G.pending_free_snapshot()
+    assert G.check_snapshot(write(pending, tmp_path / "pending.pickle"))["allocated_bytes"] == (
+        hand_snapshot()["segments"][0]["allocated_size"] + hand_snapshot()["segments"][1]["allocated_size"] - (1 << 20))
 
 
 # ------------------------------------------------------------------------------ the script itself
