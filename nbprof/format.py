@@ -158,6 +158,7 @@ UNITS: dict[str, Callable[..., str]] = {
     "flops": lambda v, width: fmt_flops(v),
     "share": lambda v, width: fmt_share(v),
     "ratio": lambda v, width: fmt_ratio(v),
+    "ncalls": lambda v, width: str(v),  # pstats' calls: "12", or "12/3" where primitive calls differ
 }
 _NUMERIC = ("time_us", "time_s", "bytes", "count", "decimal", "flops", "share")
 

@@ -710,7 +710,7 @@ class PythonProfile:
         next line of its frame: what it called included, as line_profiler counts), ``per_hit_us``,
         ``self_time_us`` (``time_us`` without the lines of the user's code it called: the lines'
         own times add up to the run's wall time); one row per line that ran, in the code's order. The files' full texts are in
-        ``meta.sources``. Empty when lines were not followed (``nbprof.collect.python_lines``)."""
+        ``meta.sources``. Empty when lines were not followed (``nbprof.collect.python_line_recorder``)."""
         if self._lines is None:
             from .collect.python_lines import empty_line_table
 

@@ -142,6 +142,6 @@ class PythonOptions:
     sort: str = "tottime_s"
     limit: int = DEFAULT_LIMIT
     dump: str | None = None
-    lines: bool = False  # hits and time per line of the user's code (collect.python_lines)
+    lines: bool = False  # hits and time per line of the user's code (collect.python_line_recorder)
     output: str | None = None
     quiet: bool = False

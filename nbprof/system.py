@@ -14,8 +14,8 @@ module), never at import, so that tests/test_platforms.py can simulate Windows a
 - **Replacing a file.** On Windows ``os.replace`` fails with a ``PermissionError`` while another
   process holds the target open without sharing deletion: an antivirus or the search indexer
   scanning the file just written, for some tens of ms. :func:`replace_file` tries again a few
-  times on those errors only (Windows' error codes 5 and 32, ``winerror``); any other error, and
-  any error elsewhere, is raised at once.
+  times on those errors only (Windows' error codes 5, 32 and 33, ``winerror``: ``_SHARING_ERRORS``);
+  any other error, and any error elsewhere, is raised at once.
 - **Is a process alive.** ``os.kill(pid, 0)`` asks that on POSIX; on Windows signal 0 is
   ``CTRL_C_EVENT``, so the same call sends Ctrl+C to a console process group (or fails with an
   ``OSError`` for other processes). :func:`process_alive` asks Windows' ``OpenProcess`` there.

@@ -38,8 +38,9 @@ CELLS = [
     "nbprof.controls()",
     # 4: a run after the panel changed: no flags
     "%%torchprof -o second -q\nc = torch.ones(64, 64) * 3",
-    # 5: cProfile
-    "%%cprofile -o cp\ndef f(n):\n    return sum(i * i for i in range(n))\n[f(2000) for _ in range(20)];",
+    # 5: cProfile (fib: pstats' ncalls "177/1", recursion)
+    "%%cprofile -o cp\ndef f(n):\n    return sum(i * i for i in range(n))\n"
+    "def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\n[f(2000) for _ in range(20)]; fib(10);",
 ]
 
 
@@ -198,6 +199,13 @@ def test_cprofile_report(session):
     assert cell.locator(".nbprof-report").count() == 1
     table = cell.locator("table.dataTable").first
     assert any("(f)" in t for t in _column(table, 7))
+    # ncalls as pstats prints it ("177/1": calls/primitive calls), sorted by the total calls
+    calls = _column(table, 1)
+    assert "177/1" in calls, calls
+    table.locator("thead th", has_text="ncalls").click()
+    time.sleep(0.5)
+    totals = [int(x.split("/")[0].replace(",", "")) for x in _column(table, 1)]
+    assert totals == sorted(totals) and "177/1" in _column(table, 1)
     # the zoomable flame icicle, drawn by JupyterLab's plotly.js: one box per call-tree node
     slices = cell.locator(".jp-OutputArea .js-plotly-plot g.slice")
     slices.first.wait_for(timeout=10_000)

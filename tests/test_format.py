@@ -113,7 +113,7 @@ def test_formatter_with_sign_and_unknown_units():
     with pytest.raises(ValueError, match=r"^unknown unit 'bogus'; one of text, name, kernel, location, time_us"):
         F.formatter("bogus")
     assert set(F.UNITS) == {"text", "name", "kernel", "location", "time_us", "time_s", "bytes", "count",
-                            "decimal", "flops", "share", "ratio"}
+                            "decimal", "flops", "share", "ratio", "ncalls"}
 
 
 @pytest.mark.parametrize("column,unit", [

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from . import htmltext
 from .conftest import reports, run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -220,25 +221,62 @@ def test_the_tracer_is_removed_whatever_the_cell_does(workload, ending):
     assert set(lines["function"]) >= {"work", "fib"}
 
 
-def test_a_tracer_set_before_is_given_back(workload):
+def test_a_debugger_already_running_is_left_alone(workload):
+    """The one policy of both --lines magics toward another tracer (collect/line_hook.py; the torch
+    twin is in test_lines_torch.py): a real debugger (bdb, pdb's base) with a breakpoint in work,
+    running as the cell starts, keeps running and stops at its breakpoint once per call of the
+    profiled cell. On 3.10-3.11 (one trace function per thread) nbprof follows no line and says
+    so, in the lines' notes, the report's notes and its Source tab; cProfile's table is whole. On
+    3.12+ both run: the lines are line_profiler's, as without the debugger."""
+    from .other_tracers import debugger_running
+
     shell = workload
-
-    def other(frame, event, arg):  # a debugger's or coverage's, as far as nbprof knows
-        return None
-
-    if sys.version_info >= (3, 12):  # sys.monitoring: nbprof's tool id beside the others
-        result, _ = run(shell, "%%cprofile -q -o cp --lines\nwork(10)")
-        assert sys.monitoring.get_tool(3) is None
-        return
-    saved = sys.gettrace()
-    sys.settrace(other)
-    try:
-        result, _ = run(shell, "%%cprofile -q -o cp --lines\nwork(10)")
-        assert sys.gettrace() is other
-    finally:
-        sys.settrace(saved)
+    theirs = _line_profiler_hits(shell, "work(10)")["work"]
+    with debugger_running(shell.user_ns["work"]) as dbg:
+        result, captured = run(shell, "%%cprofile -o cp --lines\nwork(10)\nwork(10)")
+        assert sys.gettrace() == dbg.trace_dispatch
+    assert sys.gettrace() is None
     assert result.error_in_exec is None
-    assert len(shell.user_ns["cp"].lines()) > 0
+    assert len(dbg.stops) == 2  # its breakpoint, once per call
+    cp = shell.user_ns["cp"]
+    assert int(cp.stats.set_index("function").loc["work", "ncalls"]) == 2
+    lines = cp.lines()
+    [report] = reports(captured)
+    if sys.version_info >= (3, 12):
+        work = lines[lines["function"] == "work"]
+        assert dict(zip(work["line"].tolist(), work["hits"].tolist())) == {k: 2 * v for k, v in theirs.items()}
+        assert lines.attrs["notes"] == [] and not any("tracer" in n for n in cp.meta.notes)
+        return
+    assert len(lines) == 0
+    [note] = lines.attrs["notes"]
+    assert "another tracer runs (Breakpoints.trace_dispatch (tests.other_tracers)" in note, note
+    assert note in cp.meta.notes
+    assert note in htmltext.text(report["text/html"])  # the report's notes and its Source tab say it
+    assert htmltext.text(report["text/html"]).count(note) == 2
+
+
+def test_line_profiler_already_running_is_left_alone(workload):
+    """line_profiler counting work as the cell starts: its counts of the cell's call are what it
+    counts alone, and it still runs after. On 3.10-3.11 nbprof follows no line and says so; on 3.12+
+    line_profiler holds sys.monitoring's profiler id (2), which cProfile itself needs: %%cprofile
+    does not start, in one line, and the cell does not run (test_nested_profilers' rule)."""
+    from .other_tracers import hits_of, line_profiler_running
+
+    shell = workload
+    theirs = _line_profiler_hits(shell, "work(10)")["work"]
+    with line_profiler_running(shell.user_ns["work"]) as lp:
+        held = sys.gettrace()
+        result, _ = run(shell, "%%cprofile -q -o cp_lp --lines\nwork(10)")
+        assert sys.gettrace() is held
+    assert sys.gettrace() is None
+    if sys.version_info >= (3, 12):
+        assert "already active" in str(result.error_in_exec) and "cp_lp" not in shell.user_ns
+        return
+    assert result.error_in_exec is None
+    assert hits_of(lp, "work") == theirs  # undisturbed: the cell's call counted as alone
+    cp = shell.user_ns["cp_lp"]
+    assert len(cp.lines()) == 0 and int(cp.stats.set_index("function").loc["work", "ncalls"]) == 1
+    assert any("another tracer runs (_LineProfilerManager" in n for n in cp.meta.notes), cp.meta.notes
 
 
 @pytest.mark.skipif(sys.version_info >= (3, 12), reason="3.12+: sys.settrace runs beside sys.monitoring's tools")

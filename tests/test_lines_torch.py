@@ -160,30 +160,63 @@ def test_the_tracer_is_removed_whatever_the_cell_does(shell):
     assert sys.gettrace() is None
 
 
-def test_another_tracer_is_left_alone(shell):
-    """A debugger or coverage tracing already: nbprof does not replace it, says so, and still places
-    every Python call's operators (torch's tree); operator syntax lands on the calling line."""
+@pytest.mark.parametrize("other", ["debugger", "line_profiler"])
+def test_another_tracer_is_left_alone(shell, other):
+    """The one policy of both --lines magics toward another tracer (collect/line_hook.py; the
+    cProfile twins are in test_lines_python.py): a real debugger (bdb, pdb's base, with a
+    breakpoint in h) or line_profiler (counting h), running as the cell starts, keeps running,
+    undisturbed (the debugger stops at its breakpoint, line_profiler counts h's lines as alone).
+    On 3.10-3.11 nbprof installs no line tracer and says so; every Python call is still placed
+    (torch's tree), operator syntax lands on the calling line. On 3.12+ both run: ``a @ a`` on its
+    own line."""
+    from .other_tracers import debugger_running, hits_of, line_profiler_running
+
     run(shell, "import torch\nxd = torch.randn(4, 4)")
     run(shell, "def h(x):\n    a = torch.relu(x)\n    return a @ a\n")
-    calls = []
-
-    def other(frame, event, arg):
-        calls.append(event)
-        return None
-
-    sys.settrace(other)
-    try:
+    h = shell.user_ns["h"]
+    with line_profiler_running(h) as alone:
+        h(shell.user_ns["xd"])
+    with (debugger_running(h) if other == "debugger" else line_profiler_running(h)) as tool:
+        held = sys.gettrace()
         result, _ = run(shell, "%%torchprof --lines -q -o dp\nh(xd)\n")
-        assert sys.gettrace() is other
-    finally:
-        sys.settrace(None)
-    assert result.error_in_exec is None and calls
+        assert sys.gettrace() is held or sys.gettrace() == held
+    assert sys.gettrace() is None
+    assert result.error_in_exec is None
+    if other == "debugger":
+        assert len(tool.stops) == 1  # its breakpoint in h, once
+    else:
+        assert hits_of(tool, "h") == hits_of(alone, "h")
     dp = shell.user_ns["dp"]
     lines = dp.lines()
     assert _row(lines, "    a = torch.relu(x)").ops == 1
+    if sys.version_info >= (3, 12):
+        assert _row(lines, "    return a @ a").ops == 1
+        assert not any("another tracer" in n for n in lines.attrs["notes"])
+        return
     assert _row(lines, "h(xd)").ops == 1  # a @ a: no line tracer to place it inside h
-    assert any("another tracer runs" in n for n in lines.attrs["notes"])
+    name = "Breakpoints.trace_dispatch (tests.other_tracers)" if other == "debugger" else "_LineProfilerManager"
+    assert any(f"another tracer runs ({name}" in n for n in lines.attrs["notes"]), lines.attrs["notes"]
     assert any("another tracer runs" in n for n in dp.meta.notes)  # the report says it too
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="3.12+: sys.settrace runs beside sys.monitoring's tools")
+def test_a_tracer_the_cell_sets_takes_over_and_is_said(shell):
+    """A tracer the cell starts itself (a breakpoint()) replaces nbprof's and stays: nbprof removes
+    only its own, and says from where on operator syntax lands on the calling line (the cProfile
+    twin: test_lines_python.py)."""
+    run(shell, "import torch\nxr = torch.randn(4, 4)")
+    run(shell, "def g(x):\n    return x @ x\n")
+    try:
+        result, _ = run(shell, "%%torchprof --lines -q -o rp\nimport sys\ng(xr)\nsys.settrace(lambda *a: None)\ng(xr)\n")
+        assert sys.gettrace() is not None  # the cell's own tracer stays
+    finally:
+        sys.settrace(None)
+    assert result.error_in_exec is None
+    lines = shell.user_ns["rp"].lines()
+    assert _row(lines, "    return x @ x").ops == 1  # the first call only
+    by_line = dict(zip(lines["line"].tolist(), lines["ops"].tolist()))
+    assert by_line[3] == 0 and by_line[5] == 1  # the second call's x @ x: on its calling line
+    assert any("replaced nbprof's line tracer" in n for n in lines.attrs["notes"]), lines.attrs["notes"]
 
 
 def test_flags_that_cannot_go_with_lines(shell):

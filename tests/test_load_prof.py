@@ -7,8 +7,11 @@ by a real ``python -m cProfile -o`` run in a subprocess.
 
 from __future__ import annotations
 
+import json
 import marshal
 import pstats
+import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -336,3 +339,61 @@ def test_the_page_of_a_file_in_a_browser(prof_file, tmp_path):
         assert after == ["sunburst", drawn[1], 620]
         page.screenshot(path=str(tmp_path / "sunburst.png"))
     assert not errors
+
+
+def _pstats_ncalls(path: Path) -> dict[str, str]:
+    """pstats' own printed ncalls column ("8361/1" where primitive calls differ), by function name."""
+    import io
+
+    out = io.StringIO()
+    pstats.Stats(str(path), stream=out).print_stats()
+    rows = {}
+    for line in out.getvalue().splitlines():
+        parts = line.split()
+        if len(parts) >= 6 and parts[0][0].isdigit() and "(" in parts[-1]:
+            rows[parts[-1].rsplit("(", 1)[1].rstrip(")")] = parts[0]
+    return rows
+
+
+def test_a_files_report_has_no_tab_its_data_cannot_fill(prof_file):
+    """A .prof file carries no lines: no Source tab that could only say they were not followed
+    (a %%cprofile run without --lines keeps it, naming the flag: tests/test_source_tab.py)."""
+    html = nbprof.load_prof(prof_file).report().html(include_library=False)
+    labels = re.findall(r"<label for=[^>]*><b>(.*?)</b>", html) or re.findall(r"<label for=[^>]*>(.*?)</label>", html)
+    assert [re.sub(r"<[^>]+>", "", x) for x in labels] == ["Functions", "Callers &amp; callees", "Flame"]
+    assert "Lines were not followed" not in html and "--lines" not in html
+
+
+def test_the_function_table_shows_ncalls_as_pstats_does(prof_file):
+    """The Functions tab's ncalls: pstats' "8361/1" for the recursive fib (total/primitive calls),
+    in the static table and in the interactive table's data, whose script sorts by the total."""
+    shown = _pstats_ncalls(prof_file)
+    assert "/" in shown["fib"]
+    html = nbprof.load_prof(prof_file).report(limit=0).html(include_library=False)
+    panel = html.split('class="nbprof-panel nbprof-panel-')[1]
+    [table] = re.findall(r'<table class="nbprof-static".*?</table>', panel, flags=re.S)
+    rows = [re.findall(r"<td[^>]*>(.*?)</td>", tr, flags=re.S) for tr in re.findall(r"<tr>(.*?)</tr>", table, flags=re.S)]
+    by_function = {re.sub(r".*\((.*)\)$", r"\1", r[-1]): r[0] for r in rows if r}
+    assert by_function["fib"] == shown["fib"]
+    for name in ("main", "left", "right", "shared"):
+        assert by_function[name] == shown[name], name
+    # the interactive table's data (JSON in its script) holds the same text
+    assert re.search(r'\\?"' + re.escape(shown["fib"]) + r'\\?"', panel.split("let dt_args = ", 1)[1])
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_the_interactive_table_sorts_ncalls_by_the_total_calls(prof_file):
+    """The ncalls column's render function (JavaScript, run by node) sorts pstats' texts by the
+    total calls, as pstats.Stats' numbers order them ("8361/1" after "600", "9" before "10")."""
+    from nbprof.views.datatable import _JS_NCALLS, _with_esc
+
+    totals = {f"{nc}/{cc}" if nc != cc else str(nc): nc for cc, nc, *_ in pstats.Stats(str(prof_file)).stats.values()}
+    texts = sorted(totals) + ["9", "10", "10/2"]
+    script = (f"var f = {_with_esc(_JS_NCALLS)}; var t = {json.dumps(texts)};"
+              "t.sort(function (a, b) { return f(a, 'sort') - f(b, 'sort'); });"
+              "process.stdout.write(JSON.stringify([t, f('<b>', 'display')]));")
+    out = subprocess.run(["node", "-e", script], capture_output=True, text=True, timeout=60, check=True).stdout
+    order, shown = json.loads(out)
+    totals.update({"9": 9, "10": 10, "10/2": 10})
+    assert [totals[t] for t in order] == sorted(totals[t] for t in texts)
+    assert shown == "&lt;b&gt;"

@@ -220,9 +220,8 @@ class Net(torch.nn.Module):
         h = self.fc1(x).relu()
         h = h @ torch.eye(512)
         return self.fc2(h)
-
 net = Net()
-x = torch.randn(64, 256)"""
+x = torch.randn(64, 256)"""  # the cell's top level right after forward, as issue 39 found it drawn inside
 
 TRAIN = """%%torchprof --lines -o p
 for _ in range(5):
@@ -258,6 +257,7 @@ def test_in_jupyterlab_a_model_from_an_earlier_cell_shows_its_forward_line_by_li
         assert len(code) == 2  # the cell, then forward (from the earlier cell)
         assert "loss.item()" in code[0] and "h = h @ torch.eye(512)" in code[1]
         assert "def __init__" not in code[1]  # only the function with time in it, whole
+        assert "net = Net()" not in code[1] and "x = torch.randn" not in code[1]  # and nothing after it
         table = panel.locator("table.dataTable").first
         table.wait_for(timeout=30_000)
         headers = [h.strip() for h in table.locator("thead th").all_inner_texts()]
@@ -267,3 +267,106 @@ def test_in_jupyterlab_a_model_from_an_earlier_cell_shows_its_forward_line_by_li
         assert (ops["In [2] line 10"], ops["In [2] line 11"], ops["In [2] line 12"]) == (10, 10, 5)
         assert ops["In [3] line 5"] == 5  # .item(): aten::item once per step
         cell.screenshot(path=str(ARTIFACTS / "source-tab-model.png"))
+
+
+# a class in one cell, its instance made at the cell's top level right after it (no blank line);
+# a decorated method with a nested function at its end; a method whose docstring has a line at
+# column 0
+CLASS_CELL = '''import functools
+class Net:
+    def __init__(self):
+        self.k = 3
+
+    @functools.lru_cache(maxsize=None)
+    def cached(self, n):
+        def inner(m):
+            return m + 1
+        return inner(n)
+
+    def forward(self, n):
+        """Sums.
+Its docstring's second line starts at column 0."""
+        total = 0
+        for i in range(n):
+            total += i * self.k
+        return total
+net = Net()
+x = 41'''
+
+
+def _block_rows(html: str) -> list[dict[int, str]]:
+    """Each code block of the Source tab: {line number: code} as its rows show them."""
+    out = []
+    for table in re.findall(r'<table class="nbprof-src".*?</table>', html, flags=re.S):
+        rows = {}
+        for tr in re.findall(r"<tr[^>]*>(.*?)</tr>", table.split("<tbody>", 1)[1], flags=re.S):
+            tds = [htmltext.text(td) for td in re.findall(r"<td[^>]*>(.*?)</td>", tr, flags=re.S)]
+            if tds[0].isdigit():
+                rows[int(tds[0])] = tds[-1].replace(" ◀ hottest", "")
+        out.append(rows)
+    return out
+
+
+def test_a_method_s_block_ends_where_the_method_does(shell):
+    """Each block is its function whole and nothing more: not the module-level lines after the
+    class (issue 39: ``net = Net()`` and ``x = ...`` drawn as part of ``forward``), not the lines
+    of the function around a nested one."""
+    run(shell, CLASS_CELL)
+    result, captured = run(shell, "%%cprofile --lines -o cpn\nnet.forward(1000)\nnet.cached(2)")
+    assert result.error_in_exec is None
+    [report] = reports(captured)
+    blocks = _block_rows(report["text/html"])
+    assert len(blocks) == 4  # the cell, forward, cached, inner
+    lines = CLASS_CELL.splitlines()
+    # forward: its def (line 12) to its return (18); cached: its decorator (its function_line, 6)
+    # to the return after the nested def (10); inner: its two lines (8-9). Counted by hand.
+    for name, first, last in (("forward", 12, 18), ("cached", 6, 10), ("inner", 8, 9)):
+        [rows] = [b for b in blocks[1:] if min(b) == first]
+        assert f"def {name}(" in rows[first + (name == "cached")]
+        assert rows == {n: lines[n - 1] for n in range(first, last + 1)}, name
+
+
+def test_the_share_column_reads_the_metric_once_not_per_row(shell, monkeypatch):
+    """The Source table's share column: the line metric and its total computed once per table,
+    not once per row (quadratic in the rows). Counted on the real profile at two sizes."""
+    from nbprof.views.tabs import source
+
+    calls = []
+    real = source.line_metric
+
+    def counted(lines):
+        calls.append(len(lines))
+        return real(lines)
+
+    monkeypatch.setattr(source, "line_metric", counted)
+    counts = []
+    for n in (5, 60):
+        body = "\n".join(f"v{i} = sum(range({i} * 50))" for i in range(n))
+        result, _ = run(shell, f"%%cprofile -q --lines -o cps\n{body}")
+        assert result.error_in_exec is None
+        cps = shell.user_ns["cps"]
+        assert len(cps.lines()) >= n
+        calls.clear()
+        source.render(cps.report())
+        counts.append(len(calls))
+    assert counts[0] == counts[1] and counts[0] <= 6, counts
+
+
+@pytest.mark.parametrize("text,first,end", [
+    # counted by hand: (the text, the function's first line, its last line)
+    ("class A:\n    def f(self):\n        return 1\na = A()\n", 2, 3),
+    ("def f():\n    x = 1\n\n    return x\n\n\ny = 2\n", 1, 4),
+    ("@dec\n@dec2(1,\n      2)\ndef f():\n    pass\nf()\n", 1, 5),
+    ("async def f():\n    await g()\nz = 1\n", 1, 2),
+    ("def f():\n    s = '''\nflush left in a string\n'''\n    return s\nq = 0\n", 1, 5),
+    ("def outer():\n    def inner():\n        return 1\n    return inner\n", 2, 3),
+    ("%%cprofile --lines\ndef f():\n    return 1\n%time f()\n!ls\nf()\n", 2, 3),  # IPython syntax around it
+    ("if True:\n    def f():\n        return 1\nelse:\n    def f():\n        return 2\n", 2, 3),
+    ("def f(): return 1\ng = 2\n", 1, 1),
+    ("f = lambda x: x\n", 1, None),  # no function starts there
+    ("def f(:\n    pass\n", 1, None),  # not Python
+])
+def test_function_end_from_the_ast(text, first, end):
+    from nbprof.views.tabs.source import function_end
+
+    assert function_end(text.splitlines(), first) == end

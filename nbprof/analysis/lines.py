@@ -6,8 +6,8 @@ Two steps, both vectorized:
 - ``finish_line_data`` (at the end of a run): the collected data (``collect.lines.read_lines``)
   still has operators whose innermost line is not known from torch's tree (operator syntax:
   ``x @ w`` makes no Python call). Each is joined to the last line its function's code started
-  before the operator did and after its call began (``np.searchsorted`` over the line tracer's
-  record, per code object), and its stack gets that line. Frames get ``function_line`` (the first
+  before the operator did and after its call began (``np.searchsorted`` over the line recorder's
+  record, ``collect.torch_line_recorder``, per code object), and its stack gets that line. Frames get ``function_line`` (the first
   line of their code object) and ``cell``. The result is :data:`meta.line_data`: plain lists, it
   is saved with the trace.
 - ``line_table`` (on demand): the events table's per-event numbers (self CPU time, device time of
@@ -18,7 +18,7 @@ Two steps, both vectorized:
   ``function == OUTSIDE``, so each self column sums to the profile's total.
 
 A trace torch wrote with ``with_stack`` (no ``line_data``) gives what it holds: its
-``python_function`` events are named by each function's entry line, so ``line_table_from_frames``
+``python_function`` events are named by each function's entry line, so ``line_data_from_frames``
 puts each op on the innermost user frame's ``def`` line (``meta.line_data["method"] ==
 "function_entries"``).
 """
@@ -219,9 +219,14 @@ def _function_lines(frames: list[list[Any]], codes: dict[int, tuple[str, str, in
 
 def _notes(raw: dict[str, Any]) -> list[str]:
     notes = []
-    if raw.get("refused"):
+    if raw.get("refused"):  # nbprof leaves another tool's tracer alone (collect.line_hook)
         notes.append(f"--lines: no line tracer ({raw['refused']}), so operator syntax (x @ w, h * 2, t[i]) "
-                     "counts on the line that called its function")
+                     "counts on the line that called its function; stop the other tracer (a debugger: turn it "
+                     "off), or use Python 3.12+, where both run, to place it")
+    elif raw.get("replaced"):
+        notes.append("--lines: the code set a tracer of its own (sys.settrace: a debugger?), which replaced "
+                     "nbprof's line tracer: from there on, operator syntax counts on the line that called its "
+                     "function")
     return notes
 
 

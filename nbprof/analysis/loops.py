@@ -2,7 +2,7 @@
 a profile without step markers still has.
 
 A ``for`` or ``while`` statement's first line is where each iteration begins: the line tracer
-(``collect.line_tracer``) records that line on entering the loop and again on every jump back to
+(``collect.torch_line_recorder``) records that line on entering the loop and again on every jump back to
 it (``sys.settrace``'s and ``sys.monitoring``'s LINE events both fire there per iteration; the
 jump that finds the iterator exhausted records it once more). So a loop that ran N iterations
 has N + 1 hits of its first line in one frame, and iteration k runs from hit k to hit k + 1.

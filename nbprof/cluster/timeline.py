@@ -91,7 +91,7 @@ class RankTimeline:
     its cache is (``cache``: a folder, "" for none: the file is read again) and which Dask worker
     wrote it (``worker``: its address, "" outside Dask); ``data``: its full view once drawn (by
     :func:`full_part`, without events: rectangles with ``hover``, start times marked, see
-    ``views.timeline.resolve_at``; launch and work coordinates of single events). Times: the
+    ``views.timeline_hover.resolve_at``; launch and work coordinates of single events). Times: the
     rank's own clock."""
 
     calls: pd.DataFrame

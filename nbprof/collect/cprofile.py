@@ -40,7 +40,7 @@ import pandas as pd
 
 from ..errors import ProfilerBusyError, TraceError
 from .collector import Collector, Takeover, code_sites
-from .python_lines import LineTracer
+from .python_line_recorder import PythonLineRecorder
 from .user_code import UserCode
 
 __all__ = ["CProfileSession", "MergedProfile", "OUTSIDE_ACTIONS", "raw_stats", "raw_stats_of", "merge_raw", "stats_tables", "stats_table", "edges_table", "STATS_COLUMNS", "EDGE_COLUMNS", "another_profiler_active",
@@ -114,7 +114,7 @@ class CProfileSession(Collector):
     def __init__(self, lines: bool = False, shell: Any = None) -> None:
         self.profiler: Any = None  # the live cProfile.Profile; a MergedProfile once actions ran
         # --lines: hits and time per line of the user's code, followed beside cProfile
-        self.lines: LineTracer | None = LineTracer(UserCode(shell)) if lines else None
+        self.lines: PythonLineRecorder | None = PythonLineRecorder(UserCode(shell)) if lines else None
         self.raw: dict[Any, Any] = {}
         self.by_action: dict[str, dict[Any, Any]] = {}
         self.action_counts: dict[str, int] = {}

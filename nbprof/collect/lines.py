@@ -9,10 +9,11 @@ above it, outermost first (a call's caller line, kept when that file is the user
 user file, ``user_code.UserCode``). Where the innermost Python event above an operator is a call
 *of* a user function (no Python call between: ``x @ w``), the line inside that function is not in
 the tree; the operator gets a *join* (the function's code, the call's start) that
-``analysis.lines.join_lines`` resolves with the line tracer's record, vectorized.
+``analysis.lines.finish_line_data`` resolves with the line recorder's record
+(``collect.torch_line_recorder``), vectorized.
 
-The result (:class:`LineData`, plain lists: it travels in the saved trace) holds every
-operator's stack, the frames and stacks interned, and the bytes allocated per stack. Calls that
+The result (``read_lines``' dict, plain lists: after ``finish_line_data``, ``meta.line_data``,
+which travels in the saved trace) holds every operator's stack, the frames and stacks interned, and the bytes allocated per stack. Calls that
 began before the profile started (the frames around the cell: the kernel, a test harness, a
 script calling IPython) add no line: the profile is of the cell.
 """
@@ -24,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from .line_tracer import LineTracer
+from .torch_line_recorder import TorchLineRecorder
 from .user_code import UserCode, current_shell
 
 __all__ = ["read_lines", "LINE_DATA_VERSION", "collect_sources", "checked_lines"]
@@ -32,7 +33,7 @@ __all__ = ["read_lines", "LINE_DATA_VERSION", "collect_sources", "checked_lines"
 LINE_DATA_VERSION = 1
 
 
-def read_lines(results: Any, tracer: LineTracer, user: UserCode, entered_ns: int) -> dict[str, Any]:
+def read_lines(results: Any, tracer: TorchLineRecorder, user: UserCode, entered_ns: int) -> dict[str, Any]:
     """The ``--lines`` data of a stopped profile (``results``: its kineto results; ``entered_ns``:
     ``time.time_ns()`` once the profiler had started). Returns the :data:`meta.line_data` dict."""
     from torch._C._profiler import _EventType
@@ -173,6 +174,7 @@ def read_lines(results: Any, tracer: LineTracer, user: UserCode, entered_ns: int
         "cells": {f: user.cell_name(f) for f in files if user.cell_name(f)},
         "sources": collect_sources(files, user),
         "refused": tracer.refused,
+        "replaced": tracer.replaced,
         "walk_s": time.perf_counter() - began,
         "tree_events": n_events,
     }

@@ -1,287 +1,31 @@
-"""Hits and time per line of the user's code (``%%cprofile --lines``), beside cProfile.
+"""The table of ``%%cprofile --lines``: the events ``collect.python_line_recorder.PythonLineRecorder``
+recorded -> one row per line of the user's code that ran (``p.lines()``), hits and time as
+line_profiler counts them.
 
-What it measures is what line_profiler measures: a line's hits are its line events (Python's
-own: a loop's header counts once per iteration), and its time is the wall time from its line
-event to the next event of the same frame (the next line, or the return): the time of what the
-line calls included. Unlike line_profiler, no function needs naming: every function of the
-user's code that runs is followed (``collect.user_code``: the cell, functions from other cells,
-the user's own files), and nothing else is.
-
-How, per Python:
-
-- 3.12+: ``sys.monitoring`` with a tool id of nbprof's own (3 or 4: cProfile takes 2, the
-  profiler's id, so both run together). ``PY_START`` (and ``PY_RESUME`` / ``PY_THROW``) is armed
-  for every code object and answers ``DISABLE`` for code that is not the user's, so after its
-  first call library code costs nothing; the user's code objects get ``LINE``, ``PY_RETURN`` and
-  ``PY_YIELD`` armed locally. ``PY_UNWIND`` (a frame left by an exception) cannot be armed per
-  code object: it costs a call per unwinding frame anywhere.
-- 3.10-3.11: ``sys.settrace``, whose global function (called once per Python call) returns a
-  local tracer only for the user's code objects, so library code has no line events at all.
-
-Either way each event costs one Python call that appends ``(activation, line, time_ns)`` to a
-list (``line`` is -1 for a return or a yield); everything else happens after the run, on numpy
-arrays: each line event's time is the next event's time of the same activation (a stable sort
-by activation), then hits and time are summed per (code object, line) with ``bincount``. Only the
-thread that started the profile is followed (cProfile's own limit before 3.12).
-
-The cell itself is already running when the profile starts (it calls ``begin``), so its frame is
-found up the stack (a frame compiled from a cell, named in IPython's table) and followed from
-there. The tracer is removed at the end whatever the code did; a tracer the code set itself (a
-debugger's ``sys.settrace``) is left in place, and the lines stop where it took over.
+Everything happens after the run, on numpy arrays: each line event's time is the next event's
+time of the same activation (a stable sort by activation), then hits and time are summed per
+(code object, line) with ``bincount``; a line's own time leaves out the user's frames it called.
 """
 
 from __future__ import annotations
 
 import itertools
-import sys
-import threading
-import time
-from types import CodeType, FrameType
-from typing import Any, Callable
+from types import CodeType
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from ..errors import ProfilerBusyError
-from .user_code import UserCode
+if TYPE_CHECKING:
+    from .python_line_recorder import PythonLineRecorder
 
-__all__ = ["LineTracer", "LINE_COLUMNS", "NBPROF_TOOL_IDS", "line_table", "empty_line_table"]
+__all__ = ["LINE_COLUMNS", "line_table", "empty_line_table"]
 
 LINE_COLUMNS = ("cell", "file", "line", "function", "function_line", "source", "hits", "time_us", "per_hit_us",
                 "self_time_us")
 
-# sys.monitoring's free ids, never the named ones: 0 debugger, 1 coverage, 2 profiler (cProfile,
-# line_profiler), 5 optimizer
-NBPROF_TOOL_IDS = (3, 4)
 
-_MONITORING = sys.version_info >= (3, 12)
-
-
-class LineTracer:
-    """``start()``, the code runs, ``stop()``; then ``table()`` is one row per line that ran.
-
-    ``user``: which code to follow. ``replaced``: set by ``stop`` when another tracer had taken
-    the hook (3.10-3.11), so the lines end where it did."""
-
-    def __init__(self, user: UserCode) -> None:
-        self.user = user
-        self.events: list[tuple[int, int, int]] = []  # (activation, line or -1, time_ns)
-        self.activation_code: list[int] = []  # activation -> index in codes
-        self.activation_parent: list[int] = []  # activation -> the user activation that was running, or -1
-        self.stack: list[int] = []  # the user's activations running now, innermost last
-        self.codes: list[CodeType] = []
-        self._index: dict[int, int] = {}  # id(code) -> index in codes, -1: not the user's
-        self._keep: list[CodeType] = []  # every code object looked at: its id() stays its own
-        self.stop_ns = 0
-        self.running = False
-        self.replaced = False
-        self._impl: _Settrace | _Monitoring | None = None
-
-    # -- what both implementations share -----------------------------------------------------------
-
-    def code_index(self, code: CodeType) -> int:
-        """The code object's index in ``codes``, or -1 when it is not the user's (cached)."""
-        i = self._index.get(id(code))
-        if i is None:
-            self._keep.append(code)
-            if self.user.is_user_code(code):
-                i = len(self.codes)
-                self.codes.append(code)
-            else:
-                i = -1
-            self._index[id(code)] = i
-        return i
-
-    def new_activation(self, code_index: int) -> int:
-        """A frame of the user's code starts (or resumes): its activation, now the innermost."""
-        stack = self.stack
-        self.activation_parent.append(stack[-1] if stack else -1)
-        self.activation_code.append(code_index)
-        a = len(self.activation_code) - 1
-        stack.append(a)
-        return a
-
-    def running_cells(self) -> list[FrameType]:
-        """The frames of cells that are running now (the profiled cell and any cell that ran it),
-        outermost first: they started before the profile, so they are followed from here on."""
-        frames = []
-        frame: FrameType | None = sys._getframe(1)
-        while frame is not None:
-            if self.user.is_cell(frame.f_code.co_filename) and self.code_index(frame.f_code) >= 0:
-                frames.append(frame)
-            frame = frame.f_back
-        return frames[::-1]
-
-    # -- start / stop ----------------------------------------------------------------------------
-
-    def start(self) -> None:
-        """Start following the user's code on this thread. Raises ``ProfilerBusyError`` (and
-        follows nothing) when Python has no monitoring tool id left for nbprof (3.12+)."""
-        self._impl = _Monitoring(self) if _MONITORING else _Settrace(self)
-        self._impl.start()
-        self.running = True
-
-    def stop(self) -> None:
-        """Stop following (safe to call twice, or before ``start``)."""
-        if not self.running or self._impl is None:
-            return
-        self.running = False
-        self.stop_ns = time.perf_counter_ns()
-        self._impl.stop()
-        self._keep = []
-
-    def table(self) -> pd.DataFrame:
-        return line_table(self)
-
-    def sources(self, files: Any) -> dict[str, str]:
-        """The full text of each file (a cell: as typed) in ``files``."""
-        return {f: self.user.source(f) for f in files}
-
-
-class _Settrace:
-    """Python 3.10-3.11: ``sys.settrace`` with a global function that follows only user code."""
-
-    def __init__(self, tracer: LineTracer) -> None:
-        self.t = tracer
-        self.previous: Any = None
-        self.installed: Any = None
-        self.frames: list[tuple[FrameType, Any]] = []  # cells followed from the start: (frame, old f_trace)
-
-    def local_tracer(self, activation: int) -> Callable[..., Any]:
-        append = self.t.events.append
-        now = time.perf_counter_ns
-        stack = self.t.stack
-
-        def local(frame: FrameType, event: str, arg: Any) -> Any:
-            if event == "line":
-                append((activation, frame.f_lineno, now()))
-            elif event == "return":  # a return, a yield, or the frame left by an exception
-                append((activation, -1, now()))
-                if stack and stack[-1] == activation:
-                    stack.pop()
-            return local
-
-        return local
-
-    def start(self) -> None:
-        t = self.t
-        code_index, new_activation, local_tracer = t.code_index, t.new_activation, self.local_tracer
-
-        def call(frame: FrameType, event: str, arg: Any) -> Any:
-            i = code_index(frame.f_code)
-            if i < 0:
-                return None
-            return local_tracer(new_activation(i))
-
-        cells = t.running_cells()
-        self.previous = sys.gettrace()  # a debugger or coverage: paused while the profile runs
-        self.installed = call
-        sys.settrace(call)
-        for frame in cells:
-            self.frames.append((frame, frame.f_trace))
-            frame.f_trace = local_tracer(new_activation(code_index(frame.f_code)))
-
-    def stop(self) -> None:
-        if sys.gettrace() is self.installed:
-            sys.settrace(self.previous)
-        else:  # the code set a tracer of its own (a debugger): leave it
-            self.t.replaced = True
-        for frame, before in self.frames:
-            frame.f_trace = before
-        self.frames = []
-        self.installed = self.previous = None
-
-
-class _Monitoring:
-    """Python 3.12+: ``sys.monitoring`` under a tool id of nbprof's own (see the module doc)."""
-
-    def __init__(self, tracer: LineTracer) -> None:
-        self.t = tracer
-        self.tool = -1
-        self.armed: dict[int, CodeType] = {}  # id(code) -> code, LINE/PY_RETURN/PY_YIELD armed
-
-    def start(self) -> None:
-        mon = sys.monitoring  # type: ignore[attr-defined,unused-ignore]
-        tool = next((i for i in NBPROF_TOOL_IDS if mon.get_tool(i) is None), None)
-        if tool is None:
-            names = ", ".join(str(mon.get_tool(i)) for i in NBPROF_TOOL_IDS)
-            raise ProfilerBusyError(f"cannot follow lines: sys.monitoring's free tool ids are taken ({names})")
-        mon.use_tool_id(tool, "nbprof")
-        self.tool = tool
-        E = mon.events
-        t = self.t
-        stack, armed = t.stack, self.armed
-        append, now, thread, get_ident = t.events.append, time.perf_counter_ns, threading.get_ident(), threading.get_ident
-        code_index, new_activation = t.code_index, t.new_activation
-        DISABLE, set_local, local_events = mon.DISABLE, mon.set_local_events, E.LINE | E.PY_RETURN | E.PY_YIELD
-
-        def arm(code: CodeType) -> None:
-            if id(code) not in armed:
-                armed[id(code)] = code
-                set_local(tool, code, local_events)
-
-        def started(code: CodeType, offset: int, *_: Any) -> Any:
-            i = code_index(code)
-            if i < 0:
-                return DISABLE
-            if get_ident() != thread:
-                return None
-            arm(code)
-            new_activation(i)
-            return None
-
-        def thrown(code: CodeType, offset: int, exc: Any) -> Any:
-            # an exception thrown into a generator resumes it; PY_THROW is global: no DISABLE
-            if id(code) in armed and get_ident() == thread:
-                new_activation(code_index(code))
-            return None
-
-        def line(code: CodeType, lineno: int) -> Any:
-            if get_ident() == thread and stack:
-                append((stack[-1], lineno, now()))
-            return None
-
-        def left(code: CodeType, offset: int, *_: Any) -> Any:
-            if get_ident() == thread and stack and t.codes[t.activation_code[stack[-1]]] is code:
-                append((stack.pop(), -1, now()))
-            return None
-
-        def unwound(code: CodeType, offset: int, exc: Any) -> Any:
-            if id(code) in armed:  # PY_UNWIND is global: every frame any exception leaves
-                left(code, offset)
-            return None
-
-        for frame in t.running_cells():
-            arm(frame.f_code)
-            new_activation(code_index(frame.f_code))
-        for event, callback in ((E.PY_START, started), (E.PY_RESUME, started), (E.PY_THROW, thrown),
-                                (E.LINE, line), (E.PY_RETURN, left), (E.PY_YIELD, left), (E.PY_UNWIND, unwound)):
-            mon.register_callback(tool, event, callback)
-        mon.set_events(tool, E.PY_START | E.PY_RESUME | E.PY_THROW | E.PY_UNWIND)
-
-    def stop(self) -> None:
-        mon = sys.monitoring  # type: ignore[attr-defined,unused-ignore]
-        tool = self.tool
-        if tool < 0:
-            return
-        self.tool = -1
-        try:
-            mon.set_events(tool, 0)
-            for code in self.armed.values():
-                mon.set_local_events(tool, code, 0)
-            E = mon.events
-            for event in (E.PY_START, E.PY_RESUME, E.PY_THROW, E.LINE, E.PY_RETURN, E.PY_YIELD, E.PY_UNWIND):
-                mon.register_callback(tool, event, None)
-        finally:
-            mon.free_tool_id(tool)
-            self.armed = {}
-            self.t.stack = []
-
-
-# ------------------------------------------------------------------------------------- the table
-
-
-def line_table(t: LineTracer) -> pd.DataFrame:
+def line_table(t: PythonLineRecorder) -> pd.DataFrame:
     """The recorded events -> one row per line that ran: ``cell, file, line, function,
     function_line, source, hits, time_us, per_hit_us`` (see ``LINE_COLUMNS``), in the order of
     the code (cells by number, then files; lines in order).
@@ -337,7 +81,7 @@ def line_table(t: LineTracer) -> pd.DataFrame:
     return frame[list(LINE_COLUMNS)].reset_index(drop=True)
 
 
-def _own_times(t: LineTracer, act: np.ndarray, line: np.ndarray, at: np.ndarray, dur: np.ndarray) -> np.ndarray:
+def _own_times(t: PythonLineRecorder, act: np.ndarray, line: np.ndarray, at: np.ndarray, dur: np.ndarray) -> np.ndarray:
     """Each event's duration without the time of the user's frames it called: a frame's lifetime
     (its first event to its last) is taken from the line of its caller (the user's frame that
     was running when it started) open at that moment. The events are sorted by activation, then

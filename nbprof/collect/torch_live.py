@@ -121,7 +121,7 @@ class TorchSession(Collector):
     def __init__(self, options: TorchOptions, progress: Any = None, shell: Any = None) -> None:
         self.options = options
         self.shell = shell  # IPython's: names the cells (--lines)
-        self._tracer: Any = None  # --lines: collect.line_tracer.LineTracer
+        self._tracer: Any = None  # --lines: collect.torch_line_recorder.TorchLineRecorder
         self._entered_ns = 0
         self._lines_error = ""
         self.lines: dict[str, Any] | None = None  # --lines: collect.lines.read_lines's data
@@ -182,6 +182,11 @@ class TorchSession(Collector):
                 kwargs["schedule"] = schedule(wait=wait, warmup=warmup, active=active, repeat=repeat)
             kwargs["on_trace_ready"] = self._cycle_ready
         _import_before_profiling(torch)
+        if self.options.lines:  # built now: its reading of the library folders is not in the profile
+            from .torch_line_recorder import TorchLineRecorder
+            from .user_code import UserCode
+
+            self._tracer = TorchLineRecorder(UserCode(self.shell))
         self._stderr = NativeStderrFilter()
         self._stderr.start()
         _skip_inductor_import(True)
@@ -208,15 +213,11 @@ class TorchSession(Collector):
             self._start_line_tracer()
 
     def _start_line_tracer(self) -> None:
-        """--lines: the user's lines as they run (``collect.line_tracer``), from now on; the
-        frames already running (the cell's) count from their next line."""
+        """--lines: the user's lines as they run (``collect.torch_line_recorder``), from now on;
+        the frames already running (the cell's) count from their next line."""
         import sys
 
-        from .line_tracer import LineTracer
-        from .user_code import UserCode
-
         self._entered_ns = time.time_ns()
-        self._tracer = LineTracer(UserCode(self.shell))
         self._tracer.start(sys._getframe(1))
 
     def _stop_line_tracer(self) -> None:

@@ -194,7 +194,7 @@ class Trace(msgspec.Struct, gc=False):
     traceName: str = ""
     distributedInfo: dict[str, Any] | None = None
     nbprofCompileLog: dict[str, Any] | None = None  # torch.compile's log, as nbprof's exporter writes it
-    nbprofLines: Any = None  # --lines: {"line_data": ..., "sources": ...}, checked by analysis.lines
+    nbprofLines: Any = None  # --lines: {"line_data": ..., "sources": ...}, checked by collect.lines.checked_lines
     nbprofCudaProfile: Any = None  # TraceMeta.cuda_profile, checked by the reader's _clock_header
     nbprofLeftOutWork: Any = None  # TraceMeta.left_out_work, checked by the reader's _clock_header
 

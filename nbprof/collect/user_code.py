@@ -1,7 +1,8 @@
 """Which code is the user's, and how the user names it: notebook cells and the user's own files.
 
-One answer for every ``--lines`` path (``%%cprofile --lines``: ``collect.python_lines``;
-``%%torchprof --lines``: ``collect.line_tracer`` and ``collect.lines``) and for the cell names
+One answer for every ``--lines`` path (the hook both share, ``collect.line_hook``: for
+``%%cprofile --lines`` and ``%%torchprof --lines``, and ``collect.lines`` reading torch's tree)
+and for the cell names
 every view shows. Line-level profiles follow only the user's code: the cell, the functions defined
 in other cells of the notebook, and the user's own files; not the standard library, not installed
 packages (site-packages, dist-packages, the interpreter's ``bin/`` scripts), not torch, IPython,
@@ -21,8 +22,8 @@ torch names the files of its Python frames without their ``sys.path`` prefix ("m
 "torch/nn/modules/module.py"): ``learn`` (each user file seen running) and ``resolve`` map those
 names back to the user's files.
 
-Standard library only: the line tracers import it in interpreters without torch or pandas
-(tests/test_line_tracer.py).
+Standard library only: the line hook and its recorders import it in interpreters without torch
+or pandas (tests/test_line_tracer.py).
 """
 
 from __future__ import annotations
@@ -141,8 +142,8 @@ class UserCode:
         """A function (or a cell's or file's top level) of the user's. Comprehensions, generator
         expressions and lambdas are not followed on their own: they run inside one line of the
         code around them, whose time includes theirs (as line_profiler counts them). (The torch
-        line tracer asks ``is_user_file`` of their file instead: torch's tree has their frames, so
-        operator syntax inside them joins to their own lines.)"""
+        path asks ``is_user_file`` of their file instead, ``LineHook(nested=True)``: torch's tree
+        has their frames, so operator syntax inside them joins to their own lines.)"""
         name = code.co_name
         if name.startswith("<") and name != "<module>":
             return False

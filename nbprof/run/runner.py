@@ -83,7 +83,7 @@ class Run(ABC):
         self._data: Any = None
         self.progress = Progress()
         self.collector: Collector = self._collector()
-        self._unmark: Any = None  # undoes collect.lightning.mark_actions
+        self._unmark: Any = None  # undoes integrations.lightning_actions.mark_actions
 
     @abstractmethod
     def _collector(self) -> Collector:
@@ -354,9 +354,7 @@ class PythonRun(Run):
             lines = collector.lines.table()
             meta.with_lines = True
             meta.sources = collector.lines.sources(dict.fromkeys(lines["file"]))
-            if collector.lines.replaced:
-                meta.notes.append(f"the {self.what} set a tracer of its own (sys.settrace: a debugger?), which "
-                                  "replaced nbprof's line tracer: the lines stop where it took over")
+            meta.notes += collector.lines.notes(self.what)  # no line followed, or the code's tracer took over
         profile = PythonProfile(data, meta, profiler=collector.profiler, by_action=collector.by_action,
                                 action_counts=collector.action_counts, lines=lines)
         if collector.by_action:

@@ -134,6 +134,14 @@ _JS_RATIO = """function (d, type) {
   return d.toFixed(2) + 'x';
 }"""
 
+# pstats' ncalls ("8361/1": calls/primitive calls where a function recursed) as text, sorted by
+# the total calls (its text would sort "9" after "10")
+_JS_NCALLS = """function (d, type) {
+  if (type === 'sort' || type === 'type') return parseInt(String(d).split('/')[0], 10);
+  if (d === null || d === undefined) return '';
+  return ESC(d);
+}"""
+
 _RENDERERS = {
     "time_us": _JS_TIME_US,
     "time_s": _JS_TIME_S,
@@ -217,6 +225,9 @@ def datatable_html(
         elif c.unit == "location":
             defs.append({"targets": [i], "render": JavascriptFunction(_with_esc(_JS_LOCATION)),
                          "className": "dt-left nbprof-name"})
+        elif c.unit == "ncalls":
+            defs.append({"targets": [i], "render": JavascriptFunction(_with_esc(_JS_NCALLS)),
+                         "className": f"dt-{c.alignment}"})
         elif c.unit in _RENDERERS:
             js = _signed(_RENDERERS[c.unit]) if c.sign else _RENDERERS[c.unit]
             defs.append({"targets": [i], "render": JavascriptFunction(js), "className": f"dt-{c.alignment}"})

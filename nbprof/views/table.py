@@ -34,7 +34,7 @@ class Column:
     """One column of a table: the frame column it shows, its header and its unit.
 
     ``unit``: one of ``nbprof.format.UNITS`` (text, name, kernel, location, time_us, time_s, bytes,
-    count, decimal, flops, share, ratio). ``width``: where names are cut (characters);
+    count, decimal, flops, share, ratio, ncalls). ``width``: where names are cut (characters);
     ``text_width``: the text table's cut where it is narrower (torch's text table cuts names at 55).
     ``sign``: a change, shown with "+" / "−". ``align``: "left" / "right" when not the unit's."""
 

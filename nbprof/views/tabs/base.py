@@ -23,24 +23,28 @@ def _always(profile: Any) -> bool:
 class Tab:
     """One tab. ``applies(profile)``: the profile has this tab's data, so ``render`` draws it.
     Otherwise ``missing`` (a text, or a function of the profile) says why, naming the flag that
-    collects it, and the tab stays in the bar; with no ``missing`` the tab is left out.
+    collects it, and the tab stays in the bar; with no ``missing`` (or a function that gives None:
+    a profile that cannot hold the data whatever the flags, such as a file without it) the tab is
+    left out.
     ``group_by``: the ``--group-by`` value that opens the report on this tab."""
 
     title: str
     render: Callable[[Any], str]
     applies: Callable[[Any], bool] = _always
-    missing: str | Callable[[Any], str] | None = None
+    missing: str | Callable[[Any], str | None] | None = None
     group_by: str | None = None
 
     def shown(self, profile: Any) -> bool:
-        return self.missing is not None or self.applies(profile)
+        return self.applies(profile) or self.why_missing(profile) is not None
+
+    def why_missing(self, profile: Any) -> str | None:
+        return self.missing(profile) if callable(self.missing) else self.missing
 
     def html(self, report: Any) -> str:
         """The panel's body: the tab drawn, or why it has nothing to draw."""
         if self.applies(report.profile):
             return self.render(report)
-        note = self.missing(report.profile) if callable(self.missing) else self.missing
-        return empty(note or "")
+        return empty(self.why_missing(report.profile) or "")
 
 
 def empty(message: str) -> str:

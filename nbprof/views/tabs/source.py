@@ -14,7 +14,7 @@ renderers' escape): docs/architecture.md, "What reaches a page".
 
 from __future__ import annotations
 
-import inspect
+import ast
 from typing import Any
 
 import numpy as np
@@ -28,11 +28,13 @@ from ..table import Column, render_text
 from .base import Tab
 from .spread import with_rank_spread
 
-__all__ = ["SOURCE", "TORCH_SOURCE", "CLUSTER_SOURCE", "lines_of", "has_lines", "line_share", "source_text", "TOP_LINES_TEXT", "MAX_BLOCKS"]
+__all__ = ["SOURCE", "TORCH_SOURCE", "CLUSTER_SOURCE", "lines_of", "has_lines", "source_text", "TOP_LINES_TEXT", "MAX_BLOCKS",
+           "function_end", "line_shares"]
 
 MAX_BLOCKS = 12  # functions shown with their code (p.lines() has every line)
 MAX_BLOCK_LINES = 150  # a longer block shows the lines that ran and CONTEXT lines around them
 CONTEXT = 3
+_PARSE_TRIES = 20  # a cell with that many lines that are not Python (magics) is not parsed
 TOP_LINES_TEXT = 10  # lines the text report lists
 BAR_PX = 48
 _HOT = "#fde0c5"
@@ -85,9 +87,9 @@ def _table(report: Any, lines: pd.DataFrame, per_rank: bool = False) -> str:
         frame["line_key"], per["line_key"] = _line_keys(frame), _line_keys(per)
         frame, cols, spread = with_rank_spread(report.profile, frame, cols, per, ["line_key"], metric, label)
         caption += f"; {spread}" if spread else ""
-    shares = [line_share(report.profile, lines, r) for r in frame.to_dict("records")]
-    if any(x is not None for x in shares):
-        frame["share"] = np.asarray([np.nan if x is None else x for x in shares], dtype=float)
+    shares = line_shares(report.profile, lines, frame[metric])
+    if shares is not None:
+        frame["share"] = shares
         at = next(i for i, c in enumerate(cols) if c.key == metric) + 1
         cols.insert(at, Column("share", "% of wall" if is_python_lines(lines) else "Share", "share"))
     cols.append(Column("in", "Function", "name", 40))
@@ -97,14 +99,35 @@ def _table(report: Any, lines: pd.DataFrame, per_rank: bool = False) -> str:
 # ---------------------------------------------------------------------------------- the code view
 
 
-def _block_end(text_lines: list[str], first: int) -> int:
-    """The last line of the function that starts at line ``first`` (1-based), as
-    ``inspect.getsource`` finds it; the file's end when the text does not tokenize."""
-    try:
-        block = inspect.getblock(text_lines[first - 1:])
-    except Exception:  # tokenize errors on text that is not Python (a cell's %magic in a def)
-        return len(text_lines)
-    return first - 1 + max(len(block), 1)
+def function_end(text_lines: list[str], first: int) -> int | None:
+    """The last line of the function whose first line (its ``def``, or its first decorator:
+    ``function_line``) is line ``first`` (1-based) of ``text_lines``, from the AST: the text from
+    there, less the ``def``'s indentation, parsed, and the first statement's ``end_lineno``. Not
+    "until the next def": a method followed by the cell's top-level code ends at its own last line,
+    and a nested function ends inside the one around it. Where the text stops being Python (a
+    cell's ``%magic`` further down), what comes before it is parsed. None where no function starts
+    at ``first`` (a lambda, a comprehension) or the text does not parse."""
+    if not 0 < first <= len(text_lines):
+        return None
+    head = text_lines[first - 1]
+    indent = head[: len(head) - len(head.lstrip())]
+    # lines less indented than the def end it (or sit in a string): flush left, they parse as
+    # statements after it
+    body = [line[len(indent):] if line.startswith(indent) else line.lstrip() for line in text_lines[first - 1:]]
+    n = len(body)
+    for _ in range(_PARSE_TRIES):
+        try:
+            tree = ast.parse("\n".join(body[:n]))
+        except SyntaxError as e:  # parse the lines before the first one that is not Python
+            if not e.lineno or e.lineno - 1 >= n or e.lineno <= 1:
+                return None
+            n = e.lineno - 1
+            continue
+        top = tree.body[0] if tree.body else None
+        if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef)) and top.end_lineno is not None:
+            return first - 1 + top.end_lineno
+        return None
+    return None
 
 
 def _shown_lines(first: int, last: int, ran: set[int]) -> list[int | None]:
@@ -205,9 +228,11 @@ def render(report: Any, per_rank: bool = False) -> str:
     for title, file, first, rows, _ in blocks[:MAX_BLOCKS]:
         text_lines = sources[file].splitlines()
         top_level = rows["function"].iloc[0] == "<module>"  # a cell or a file: all of it
+        ran = int(rows["line"].max())
         start = 1 if top_level else first
-        end = len(text_lines) if top_level else _block_end(text_lines, first)
-        shown = _shown_lines(start, max(end, int(rows["line"].max())), set(rows["line"].tolist()))
+        # a function's text that does not parse (or a lambda's): to its last line that ran
+        end = len(text_lines) if top_level else (function_end(text_lines, first) or ran)
+        shown = _shown_lines(start, max(end, ran), set(rows["line"].tolist()))
         parts.append(_block_html(title, text_lines, shown, rows, metrics, tops, hot, file, uid))
     if len(blocks) > MAX_BLOCKS:
         parts.append(f'<div class="nbprof-empty">{esc(plural(len(blocks) - MAX_BLOCKS, "more function"))} ran: '
@@ -227,24 +252,25 @@ def _metric_label(metric: str) -> str:
 
 
 def _share_text(profile: Any, lines: pd.DataFrame, row: Any) -> str:
-    share = line_share(profile, lines, row)
-    return "" if share is None else f" ({100 * share:.1f}% of {_share_of(lines)})"
+    shares = line_shares(profile, lines, pd.Series([row[line_metric(lines)]]))
+    return "" if shares is None else f" ({100 * float(shares[0]):.1f}% of {_share_of(lines)})"
 
 
 def _share_of(lines: pd.DataFrame) -> str:
     return "the run's wall time" if is_python_lines(lines) else "the profile's total"
 
 
-def line_share(profile: Any, lines: pd.DataFrame, row: Any) -> float | None:
-    """A line's share: of the run's wall time (cProfile: its own time, whose sum over the lines is
-    the wall time but for nbprof's start and end), or of its self column's total (torch: each
-    operator on one line)."""
-    metric = line_metric(lines)
+def line_shares(profile: Any, lines: pd.DataFrame, values: pd.Series) -> np.ndarray | None:
+    """The shares of ``values`` (lines' ``line_metric``, of any rows of ``lines``), in one pass:
+    of the run's wall time (cProfile: a line's own time, whose sum over the lines is the wall time
+    but for nbprof's start and end), or of the metric's total over ``lines`` (torch: each operator
+    on one line). None where there is nothing to share (no wall time, a zero total)."""
+    v = values.to_numpy(dtype=float)
     if is_python_lines(lines):
         wall = getattr(profile.meta, "wall_s", None)
-        return float(row[metric]) / (wall * 1e6) if wall else None
-    total = float(np.nansum(lines[metric].to_numpy(dtype=float)))
-    return float(row[metric]) / total if total > 0 else None
+        return v / (wall * 1e6) if wall else None
+    total = float(np.nansum(lines[line_metric(lines)].to_numpy(dtype=float)))
+    return v / total if total > 0 else None
 
 
 # ------------------------------------------------------------------------------------- the text
@@ -261,22 +287,33 @@ def source_text(profile: Any, n: int = TOP_LINES_TEXT) -> list[str]:
         return []
     metric = line_metric(lines)
     frame = _table_frame(rows)
-    frame["share"] = [line_share(profile, lines, r) for r in rows.to_dict("records")]
+    shares = line_shares(profile, lines, rows[metric])
     cols = [Column(k, h, u) for k, h, u in metric_columns(lines)]
-    if frame["share"].notna().any():
+    if shares is not None:
+        frame["share"] = shares
         cols.insert(next(i for i, c in enumerate(cols) if c.key == metric) + 1,
                     Column("share", "Share", "share"))
-        frame["share"] = frame["share"].astype(float)
     cols += [Column("where", "Line", "text", align="left"), Column("code", "Source", "name", 60)]
-    title = f"top lines by {_metric_label(metric)}" + (f" (share of {_share_of(lines)})" if frame["share"].notna().any() else "")
+    title = f"top lines by {_metric_label(metric)}" + (f" (share of {_share_of(lines)})" if shares is not None else "")
     more = len(top_lines(lines)) - len(rows)
     return [title + ":", render_text(frame, cols)] + ([f"{plural(more, 'more line')}: p.lines() has every line"]
                                                        if more > 0 else [])
 
 
-SOURCE = Tab("Source", render, applies=has_lines,
-             missing="Lines were not followed: run %%cprofile --lines (or nbprof cprofile --lines) for hits and time "
-                     "per line of your code.")
+def _python_missing(profile: Any) -> str | None:
+    """Why a cProfile profile's Source tab is empty; None (no tab) for a profile read from a
+    ``.prof`` file, which cannot hold lines (``--lines`` would not have collected them there)."""
+    meta = profile.meta
+    if getattr(meta, "source", ""):
+        return None
+    if getattr(meta, "with_lines", False):  # followed, but nothing to show: the line table says why
+        notes = lines_of(profile).attrs.get("notes") or []
+        return notes[0] if notes else "No line of your code ran (only library code, or nothing at all)."
+    return ("Lines were not followed: run %%cprofile --lines (or nbprof cprofile --lines) for hits and time "
+            "per line of your code.")
+
+
+SOURCE = Tab("Source", render, applies=has_lines, missing=_python_missing)
 # torch profiles: only where the profile has lines
 TORCH_SOURCE = Tab("Source", render, applies=has_lines)
 # a folder of ranks: the lines its ranks had, summed in the workers' summaries (ClusterProfile.lines)
