@@ -316,3 +316,40 @@ def _running(pid: int, wait_s: float = 5.0) -> bool:
         if state in ("Z", "X") or time.monotonic() > deadline:
             return state not in ("Z", "X")
         time.sleep(0.1)
+
+
+# ------------------------------------------------------------------- what the docs say it is run with
+
+
+def test_the_run_call_in_the_docs_fits_the_scripts_own_bounds():
+    """docs/gpu-check.md's ``run`` call (carry, command, timeout_s) and the script's own bounds nest:
+    the steps' budget inside the script's timeout, inside the call's, inside the tool's 600 s; the
+    steps it names are the driver's."""
+    import re
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import gpu_check
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    page = (ROOT / "docs" / "gpu-check.md").read_text(encoding="utf-8")
+    script = (ROOT / "scripts" / "gpu-check.sh").read_text(encoding="utf-8")
+    call_timeout = int(re.search(r"timeout_s: (\d+)", page).group(1))
+    assert 'carry:     [".whl"]' in page and "command:   bash scripts/gpu-check.sh" in page
+    assert f"carry [\".whl\"], timeout_s {call_timeout}, command: bash scripts/gpu-check.sh" in script
+    whole = int(re.search(r'GPU_CHECK_TIMEOUT:-(\d+)', script).group(1))
+    assert gpu_check.BUDGET_S + 30 <= whole and whole + 30 <= call_timeout <= 600
+    named = set(re.findall(r"^\| `([a-z_]+)`(?:, `([a-z_]+)`)? \|", page, flags=re.M))
+    assert {n for pair in named for n in pair if n} == {s.name for s in gpu_check.LIVE}
+
+
+def test_the_tree_that_travels_fits_the_device_tool():
+    """The tracked files, and the wheels where they were fetched, stay well inside the 64 MiB the
+    device tool carries (what a GPU run commits to tests/data/gpu counts here afterwards)."""
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True)
+    if listed.returncode != 0:
+        pytest.skip("not a git checkout")
+    tracked = sum((ROOT / f).stat().st_size for f in listed.stdout.split("\0") if f and (ROOT / f).is_file())
+    wheels = sum(p.stat().st_size for p in (ROOT / ".whl").glob("*.whl")) if (ROOT / ".whl").is_dir() else 0
+    assert tracked < 32 << 20, f"tracked files: {tracked / 2**20:.1f} MiB"
+    assert tracked + wheels < 56 << 20, f"tracked {tracked / 2**20:.1f} MiB + wheels {wheels / 2**20:.1f} MiB"
