@@ -950,6 +950,11 @@ def main(argv: list[str] | None = None) -> int:
     else:
         results.add(env)
         _say(env)
+        if env["status"] != "passed":  # without its packages (or torch) no step could run: said, not guessed at
+            results.write(finished=True)
+            problem = env.get("error") or "; ".join(c.get("message", "") for c in env.get("checks", []) if not c.get("ok"))
+            print(f"gpu-check: the environment is not ready, nothing else was run: {problem}", flush=True)
+            return 1
     for step in steps:
         if only is not None and step.name not in only:
             continue
