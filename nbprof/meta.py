@@ -76,6 +76,10 @@ class TraceMeta:
     ``ts`` more than a day from them), ``"negative_dur"``; only the reasons that occurred. The
     ``clock_skew`` finding reads it. Saved with the trace (``nbprofLeftOutWork``): the rows
     themselves are gone."""
+    data_loading: Any = None
+    """The DataLoaders the run iterated, their batches and their workers' functions
+    (``collect.data_loading.DataLoadingRecord``: ``data_loading()``, ``worker_stats()``, the Data
+    loading tab read it); None when no DataLoader ran. Saved with the trace (``nbprofDataLoading``)."""
 
     def trace_fields(self) -> dict[str, Any]:
         """This metadata's :class:`TraceMeta` fields as keyword arguments (shallow)."""
@@ -163,6 +167,8 @@ class PythonMeta(RunInfo):
     """Lines were followed (``--lines``): ``lines()`` holds them."""
     sources: dict[str, str] = field(default_factory=dict)
     """``--lines``: the full text of each file ``lines()`` names (a cell as typed), by file name."""
+    data_loading: Any = None
+    """The DataLoaders the run iterated (as :attr:`TraceMeta.data_loading`)."""
 
 
 @dataclass

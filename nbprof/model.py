@@ -37,7 +37,53 @@ from .meta import PythonMeta, TorchMeta
 __all__ = ["TorchProfile", "PythonProfile"]
 
 
-class TorchProfile:
+class _DataLoaders:
+    """What both profiles say about the DataLoaders the run iterated (``meta.data_loading``,
+    recorded in their worker processes: ``collect.data_loading``; ``analysis.data_loading``)."""
+
+    meta: Any
+
+    def data_loading(self) -> pd.DataFrame:
+        """One row per batch a DataLoader made during the run: ``loader`` (your name for it, else
+        "DataLoader 1"), ``epoch`` (the pass over it, from 0), ``worker`` (torch's worker id; -1: made
+        in the main process, ``num_workers=0``), ``pid``, ``batch`` (its index in the epoch),
+        ``samples``, ``start_us`` / ``end_us`` / ``make_us`` (when the worker made it), ``wait_start_us``
+        / ``wait_us`` (the main process asking for it and waiting until it had it; NaN: the loop never
+        took it), ``status`` ("ok"; "error": ``__getitem__`` or ``collate_fn`` raised; "lost": the loop
+        waited for it and it never came). Times on the profile's axis (µs since its start). Empty
+        when no DataLoader ran. See docs/data-loading.md."""
+        return self._data_loading.batches.copy(deep=False)
+
+    def worker_stats(self, loader: str | None = None) -> pd.DataFrame:
+        """The DataLoader workers' Python functions while they made batches (cProfile in each worker):
+        ``worker``, then the columns of ``PythonProfile.stats``, one row per worker id and function,
+        summed over the worker's processes (each epoch's, without persistent workers). ``loader``:
+        that DataLoader's workers only (its name in ``data_loading()``)."""
+        known = list(dict.fromkeys(self._data_loading.batches["loader"]))
+        if loader is not None and loader not in known:
+            raise OptionError(f"no DataLoader {loader!r} in this profile; "
+                              + (f"its loaders: {', '.join(known)}" if known else "it iterated none with workers"))
+        return self._data_loading.worker_stats(loader)
+
+    @functools.cached_property
+    def _data_loading(self) -> Any:
+        from .analysis.data_loading import data_loading
+
+        return data_loading(self, main_calls=self._main_calls())
+
+    def _main_calls(self) -> int | None:
+        """The main process's Python calls, where the profile counted them (its overhead)."""
+        return None
+
+    @functools.cached_property
+    def _workers_profile(self) -> "PythonProfile":
+        """The workers' functions, all workers added up, as a profile of their own (the Data
+        loading tab shows its table and flame as ``%%cprofile`` does)."""
+        names = dict(getattr(self.meta, "code_names", {}) or {})
+        return PythonProfile(self._data_loading.merged_raw(), PythonMeta(code_names=names))
+
+
+class TorchProfile(_DataLoaders):
     """A torch.profiler profile (live or loaded from a trace): tables, views, exports.
 
     ``events``: one row per event (see ``nbprof.events``); ``key_averages(group_by)``: torch's
@@ -569,7 +615,7 @@ class _RawStats:
         pass
 
 
-class PythonProfile:
+class PythonProfile(_DataLoaders):
     """A cProfile profile: the stats table (what pstats prints), its call graph, views, exports."""
 
     kind = "python"
@@ -612,6 +658,9 @@ class PythonProfile:
     @property
     def pstats(self) -> pstats.Stats:
         return pstats.Stats(_RawStats(self._raw))  # type: ignore[arg-type]  # pstats duck-types its input
+
+    def _main_calls(self) -> int | None:
+        return int(self._stats["ncalls"].sum()) if len(self._stats) else None
 
     @property
     def total_s(self) -> float:

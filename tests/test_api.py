@@ -124,13 +124,15 @@ def test_import_is_light():
 # The result objects' public members (instance attributes: meta, profiler). Adding one is fine and
 # deliberate: add it here and to "Results are data" (docs/reference/results.md).
 RESULT_MEMBERS = {
-    "TorchProfile": ["alive_at", "alive_at_end", "allocations", "collected", "collectives", "compilation", "device_stats", "events",
-                     "findings",
+    "TorchProfile": ["alive_at", "alive_at_end", "allocations", "collected", "collectives", "compilation",
+                     "data_loading", "device_stats", "events", "findings",
                      "from_trace", "kernels", "key_averages", "kind", "launches", "lines", "memory_curve", "memory_growth",
                      "modules", "overview", "queue_length", "range_ops", "ranges", "ranks", "report", "save", "snapshot",
-                     "step_breakdown", "steps", "summary", "timeline", "timeline_view", "to_chrome_trace", "to_html"],
-    "PythonProfile": ["action_stats", "actions", "call_tree", "callees", "callers", "dump", "edges", "findings", "flame", "kind", "lines", "pstats",
-                      "report", "stats", "to_html", "total_s"],
+                     "step_breakdown", "steps", "summary", "timeline", "timeline_view", "to_chrome_trace", "to_html",
+                     "worker_stats"],
+    "PythonProfile": ["action_stats", "actions", "call_tree", "callees", "callers", "data_loading", "dump", "edges",
+                      "findings", "flame", "kind", "lines", "pstats", "report", "stats", "to_html", "total_s",
+                      "worker_stats"],
     "Comparison": ["html", "kind", "metric", "table", "text"],
     "SnapshotProfile": ["active_memory", "blocks", "kind", "memory_curve", "report", "save", "segments", "to_html"],
 }

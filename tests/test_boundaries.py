@@ -262,7 +262,9 @@ def test_thresholds_are_the_documented_numbers():
         "small_grid": {"SMALL_GRID_MIN_SHARE": 0.30, "SMALL_GRID_BUSY_SHARE": 0.50, "SMALL_GRID_SHOWN": 3},
         "tensor_cores": {"TENSOR_CORE_MIN_CC": 7.0, "TF32_MIN_CC": 8.0, "ELIGIBLE_MIN_SHARE": 0.20,
                          "TENSOR_CORE_LOW_SHARE": 0.50, "TENSOR_CORE_MEDIUM_SHARE": 0.30},
-        "dataloader": {"DATALOADER_MIN_SHARE": 0.10, "DATALOADER_HIGH_SHARE": 0.30},
+        # measured from the DataLoaders' records: tests/test_data_loading_findings.py
+        "data_bound": {"DATA_BOUND_MIN_SHARE": 0.10, "DATA_BOUND_HIGH_SHARE": 0.30, "MIN_STEADY_BATCHES": 3,
+                       "READY_MIN_SHARE": 0.5, "STARTUP_MIN_SHARE": 0.20},
         "comm_exposed": {"COMM_EXPOSED_MIN_SHARE": 0.10, "COMM_EXPOSED_HIGH_SHARE": 0.30},
         "collective_wait": {"COLLECTIVE_WAIT_MIN_RATIO": 2.0, "COLLECTIVE_WAIT_MIN_SHARE": 0.05},
         "launch_delay": {"LAUNCH_STALL_MIN_US": 100.0, "LAUNCH_STALL_MIN_SHARE": 0.05,
@@ -791,27 +793,27 @@ def test_tensor_cores_only_for_float32_or_unknown_inputs(tmp_path, dtypes, expec
         assert "The input dtypes were not recorded" in p.findings.set_index("kind").loc["tensor_cores", "message"]
 
 
-# ------------------------------------------------------------------------------------ dataloader
+# ------------------------------------------------------------- data_bound, from a trace alone
 
 NEXT = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
 
 
 @pytest.mark.parametrize("load_us,expected", [(990, None), (1000, "medium"), (2990, "medium"), (3000, "high")])
-def test_dataloader_share_of_the_span(tmp_path, load_us, expected):
+def test_data_bound_from_a_trace_share_of_the_span(tmp_path, load_us, expected):
     t = Trace()
     span_markers(t, 10_000)
     t.annotation(NEXT, 10, load_us / 2)
     t.annotation(NEXT, 5000, load_us / 2)
     p = t.load(tmp_path)
-    assert severity(p, "dataloader") == expected
+    assert severity(p, "data_bound") == expected
     if expected:
-        [(_, ev)] = found(p, "dataloader")
+        [(_, ev)] = found(p, "data_bound")
         assert ev["batches"] == 2 and ev["total_us"] == pytest.approx(load_us)
         assert ev["mean_us"] == pytest.approx(load_us / 2) and ev["share_of_span"] == pytest.approx(load_us / 10_000)
         assert ev["loaders"] == ["_SingleProcessDataLoaderIter"] and ev["multiprocess"] is False
 
 
-def test_dataloader_counts_the_busiest_thread_once(tmp_path):
+def test_data_bound_from_a_trace_counts_the_busiest_thread_once(tmp_path):
     """Loader time on two threads is not added up (600 + 600 µs: 6 % on each), and a range
     nested in another on one thread counts once."""
     t = Trace()
@@ -819,11 +821,11 @@ def test_dataloader_counts_the_busiest_thread_once(tmp_path):
     t.annotation(NEXT, 10, 600)
     t.annotation(NEXT, 10, 600, tid=TID + 1)
     t.annotation("DataLoader.load", 20, 500, tid=TID + 1)  # nested: no extra time
-    assert severity(t.load(tmp_path), "dataloader") is None
+    assert severity(t.load(tmp_path), "data_bound") is None
     t.annotation(NEXT.replace("_Single", "_MultiProcessing"), 2000, 400)  # 1,000 µs on the first thread: 10 %
     p = t.load(tmp_path, "more.json")
-    assert severity(p, "dataloader") == "medium"
-    [(_, ev)] = found(p, "dataloader")
+    assert severity(p, "data_bound") == "medium"
+    [(_, ev)] = found(p, "data_bound")
     assert ev["multiprocess"] is True and ev["batches"] == 2
 
 

@@ -303,8 +303,14 @@ def test_two_comprehensions_on_one_line_keep_their_own_rows_and_subtrees(shell):
     [report] = reports(captured)
     header = report["text/plain"].splitlines()[0]
     assert re.fullmatch(r"cProfile: [\d,]+ function calls in .+ of own time \(.+ wall\)", header), header
-    assert cp.total_s == pytest.approx(sum(e.inlinetime for e in cp.profiler.getstats()
-                                           if isinstance(e.code, str) or "nbprof" not in e.code.co_filename), rel=1e-3)
+    # the own time of everything but nbprof's frames, from cProfile's entries: a builtin's own time
+    # less what nbprof's frames spent in it (their sub-call entries). Exact: the builtins nbprof
+    # calls at the start and end take longer on a busy machine (0.3 % of this cell once)
+    entries = cp.profiler.getstats()
+    ours = [e for e in entries if not isinstance(e.code, str) and "nbprof" in e.code.co_filename]
+    on_our_behalf = sum(c.inlinetime for e in ours for c in (e.calls or ()) if isinstance(c.code, str))
+    theirs = sum(e.inlinetime for e in entries if isinstance(e.code, str) or "nbprof" not in e.code.co_filename)
+    assert cp.total_s == pytest.approx(theirs - on_our_behalf, rel=1e-9, abs=1e-9)
 
 
 # ------------------------------------------------------------ 3. memory numbers that add up

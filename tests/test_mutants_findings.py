@@ -709,26 +709,26 @@ def test_compare_python_by_hand():
                                        "persistent_workers=True, and make __getitem__ cheaper (decode or tokenize "
                                        "once, cache)."),
 ])
-def test_dataloader_row_word_for_word(tmp_path, loader, advice):
+def test_data_bound_from_a_trace_word_for_word(tmp_path, loader, advice):
     t = Trace()
     # two batches of 300 and 200 µs in a 2000 µs span: 25 %
     t.annotation(f"enumerate(DataLoader)#{loader}.__next__", 0, 300)
     t.op("aten::add", 400, 100)
     t.annotation(f"enumerate(DataLoader)#{loader}.__next__", 1000, 200)
     t.op("aten::relu", 1999, 1)
-    sev, msg, ev = finding(t.load(tmp_path), "dataloader")
+    sev, msg, ev = finding(t.load(tmp_path), "data_bound")
     assert sev == "medium"
     assert msg == "Waiting for data takes 25% of the span (500.0 µs over 2 batches, 250.0 µs each). " + advice
     assert_close_dict(ev, {"batches": 2, "total_us": 500.0, "mean_us": 250.0, "share_of_span": 0.25,
                            "loaders": [loader], "multiprocess": loader.startswith("_Multi")})
 
 
-def test_dataloader_frames_without_batches(tmp_path):
+def test_data_bound_from_a_trace_frames_without_batches(tmp_path):
     t = Trace()
     # DataLoader code (a --stack frame's name) but no __next__ range: 600 of 1000 µs, no batch counted
     t.annotation("torch/utils/data/dataloader.py(630): __next__", 0, 600)
     t.op("aten::relu", 999, 1)
-    sev, msg, ev = finding(t.load(tmp_path), "dataloader")
+    sev, msg, ev = finding(t.load(tmp_path), "data_bound")
     assert sev == "high"
     assert msg == ("Waiting for data takes 60% of the span (600.0 µs). Batches are loaded in the training process: "
                    "use DataLoader(num_workers=N, pin_memory=True, persistent_workers=True) so loading overlaps "
@@ -1480,7 +1480,7 @@ def test_kinds_markdown_rows():
     assert lines[-1].startswith("| `hot_line` | cProfile | With `--lines`: the line of the user's code with the most ")
     assert lines[-1].endswith(" | `HOT_LINE_MEDIUM_SHARE` = 0.3 |")
     assert findings.KINDS[:4] == ("clock_skew", "compile_time", "recompile", "graph_break")
-    assert findings.PYTHON_KINDS == ("top_function", "hot_function", "hot_line")
+    assert findings.PYTHON_KINDS == ("top_function", "hot_function", "hot_line", "data_bound")
 
 
 # ---------------------------------------------------------------------- the compile kinds

@@ -191,6 +191,8 @@ def _tables() -> list[tuple[str, Callable[[], Any]]]:
         ("cp.actions()", py.actions),
         ("cp.action_stats()", py.action_stats),
         ("cp.findings", lambda: py.findings),
+        ("prof.data_loading()", py.data_loading),
+        ("prof.worker_stats()", py.worker_stats),
     ]
 
 

@@ -55,6 +55,9 @@ FAMILIES = (
     "memcpy",
     "memset",
     "gpu_annotation",
+    "batch",  # a batch a DataLoader worker made (analysis.data_loading)
+    "data_wait",  # the main process waiting for a batch
+    "data_start",  # the main process starting (or resuming) a DataLoader's workers
 )
 _FAMILY_CODE = {f: i for i, f in enumerate(FAMILIES)}
 _NF = len(FAMILIES)
@@ -385,7 +388,7 @@ def timeline_rects(
 
     lanes["events"] = np.bincount(lane_of, minlength=len(lanes)) if len(lanes) else np.zeros(0, dtype=np.int64)
 
-    return TimelineData(
+    data = TimelineData(
         rects=rects,
         lanes=lanes,
         rows=rows_table,
@@ -401,6 +404,13 @@ def timeline_rects(
         events=events,
         event_row=event_row,
     )
+    loading = getattr(meta, "data_loading", None)
+    if loading is not None:  # the DataLoaders' waits and workers (recorded beside the profile): lanes after these
+        from .data_loading import add_loading_lanes
+
+        origin = int(getattr(meta, "base_time_ns", 0) or 0) + int(meta.origin_ns)
+        data = add_loading_lanes(data, loading, origin, window, keep_layout=layout is not None)
+    return data
 
 
 def _lane_rows(events: pd.DataFrame, meta: TraceMeta, idx: np.ndarray, is_dev: np.ndarray, is_py: np.ndarray,

@@ -747,6 +747,12 @@ class _Reader:
             meta.line_data, meta.sources, problem = checked_lines(trace.nbprofLines)
             if problem:
                 meta.reader_notes.append(f"nbprofLines: {problem}: the line table is left out")
+        if trace.nbprofDataLoading is not None:
+            from .data_loading import record_from_json
+
+            meta.data_loading, problem = record_from_json(trace.nbprofDataLoading)
+            if problem:
+                meta.reader_notes.append(f"nbprofDataLoading: {problem}: the DataLoaders' records are left out")
         return TraceData(events=events, meta=meta)
 
     # -- what cannot be right: left out, and said ------------------------------------------------

@@ -44,7 +44,7 @@ from .python_line_recorder import PythonLineRecorder
 from .user_code import UserCode
 
 __all__ = ["CProfileSession", "MergedProfile", "OUTSIDE_ACTIONS", "raw_stats", "raw_stats_of", "merge_raw", "stats_tables", "stats_table", "edges_table", "STATS_COLUMNS", "EDGE_COLUMNS", "another_profiler_active",
-           "ProfilerHookWatch", "read_prof_file", "is_pstats_head", "PROF_SUFFIXES"]
+           "ProfilerHookWatch", "read_prof_file", "is_pstats_head", "PROF_SUFFIXES", "without_own_frames"]
 
 STATS_COLUMNS = (
     "function",
@@ -252,11 +252,11 @@ class CProfileSession(Collector):
             self._watch.remove()
         if len(self._profiles) == 1:
             self.profiler.create_stats()  # the live profiler stays what pstats.Stats(result.profiler) reads
-            self.raw = _without_own_frames(raw_stats(self.profiler))
+            self.raw = without_own_frames(raw_stats(self.profiler))
             return
         names = list(self._profiles)
         raws = raw_stats_of([self._profiles[n] for n in names])
-        self.by_action = {n: _without_own_frames(r) for n, r in zip(names, raws)}
+        self.by_action = {n: without_own_frames(r) for n, r in zip(names, raws)}
         self.raw = merge_raw(self.by_action.values())
         self.profiler = MergedProfile(self.raw, self._profiles)
 
@@ -499,14 +499,18 @@ def _is_own(key: tuple[str, int, str], own_files: dict[str, bool]) -> bool:
     return own
 
 
-def _without_own_frames(raw: dict[Any, Any]) -> dict[Any, Any]:
+def without_own_frames(raw: dict[Any, Any]) -> dict[Any, Any]:
     """Take nbprof's own work out of cProfile's raw stats.
 
     nbprof's functions go; so do builtins that only nbprof called (``sys.exc_info`` in
     ``end()``). A builtin the cell also called keeps the cell's calls: the numbers on the edges
     from nbprof's frames are subtracted from its totals. A Python function nbprof called is the
     user's code that nbprof ran (the statement of ``%cprofile stmt``): it keeps its numbers and
-    loses only the edge from nbprof, so it becomes a top-level function of the profile.
+    loses only the edge from nbprof, so it becomes a top-level function of the profile. Unless
+    that nbprof function was itself called from the profiled code (a wrapper nbprof put in a
+    library for the run: ``collect.data_loading``'s around DataLoader's ``_next_data``): then the
+    wrapper is spliced out, its callers' edges going straight to what it called (shared by call
+    count when it had several callers), so ``__next__ -> _next_data`` stays one tree.
     """
     own_files: dict[str, bool] = {}
     own = {k for k in raw if _is_own(k, own_files)}
@@ -523,15 +527,34 @@ def _without_own_frames(raw: dict[Any, Any]) -> dict[Any, Any]:
     for key, (cc, nc, tt, ct, callers) in raw.items():
         if key in own:
             continue
-        kept = {}
+        kept: dict[Any, Any] = {}
         for caller, edge in callers.items():
             if caller not in own:
-                kept[caller] = edge
+                _add_edge(kept, caller, edge)
             elif key[0] == "~":  # a builtin nbprof called: take nbprof's calls out
                 e_nc, e_cc, e_tt, e_ct = edge
                 cc, nc, tt, ct = cc - e_cc, nc - e_nc, tt - e_tt, ct - e_ct
+            else:  # the user's code nbprof called: from the wrapper's own callers, if it had some
+                for outer, share in _outer_callers(raw, caller, own):
+                    _add_edge(kept, outer, tuple(v * share for v in edge) if share != 1.0 else edge)
         out[key] = (cc, nc, tt, ct, kept)
     return out
+
+
+def _outer_callers(raw: dict[Any, Any], wrapper: Any, own: set[Any]) -> list[tuple[Any, float]]:
+    """The profiled code that called nbprof's ``wrapper``, each with its share of the calls."""
+    if wrapper[0] == "~":
+        return []
+    outer = [(c, e) for c, e in raw[wrapper][4].items() if c not in own and isinstance(e, tuple)]
+    calls = sum(e[0] for _, e in outer)
+    if not calls:
+        return []
+    return [(c, 1.0 if len(outer) == 1 else e[0] / calls) for c, e in outer]
+
+
+def _add_edge(callers: dict[Any, Any], caller: Any, edge: Any) -> None:
+    have = callers.get(caller)
+    callers[caller] = edge if have is None else tuple(a + b for a, b in zip(have, edge))
 
 
 def stats_tables(raw: dict[Any, Any]) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -197,6 +197,7 @@ class Trace(msgspec.Struct, gc=False):
     nbprofLines: Any = None  # --lines: {"line_data": ..., "sources": ...}, checked by collect.lines.checked_lines
     nbprofCudaProfile: Any = None  # TraceMeta.cuda_profile, checked by the reader's _clock_header
     nbprofLeftOutWork: Any = None  # TraceMeta.left_out_work, checked by the reader's _clock_header
+    nbprofDataLoading: Any = None  # the DataLoaders' workers, checked by collect.data_loading.record_from_json
 
 
 class LooseTrace(msgspec.Struct, gc=False):
@@ -214,6 +215,7 @@ class LooseTrace(msgspec.Struct, gc=False):
     nbprofLines: Any = None
     nbprofCudaProfile: Any = None
     nbprofLeftOutWork: Any = None
+    nbprofDataLoading: Any = None
 
 
 DECODER = msgspec.json.Decoder(Trace)

@@ -175,6 +175,10 @@ def _document(profile: Any) -> dict[str, Any]:
         doc["nbprofCudaProfile"] = meta.cuda_profile
     if meta.left_out_work:
         doc["nbprofLeftOutWork"] = dict(meta.left_out_work)
+    if getattr(meta, "data_loading", None) is not None:  # the DataLoaders' workers (collect.data_loading)
+        from .data_loading import record_to_json
+
+        doc["nbprofDataLoading"] = record_to_json(meta.data_loading)
     return doc
 
 

@@ -15,8 +15,10 @@ the run is no longer active and no profiler is left running. ``stop`` stops the 
 and only then measures the wall time, reads the trace and builds anything.
 
 While the run is active, the training frameworks the user imported report their named actions
-to its collector (Lightning's default profiler: ``integrations/lightning_actions.py``): set up before the
-collector starts, undone after it stops, so none of it is in the profile.
+to its collector (Lightning's default profiler: ``integrations/lightning_actions.py``), and the
+DataLoaders the code iterates are watched, their worker processes recorded
+(``collect/data_loading.py``): both set up before the collector starts, undone after it stops,
+so none of it is in the profile.
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ def discard_active() -> None:
             pass
         finally:
             stale._undo_marks()
+            stale._collect_loaders()
 
 
 class Run(ABC):
@@ -84,6 +87,9 @@ class Run(ABC):
         self.progress = Progress()
         self.collector: Collector = self._collector()
         self._unmark: Any = None  # undoes integrations.lightning_actions.mark_actions
+        self._loaders: Any = None  # the DataLoaders' watch (collect.data_loading) until it is collected
+        self.data_loading: Any = None  # what it recorded (a DataLoadingRecord; None: no DataLoader ran)
+        self._loader_error: str | None = None
 
     @abstractmethod
     def _collector(self) -> Collector:
@@ -104,6 +110,10 @@ class Run(ABC):
             # before the profiler starts (and undone after it stops): nbprof's own work stays
             # out of the profile
             self._unmark = mark_actions(self.collector)
+            from ..collect.data_loading import DataLoaderWatch
+
+            self._loaders = DataLoaderWatch(self.shell)
+            self._loaders.install()
             self.collector.begin()
         except BaseException:
             _active = None
@@ -111,12 +121,32 @@ class Run(ABC):
                 self.collector.end()
             finally:
                 self._undo_marks()
+                self._collect_loaders()
             raise
 
     def _undo_marks(self) -> None:
         unmark, self._unmark = self._unmark, None
-        if unmark is not None:
-            unmark()
+        try:
+            if unmark is not None:
+                unmark()
+        finally:
+            if self._loaders is not None:
+                self._loaders.remove()
+
+    def _collect_loaders(self) -> None:
+        """The DataLoader workers' records (after the profiler stopped and the wall time was
+        taken: a live worker gets a moment to write its functions); their folder is removed.
+        A problem reading them is a note, never the code's outcome."""
+        loaders, self._loaders = self._loaders, None
+        if loaders is None:
+            return
+        try:
+            loaders.remove()
+            record = loaders.collect()
+        except Exception as e:
+            self._loader_error = f"{type(e).__name__}: {e}"[:200]
+            return
+        self.data_loading = None if record.empty else record
 
     def stop(self) -> None:
         """Stop the profiler. The first thing done at the end of the code: nothing nbprof does
@@ -137,12 +167,17 @@ class Run(ABC):
         finally:
             self._undo_marks()
         self.wall_s = time.perf_counter() - self.started
+        self._collect_loaders()
 
     def finish(self, error: BaseException | None) -> Any:
         """Stop the profiler (if not yet), then build the result, store it (``-o NAME``) and
         write the files the flags asked for."""
         self.stop()
         self.error = error
+        if error is not None:  # the code's own traceback, without nbprof's DataLoader wrappers
+            from ..collect.data_loading import without_wrapper_frames
+
+            without_wrapper_frames(error)
         if self._read_error is not None:
             raise self._read_error
         result = self._build(self._data)
@@ -179,6 +214,15 @@ class Run(ABC):
     #: what the run's profiler is called in a note about another one taking over
     profiler_name = "profiler"
 
+    def _loading_notes(self) -> list[str]:
+        """What the report says about the DataLoader workers' records: one line per worker whose
+        functions are missing, and why (``analysis.data_loading.record_notes``)."""
+        if self.data_loading is None:
+            return []
+        from ..analysis.data_loading import record_notes
+
+        return record_notes(self.data_loading, self.what)
+
     def _takeover_notes(self) -> list[str]:
         """One line when another profiler took over in the middle of the run: who, when, what
         this report covers, where the other one's results are."""
@@ -189,6 +233,8 @@ class Run(ABC):
 
     def _notes(self) -> list[str]:
         notes = list(getattr(self.options, "notes", ())) + self._takeover_notes()
+        if self._loader_error is not None:
+            notes.append(f"the DataLoader workers' records could not be read ({self._loader_error})")
         if self.error is not None:
             kind = "was interrupted" if isinstance(self.error, KeyboardInterrupt) else "raised"
             msg = f"{type(self.error).__name__}"
@@ -241,9 +287,10 @@ class TorchRun(Run):
         if history is not None:
             notes += history.notes
             snapshot = history.result
-        return torch_profile(data, profiler=self.collector.profiler, options=opts, notes=notes, wall_s=self.wall_s,
-                             error=self.error, shell=self.shell, progress=self.progress, compile_log=compile_log,
-                             empty_reason=empty_reason, mps=mps, cuda_without_cupti=no_cupti, snapshot=snapshot)
+        return torch_profile(data, profiler=self.collector.profiler, options=opts, notes=notes + self._loading_notes(),
+                             wall_s=self.wall_s, error=self.error, shell=self.shell, progress=self.progress,
+                             compile_log=compile_log, empty_reason=empty_reason, mps=mps, cuda_without_cupti=no_cupti,
+                             snapshot=snapshot, data_loading=self.data_loading)
 
     def _write_files(self, result: Any) -> None:
         opts = self.options
@@ -287,7 +334,7 @@ NO_CUPTI_NOTE = ("this torch was built without CUPTI (torch 2.4-2.6 on Windows):
 def torch_profile(data: Any, *, profiler: Any, options: Any, notes: list[str], wall_s: float | None,
                   error: BaseException | None = None, shell: Any = None, progress: Any = None,
                   compile_log: Any = None, empty_reason: str | None = None, mps: Any = None,
-                  cuda_without_cupti: bool = False, snapshot: Any = None) -> Any:
+                  cuda_without_cupti: bool = False, snapshot: Any = None, data_loading: Any = None) -> Any:
     """The :class:`TorchProfile` of what a torch profiler recorded (``data``: the events table
     read from its kineto results; None: nothing), as ``%%torchprof`` and ``nbprof.from_profiler``
     build it: ``options`` (:class:`~nbprof.settings.TorchOptions`) say what was recorded and how
@@ -319,6 +366,7 @@ def torch_profile(data: Any, *, profiler: Any, options: Any, notes: list[str], w
         mps=mps,
         cuda_without_cupti=cuda_without_cupti,
         snapshot=snapshot,
+        data_loading=data_loading,
     )
     return TorchProfile.from_trace(data, profiler=profiler, **meta)
 
@@ -343,10 +391,11 @@ class PythonRun(Run):
         meta = PythonMeta(
             sort=opts.sort,
             limit=opts.limit,
-            notes=self._notes(),
+            notes=self._notes() + self._loading_notes(),
             wall_s=self.wall_s,
             cell_error=_describe_error(self.error),
             code_names=_code_names(self.shell, {k[0] for k in data}),
+            data_loading=self.data_loading,
         )
         collector = self.collector
         lines = None

@@ -73,6 +73,11 @@ PALETTES: dict[str, tuple[str, ...]] = {
     "overhead": ("#e2e2e2",),
     "other": ("#d0d0d0",),
     "python": ("#f3e3a1", "#dcebb0", "#f2d3a0", "#d4e8bf", "#ecdfbb", "#e6ee9f"),
+    # a DataLoader worker's batches: alternating greens (hue = the batch's index), so neighbours differ
+    "batch": ("#4f9d69", "#7fbf7f", "#3f8a5a", "#9ccc8c"),
+    # the main process waiting for data: loud; starting the workers: a lighter shade of it
+    "data_wait": ("#c2410c",),
+    "data_start": ("#f5a26b",),
 }
 
 FAMILY_LABELS = {
@@ -88,6 +93,9 @@ FAMILY_LABELS = {
     "gpu_annotation": "GPU annotation",
     "overhead": "profiler overhead",
     "other": "other",
+    "batch": "DataLoader batch",
+    "data_wait": "waiting for data",
+    "data_start": "starting workers",
 }
 
 _MERGED_LIGHTEN = 0.3

@@ -4,8 +4,9 @@
 # What does `model(x)` actually run? In this notebook you will read a torch profile operator by
 # operator: what an **operator** is, **self** vs **total** time, how to **sort**, how to put your
 # own **labels** on parts of the code with `record_function`, and how to split the table **by input
-# shape** to see how the cost grows with the size of the data. The exercises end with removing
-# useless copies from a preprocessing function.
+# shape** to see how the cost grows with the size of the data, and whether a training loop **waits
+# for data** (inside the DataLoader's workers). The exercises end with removing useless copies from
+# a preprocessing function and feeding a loop that waits for data.
 #
 # About 5 minutes, CPU only.
 
@@ -213,6 +214,109 @@ parts = ["kernel_us", "memcpy_us", "memset_us", "runtime_us", "dataloader_us", "
 print(list(ov["step"]), ((ov[parts].sum(axis=1) - ov["duration_us"]).abs() < 1e-6).all())
 
 # %% [markdown]
+# ## Is the model waiting for data?
+#
+# Without workers, every batch is made in the loop, between two steps, and the loop waits for it
+# each time. With `DataLoader(num_workers=N)`, N worker processes make batches ahead while the loop
+# trains. torch's profiler (and cProfile) only see the process they run in, but nbprof records
+# inside the workers too: each batch a worker made (when, in how long, how long the loop waited for
+# it) and the workers' own Python functions.
+#
+# Here a transform takes a deliberately slow 4 ms per sample, so 32 ms a batch of 8, and the rest of
+# each training step takes about 8 ms (a `time.sleep`, as waiting for a GPU would). The dataset goes
+# in a file of its own: workers started with spawn or forkserver (the default on macOS and Windows,
+# and on Linux from Python 3.14) import it again, and cannot import a class defined in a cell.
+
+# %%
+import os
+import sys
+
+os.makedirs("traces", exist_ok=True)
+sys.path.insert(0, "traces")
+
+# %%
+%%writefile traces/slow_data.py
+import time
+
+import torch
+
+
+def augment(x):
+    time.sleep(0.004)  # a slow transform: decoding and resizing an image, say
+    return x * 2
+
+
+class Augmented(torch.utils.data.Dataset):
+    def __len__(self):
+        return 128
+
+    def __getitem__(self, i):
+        x = torch.randn(256, generator=torch.Generator().manual_seed(i))
+        return augment(x), i % 10
+
+# %%
+from slow_data import Augmented
+
+
+def train(loader):
+    for xb, yb in loader:
+        loss = torch.nn.functional.cross_entropy(model(xb), yb)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        time.sleep(0.008)  # the rest of the step (a GPU would be busy here)
+
+# %% [markdown]
+# First without workers, then with two. The report of the second has a **Data loading** tab: per
+# worker, its batches and time per batch, then the workers' functions (`augment` among them) as
+# `%%cprofile` shows a profile; its timeline gets a lane per worker with each batch being made, and
+# one where the loop waited for which batch. Its findings start with `data_bound`: how long a batch
+# takes to make, how often the loop asks for one, and so how many workers would keep up.
+
+# %%
+%%torchprof -q -o w0
+train(torch.utils.data.DataLoader(Augmented(), batch_size=8, num_workers=0))
+
+# %%
+%%torchprof -o w2
+train(torch.utils.data.DataLoader(Augmented(), batch_size=8, num_workers=2))
+
+# %% [markdown]
+# `p.data_loading()` has one row per batch: the worker that made it (`-1`: the loop itself), when,
+# `make_us`, and `wait_us`, how long the loop waited for it. The first batch also waits for the
+# workers to start, so compare the others:
+
+# %%
+import pandas as pd
+
+
+def loading(p):
+    b = p.data_loading()
+    later = b[b["batch"] > 0]  # the first batch also waits for the workers to start
+    return pd.Series({"workers": int(b["worker"].max()) + 1, "ms to make a batch": b["make_us"].median() / 1e3,
+                      "ms the loop waited a batch": later["wait_us"].mean() / 1e3})
+
+
+pd.DataFrame({"no workers": loading(w0), "2 workers": loading(w2)})
+
+# %% [markdown]
+# With two workers the loop waits less, but still waits: each worker needs about 32 ms for a batch,
+# and the loop asks for one every 10 ms or so. The finding says it in numbers (and how the profiler
+# itself biases them):
+
+# %%
+for message in w2.findings.loc[w2.findings["kind"] == "data_bound", "message"]:
+    print(message, end="\n\n")
+
+# %% [markdown]
+# `p.worker_stats()` is the workers' functions, one row per worker and function, with `pstats`'
+# columns; `augment` is called once per sample:
+
+# %%
+ws = w2.worker_stats()
+ws[ws["function"] == "augment"][["worker", "function", "ncalls", "tottime_s", "cumtime_s"]]
+
+# %% [markdown]
 # ## Exercises
 #
 # ### Exercise 1: the most expensive shape
@@ -322,6 +426,41 @@ import nbprof
 nbprof.compare(before, after)
 
 # %% [markdown]
+# ### Exercise 3: feed the loop
+#
+# Set `workers` to a number of DataLoader workers that keeps up with the loop, so that it waits
+# for data **at most a quarter** as long per batch as it did without workers (`w0`; the check
+# compares the batches after the first, from your own profiles). `w2`'s `data_bound` finding says
+# how many would keep up.
+#
+# {{solution}}
+
+# %% [task]
+workers = 0  # TODO: how many workers keep up with the loop?
+
+# %% [solution]
+workers = 4  # a batch takes ~32 ms to make and the loop asks for one every ~10 ms: 4 keep up
+
+# %%
+%%torchprof -q -o fed
+train(torch.utils.data.DataLoader(Augmented(), batch_size=8, num_workers=workers))
+
+# %% [check]
+def waited_ms(p):
+    b = p.data_loading()
+    return b.loc[b["batch"] > 0, "wait_us"].mean() / 1e3
+
+
+no_workers_ms, with_workers_ms = waited_ms(w0), waited_ms(fed)
+if workers < 1:
+    print(f"✘ Not yet: with workers={workers!r} every batch is made in the loop ({with_workers_ms:.1f} ms waited a batch).")
+elif with_workers_ms <= no_workers_ms / 4:
+    print(f"✔ Done: with {workers} workers the loop waits {with_workers_ms:.2f} ms a batch instead of {no_workers_ms:.1f} ms.")
+else:
+    print(f"✘ Not yet: with {workers} workers the loop still waits {with_workers_ms:.2f} ms a batch ({no_workers_ms:.1f} ms without "
+          f"workers); the goal is at most {no_workers_ms / 4:.2f} ms. Read w2's data_bound finding.")
+
+# %% [markdown]
 # ## Takeaways
 #
 # - Sort by **self** time to find where the time goes, by **total** time to find the expensive calls.
@@ -331,6 +470,8 @@ nbprof.compare(before, after)
 #   per-item loops over a tensor multiply every fixed cost by the number of items.
 # - `--modules` adds the time up per `nn.Module`; with steps, the report's breakdown says whether a
 #   step waits for data, the CPU or the GPU.
+# - With `num_workers`, the Data loading tab and `p.data_loading()` show inside the workers: how
+#   long a batch takes, how long the loop waited for it, and `data_bound` says how many workers keep up.
 
 # %% [markdown]
 # ## On Binder: free this kernel's memory

@@ -11,7 +11,7 @@ numeric module constants are its thresholds (each one named in that docstring), 
 ``find(ctx)`` yields :class:`Finding` rows from a :class:`TorchContext` or :class:`PythonContext`
 (what several kinds need, computed once per profile). The registry is the two tuples below: they
 give the kinds (:data:`KINDS`), the order the checks run in, and so the order of findings of equal
-severity and score.
+severity and score. A kind both profiles can have (``data_bound``) is in both.
 
 Adding a kind is one new file plus one entry:
 
@@ -36,7 +36,7 @@ from . import (
     comm_exposed,
     compile_time,
     copy,
-    dataloader,
+    data_bound,
     device_line,
     gpu_idle,
     graph_break,
@@ -64,9 +64,9 @@ __all__ = ["torch_findings", "python_findings", "kinds_markdown", "thresholds", 
 # device findings after it are made of wrong times, and it says so before them.
 TORCH_CHECKS: tuple[ModuleType, ...] = (clock_skew, compile_time, recompile, graph_break, top_op, sync, sync_line, device_line,
                                         copy, gpu_idle,
-                                        launch_bound, small_grid, tensor_cores, dataloader, comm_exposed,
+                                        launch_bound, small_grid, tensor_cores, data_bound, comm_exposed,
                                         collective_wait, launch_delay, memory_growth, memory_peak, straggler)
-PYTHON_CHECKS: tuple[ModuleType, ...] = (top_function, hot_function, hot_line)
+PYTHON_CHECKS: tuple[ModuleType, ...] = (top_function, hot_function, hot_line, data_bound)
 
 
 def kind_name(check: ModuleType) -> str:
@@ -76,7 +76,8 @@ def kind_name(check: ModuleType) -> str:
 
 TORCH_KINDS = tuple(kind_name(m) for m in TORCH_CHECKS)
 PYTHON_KINDS = tuple(kind_name(m) for m in PYTHON_CHECKS)
-KINDS = TORCH_KINDS + PYTHON_KINDS
+# a kind both profiles have (``data_bound``: what the DataLoaders' records say) is one kind
+KINDS = tuple(dict.fromkeys(TORCH_KINDS + PYTHON_KINDS))
 
 
 def _run(checks: tuple[ModuleType, ...], ctx: Any) -> pd.DataFrame:
@@ -111,9 +112,9 @@ def kinds_markdown() -> str:
     """The table of kinds in docs/findings.md: a row per kind, from its module's docstring and
     thresholds, in registry order."""
     lines = ["| kind | profile | when it fires | thresholds |", "|---|---|---|---|"]
-    for profile, checks in (("torch", TORCH_CHECKS), ("cProfile", PYTHON_CHECKS)):
-        for check in checks:
-            when = " ".join((check.__doc__ or "").split()).replace("``", "`")
-            limits = ", ".join(f"`{k}` = {v:g}" for k, v in thresholds(check).items())
-            lines.append(f"| `{kind_name(check)}` | {profile} | {when} | {limits} |")
+    for check in dict.fromkeys(TORCH_CHECKS + PYTHON_CHECKS):
+        profile = ", ".join(p for p, checks in (("torch", TORCH_CHECKS), ("cProfile", PYTHON_CHECKS)) if check in checks)
+        when = " ".join((check.__doc__ or "").split()).replace("``", "`")
+        limits = ", ".join(f"`{k}` = {v:g}" for k, v in thresholds(check).items())
+        lines.append(f"| `{kind_name(check)}` | {profile} | {when} | {limits} |")
     return "\n".join(lines) + "\n"

@@ -10,6 +10,7 @@ from .actions import ACTIONS
 from .base import Tab
 from .callgraph import CALLGRAPH
 from .compile import COMPILE
+from .data_loading import DATA_LOADING
 from .flame import FLAME
 from .functions import FUNCTIONS
 from .kernels import KERNELS
@@ -26,9 +27,9 @@ from .timeline import TIMELINE
 __all__ = ["Tab", "TORCH_TABS", "CLUSTER_TABS", "PYTHON_TABS"]
 
 TORCH_TABS: list[Tab] = [OPERATORS, BY_SHAPE, BY_STACK, TORCH_SOURCE, MEMORY, SNAPSHOT, KERNELS, COMPILE, MODULES,
-                         RANGES, STEPS, RANKS, TIMELINE]
+                         RANGES, STEPS, DATA_LOADING, RANKS, TIMELINE]
 # a folder of ranks summarized apart (nbprof.cluster): the ranks first, then every tab a rank has
 # (but Compile: torch.compile's log is one process's), summed over the ranks from their summaries
 CLUSTER_TABS: list[Tab] = [CLUSTER_RANKS, CLUSTER_OPERATORS, CLUSTER_BY_SHAPE, CLUSTER_BY_STACK, CLUSTER_SOURCE,
                            CLUSTER_MEMORY, KERNELS, CLUSTER_MODULES, CLUSTER_RANGES, STEPS, TIMELINE]
-PYTHON_TABS: list[Tab] = [FUNCTIONS, SOURCE, ACTIONS, CALLGRAPH, FLAME]
+PYTHON_TABS: list[Tab] = [FUNCTIONS, SOURCE, ACTIONS, DATA_LOADING, CALLGRAPH, FLAME]
