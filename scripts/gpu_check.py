@@ -536,14 +536,8 @@ def step_snapshot(ctx: StepContext) -> None:
 def step_dataloader(ctx: StepContext) -> None:
     """A DataLoader with two workers and ``pin_memory`` under ``--cuda``: ``p.data_loading()``
     (issue 41) has each batch from its worker, and torch's trace a copy from pinned memory per batch."""
-    from nbprof.model import TorchProfile
-
     from tests import gpu_checks as G
 
-    if not hasattr(TorchProfile, "data_loading"):
-        ctx.record["skipped"] = "p.data_loading() is not in this nbprof (issue 41 not merged)"
-        ctx.note(ctx.record["skipped"])
-        return
     batches, workers = 8, 2
     ctx.run(_device_setup(ctx) + "from torch.utils.data import DataLoader, TensorDataset\n"
             f"data = TensorDataset(torch.randn({batches * 16}, 3, 32, 32), torch.randint(0, 10, ({batches * 16},)))\n"
@@ -722,14 +716,19 @@ def dry_snapshot(ctx: StepContext) -> None:
 
 
 def dry_dataloader(ctx: StepContext) -> None:
-    from nbprof.model import TorchProfile
+    """A CUDA loop copying each batch from pinned memory (hand-made: no recorded CUDA trace has a
+    DataLoader) with a DataLoader's records written for it, two workers, eight batches; kept, saved
+    with its records, as a GPU run keeps its DataLoader recording."""
+    from tests import gpu_checks as G
 
-    if not hasattr(TorchProfile, "data_loading"):
-        ctx.record["skipped"] = "p.data_loading() is not in this nbprof (issue 41 not merged)"
-        ctx.note(ctx.record["skipped"])
-        return
-    ctx.record["skipped"] = "no recorded trace has DataLoader records on a GPU; the CPU run records one"
-    ctx.note(ctx.record["skipped"])
+    p, doc = G.synthetic_data_loading_profile(ctx.data)
+    ctx.check("data_loading_with_pinned_memory[synthetic]", G.check_data_loading, p, 8, 2, doc, True)
+    p.save(ctx.data / "synthetic_loader.nbprof.json.gz")
+    (ctx.data / "synthetic_loader.trace.json").unlink()
+    (ctx.data / "synthetic_loader.oracle.json").write_text(json.dumps({
+        "workload": "tests/synthetic.py's loop with a DataLoader's records written by hand (no torch oracle)",
+        "gpu_check": {"device": "cuda", "batches": 8, "workers": 2, "pinned": True,
+                      "nbprof": "synthetic_loader.nbprof.json.gz"}}, indent=1))
 
 
 def selftest_hang(ctx: StepContext) -> None:

@@ -536,3 +536,24 @@ def pending_free_snapshot() -> dict:
             snap["device_traces"][0].append(entry("free_requested", b["address"], MiB, 170, stack(9)))
     snap["segments"][0] = segment(seg_a["address"], seg_a["total_size"], seg_a["blocks"])
     return snap
+
+
+def synthetic_data_loading_profile(folder: str | Path, batches: int = 8, workers: int = 2,
+                                   pageable: bool = False) -> tuple[Any, dict]:
+    """A CUDA loop that copies each batch to the device (tests/synthetic.py's loop: a copy from pinned
+    memory, or pageable, then a kernel, per step) with a DataLoader's records written by hand for
+    it (tests/test_data_loading_findings.py's ``loop_record``: each batch waited for 200 µs, made by
+    worker ``i % workers``), for the dry run of the DataLoader check (no recorded CUDA trace has a
+    DataLoader). Returns (profile, its trace's JSON)."""
+    import dataclasses
+
+    import nbprof
+    from nbprof.model import TorchProfile
+
+    from .synthetic import training_loop
+    from .test_data_loading_findings import loop_record
+
+    path = training_loop(batches, copy_us=50, pageable=pageable).write(Path(folder) / "synthetic_loader.trace.json")
+    p = nbprof.load_trace(path)
+    record = loop_record([200.0] * batches, workers=workers, pin_memory=not pageable)
+    return TorchProfile(p.events, dataclasses.replace(p.meta, data_loading=record)), read_trace(path)

@@ -202,6 +202,20 @@ def test_toggle_checks(h100):
         G.check_in_cell_toggle(p, doc, windows, off="first")
 
 
+def test_data_loading_check(tmp_path):
+    p, doc = G.synthetic_data_loading_profile(tmp_path)
+    assert G.check_data_loading(p, 8, 2, doc, pinned=True) == {"batches": 8, "workers": [0, 1], "waited_us": 1600.0,
+                                                                 "pinned_copies": 8}
+    with pytest.raises(G.CheckFailed, match="the loop took, it took 9"):
+        G.check_data_loading(p, 9, 2, doc)
+    with pytest.raises(G.CheckFailed, match=r"from workers \[0, 1\], the loader had 3"):
+        G.check_data_loading(p, 8, 3, doc)
+    (tmp_path / "pageable").mkdir()
+    pageable, pageable_doc = G.synthetic_data_loading_profile(tmp_path / "pageable", pageable=True)
+    with pytest.raises(G.CheckFailed, match="0 copies from pinned memory"):
+        G.check_data_loading(pageable, 8, 2, pageable_doc, pinned=True)
+
+
 def test_snapshot_check(tmp_path):
     from .snapshots import hand_snapshot, write
 
@@ -232,7 +246,7 @@ def _untouched() -> set[Path]:
 @pytest.mark.slow
 def test_the_dry_run_end_to_end(tmp_path):
     """``scripts/gpu-check.sh --dry-run``: every check passes on the recorded traces, the tests on
-    recorded GPU data run on its recordings (none skipped but the DataLoader's until issue 41), the
+    recorded GPU data run on its recordings (none skipped), the
     results and the packed recordings are in the folder given, tests/data/gpu is left alone."""
     before = _untouched()
     r = _script("--dry-run", env={"OUT": str(tmp_path)})
@@ -242,15 +256,14 @@ def test_the_dry_run_end_to_end(tmp_path):
     status = {s["step"]: s["status"] for s in results["steps"]}
     assert set(status) == {"dry_lines", "dry_memory", "dry_repeat", "dry_toggle", "dry_snapshot", "dry_dataloader",
                            "recorded_tests"}
-    assert all(v == "passed" for k, v in status.items() if k != "dry_dataloader"), status
+    assert all(v == "passed" for v in status.values()), status
     checks = [c for s in results["steps"] for c in s["checks"]]
     assert len(checks) >= 15 and all(c["ok"] is True for c in checks)
     repeat = next(s["repeat"] for s in results["steps"] if s["step"] == "dry_repeat")
     assert [p["bug_shows"] for p in repeat["profiles"]] == [False, False, True, True, True]
     pytest_out = next(s["pytest_output"] for s in results["steps"] if s["step"] == "recorded_tests")
     assert " passed" in pytest_out.splitlines()[-1] and "failed" not in pytest_out.splitlines()[-1]
-    assert "SKIPPED" not in pytest_out or all("DataLoader" in line for line in pytest_out.splitlines()
-                                              if line.startswith("SKIPPED"))
+    assert "SKIPPED" not in pytest_out
     with tarfile.open(tmp_path / "gpu-data.tar.gz") as tar:
         names = set(tar.getnames())
     assert {"gpu/results.json", "gpu/RESULTS.md", "gpu/repeat/cell5.trace.json.gz", "gpu/synthetic_loop.nbprof.json.gz"} <= names
@@ -276,7 +289,7 @@ def test_without_cuda_the_cpu_parts_and_one_line(tmp_path):
     assert results["mode"] == "cpu" and results["environment"]["cuda"] is False
     status = {s["step"]: s["status"] for s in results["steps"]}
     assert status["env"] == status["lines_cnn"] == status["repeat"] == status["recorded_tests"] == "passed", status
-    assert all(v in ("passed", "skipped") for v in status.values()), status
+    assert all(v == "passed" for v in status.values()), status
     na = [c["check"] for s in results["steps"] for c in s["checks"] if c["ok"] is None]
     assert "lines_device_time_sums_to_the_kernels" in na and "snapshot_against_memory_viz" in na
     assert _untouched() == before
