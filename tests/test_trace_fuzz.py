@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 import nbprof
@@ -126,9 +126,11 @@ def load_checked(path: Path, views: bool) -> None:
             assert (start >= 0).all() and (dur >= 0).all(), "a negative time"
             assert (dur <= DAY_US).all()
             if len(ev):
-                span = float((start + dur).max())
-                assert span < 2.0**63 / 1000
-                if span > DAY_US:
+                end = float((start + dur).max())
+                assert end < 2.0**63 / 1000
+                # what the events span (the origin may be an earlier event left out, e.g. the
+                # profiler's own "Trace" span): a day exactly is no note
+                if end - float(start.min()) > DAY_US:
                     assert any("span" in n and "nanoseconds" in n for n in p.meta.notes), p.meta.notes
             ka = p.key_averages()
             for col in ("cpu_total_us", "device_total_us", "self_device_us"):
@@ -170,6 +172,10 @@ def test_any_trace_loads_sanely_or_raises_nbprofs_error(doc, tmp_path):
 @pytest.mark.slow
 @settings(max_examples=int(os.environ.get("NBPROF_FUZZ_EXAMPLES", "400")), **FUZZ)
 @given(doc=documents())
+# CI's run found it: one event lasting exactly a day, starting 1 µs after the nameless "Trace"
+# span that sets the origin (the events span a day exactly: no note owed)
+@example(doc=(b'{"traceEvents": [{"ph": "X", "name": "0", "ts": 1, "dur": 86400000000.0, "args": {}},'
+              b' {"ph": "X", "cat": "Trace", "ts": 0}], "traceName": "t[1].json"}', ".json"))
 def test_any_trace_gives_every_view_or_nbprofs_error(doc, tmp_path):
     raw, suffix = doc
     path = tmp_path / f"fuzz{suffix}"

@@ -154,11 +154,13 @@ for xb in batches:
 # DataFrames: `memory_growth()` has one row per step (what the allocator held at its end, what
 # it allocated, and what it *kept for good*: still allocated when the profile ended), and
 # `alive_at_end(by="line")` what the cell left allocated, by the line that allocated it. The
-# *Memory* tab shows both, and the *Source* tab a "Left alive" column.
+# *Memory* tab shows both, and the *Source* tab a "Left alive" column. (Its `allocated_bytes`
+# column, everything a step allocated, is left out below: its last few bytes are a reduction's
+# scratch space, one number per thread torch runs on, so they differ from machine to machine.)
 
 # %%
 # NBVAL_CHECK_OUTPUT
-evaluation.memory_growth()[["step", "allocated_bytes", "added_never_freed_bytes", "never_freed_blocks"]]
+evaluation.memory_growth()[["step", "added_never_freed_bytes", "never_freed_blocks"]]
 
 # %%
 # NBVAL_CHECK_OUTPUT
