@@ -45,7 +45,7 @@ if str(ROOT) not in sys.path:
 # one clock for the run's log: the steps' processes count from the run's start too
 STARTED = float(os.environ.setdefault("GPU_CHECK_STARTED", repr(time.time())))
 T0 = time.monotonic() - (time.time() - STARTED)
-BUDGET_S = 420.0  # the steps' share of the 8 minutes a lent GPU gives one run (the wheels install first)
+BUDGET_S = 420.0  # the steps' share of the 8 minutes a lent GPU gives one run, counted from gpu-check.sh's start (the wheels' install included)
 MIN_STEP_S = 20.0  # a step is not started with less left
 
 
@@ -790,10 +790,13 @@ def _step_status(rec: dict[str, Any]) -> str:
 
 
 class Results:
-    """results.json and RESULTS.md, written after every step into the recordings' folder and $OUT."""
+    """results.json and RESULTS.md, written after every step into the recordings' folder and $OUT;
+    a run of some steps (``--only``, a rerun of what failed) writes results.only.json and
+    RESULTS.only.md, so that its recordings unpacked over a full run's leave that run's results."""
 
-    def __init__(self, mode: str, data: Path, out: Path | None) -> None:
+    def __init__(self, mode: str, data: Path, out: Path | None, some_steps: bool = False) -> None:
         self.data, self.out = data, out
+        self.names = ("results.only.json", "RESULTS.only.md") if some_steps else ("results.json", "RESULTS.md")
         self.doc: dict[str, Any] = {"check": "nbprof GPU check (scripts/gpu-check.sh)", "mode": mode,
                                     "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
                                     "environment": {}, "steps": []}
@@ -813,7 +816,7 @@ class Results:
         md = self.markdown()
         for folder in filter(None, (self.data, self.out)):
             folder.mkdir(parents=True, exist_ok=True)
-            for name, body in (("results.json", text), ("RESULTS.md", md)):
+            for name, body in zip(self.names, (text, md)):
                 tmp = folder / (name + ".tmp")
                 tmp.write_text(body)
                 tmp.replace(folder / name)
@@ -922,10 +925,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.step:
         return run_step(args.step, args.device, Path(args.data), Path(args.record))
 
+    only = set(args.only.split(",")) if args.only else None
+    names = [s.name for s in (DRY if args.dry_run else LIVE[1:])]
+    unknown = sorted(only - set(names)) if only is not None else []
+    if unknown:  # a misspelt rerun would run nothing and say all passed
+        print(f"gpu-check: no step {', '.join(unknown)} in this mode; its steps: {', '.join(names)}", flush=True)
+        return 2
     out = Path(args.out) if args.out else (Path(os.environ["OUT"]) if os.environ.get("OUT") else None)
     work = Path(tempfile.mkdtemp(prefix="nbprof-gpu-check-"))
     deadline = T0 + args.budget_s
-    only = set(args.only.split(",")) if args.only else None
 
     if args.dry_run:
         mode, device = "dry-run", "cuda"
@@ -942,7 +950,7 @@ def main(argv: list[str] | None = None) -> int:
     if out is None and mode != "cuda":
         out = work / "results"
     data.mkdir(parents=True, exist_ok=True)
-    results = Results(mode, data, out)
+    results = Results(mode, data, out, some_steps=only is not None)
     log(f"gpu-check: {mode}; recordings in {data}; results in {out or data}")
     if args.dry_run:
         results.doc["environment"] = _light_environment()
@@ -970,7 +978,7 @@ def main(argv: list[str] | None = None) -> int:
     statuses = [s["status"] for s in results.doc["steps"]]
     failed = [s["step"] for s in results.doc["steps"] if s["status"] not in ("passed", "skipped")]
     log(f"gpu-check: {statuses.count('passed')} of {len(statuses)} steps passed"
-        + (f"; not passed: {', '.join(failed)}" if failed else "") + f"; results: {(out or data) / 'RESULTS.md'}")
+        + (f"; not passed: {', '.join(failed)}" if failed else "") + f"; results: {(out or data) / results.names[1]}")
     if mode == "cpu":
         print("gpu-check: no CUDA here (torch sees no CUDA device): the CPU parts ran"
               + (" and passed" if not failed else f", {len(failed)} failed") + "; the CUDA checks need a GPU", flush=True)

@@ -271,6 +271,30 @@ def test_the_dry_run_end_to_end(tmp_path):
     assert _untouched() == before
 
 
+def test_a_misspelt_step_ends_the_run_in_one_line(tmp_path):
+    """A rerun naming a step the mode lacks runs nothing (and so cannot say all passed): exit 2, one
+    line with the steps there are, nothing written."""
+    r = _script("--dry-run", "--only", "dry_lines,lines_cnn", env={"OUT": str(tmp_path)}, timeout=60)
+    assert r.returncode == 2, r.stdout + r.stderr
+    said = [line for line in r.stdout.splitlines() if line.startswith("gpu-check: no step")]
+    assert said == ["gpu-check: no step lines_cnn in this mode; its steps: dry_lines, dry_memory, dry_repeat, "
+                    "dry_toggle, dry_snapshot, dry_dataloader, recorded_tests"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gpu-check.log"]
+
+
+@pytest.mark.slow
+def test_a_rerun_of_some_steps_keeps_the_full_runs_results_apart(tmp_path):
+    """``--only``: those steps after the environment's (here the dry run's, which has none), its results
+    named .only, so its archive unpacked over a full run's leaves that run's results.json."""
+    r = _script("--dry-run", "--only", "dry_memory", env={"OUT": str(tmp_path)})
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert not (tmp_path / "results.json").exists() and "| dry_memory | passed |" in (tmp_path / "RESULTS.only.md").read_text()
+    assert [s["step"] for s in json.loads((tmp_path / "results.only.json").read_text())["steps"]] == ["dry_memory"]
+    with tarfile.open(tmp_path / "gpu-data.tar.gz") as tar:
+        names = set(tar.getnames())
+    assert "gpu/results.only.json" in names and "gpu/results.json" not in names
+
+
 @pytest.mark.slow
 def test_without_cuda_the_cpu_parts_and_one_line(tmp_path):
     """``scripts/gpu-check.sh`` on a machine without CUDA: every step on the CPU passes (the CUDA
@@ -352,6 +376,14 @@ def test_the_run_call_in_the_docs_fits_the_scripts_own_bounds():
     assert f"carry [\".whl\"], timeout_s {call_timeout}, command: bash scripts/gpu-check.sh" in script
     whole = int(re.search(r'GPU_CHECK_TIMEOUT:-(\d+)', script).group(1))
     assert gpu_check.BUDGET_S + 30 <= whole and whole + 30 <= call_timeout <= 600
+    # the rerun of what failed: its steps' budget inside its bound, inside its call; both calls and a
+    # machine's start (two minutes, say) inside the 15 minutes of device time a session has
+    rerun = re.search(r"command:   GPU_CHECK_TIMEOUT=(\d+) bash scripts/gpu-check.sh --only STEP,STEP --budget-s (\d+)\n"
+                      r"timeout_s: (\d+)", page)
+    assert rerun, "the rerun's call"
+    rerun_whole, rerun_budget, rerun_timeout = map(int, rerun.groups())
+    assert rerun_budget + 20 <= rerun_whole and rerun_whole + 30 <= rerun_timeout
+    assert 120 + call_timeout + rerun_timeout <= 15 * 60
     named = set(re.findall(r"^\| `([a-z_]+)`(?:, `([a-z_]+)`)? \|", page, flags=re.M))
     assert {n for pair in named for n in pair if n} == {s.name for s in gpu_check.LIVE}
 
