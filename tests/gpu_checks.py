@@ -489,7 +489,8 @@ def synthetic_lines_profile(folder: str | Path) -> tuple[Any, dict, str, int]:
     """A CUDA loop with ``--lines``' line data, for the dry run of the line checks (no recorded
     CUDA trace has a ``.item()`` under a line of user code): tests/synthetic.py's training loop (4
     steps: ``y = x @ w`` launching a 500 µs kernel, ``print(y.sum().item())`` copying 4 bytes back
-    and waiting 300 µs, ``x = torch.relu(y)``) and each operator on its line of the cell, as
+    and waiting 300 µs, ``x = torch.relu(y)``; at the end a 40 µs kernel launched by no operator)
+    and each operator on its line of the cell, as
     ``%%torchprof --lines`` records them. Returns (profile, its trace's JSON, the .item() line,
     the scalar reads)."""
     import dataclasses
@@ -500,6 +501,9 @@ def synthetic_lines_profile(folder: str | Path) -> tuple[Any, dict, str, int]:
     from .synthetic import training_loop
 
     trace = training_loop(4, kernel_us=500, item_sync_us=300)
+    # and a kernel no operator launched (External id 0, as a Triton kernel called from Python is
+    # recorded): its 40 µs belong on the outside row, or the lines' device time misses them
+    trace.launch("triton_poi_fused_0", 0, 3996, 3, 4100, 40.0)
     path = trace.write(Path(folder) / "synthetic_loop.trace.json")
     p = nbprof.load_trace(path)
     cell, item = "<ipython-input-7-abc>", "print(y.sum().item())"

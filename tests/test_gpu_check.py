@@ -100,7 +100,9 @@ def test_item_and_sync_line_checks(tmp_path):
     p, doc, item, reads = G.synthetic_lines_profile(tmp_path)
     assert G.check_item_line(p, item, reads, reads)["scalar_reads_on_the_line"] == 4
     assert G.check_sync_line(p, item)["waits"] == 4
-    assert G.check_lines_device_sum(p, doc)["device_us"] == pytest.approx(4 * 502.0)
+    summed = G.check_lines_device_sum(p, doc)
+    # four steps' 500 µs kernel and 2 µs copy back, and the 40 µs kernel no operator launched, outside
+    assert summed["device_us"] == pytest.approx(4 * 502.0 + 40) and summed["outside_code_device_us"] == pytest.approx(40)
     with pytest.raises(G.CheckFailed, match="torch counted 5"):
         G.check_item_line(p, item, reads, reads + 1)
     with pytest.raises(G.CheckFailed, match="scalar reads on the .item"):
