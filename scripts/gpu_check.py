@@ -933,6 +933,16 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out = Path(args.out) if args.out else (Path(os.environ["OUT"]) if os.environ.get("OUT") else None)
     work = Path(tempfile.mkdtemp(prefix="nbprof-gpu-check-"))
+    try:
+        return _run(args, out, only, work)
+    finally:
+        # the steps' records, and the recordings where no --data was given (packed into out's archive):
+        # kept only where the results are, when neither --out nor $OUT said where they go
+        if not (out is None and (work / "results").exists()):
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _run(args: argparse.Namespace, out: Path | None, only: set[str] | None, work: Path) -> int:
     deadline = T0 + args.budget_s
 
     if args.dry_run:
@@ -951,7 +961,9 @@ def main(argv: list[str] | None = None) -> int:
         out = work / "results"
     data.mkdir(parents=True, exist_ok=True)
     results = Results(mode, data, out, some_steps=only is not None)
-    log(f"gpu-check: {mode}; recordings in {data}; results in {out or data}")
+    packed = out is not None and data.is_relative_to(work)  # removed at the end: the archive keeps them
+    log(f"gpu-check: {mode}; recordings in {out / 'gpu-data.tar.gz' if packed and out else data}; "
+        f"results in {out or data}")
     if args.dry_run:
         results.doc["environment"] = _light_environment()
     else:

@@ -248,10 +248,11 @@ def _untouched() -> set[Path]:
 @pytest.mark.slow
 def test_the_dry_run_end_to_end(tmp_path):
     """``scripts/gpu-check.sh --dry-run``: every check passes on the recorded traces, the tests on
-    recorded GPU data run on its recordings (none skipped), the
-    results and the packed recordings are in the folder given, tests/data/gpu is left alone."""
+    recorded GPU data run on its recordings (none skipped), the results and the packed recordings
+    are in the folder given, tests/data/gpu is left alone, its temporary work folder removed."""
     before = _untouched()
-    r = _script("--dry-run", env={"OUT": str(tmp_path)})
+    (tmp_path / "tmp").mkdir()
+    r = _script("--dry-run", env={"OUT": str(tmp_path), "TMPDIR": str(tmp_path / "tmp")})
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["mode"] == "dry-run" and results["finished"]
@@ -271,6 +272,7 @@ def test_the_dry_run_end_to_end(tmp_path):
     assert {"gpu/results.json", "gpu/RESULTS.md", "gpu/repeat/cell5.trace.json.gz", "gpu/synthetic_loop.nbprof.json.gz"} <= names
     assert "| dry_repeat | passed |" in (tmp_path / "RESULTS.md").read_text()
     assert _untouched() == before
+    assert not list((tmp_path / "tmp").glob("nbprof-gpu-check-*")), "its work folder left behind"
 
 
 def test_a_misspelt_step_ends_the_run_in_one_line(tmp_path):
