@@ -297,14 +297,13 @@ def _lines_step(ctx: StepContext, name: str, model_code: str, steps: int, worklo
         ctx.check("lines_device_time_sums_to_the_kernels", G.check_lines_device_sum, p, doc)
         ctx.check("sync_line_names_the_item_line", G.check_sync_line, p, ITEM_LINE)
         ctx.check("first_cuda_profile_is_numbered_1",
-                  lambda: G.expect(p.meta.cuda_profile == 1, f"cuda_profile {p.meta.cuda_profile}") or
-                  {"cuda_profile": p.meta.cuda_profile})
+                  lambda: G.holds(p.meta.cuda_profile == 1, f"cuda_profile {p.meta.cuda_profile}",
+                                  {"cuda_profile": p.meta.cuda_profile}))
     else:
         ctx.not_applicable("lines_device_time_sums_to_the_kernels", "no CUDA")
-        ctx.check("no_sync_line_on_the_cpu", lambda: G.expect(not G.fired(p, "sync_line"), "sync_line fired on the CPU")
-                  or {})
-    ctx.check("no_clock_skew_on_a_first_profile", lambda: G.expect(not G.fired(p), "clock_skew fired: "
-              + "; ".join(p.findings.loc[p.findings["kind"] == "clock_skew", "message"])) or {})
+        ctx.check("no_sync_line_on_the_cpu", lambda: G.holds(not G.fired(p, "sync_line"), "sync_line fired on the CPU"))
+    ctx.check("no_clock_skew_on_a_first_profile", lambda: G.holds(not G.fired(p), "clock_skew fired: "
+              + "; ".join(p.findings.loc[p.findings["kind"] == "clock_skew", "message"])))
 
     def render() -> dict[str, Any]:
         t = time.monotonic()
@@ -497,8 +496,8 @@ def step_snapshot(ctx: StepContext) -> None:
     ctx.run(SNAPSHOT_CELL)
     p = ctx.ns("snap_p")
     if not ctx.cuda:
-        ctx.check("without_cuda_a_note", lambda: G.expect(any("--snapshot" in n for n in p.meta.notes),
-                                                          f"notes {p.meta.notes}") or {"notes": p.meta.notes})
+        ctx.check("without_cuda_a_note", lambda: G.holds(any("--snapshot" in n for n in p.meta.notes),
+                                                         f"notes {p.meta.notes}", {"notes": p.meta.notes}))
         ctx.not_applicable("snapshot_against_memory_viz", "no CUDA")
         return
     import re

@@ -61,6 +61,12 @@ def expect(condition: bool, message: str) -> None:
         raise CheckFailed(message)
 
 
+def holds(condition: bool, message: str, found: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A check of one condition: ``expect`` it, then what was found (for the results)."""
+    expect(condition, message)
+    return dict(found or {})
+
+
 # ------------------------------------------------------------------------- the raw JSON's answers
 
 
@@ -368,8 +374,8 @@ def check_repeat(docs: list[dict], fired: list[bool], cuda_profiles: list[int | 
                 else f"; clock_skew disagreed in profile(s) {disagree}")
     out = {"verdict": verdict, "profiles": rows}
     if cuda_profiles:
-        expect(all(isinstance(n, int) for n in cuda_profiles)
-               and list(cuda_profiles) == list(range(cuda_profiles[0], cuda_profiles[0] + len(cuda_profiles))),
+        first = cuda_profiles[0]
+        expect(isinstance(first, int) and list(cuda_profiles) == list(range(first, first + len(cuda_profiles))),
                f"nbprof numbered the CUDA profiles {cuda_profiles}")
     expect(not disagree, verdict + ": " + "; ".join(
         f"profile {r['profile']}: bug {'shows (' + ', '.join(r['reasons']) + ')' if r['bug_shows'] else 'does not show'}, "
