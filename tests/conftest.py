@@ -13,6 +13,9 @@ import pytest
 DATA = Path(__file__).parent / "data"
 TRACES = ("cnn_train_cuda", "transformer_infer_stack", "cnn_cuda_toggled", "two_streams")
 HAS_TORCH = importlib.util.find_spec("torch") is not None
+# what a run of scripts/gpu-check.sh on a GPU kept (docs/testing.md, "The GPU check"); NBPROF_GPU_DATA
+# points the tests that read it elsewhere (the check's own run, its dry run's recordings)
+GPU_DATA = Path(os.environ.get("NBPROF_GPU_DATA") or DATA / "gpu")
 
 needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed in this environment")
 
@@ -92,6 +95,26 @@ def without_pythonpath() -> dict[str, str]:
 
 def trace_path(name: str) -> Path:
     return DATA / f"{name}.trace.json.gz"
+
+
+def gpu_traces() -> list[Path]:
+    """torch's traces a GPU check run kept (``<name>.trace.json.gz`` beside ``<name>.oracle.json``),
+    every folder of it; [] where none was kept."""
+    if not GPU_DATA.is_dir():
+        return []
+    return sorted(p for p in GPU_DATA.rglob("*.trace.json.gz") if oracle_path(p).is_file())
+
+
+def oracle_path(trace: Path) -> Path:
+    return trace.with_name(trace.name.replace(".trace.json.gz", ".oracle.json"))
+
+
+def gpu_params(paths: list, what: str) -> list:
+    """pytest parameters for recorded GPU files, or one skipped one saying none is there."""
+    if paths:
+        return [pytest.param(p, id=str(p.relative_to(GPU_DATA)) if isinstance(p, Path) else str(p)) for p in paths]
+    return [pytest.param(None, marks=pytest.mark.skip(reason=f"no {what} in {GPU_DATA}: a GPU check run keeps them "
+                                                              "(scripts/gpu-check.sh, docs/testing.md)"))]
 
 
 def oracle(name: str) -> dict:

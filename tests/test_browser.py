@@ -157,9 +157,11 @@ def test_memory_tab_shows_the_curve(session):
     time.sleep(0.5)
     panel = cell.locator(".nbprof-panel:visible")
     assert "peak" in (panel.locator("svg").first.text_content() or "")
-    # the operators' memory, then the blocks held at each device's peak (cuda:0, then the CPU)
-    assert panel.locator("table.dataTable").count() == 3
+    # the operators' memory, the blocks held at each device's peak (cuda:0, then the CPU), then
+    # the blocks the profile left allocated (no --lines: no table by line)
+    assert panel.locator("table.dataTable").count() == 4
     assert panel.get_by_text("Held on cuda:0 at its peak (70.68 MiB").count() == 1
+    assert panel.get_by_text("Left allocated at the end:").count() == 1
     held = panel.locator("table.dataTable").nth(1)
     sizes = _column(held, 1)
     assert sizes[0] == "1.08 MiB" and len(sizes) == 10  # biggest first, ten a page

@@ -130,9 +130,12 @@ def test_zoom_redraws_the_window_in_full_detail(session):
 
 
 def _plot_point(page, index: int, x_ms: float, y: float) -> tuple[float, float]:
-    """Page pixels of a point in the figure's data coordinates (plotly's own axis mapping)."""
+    """Page pixels of a point in the figure's data coordinates (plotly's own axis mapping), the
+    figure scrolled into the window first (a pointer off the window hovers nothing: the report
+    above it grows as nbprof says more)."""
     return tuple(page.evaluate(
         """([i, x, y]) => { const gd = document.querySelectorAll('.nbprof-live-plot')[i];
+            gd.scrollIntoView({block: 'center'});
             const fl = gd._fullLayout, box = gd.getBoundingClientRect();
             return [box.left + fl.xaxis._offset + fl.xaxis.l2p(x), box.top + fl.yaxis._offset + fl.yaxis.l2p(y)]; }""",
         [index, x_ms, y]))

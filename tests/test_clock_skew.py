@@ -124,7 +124,11 @@ def recorded() -> dict[str, dict]:
 def _corpus() -> list[Path]:
     files = sorted(p for p in DATA.rglob("*.json*") if ".trace." in p.name or p.parent.name in ("wild", "ddp_gloo")
                    or p.parent.name in ("ranks", "partial") or p.name == "trace.json.gz")
-    return [p for p in files if not p.name.endswith(".oracle.json") and p.name != "README.md"]
+    # a GPU check's later profiles of one process (gpu/repeat, gpu/toggle) are where torch's bug may
+    # show: tests/test_gpu_recorded.py holds them to the bug as their JSON shows it
+    later = {"repeat", "toggle"}
+    return [p for p in files if not p.name.endswith(".oracle.json") and p.name != "README.md"
+            and not (p.parent.name in later and p.parent.parent.name == "gpu")]
 
 
 def test_the_corpus_is_what_it_says():

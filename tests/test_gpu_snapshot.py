@@ -21,7 +21,7 @@ import pytest
 
 import nbprof
 
-from .conftest import HAS_TORCH, run
+from .conftest import GPU_DATA, HAS_TORCH, run
 
 DATA = Path(__file__).parent / "data" / "snapshots"
 
@@ -123,11 +123,14 @@ def test_a_history_the_user_had_on_stays_on_and_is_cut_to_the_cell(shell):
 
 
 def _kept() -> list[Path]:
-    return sorted(DATA.glob("*.pickle")) if DATA.is_dir() else []
+    """Real snapshots kept here, and those a GPU check run kept (``--snapshot``'s, tests/conftest.py's
+    GPU_DATA)."""
+    return [p for folder in (DATA, GPU_DATA) if folder.is_dir() for p in sorted(folder.glob("*.pickle"))]
 
 
 @pytest.mark.parametrize("path", _kept() or [pytest.param(None, marks=pytest.mark.skip(
-    reason="no real snapshot kept yet (a GPU session with NBPROF_KEEP_GPU_DATA=1 keeps one)"))])
+    reason="no real snapshot kept yet (scripts/gpu-check.sh on a GPU keeps one)"))],
+    ids=lambda p: p.name if isinstance(p, Path) else str(p))
 def test_kept_real_snapshots_against_memory_viz(path):
     from torch.cuda import _memory_viz as mv
 

@@ -20,6 +20,7 @@ import importlib.util
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from types import ModuleType
 
@@ -280,7 +281,7 @@ def test_reading_a_trace_costs_less_than_parsing_its_json(tiled):
 # -- the timeline (timeline_bench.py) -------------------------------------------------------------------------
 
 # At 1 M events the figure builds in < 2 s with < 5 MB of JSON and a < 300 KB SVG. Here at 300 k:
-# building the figure over building the profile itself (the event tree), best of 3 each: 2.9-4.5
+# building the figure over building the profile itself (the event tree), best of 3 each: 2.9-4.5 wall
 # (load average 6; at 100 k the tree's 20-50 ms made it swing 6-11.6), the figure built twice 9.8;
 # and the sizes (2.9 MB, 165 KB), which the merge to pixels bounds whatever the events.
 TIMELINE_EVENTS = 300_000
@@ -290,7 +291,9 @@ SVG_MAX_KB = 300.0
 
 
 def test_the_timeline_builds_in_about_a_profiles_time_and_stays_small():
-    m = bench("timeline_bench").measure(TIMELINE_EVENTS, repeat=3)
+    # CPU seconds: at load 4-5 on two cores (CI beside a mutation run) the wall ratio reached 9.1
+    # (the yardstick's best of 3 was 47 ms, the build's 430 ms)
+    m = bench("timeline_bench").measure(TIMELINE_EVENTS, repeat=3, clock=time.process_time)
     m["build_over_profile"] = m["build_s"] / m["profile_s"]
     report("timeline", m)
     assert m["json_mb"] <= JSON_MAX_MB and m["svg_kb"] <= SVG_MAX_KB, m

@@ -176,6 +176,10 @@ def test_any_trace_loads_sanely_or_raises_nbprofs_error(doc, tmp_path):
 # span that sets the origin (the events span a day exactly: no note owed)
 @example(doc=(b'{"traceEvents": [{"ph": "X", "name": "0", "ts": 1, "dur": 86400000000.0, "args": {}},'
               b' {"ph": "X", "cat": "Trace", "ts": 0}], "traceName": "t[1].json"}', ".json"))
+# and: an event 52 days after a kernel at ts 0 (the timeline's window far from zero: its GPU-busy
+# bins narrower than a float's step divided 0 by 0)
+@example(doc=(b'{"traceEvents": [{"ph": "X", "name": "0", "ts": 4484342762862.144},'
+              b' {"ph": "X", "cat": "kernel", "name": "0", "tid": -1, "ts": 0}], "traceName": "t[1].json"}', ".json"))
 def test_any_trace_gives_every_view_or_nbprofs_error(doc, tmp_path):
     raw, suffix = doc
     path = tmp_path / f"fuzz{suffix}"

@@ -25,6 +25,7 @@ import importlib.util
 import shutil
 import time
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -90,7 +91,11 @@ class TutorialRuns:
     """Runs each tutorial notebook on first request and keeps the run for the session.
 
     JupyterLab and Chromium start with the first students' notebook and stop after the last one
-    (or at the end of the session), so they are not held while the rest of the suite runs."""
+    (or at the end of the session), so they are not held while the rest of the suite runs. They
+    live in a thread of their own: Playwright's sync API marks its event loop as running in the
+    thread that opened it, and under pytest-xdist other tests (another browser test among them)
+    run on this worker between two tutorials; in this thread, their own ``sync_playwright()``
+    would refuse to start ("using Playwright Sync API inside the asyncio loop")."""
 
     def __init__(self, workdir: Path, use_browser: bool):
         self.root = copy_notebooks(workdir / "notebooks")
@@ -99,12 +104,15 @@ class TutorialRuns:
         self._runs: dict[str, TutorialRun] = {}
         self._lab: ExitStack | None = None
         self._server = self._context = None
+        self._browser_thread: ThreadPoolExecutor | None = None
 
     def get(self, rel: str) -> TutorialRun:
         if rel not in self._runs:
             reference = nbformat.read(NOTEBOOKS / rel, as_version=4)
             if self.use_browser and not rel.startswith("solutions/"):
-                self._runs[rel] = self._run_in_jupyterlab(rel, reference)
+                if self._browser_thread is None:
+                    self._browser_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tutorials-browser")
+                self._runs[rel] = self._browser_thread.submit(self._run_in_jupyterlab, rel, reference).result()
                 if all(n in self._runs for n in tutorial_notebooks() if not n.startswith("solutions/")):
                     self.close()
             else:
@@ -113,9 +121,13 @@ class TutorialRuns:
         return self._runs[rel]
 
     def close(self) -> None:
+        if self._browser_thread is None:
+            return
         if self._lab is not None:
-            self._lab.close()
+            self._browser_thread.submit(self._lab.close).result()  # in the thread that opened them
             self._lab = self._server = self._context = None
+        self._browser_thread.shutdown()
+        self._browser_thread = None
 
     def _run_in_jupyterlab(self, rel: str, reference: Any) -> TutorialRun:
         from tests import lab

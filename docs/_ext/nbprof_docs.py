@@ -41,6 +41,7 @@ SECTION_OF = {
     "architecture": "explanation",
     "differences": "explanation",
     "testing": "explanation",
+    "gpu-check": "explanation",
     "performance": "explanation",
     "releasing": "explanation",
 }

@@ -70,8 +70,12 @@ def gpu_busy_track(events: pd.DataFrame, t0_us: float, t1_us: float, bins: int =
     for d in sorted(set(device.tolist())):
         sel = device == d
         busy = union_busy_us(start[sel], end[sel], edges)
+        # far from zero a window of a few µs can have bins narrower than a float's step (edges
+        # equal): no time there, so nothing busy
+        width = np.diff(edges)
+        pct = np.divide(100.0 * busy, width, out=np.zeros_like(busy), where=width > 0)
         out.append(pd.DataFrame({"device": d, "t0_us": edges[:-1], "t1_us": edges[1:], "busy_us": busy,
-                                 "busy_pct": 100.0 * busy / np.diff(edges)}))
+                                 "busy_pct": pct}))
     return pd.concat(out, ignore_index=True)[cols]
 
 
