@@ -141,9 +141,17 @@ def test_nbprof_profiler_alone_profiles_the_fit_and_shows_the_report(shell, pack
     assert isinstance(p, nbprof.TorchProfile) and prof.results == [p]
     counts = label_counts(p)
     assert {a: counts.get(a) for a in expected} == expected
-    # the profile is the fit: the fit's range spans nearly all of it
-    fit_row = p.ranges().set_index("label").loc["[Trainer].fit"]
-    assert fit_row["share_of_span"] > 0.95
+    # the profile is the fit: it stops when the fit ends, and all it holds before the fit's range
+    # are Lightning's own actions (configure_callbacks runs before `fit` is marked). Said in events,
+    # not as a share of the span: under load the gaps between hooks grow (0.944 on CI)
+    ev = p.events
+    fit_ev = ev[(ev["name"] == "[Trainer].fit") & (ev["kind"] == "annotation")]
+    assert len(fit_ev) == 1
+    fit_start = fit_ev["start_us"].iloc[0]
+    fit_end = fit_start + fit_ev["dur_us"].iloc[0]
+    assert (ev["start_us"] + ev["dur_us"]).max() <= fit_end + 1e-3
+    before = ev[ev["start_us"] < fit_start]
+    assert set(before["kind"]) <= {"annotation"} and set(before["name"]) <= set(expected), before
     assert prof.summary() == ""  # shown, so nothing for Lightning to log
 
 
