@@ -13,8 +13,7 @@ def test_htas_idle_breakdown_table_has_htas_categories_per_stream():
     """The HTA idle table of the Ranks tab: a column per HTA idle category (host_wait,
     kernel_wait, other) under its own header, after the (rank, device, stream) it is for; a
     category a stream never had shows 0. Hand-made rows: rank 0's stream waited on the host 1.5 ms
-    and on kernels 20 µs. (Left: the table also lists (rank, device, stream) combinations no rank
-    had, zeros, docs/testing.md; this test does not pin the rows after the first.)"""
+    and on kernels 20 µs. (Which rows there are: the test below.)"""
     from nbprof.views.tabs.ranks import hta_idle_html
 
     rows = pd.DataFrame({"rank": [0, 0, 1], "device": ["cuda:0", "cuda:0", "cuda:1"], "stream": [7, 7, 7],
@@ -28,3 +27,52 @@ def test_htas_idle_breakdown_table_has_htas_categories_per_stream():
     first = re.findall(r"<td[^>]*>([^<]*)</td>", re.findall(r"<tr>(.*?)</tr>", body)[0])
     assert first == ["0", "cuda:0", "7", "1.50 ms", "20.0 µs", "0"]
     assert hta_idle_html(rows.iloc[:0]) == ""
+
+
+def _body_rows(html: str) -> list[list[str]]:
+    """The cells of a datatable's body rows, read back from its HTML."""
+    body = html[html.index("<tbody>", html.index("</thead>")):]
+    return [re.findall(r"<td[^>]*>([^<]*)</td>", tr) for tr in re.findall(r"<tr>(.*?)</tr>", body)]
+
+
+def test_htas_idle_table_has_a_row_per_stream_each_rank_ran_on_and_no_other(tmp_path):
+    """A folder of two ranks of a recorded trace (two CUDA streams), rank 1's GPU work moved to
+    cuda:1: the HTA idle table has one row per (rank, device, stream) that has kernels in the rank's
+    own file -- rank 0 on cuda:0 and rank 1 on cuda:1, two streams each -- and not the product of
+    the three (rank 0 . cuda:1, rank 1 . cuda:0: four rows of zeros under pivot_table(dropna=False)).
+    Its numbers are the profile's ranks().hta_idle, summed by stream."""
+    import copy
+    import gzip
+    import json
+
+    import nbprof
+    from nbprof.views.tabs.ranks import hta_idle_html
+
+    from .conftest import trace_path
+
+    with gzip.open(trace_path("two_streams")) as f:
+        base = json.load(f)
+    moved = copy.deepcopy(base)
+    for e in moved["traceEvents"]:
+        if e.get("pid") == 0:  # the GPU's process (kernels, their flows, its names)
+            e["pid"] = 1
+            if "device" in e.get("args", {}):
+                e["args"]["device"] = 1
+    expected = set()
+    for r, doc in enumerate([base, moved]):
+        doc["distributedInfo"] = {"rank": r, "world_size": 2}
+        with open(tmp_path / f"host_{r}.pt.trace.json", "w") as f:
+            json.dump(doc, f)
+        expected |= {(str(r), f"cuda:{e['args']['device']}", str(e["args"]["stream"]))
+                     for e in doc["traceEvents"] if e.get("cat") == "kernel"}
+    assert expected == {("0", "cuda:0", "46"), ("0", "cuda:0", "50"), ("1", "cuda:1", "46"), ("1", "cuda:1", "50")}
+
+    idle = nbprof.load_trace(tmp_path).ranks().hta_idle
+    rows = _body_rows(hta_idle_html(idle))
+    assert sorted(tuple(r[:3]) for r in rows) == sorted(expected)
+    # no row lost its numbers: the same file on both ranks, so each stream's waits are the same on
+    # both; the trace's streams only wait on the host (a category at 0 keeps its row)
+    by_stream = {(r[0], r[2]): r[3:] for r in rows}
+    for stream in ("46", "50"):
+        assert by_stream[("0", stream)] == by_stream[("1", stream)]
+        assert by_stream[("0", stream)][0].endswith(" ms") and by_stream[("0", stream)][1:] == ["0", "0"]

@@ -85,8 +85,11 @@ def hta_idle_html(rows: pd.DataFrame) -> str:
     """HTA's idle time breakdown beside the bar's (per stream, as HTA 0.5.0 computes it)."""
     if len(rows) == 0:
         return ""
-    wide = rows.pivot_table(index=["rank", "device", "stream"], columns="idle_category", values="idle_time_us",
-                            aggfunc="sum", fill_value=0.0, dropna=False, observed=True).reset_index()
+    # a row per (rank, device, stream) that has rows: pivot_table(dropna=False) would take the product of
+    # the three (rank 0 . cuda:1 when only rank 1 ran there), and dropna=True would drop the rank None
+    # of a profile without ranks; a category a stream lacks is 0
+    wide = (rows.groupby(["rank", "device", "stream", "idle_category"], dropna=False, observed=True)["idle_time_us"]
+            .sum().unstack("idle_category", fill_value=0.0).reset_index())
     wide.columns = [str(c) for c in wide.columns]
     for c in ("host_wait", "kernel_wait", "other"):
         if c not in wide.columns:
