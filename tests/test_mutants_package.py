@@ -76,3 +76,77 @@ def test_htas_idle_table_has_a_row_per_stream_each_rank_ran_on_and_no_other(tmp_
     for stream in ("46", "50"):
         assert by_stream[("0", stream)] == by_stream[("1", stream)]
         assert by_stream[("0", stream)][0].endswith(" ms") and by_stream[("0", stream)][1:] == ["0", "0"]
+
+
+# -- seed 51's real gaps (issue 38) ----------------------------------------------------------------
+
+
+def test_finish_after_stop_keeps_the_run_stopped_where_the_code_ended():
+    """The command line and the integrations stop a run at the end of the code, then finish it
+    later (the script's traceback, the fit's teardown in between). finish() must not stop it a
+    second time: the run's wall time is the code's, not the code's plus what came after. Bound by
+    the test's own clock: the run began after t0 and stopped before t1; 0.2 s of sleep after t1."""
+    import time
+
+    from nbprof.magics import parse_flags
+    from nbprof.run import runner
+
+    run = runner.new_run("cprofile", parse_flags("cprofile", "--quiet"))
+    t0 = time.perf_counter()
+    run.begin()
+    sum(i * i for i in range(10_000))
+    run.stop()
+    t1 = time.perf_counter()
+    time.sleep(0.2)
+    result = run.finish(None)
+    assert 0 < result.meta.wall_s <= t1 - t0
+    assert runner.active() is None
+
+
+def test_grouping_by_shape_without_recorded_shapes_says_so_and_groups_by_op():
+    """The recorded cnn_cuda_toggled trace has no "Input Dims" (recorded without record_shapes):
+    its report asked to group by shape says the shapes were not recorded and groups by op."""
+    import gzip
+    import json
+
+    import nbprof
+
+    from .conftest import trace_path
+
+    with gzip.open(trace_path("cnn_cuda_toggled")) as f:
+        events = json.load(f)["traceEvents"]
+    assert not any("Input Dims" in e.get("args", {}) for e in events)
+    report = nbprof.load_trace(trace_path("cnn_cuda_toggled")).report(group_by="shape")
+    assert report.group_by == "op" and report.opens_on == "op"
+    assert "input shapes were not recorded: run with --shapes to group by shape" in report.notes
+
+
+def test_a_folders_memory_figure_says_each_ranks_most_reserved_even_where_the_chart_drops_it(tmp_path):
+    """Two ranks of a hand-made trace with 3,000 allocations and frees (more than the chart's
+    points: its workers send a downsampled curve), whose allocator reserves 64 MiB once, at a free
+    in the middle of the run, and 1 MiB otherwise (as after empty_cache()). The figure of every
+    rank's memory labels each rank's curve "reserved up to 64 MiB", the trace's own largest "Total
+    Reserved", though the points it plots do not hold that moment."""
+    import nbprof
+
+    from .synthetic import Trace
+
+    mib, n, spike = 1 << 20, 3000, 1501
+    most = {}
+    for r in (0, 1):
+        t = Trace(rank=r)
+        t.op("aten::empty", 0, 10.0 * n + 10)
+        for i in range(n):
+            freeing = i % 2 == 1
+            reserved = 64 * mib if i == spike else mib
+            t.memory(10.0 * i + 1, -1024 if freeing else 1024, 0 if freeing else 1024, reserved)
+        most[r] = max(e["args"]["Total Reserved"] for e in t.events if e.get("name") == "[memory]")
+        t.write(tmp_path / f"host_{r}.pt.trace.json")
+    assert spike % 2 == 1 and most == {0: 64 * mib, 1: 64 * mib}
+    fig = nbprof.load_trace(tmp_path, workers=0, progress=False).memory_curve()
+    plotted = {trace.name: int(max(trace.y)) for trace in fig.data}
+    assert plotted == {"rank 0 · cuda:0 allocated": 1024, "rank 0 · cuda:0 reserved": mib,
+                       "rank 1 · cuda:0 allocated": 1024, "rank 1 · cuda:0 reserved": mib}
+    html = fig._repr_mimebundle_()["text/html"]
+    labels = re.findall(r"<text [^>]*>(rank \d) · cuda:0: peak [^<]* · reserved up to ([^<]*)</text>", html)
+    assert labels == [("rank 0", "64.00 MiB"), ("rank 1", "64.00 MiB")]
