@@ -150,3 +150,85 @@ def test_a_folders_memory_figure_says_each_ranks_most_reserved_even_where_the_ch
     html = fig._repr_mimebundle_()["text/html"]
     labels = re.findall(r"<text [^>]*>(rank \d) · cuda:0: peak [^<]* · reserved up to ([^<]*)</text>", html)
     assert labels == [("rank 0", "64.00 MiB"), ("rank 1", "64.00 MiB")]
+
+
+def _recorded_steps(tmp_path):
+    """Three ProfilerSteps of 1 ms around a hand-made training loop whose one kernel a step runs
+    500 µs on cuda:0 (tests/synthetic.py)."""
+    from .synthetic import training_loop
+
+    t = training_loop(3, kernel_us=500)
+    for i in range(3):
+        t.annotation(f"ProfilerStep#{i}", i * 1000.0, 1000.0)
+    return t.load(tmp_path)
+
+
+def test_the_steps_table_has_a_gpu_time_column_of_each_steps_kernels(tmp_path):
+    """The Steps tab of a profile with device work: the columns under their headers, the "GPU
+    time" one holding each step's kernel time (500 µs, its one kernel's duration in the trace)."""
+    from nbprof.views.tabs.steps import render
+
+    html = render(_recorded_steps(tmp_path).report())
+    html = html[:html.index("</table>", html.index("<thead>"))]  # the first table: the steps (then the steps side by side)
+    head = html[html.index("<thead>"):html.index("</thead>")]
+    headers = re.findall(r"<th[^>]*>([^<]*)</th>", head)
+    assert headers == ["Step", "Duration", "Self CPU", "Ops", "GPU time", "Kernels", "Top op", "Top op time"]
+    rows = _body_rows(html)
+    assert [r[0] for r in rows] == ["0", "1", "2"]
+    assert {(r[headers.index("GPU time")], r[headers.index("Kernels")]) for r in rows} == {("500.0 µs", "1")}
+
+
+def test_the_kernels_tabs_gpu_line_explains_its_estimates_in_plain_case():
+    """The recorded H100 trace's Kernels tab shows CUPTI's SM efficiency and occupancy estimates,
+    and below them what each one means, as written (a sentence, not upper case)."""
+    import html as htmllib
+
+    import nbprof
+    from nbprof.views.tabs.kernels import gpu_use_line
+
+    from .conftest import trace_path
+
+    line = htmllib.unescape(gpu_use_line(nbprof.load_trace(trace_path("cnn_train_cuda"))))
+    assert "est. SM efficiency" in line and "est. achieved occupancy" in line
+    hint = re.search(r'<div class="nbprof-empty"[^>]*>([^<]*)</div>', line).group(1)
+    assert hint.startswith("SM efficiency: the share of the window with SMs given work (a kernel with fewer "
+                           "blocks than SMs counts in part); occupancy: warps resident per SM over the maximum, "
+                           "weighted by kernel time (CUPTI's estimates); Tensor Cores: ")
+
+
+def test_the_flame_graphs_legend_sits_centred_in_its_band():
+    """The icicle's legend (one swatch per family: cell, user, stdlib, builtin) goes in a band
+    22 px high below the last level's row (levels of 20 px), above the drawing's 2 px bottom
+    margin: each 10 px swatch centred in it (6 px above and below), its text on the swatch's
+    baseline. Read back from the SVG of a real cProfile run (this test's own calls)."""
+    import cProfile
+    import json
+    import pstats
+    import xml.etree.ElementTree as ET
+
+    from nbprof.model import PythonProfile
+    from nbprof.views.flame import flame_svg
+
+    def work():
+        for _ in range(5):
+            sorted(str(i) for i in range(500))
+            json.dumps(list(range(200)))
+
+    prof = cProfile.Profile()
+    prof.enable()
+    work()
+    prof.disable()
+    tree = PythonProfile(pstats.Stats(prof).stats).call_tree(min_fraction=0)
+    root = ET.fromstring(flame_svg(tree, width=800, row=20))
+    ns = "{http://www.w3.org/2000/svg}"
+    height = int(root.get("height"))
+    boxes = [g.find(f"{ns}rect") for g in root.iter(f"{ns}g")]
+    band_top = max(int(b.get("y")) for b in boxes) + 20  # the last level's row ends there
+    swatches = [r for r in root.findall(f"{ns}rect") if r.get("width") == "10"]
+    texts = root.findall(f"{ns}text")
+    legend_texts = [t for t in texts if float(t.get("y")) > band_top]
+    assert len(swatches) == len(legend_texts) >= 3 and band_top + 22 + 2 == height
+    for s, t in zip(swatches, legend_texts):
+        top, bottom = int(s.get("y")), int(s.get("y")) + int(s.get("height"))
+        assert top - band_top == (band_top + 22) - bottom == 6
+        assert float(t.get("y")) == bottom - 1
