@@ -232,3 +232,42 @@ def test_the_flame_graphs_legend_sits_centred_in_its_band():
         top, bottom = int(s.get("y")), int(s.get("y")) + int(s.get("height"))
         assert top - band_top == (band_top + 22) - bottom == 6
         assert float(t.get("y")) == bottom - 1
+
+
+def test_device_lines_evidence_names_a_cell_only_where_the_message_does(tmp_path):
+    """A saved trace (``nbprofLines``, as ``save()`` writes it) whose one line, train.py:2, ran a
+    400 µs kernel: the device_line finding's evidence names the line's cell exactly where the
+    message places the line in one ("In [3] line 2"); where the file's cell is not a name (a
+    number in a hand-edited or damaged file) the message says "train.py:2", and the evidence's
+    cell is None as for any line outside a cell, not the number."""
+    import json
+
+    import nbprof
+
+    from .synthetic import Trace
+
+    def finding(cell):
+        t = Trace()
+        ext = t.op("aten::mm", 10.0, 50.0)
+        t.launch("gemm", ext, 15.0, 5.0, 20.0, 400.0)
+        doc = t.doc()
+        doc["nbprofLines"] = {
+            "line_data": {"version": 1, "method": "tracer", "cells": {"train.py": cell},
+                          "frames": {"file": ["train.py"], "line": [2], "function": ["<module>"],
+                                     "function_line": [1]},
+                          "stacks": [[], [0]], "ops": {"external_id": [ext], "stack": [1]},
+                          "allocs": {"stack": [], "bytes": []}, "notes": []},
+            "sources": {"train.py": "import torch\ny = x @ w\n"}}
+        path = tmp_path / "trace.json"
+        path.write_text(json.dumps(doc))
+        f = nbprof.load_trace(path).findings
+        [row] = f[f["kind"] == "device_line"].to_dict("records")
+        return row
+
+    named = finding("In [3]")
+    assert "is In [3] line 2: `y = x @ w`, 400.0 µs" in named["message"] and named["evidence"]["cell"] == "In [3]"
+    for damaged in (7, ["In [3]"]):
+        row = finding(damaged)
+        assert "is train.py:2: `y = x @ w`, 400.0 µs" in row["message"]
+        assert row["evidence"]["cell"] is None
+        assert (row["evidence"]["file"], row["evidence"]["line"]) == ("train.py", 2)
