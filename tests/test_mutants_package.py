@@ -271,3 +271,91 @@ def test_device_lines_evidence_names_a_cell_only_where_the_message_does(tmp_path
         assert "is train.py:2: `y = x @ w`, 400.0 µs" in row["message"]
         assert row["evidence"]["cell"] is None
         assert (row["evidence"]["file"], row["evidence"]["line"]) == ("train.py", 2)
+
+
+# -- seed 43's survivors (issue 38) ----------------------------------------------------------------
+
+
+def test_a_merged_away_first_event_hands_its_childs_time_to_its_parent(tmp_path):
+    """torch's _remove_dup_nodes merges an only child of the same name into its parent. Here that
+    child is the first event of the file (row 0 of the events table): aten::foo [10, 90] inside
+    aten::foo [0, 100], with aten::mm [20, 30] inside it. One aten::foo is left, and aten::mm's
+    10 µs still comes off its self time: 100 - 10 = 90 µs (by hand); aten::mm hangs from it."""
+    from .synthetic import Trace
+
+    t = Trace()
+    t.op("aten::foo", 10.0, 80.0)
+    t.op("aten::foo", 0.0, 100.0)
+    t.op("aten::mm", 20.0, 10.0)
+    p = t.load(tmp_path)
+    ka = p.key_averages().set_index("name")
+    assert ka.loc["aten::foo", "count"] == 1 and ka.loc["aten::foo", "self_cpu_us"] == 90.0
+    assert ka.loc["aten::mm", "self_cpu_us"] == 10.0
+    ev = p.events
+    assert ev["name"].iloc[0] == "aten::foo" and ev["dur_us"].iloc[0] == 80.0  # the merged one is row 0
+    mm = ev.index[ev["name"] == "aten::mm"][0]
+    assert ev.loc[ev["parent"].iloc[mm], "dur_us"] == 100.0
+
+
+def test_calls_sharing_their_callers_timestamps_are_siblings_and_what_they_hold_one_level_below(tmp_path):
+    """A whole-µs clock: two aten::copy_ calls both [10, 50] under aten::to [0, 100], the second
+    holding aten::empty [20, 30]. The two copies are siblings (depth 1, under aten::to), and
+    aten::empty nests under the second at depth 2: every event's depth is its parent's plus one."""
+    from .synthetic import Trace
+
+    t = Trace()
+    t.op("aten::to", 0.0, 100.0)
+    t.op("aten::copy_", 10.0, 40.0)
+    t.op("aten::copy_", 10.0, 40.0)
+    t.op("aten::empty", 20.0, 10.0)
+    ev = t.load(tmp_path).events
+    parent, depth = ev["parent"].to_numpy(), ev["depth"].to_numpy()
+    assert ev["name"].tolist() == ["aten::to", "aten::copy_", "aten::copy_", "aten::empty"]
+    assert parent.tolist() == [-1, 0, 0, 2]
+    assert depth.tolist() == [0, 1, 1, 2]
+    assert all(depth[i] == (depth[parent[i]] + 1 if parent[i] >= 0 else 0) for i in range(len(ev)))
+
+
+def test_a_kernel_is_launched_by_the_op_around_its_runtime_call_not_another_event_with_its_id(tmp_path):
+    """A kernel without an External id is tied to its op through CUPTI's correlation id: the op
+    around the runtime call (cudaLaunchKernel) with that id. An event of a category nbprof does not
+    know (read as "other"), earlier in the file under aten::relu, carries the same id: it is not the
+    launch, and the kernel's 300 µs stay aten::mm's (the trace's own runtime call, by construction)."""
+    from .synthetic import PID, TID, Trace
+
+    t = Trace()
+    t.op("aten::relu", 0.0, 20.0)
+    t.events.append({"ph": "X", "cat": "vendor_marker", "name": "marker", "pid": PID, "tid": TID, "ts": 5.0,
+                     "dur": 2.0, "args": {"correlation": 1}})
+    t.op("aten::mm", 30.0, 40.0)
+    t.launch("gemm", 0, 35.0, 5.0, 50.0, 300.0)  # correlation 1, no External id
+    p = t.load(tmp_path)
+    assert (p.events["correlation"] == 1).sum() == 3  # the marker, the runtime call, the kernel
+    ka = p.key_averages().set_index("name")
+    assert ka.loc["aten::mm", "self_device_us"] == 300.0
+    assert ka.loc["aten::relu", "self_device_us"] == 0.0
+    assert p.kernels().set_index("name").loc["gemm", "launched_by"] == "aten::mm"
+
+
+def test_each_ranks_autograd_thread_is_named_in_a_merged_folder(tmp_path):
+    """Two ranks of the recorded H100 training trace, every event merged into one profile (the
+    folder's old path): each rank's thread 429, whose top-level events are autograd's engine, is
+    named so on that rank's lane, as the rank's own trace names it alone (tests/test_timeline.py)."""
+    import gzip
+    import json
+
+    import nbprof
+    from nbprof.views.timeline import prepare_timeline
+
+    from .conftest import trace_path
+
+    with gzip.open(trace_path("cnn_train_cuda")) as f:
+        doc = json.load(f)
+    for r in (0, 1):
+        doc["distributedInfo"] = {"rank": r, "world_size": 2}
+        (tmp_path / f"host_{r}.pt.trace.json").write_text(json.dumps(doc))
+    alone = prepare_timeline(nbprof.load_trace(tmp_path / "host_0.pt.trace.json")).lanes["label"].tolist()
+    assert "CPU thread 429 (autograd)" in alone
+    merged = nbprof.load_trace(tmp_path, workers=0, progress=False)._merged
+    labels = prepare_timeline(merged).lanes["label"].tolist()
+    assert labels == [f"rank {r} · {label}" for r in (0, 1) for label in alone]
