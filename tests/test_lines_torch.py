@@ -318,20 +318,32 @@ def test_what_ran_outside_the_users_code_is_on_one_row(profiled):
     assert lines["self_cpu_us"].sum() == pytest.approx(ka["self_cpu_us"].sum(), rel=0.01)
 
 
-def test_a_files_broken_line_table_is_left_out_and_said(profiled, tmp_path):
-    """A saved trace whose nbprofLines point nowhere: load_trace leaves the table out with a note,
-    and lines() gives what the trace's Python frames hold (function entries), never an IndexError."""
+def _point_nowhere(data):
+    data["ops"]["stack"][0] = 10**6
+
+
+def _name_a_cell_with_a_number(data):
+    data["cells"] = {next(iter(data["cells"])): 7}
+
+
+@pytest.mark.parametrize("break_it, said", [(_point_nowhere, "stack that is not there"),
+                                            (_name_a_cell_with_a_number, "cells are not a table of text")])
+def test_a_files_broken_line_table_is_left_out_and_said(profiled, tmp_path, break_it, said):
+    """A saved trace whose nbprofLines point nowhere, or name a cell with something other than
+    text: load_trace leaves the table out with a note, and lines() gives what the trace's Python
+    frames hold (function entries), never an IndexError nor a cell named 7."""
     import json
 
     import nbprof
 
     path = profiled.save(tmp_path / "lines.json")
     doc = json.loads(open(path).read())
-    doc["nbprofLines"]["line_data"]["ops"]["stack"][0] = 10**6
+    assert doc["nbprofLines"]["line_data"]["cells"]  # the profile ran in a cell: it names one
+    break_it(doc["nbprofLines"]["line_data"])
     (tmp_path / "broken.json").write_text(json.dumps(doc))
     loaded = nbprof.load_trace(tmp_path / "broken.json")
     assert loaded.meta.line_data is None
-    assert any("nbprofLines" in n and "stack that is not there" in n for n in loaded.meta.notes)
+    assert any("nbprofLines" in n and said in n for n in loaded.meta.notes)
     assert loaded.lines().attrs["method"] == "function_entries"
 
 

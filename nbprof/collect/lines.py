@@ -230,8 +230,9 @@ def checked_lines(obj: Any) -> tuple[dict[str, Any] | None, dict[str, str], str 
                                                     for k, v in sources.items()):
             return None, {}, "sources are not text"
         cells = data.get("cells") or {}
-        if not isinstance(cells, dict):
-            return None, {}, "cells is not a table"
+        # a cell's name is shown as written (the Source tab, the findings' "In [3]"): text only
+        if not isinstance(cells, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in cells.items()):
+            return None, {}, "cells are not a table of text"
         out = {"version": data.get("version", 1), "method": str(data.get("method", "tracer")),
                "frames": {c: list(frames[c]) for c in columns}, "cells": dict(cells), "stacks": stacks,
                "ops": {"external_id": list(data["ops"]["external_id"]), "stack": list(data["ops"]["stack"])},
