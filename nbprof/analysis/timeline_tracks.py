@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..events import DEVICE_WORK_CODES, KIND_CODE, kind_mask
+from ..events import DEVICE_WORK_CODES, KIND_CODE, kind_mask, values_at
 
 __all__ = ["gpu_busy_track", "memory_track", "flows", "union_busy_us"]
 
@@ -65,14 +65,15 @@ def gpu_busy_track(events: pd.DataFrame, t0_us: float, t1_us: float, bins: int =
     edges = _bin_edges(t0_us, t1_us, bins)
     start = events["start_us"].to_numpy()[rows]
     end = start + events["dur_us"].to_numpy()[rows]
-    device = events["device"].astype(str).to_numpy()[rows]
+    # the device strings of the work rows only, one conversion per category (not per event)
+    device = values_at(events["device"], rows)
+    # far from zero a window of a few µs can have bins narrower than a float's step (edges
+    # equal): no time there, so nothing busy
+    width = np.diff(edges)
     out = []
     for d in sorted(set(device.tolist())):
         sel = device == d
         busy = union_busy_us(start[sel], end[sel], edges)
-        # far from zero a window of a few µs can have bins narrower than a float's step (edges
-        # equal): no time there, so nothing busy
-        width = np.diff(edges)
         pct = np.divide(100.0 * busy, width, out=np.zeros_like(busy), where=width > 0)
         out.append(pd.DataFrame({"device": d, "t0_us": edges[:-1], "t1_us": edges[1:], "busy_us": busy,
                                  "busy_pct": pct}))
