@@ -93,3 +93,62 @@ def test_sources_that_are_not_text_leave_the_line_table_out(tmp_path):
     doc["nbprofLines"]["sources"] = {CELL: 12}
     p = load_doc(tmp_path, doc)
     assert p.meta.line_data is None and "nbprofLines: sources are not text: the line table is left out" in p.meta.notes
+
+
+# ------------------------------------------------------------------------------ DataLoader lanes
+
+BASE_NS = 1_790_000_000_000_000_000  # the trace's baseTimeNanoseconds (time.time_ns() of ts 0)
+
+
+def loading_profile(tmp_path):
+    """A torch trace (aten::mm at 10 µs, aten::add at 30 µs) saved with a DataLoader record
+    (``nbprofDataLoading``, as ``save()`` writes it): "train_loader" without workers, its pass
+    started at 900 µs, batches 0 and 1 made in the main process at 1000 and 1200 µs (100 µs each),
+    all on the trace's clock (baseTimeNanoseconds + µs)."""
+    import nbprof
+
+    t = Trace()
+    t.op("aten::mm", 10.0, 5.0)
+    t.op("aten::add", 30.0, 2.0)
+    doc = t.doc()
+    doc["baseTimeNanoseconds"] = BASE_NS
+
+    def ns(us):
+        return BASE_NS + us * 1000
+
+    loader = {"number": 1, "name": "train_loader", "dataset": "TensorDataset", "iterable": False, "num_workers": 0,
+              "batch_size": 4, "prefetch_factor": None, "persistent_workers": False, "pin_memory": False,
+              "start_method": ""}
+    doc["nbprofDataLoading"] = {
+        "version": 1, "began_ns": ns(0), "ended_ns": ns(5000), "pid": 1, "call_cost_ns": 0.0, "loaders": [loader],
+        "passes": [[1, 0, 1, "single", ns(900), ns(910)]],
+        "waits": [[1, 0, 0, -1, ns(1000), ns(1100), "ok"], [1, 0, 1, -1, ns(1200), ns(1300), "ok"]],
+        "unwatched": [], "workers": []}
+    path = tmp_path / "loading.json"
+    path.write_text(json.dumps(doc))
+    return nbprof.load_trace(path, progress=False)
+
+
+def test_a_zoom_without_the_loaders_batches_keeps_their_lane_and_its_row(tmp_path):
+    """A window over the ops only (0-50 µs, the batches are at 1000-1300 µs): the DataLoader's lane
+    is still there, with its row (one level), so the figure still names it; its rectangles are the
+    window's (none). The whole timeline has the two batches on that lane."""
+    from nbprof.analysis.timeline import timeline_rects
+
+    p = loading_profile(tmp_path)
+    assert p.data_loading()["wait_start_us"].tolist() == [1000.0 - 10.0, 1200.0 - 10.0]  # the first event is 0
+    zoom = timeline_rects(p.events, p.meta, window=(0.0, 50.0))
+    assert zoom.lanes["label"].tolist() == ["CPU thread 1000 (main)", "train_loader: main process"]
+    data_lane = int(zoom.lanes["lane"].iloc[1])
+    assert sorted(zip(zoom.rows["lane"], zoom.rows["level"])) == [(0, 0), (data_lane, 0)]
+    assert int(zoom.lanes["first_row"].iloc[1]) in set(zoom.rows["row"])
+    assert sorted(zoom.rects["name"]) == ["aten::add", "aten::mm"]
+    fig = p.timeline(window_us=(0.0, 50.0))
+    assert list(fig.layout.yaxis.ticktext) == ["CPU thread 1000 (main)", "train_loader: main process"]
+
+    whole = timeline_rects(p.events, p.meta)
+    assert whole.lanes["label"].tolist() == zoom.lanes["label"].tolist()
+    assert sorted(zip(whole.rows["lane"], whole.rows["level"])) == [(0, 0), (data_lane, 0)]
+    waits = whole.rects[whole.rects["lane"] == data_lane]
+    assert sorted(waits["name"]) == ["making batch 0", "making batch 1"]
+    assert sorted(zip(waits["x0_us"], waits["x1_us"])) == [(990.0, 1090.0), (1190.0, 1290.0)]
