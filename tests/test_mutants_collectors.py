@@ -152,3 +152,75 @@ def test_a_zoom_without_the_loaders_batches_keeps_their_lane_and_its_row(tmp_pat
     waits = whole.rects[whole.rects["lane"] == data_lane]
     assert sorted(waits["name"]) == ["making batch 0", "making batch 1"]
     assert sorted(zip(waits["x0_us"], waits["x1_us"])) == [(990.0, 1090.0), (1190.0, 1290.0)]
+
+
+# ------------------------------------------------------------------------------ a DataLoader worker
+
+
+class ExceptionWrapper:
+    """Named as torch's: what a worker puts on its data queue when ``__getitem__`` raised."""
+
+
+def _made_here(n):
+    return sorted(range(n), reverse=True)
+
+
+def test_a_workers_recording_is_where_the_main_process_looks_for_it(tmp_path):
+    """This process plays worker 0 of iterator 2 of loader 1 (what runs in a DataLoader worker,
+    called here): two batches (samples 3, 4, 5 then 6, the second raising), its functions written
+    when told to stop. The main process's side finds the functions under the name it waits for
+    (``_stats_file``: the flush at the run's end stops waiting) and reads back who made what."""
+    from nbprof.collect.data_loading import DataLoaderWatch, _Iterator
+    from nbprof.collect.data_worker import WorkerLoop, _Recorder
+
+    class Process:  # the main process's handle on the worker: this process
+        pid = os.getpid()
+
+    watch = DataLoaderWatch()
+    watch._folder = str(tmp_path)
+    state = _Iterator(number=2, loader=1, epoch=0, single=False, iterator=watch)
+    state.processes = [Process()]
+    watch._all = [state]
+    handler = signal.getsignal(signal.SIGTERM)
+    try:
+        recorder = _Recorder(WorkerLoop(str(tmp_path), 1, 2, 0), worker_id=0)
+        assert watch._stats_file(state, 0, Process()) is None  # nothing written yet
+        recorder.begin(0, [3, 4, 5])
+        _made_here(10)
+        recorder.end(0, "a batch")
+        recorder.begin(1, [6])
+        recorder.end(1, ExceptionWrapper())
+        recorder.finish("stopped")
+    finally:
+        signal.signal(signal.SIGTERM, handler)
+    assert watch._stats_file(state, 0, Process()) is not None
+    [w] = watch._read_workers()
+    assert (w.loader, w.iterator, w.worker, w.pid, w.epoch, w.why, w.missing) == (1, 2, 0, os.getpid(), 0, "stopped", "")
+    # status (1 ok, 2 error), epoch, idx, samples; the times are this test's clock
+    assert w.batches[:, [0, 1, 2, 5]].tolist() == [[1, 0, 0, 3], [2, 0, 1, 1]]
+    assert (w.batches[:, 3] <= w.batches[:, 4]).all() and w.batches[0, 4] <= w.batches[1, 3]
+    made = [fn for (_, _, fn), v in w.stats.items() if v[1] == 1]
+    assert "_made_here" in made
+
+
+@needs_torch
+def test_a_loaders_setup_is_read_from_the_loader():
+    """What LoaderInfo says of real DataLoaders (nothing iterated: no worker starts)."""
+    import torch
+    from torch.utils.data import DataLoader, IterableDataset, TensorDataset
+
+    from nbprof.collect.data_loading import _loader_info
+
+    class Stream(IterableDataset):
+        def __iter__(self):
+            return iter(range(3))
+
+    plain = _loader_info(DataLoader(TensorDataset(torch.zeros(8)), batch_size=4), 3)
+    assert (plain.number, plain.name, plain.dataset, plain.iterable, plain.num_workers, plain.batch_size,
+            plain.prefetch_factor, plain.persistent_workers, plain.pin_memory, plain.start_method) == \
+        (3, "DataLoader 3", "TensorDataset", False, 0, 4, None, False, False, "")
+    workers = _loader_info(DataLoader(Stream(), batch_size=None, num_workers=2, prefetch_factor=3,
+                                      persistent_workers=True, pin_memory=True, multiprocessing_context="spawn"), 1)
+    assert (workers.dataset, workers.iterable, workers.num_workers, workers.batch_size, workers.prefetch_factor,
+            workers.persistent_workers, workers.pin_memory, workers.start_method) == \
+        ("Stream", True, 2, None, 3, True, True, "spawn")
