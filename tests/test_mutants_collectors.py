@@ -224,3 +224,67 @@ def test_a_loaders_setup_is_read_from_the_loader():
     assert (workers.dataset, workers.iterable, workers.num_workers, workers.batch_size, workers.prefetch_factor,
             workers.persistent_workers, workers.pin_memory, workers.start_method) == \
         ("Stream", True, 2, None, 3, True, True, "spawn")
+
+
+# ------------------------------------------------------------------------------ live torch profiles
+
+
+@needs_torch
+def test_a_trace_left_by_a_process_that_is_gone_is_found_by_its_name(shell, windows_files, monkeypatch):
+    """Windows keeps a live profile's trace file while the profile lives. The name this version gives
+    that file, left by a process that is gone (the same name, another pid), is removed by the next
+    profile; this process's own file stays until its profile goes. nbprof asks "is this Windows" and
+    Windows' answer about a process: both simulated, the latter from the real process table."""
+    import gc
+
+    import psutil
+
+    from nbprof import system
+
+    monkeypatch.setattr(system, "on_windows", lambda: True)
+    monkeypatch.setattr(system, "_windows_process_alive", psutil.pid_exists)
+    run(shell, "import torch\nx = torch.randn(8, 8)")
+    result, _ = run(shell, "%%torchprof -q -o p_left\ny = x @ x")
+    assert result.error_in_exec is None, result.error_in_exec
+    [mine] = leftovers(windows_files)
+    assert mine.startswith(f"nbprof-{os.getpid()}-")
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True)
+    theirs = mine.replace(f"nbprof-{os.getpid()}-", f"nbprof-{int(gone.stdout)}-", 1)
+    (windows_files / theirs).write_bytes((windows_files / mine).read_bytes())
+    result, _ = run(shell, "%%torchprof -q\ny = x @ x")
+    assert result.error_in_exec is None, result.error_in_exec
+    gc.collect()
+    assert leftovers(windows_files) == [mine]
+    shell.user_ns.pop("p_left")
+    gc.collect()
+    assert leftovers(windows_files) == []
+
+
+@needs_torch
+def test_a_profiler_whose_session_another_ended_says_so_before_it_stops():
+    """torch.profiler.profile started, then another profiler run to its end inside it (torch runs
+    one at a time: the inner one ended the outer's session). Read before the outer one stops, it
+    holds nothing: one line saying what happened, in the words of the error tree."""
+    import torch
+    from torch.profiler import profile
+
+    import nbprof
+
+    outer = profile()
+    outer.start()
+    try:
+        with profile():
+            torch.ones(3).sum()
+        assert outer.profiler.kineto_results is None and not torch.autograd._profiler_enabled()
+        with pytest.raises(nbprof.TraceError) as caught:
+            nbprof.from_profiler(outer)
+        message = str(caught.value)
+        assert message.startswith("this torch profiler's session was ended by another profiler before it stopped")
+        assert "torch kept nothing of it" in message and "\n" not in message
+    finally:
+        try:
+            outer.stop()
+        except RuntimeError:
+            pass  # torch 2.4: "Can't disable Kineto profiler when it's not running"
+        del outer  # its results (a lost session) are never saved: saving them crashes torch 2.13
