@@ -269,3 +269,64 @@ def test_cprofile_comparison_titles(cell_profile):
     html_titles, text_titles = _titles(c)
     titles = ["Function", "tottime before", "tottime after", "Change", "Speed-up", "Calls before", "Calls after"]
     assert html_titles == titles + ["Status"] and text_titles == titles
+
+
+# ------------------------------------------------------------------ the Actions tab
+
+
+def _raw(*rows):
+    """cProfile's raw dict from (file, line, function, primitive calls, calls, tottime, cumtime)."""
+    return {(f, line, fn): (pc, nc, tt, ct, {}) for f, line, fn, pc, nc, tt, ct in rows}
+
+
+def test_the_actions_tab_lists_each_action_then_its_top_functions_indented():
+    """Actions by own time, each followed by its functions by own time (at most TOP_FUNCTIONS, only
+    under the actions with at least FUNCTIONS_FROM_SHARE of the total), one em space in: worked
+    out by hand from the per-action stats given."""
+    from nbprof.model import PythonProfile
+    from nbprof.views.tabs.actions import TOP_FUNCTIONS, rows
+
+    assert TOP_FUNCTIONS == 5
+    step = [("/w/model.py", 10 + i, f"f{i}", 2, 2, 0.1 * (i + 1), 0.2 * (i + 1)) for i in range(6)]  # 2.1 s
+    by_action = {
+        "": _raw(("/w/loop.py", 1, "main", 1, 1, 0.5, 9.0)),
+        "training_step": _raw(*step),
+        "tiny_hook": _raw(("/w/hook.py", 3, "hook", 1, 1, 0.001, 0.001)),  # 0.001 of 2.601 s: under 0.5 %
+    }
+    p = PythonProfile({k: v for raw in by_action.values() for k, v in raw.items()},
+                      by_action=by_action, action_counts={"training_step": 3, "tiny_hook": 4})
+    total = 0.5 + 2.1 + 0.001
+    r = rows(p)
+    assert list(r.columns) == ["name", "depth", "runs", "calls", "tottime_s", "cumtime_s", "share"]
+    assert r["name"].tolist() == ["training_step", "/w/model.py:15(f5)", "/w/model.py:14(f4)", "/w/model.py:13(f3)",
+                                  "/w/model.py:12(f2)", "/w/model.py:11(f1)",
+                                  "(outside every action)", "/w/loop.py:1(main)", "tiny_hook"]
+    assert r["depth"].tolist() == [0, 1, 1, 1, 1, 1, 0, 1, 0]
+    assert r["runs"].fillna(-1).tolist() == [3, -1, -1, -1, -1, -1, 1, -1, 4]
+    assert r["calls"].tolist() == [12, 2, 2, 2, 2, 2, 1, 1, 1]
+    np.testing.assert_allclose(r["tottime_s"], [2.1, 0.6, 0.5, 0.4, 0.3, 0.2, 0.5, 0.5, 0.001])
+    np.testing.assert_allclose(r["cumtime_s"].fillna(-1), [-1, 1.2, 1.0, 0.8, 0.6, 0.4, -1, 9.0, -1])
+    np.testing.assert_allclose(r["share"], r["tottime_s"] / total)
+    # the tab: each function one em space in under its action, as the user reads the table
+    [table] = dt_tables(panels(p.report().html(include_library=False))["Actions"])
+    assert table["headers"] == ["Action › its functions by own time", "Runs", "Calls", "Own time", "Share of total",
+                                "cumtime"]
+    assert [row[0] for row in table["rows"]][:3] == ["training_step", "\u2003/w/model.py:15(f5)",
+                                                     "\u2003/w/model.py:14(f4)"]
+    assert [row[0] for row in table["rows"]][6:] == ["(outside every action)", "\u2003/w/loop.py:1(main)", "tiny_hook"]
+
+
+def test_the_actions_rows_of_actions_without_time():
+    """A profile of no time: every action's row, the functions of those with any (0 s is 0.5 % of
+    0 s), no share (0 / 0); a profile without actions: no rows, the columns."""
+    from nbprof.model import PythonProfile
+    from nbprof.views.tabs.actions import rows
+
+    by_action = {"": _raw(("/w/a.py", 1, "a", 1, 1, 0.0, 0.0)), "fit": {}}
+    r = rows(PythonProfile(_raw(("/w/a.py", 1, "a", 1, 1, 0.0, 0.0)), by_action=by_action, action_counts={"fit": 2}))
+    assert r["name"].tolist() == ["(outside every action)", "/w/a.py:1(a)", "fit"]
+    assert r["depth"].tolist() == [0, 1, 0] and r["runs"].fillna(-1).tolist() == [1, -1, 2]
+    assert r["calls"].tolist() == [1, 1, 0] and r["share"].isna().all()
+    empty = rows(PythonProfile(_raw(("/w/a.py", 1, "a", 1, 1, 0.5, 0.5))))
+    assert list(empty.columns) == ["name", "depth", "runs", "calls", "tottime_s", "cumtime_s", "share"]
+    assert len(empty) == 0
