@@ -330,3 +330,70 @@ def test_the_actions_rows_of_actions_without_time():
     empty = rows(PythonProfile(_raw(("/w/a.py", 1, "a", 1, 1, 0.5, 0.5))))
     assert list(empty.columns) == ["name", "depth", "runs", "calls", "tottime_s", "cumtime_s", "share"]
     assert len(empty) == 0
+
+
+# ------------------------------------------------------------------ the live timeline's answers
+
+DRAWN_CATS = ("cpu_op", "user_annotation", "cuda_runtime", "cuda_driver", "overhead", "kernel", "gpu_memcpy",
+              "gpu_memset", "gpu_user_annotation")
+
+
+@pytest.fixture(scope="module")
+def streams():
+    return nbprof.load_trace(trace_path("two_streams"))
+
+
+def test_the_live_timeline_answers_each_browser_message(streams):
+    """``answer`` turns each message of live_timeline.js (times in ms, as plotly's axis has them)
+    into the kernel's reply: the zoomed window is the one the browser sent, with its rectangles;
+    a search counts the raw trace's matching events; a selected span starts and ends where it was
+    dragged; a hover on a kernel draws the arrow from its launch (the raw trace's correlation)."""
+    from nbprof.views.live_timeline import LiveTimelineState, describe
+    from nbprof.views.timeline import prepare_timeline
+
+    full = prepare_timeline(streams)
+    state = LiveTimelineState(streams, full, python=False, max_rects=20_000, height=None)
+    origin = streams.meta.origin_ns / 1000.0
+    events = raw_events("two_streams")
+    raw = [(e["name"], e["ts"] - origin, e["ts"] - origin + e.get("dur", 0), e.get("args", {}))
+           for e in events if e.get("ph") == "X" and e.get("cat") in DRAWN_CATS]
+    span = full.t1_us - full.t0_us
+    x0_ms, x1_ms = (full.t0_us + 0.1 * span) / 1000, (full.t0_us + 0.9 * span) / 1000
+    reply = state.answer({"type": "window", "x0": x0_ms, "x1": x1_ms, "width_px": 800, "seq": 7})
+    assert reply["type"] == "spec" and reply["seq"] == 7 and "find" not in reply
+    assert reply["spec"]["layout"]["xaxis"]["range"] == [x0_ms, x1_ms]
+    assert (state.current.t0_us, state.current.t1_us) == (x0_ms * 1000, x1_ms * 1000)
+    inside = [n for n, a, b, _ in raw if b >= x0_ms * 1000 and a <= x1_ms * 1000]
+    assert reply["status"] == describe(state.current) and state.current.events_drawn == len(inside) > 3
+    # a search: its status, and every later zoom's reply carries it again
+    relu = [n for n, *_ in raw if "mm" in n.lower()]
+    found = state.answer({"type": "find", "text": " MM ", "seq": 8})
+    assert found["type"] == "spec" and found["seq"] == 8 and found["find"].startswith(f"{len(relu):,} events match “MM”")
+    again = state.answer({"type": "window", "x0": None, "x1": None, "seq": 9})
+    assert state.current is full and again["find"].startswith(f"{len(relu):,} events match")
+    assert again["spec"]["layout"]["xaxis"]["range"] == [full.t0_us / 1000, full.t1_us / 1000]
+    # a selected span: its head line and its kernels, those of the raw trace in it
+    sel = state.answer({"type": "select", "x0": x0_ms, "x1": x1_ms})
+    assert sel["type"] == "selection" and sel["selection"]["head"].startswith(f"{x0_ms:.3f} – {x1_ms:.3f} ms")
+    work = [(e["name"], e["ts"] - origin, e["ts"] - origin + e["dur"]) for e in events
+            if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    kernels = {n for n, a, b in work if b >= x0_ms * 1000 and a <= x1_ms * 1000}  # the device work
+    [table] = [t for t in sel["selection"]["tables"] if t["title"] == "Kernels"]
+    assert {row[0] for row in table["rows"]} <= kernels and len(table["rows"]) + table["more"] == len(kernels) > 0
+    # a hover on a kernel's rectangle: the arrow from its launch (the runtime call of its correlation)
+    launches = {a["correlation"]: s for n, s, _, a in raw if "correlation" in a and n.startswith("cuda")}
+    r = full.rects
+    rows = sorted(set(r["row"]))
+    k = r[r["family"] == "kernel"].iloc[0]
+    ev = streams.events.iloc[int(k["event"])]
+    hover = state.answer({"type": "hover", "trace": rows.index(k["row"]), "x": (k["x0_us"] + k["x1_us"]) / 2000})
+    assert hover["type"] == "flow"
+    assert hover["flow"]["x1"] == pytest.approx(ev["start_us"] / 1000)
+    assert hover["flow"]["x0"] == pytest.approx(launches[ev["correlation"]] / 1000, abs=1e-6)
+    assert state.answer({"type": "no such message"}) is None
+    # plotly.js, sent once per page: the installed package's, gzipped
+    import plotly.offline
+
+    source = state.answer({"type": "plotly"})
+    assert source["type"] == "plotly"
+    assert len(relu) > 0 and gzip.decompress(base64.b64decode(source["source"])).decode() == plotly.offline.get_plotlyjs()
