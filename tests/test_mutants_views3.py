@@ -397,3 +397,54 @@ def test_the_live_timeline_answers_each_browser_message(streams):
     source = state.answer({"type": "plotly"})
     assert source["type"] == "plotly"
     assert len(relu) > 0 and gzip.decompress(base64.b64decode(source["source"])).decode() == plotly.offline.get_plotlyjs()
+
+
+# ------------------------------------------------------------------ a folder's pool and timeline
+
+
+@pytest.mark.slow  # spawns a worker process: ~1.5-4 s here
+def test_a_pool_worker_that_dies_names_how_and_the_job_it_had_started():
+    """A worker process that exits in the middle of a job (``os._exit(3)``: no Python error, the
+    pool only sees it gone): the caller's one-line error gets the Death, read from the process's
+    exit code and from what the worker said as it started the job; the workers are ended."""
+    import os
+
+    from nbprof.cluster.workers import RankPool
+    from nbprof.errors import TraceError
+
+    deaths = []
+
+    def died(death, left):
+        deaths.append((death, left))
+        return "a worker died"
+
+    pool = RankPool(1, idle_s=None)
+    try:
+        with pytest.raises(TraceError, match="^a worker died$"):
+            list(pool.as_completed(os._exit, [(3,)], died=died))
+        [(death, left)] = deaths
+        assert (death.code, death.how, death.out_of_memory, death.job, death.workers, left) == (
+            3, "exited with code 3", False, 0, 1, 1)
+        assert not pool.running
+    finally:
+        pool.close()
+
+
+def test_a_folder_timelines_view_gives_the_mime_types_asked_for(tmp_path):
+    """A folder's timeline as a cell's value (no kernel here: the figure): the three mime types, its
+    line counting the raw files' drawn events; ``include`` / ``exclude`` as IPython passes them
+    (IPython filters again; another front end calling the method may not)."""
+    from nbprof.views.figure import PLOTLY_MIME
+
+    from .synthetic import collectives_folder
+
+    folder = collectives_folder(tmp_path / "coll")
+    drawn = 0
+    for f in folder.iterdir():
+        drawn += sum(e.get("ph") == "X" and e.get("cat") in DRAWN_CATS for e in json.loads(f.read_text())["traceEvents"])
+    view = nbprof.load_trace(folder, workers=0, progress=False).timeline_view()
+    bundle = view._repr_mimebundle_()
+    assert set(bundle) == {PLOTLY_MIME, "text/plain", "text/html"}
+    assert bundle["text/plain"].startswith("Timeline: ") and f"{drawn} events" in bundle["text/plain"]
+    assert view._repr_mimebundle_(include={"text/plain"}) == {"text/plain": bundle["text/plain"]}
+    assert set(view._repr_mimebundle_(exclude={"text/html"})) == {PLOTLY_MIME, "text/plain"}
