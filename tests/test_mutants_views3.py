@@ -18,7 +18,6 @@ import shutil
 import subprocess
 
 import numpy as np
-import pandas as pd
 import pytest
 
 import nbprof
