@@ -213,3 +213,239 @@ def test_an_empty_line_table_has_a_real_ones_columns_and_dtypes(stack_trace_line
     merged = merge_lines([real, merge_lines([])])
     assert {c: str(t) for c, t in merged.dtypes.items()} == want
     assert merged["self_cpu_us"].sum() == pytest.approx(real["self_cpu_us"].sum())
+
+
+# ------------------------------------------------------------------------------ data loading
+
+
+def _write_package(root, package: str) -> None:
+    """A real package on disk: ``package/sub.py`` sets ``ran`` and reads ``package.order``."""
+    folder = root / package
+    folder.mkdir()
+    (folder / "__init__.py").write_text("order = []\n")
+    (folder / "sub.py").write_text(
+        f"import {package}\n{package}.order.append('sub ran')\nran = True\n\ndef f():\n    return 42\n")
+    (folder / "other.py").write_text("ran = True\n")
+
+
+@pytest.fixture
+def probe_package(tmp_path, monkeypatch):
+    import importlib
+    import sys
+    import uuid
+
+    package = f"nbprof_probe_{uuid.uuid4().hex[:8]}"
+    _write_package(tmp_path, package)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.invalidate_caches()
+    yield package
+    for name in [n for n in sys.modules if n == package or n.startswith(package + ".")]:
+        del sys.modules[name]
+
+
+def test_the_import_hook_runs_after_its_module_and_only_its_module(probe_package):
+    """What arms the DataLoader watch when torch's dataloader module is imported during the run:
+    observed on a real submodule imported from disk."""
+    import importlib
+    import inspect
+    import sys
+
+    from nbprof.collect.data_loading import _ImportHook
+
+    seen = []
+
+    def then(module):
+        # the module's code has run: its names exist and its side effect happened, once
+        seen.append((module.__name__, getattr(module, "ran", None), list(sys.modules[probe_package].order)))
+
+    hook = _ImportHook(f"{probe_package}.sub", then)
+    sys.meta_path.insert(0, hook)
+    try:
+        other = importlib.import_module(f"{probe_package}.other")  # another module of the package: not it
+        assert seen == [] and other.ran
+        sub = importlib.import_module(f"{probe_package}.sub")
+        assert seen == [(f"{probe_package}.sub", True, ["sub ran"])]
+        assert sys.modules[f"{probe_package}.sub"] is sub and sub.f() == 42
+        importlib.import_module(f"{probe_package}.sub")  # imported already: no second call
+        assert len(seen) == 1
+    finally:
+        sys.meta_path.remove(hook)
+    # the module is what the path finder would have made: its file, and its source through the
+    # wrapping loader (what tracebacks and inspect read)
+    assert sub.__file__ == str(sys.modules[probe_package].__path__[0]) + "/sub.py"
+    assert sub.__spec__.origin == sub.__file__
+    assert inspect.getsource(sub.f) == "def f():\n    return 42\n"
+    assert sub.__spec__.loader.get_filename(sub.__name__) == sub.__file__
+    assert sub.__spec__.loader.is_package(sub.__name__) is False
+
+
+def test_the_import_hook_finds_nothing_for_a_module_no_finder_has(probe_package):
+    import sys
+
+    from nbprof.collect.data_loading import _ImportHook
+
+    seen = []
+    hook = _ImportHook(f"{probe_package}.missing", seen.append)
+    sys.meta_path.insert(0, hook)
+    try:
+        with pytest.raises(ModuleNotFoundError):
+            __import__(f"{probe_package}.missing")
+    finally:
+        sys.meta_path.remove(hook)
+    assert seen == []
+    # asked directly: None for any other name, None for its own when no finder has it
+    assert hook.find_spec("json", None) is None
+    assert hook.find_spec(f"{probe_package}.missing", None) is None
+
+
+def test_the_import_hook_keeps_an_extension_modules_own_create_module():
+    """A C extension module is made by its loader's create_module: the wrapping loader forwards it."""
+    import importlib
+    import sys
+
+    from nbprof.collect.data_loading import _ImportHook
+
+    name = "_testmultiphase"  # CPython's multi-phase-init test extension: a fresh module each import
+    try:
+        importlib.util.find_spec(name)
+    except ImportError:
+        pytest.skip("this Python has no _testmultiphase")
+    saved = sys.modules.pop(name, None)
+    seen = []
+    hook = _ImportHook(name, seen.append)
+    sys.meta_path.insert(0, hook)
+    try:
+        module = importlib.import_module(name)
+    finally:
+        sys.meta_path.remove(hook)
+        sys.modules.pop(name, None)
+        if saved is not None:
+            sys.modules[name] = saved
+    assert seen == [module]
+    assert type(module.Example).__name__ == "type" and module.__file__.endswith(".so")
+
+
+@pytest.mark.parametrize("error,said", [
+    (ValueError("bad sample 5"), "ValueError: bad sample 5"),
+    (ValueError("  first line\nsecond line\n"), "ValueError: first line"),
+    (RuntimeError(""), "RuntimeError"),
+    (RuntimeError("   \n "), "RuntimeError"),
+    (KeyError(3), "KeyError: 3"),
+    (OSError("x" * 250), "OSError: " + "x" * 200),
+    (StopIteration(), "StopIteration"),
+])
+def test_a_failed_batchs_outcome_is_the_exceptions_type_and_first_line(error, said):
+    from nbprof.collect.data_loading import _outcome
+
+    assert _outcome(error) == said
+
+
+@needs_torch
+def test_a_batch_that_raised_in_the_main_process_is_recorded_with_its_error(shell):
+    code = ("import torch\nfrom torch.utils.data import DataLoader, Dataset\n"
+            "class Fails(Dataset):\n"
+            "    def __len__(self):\n        return 12\n"
+            "    def __getitem__(self, i):\n"
+            "        if i == 5:\n            raise ValueError(f'bad sample {i}\\nmore')\n"
+            "        return torch.tensor([i])\n"
+            "failing_loader = DataLoader(Fails(), batch_size=4)\n")
+    result, _ = run(shell, code)
+    assert result.error_in_exec is None
+    result, _ = run(shell, "%%torchprof -q --no-cuda -o failed_run\nfor b in failing_loader:\n    pass")
+    assert type(result.error_in_exec) is ValueError
+    p = shell.user_ns.pop("failed_run")
+    waits = p.meta.data_loading.waits
+    # batch 0 (samples 0-3) came; batch 1 raised at sample 5: its type and first line
+    assert [(w[2], w[3], w[6]) for w in waits] == [(0, -1, "ok"), (1, -1, "ValueError: bad sample 5")]
+    b = p.data_loading()
+    assert list(b["batch"]) == [0, 1] and list(b["status"]) == ["ok", "error"]
+    del shell.user_ns["failing_loader"]
+
+
+def _ended(code: int):
+    import multiprocessing
+
+    p = multiprocessing.get_context("fork").Process(target=__import__("os")._exit, args=(code,))
+    p.start()
+    p.join()
+    return p
+
+
+def test_why_a_workers_functions_never_came():
+    import multiprocessing
+    import os
+    import signal
+    import time
+
+    from nbprof.collect.data_loading import FLUSH_WAIT_S, _missing_reason
+
+    assert _missing_reason(None) == "its process ended without writing them"
+    assert _missing_reason(_ended(3)) == "its process exited with code 3 before writing them"
+    assert _missing_reason(_ended(0)) == "its process exited with code 0 before writing them"
+    busy = multiprocessing.get_context("fork").Process(target=time.sleep, args=(30,))
+    busy.start()
+    try:
+        assert FLUSH_WAIT_S == 2.0
+        assert _missing_reason(busy) == ("it was still busy when the run ended and did not stop within 2 s "
+                                        "(a batch still being made, e.g. after the DataLoader timed out)")
+        os.kill(busy.pid, signal.SIGKILL)
+        busy.join()
+        assert _missing_reason(busy) == "its process was killed by SIGKILL before writing them"
+    finally:
+        if busy.is_alive():
+            busy.kill()
+            busy.join()
+    closed = _ended(1)
+    closed.close()  # its exitcode now raises ValueError: no code to say
+    with pytest.raises(ValueError):
+        closed.exitcode
+    assert _missing_reason(closed).startswith("it was still busy when the run ended")
+
+
+# ------------------------------------------------------------------------------ cProfile, merged
+
+
+def _work(n):
+    return sum(range(n))
+
+
+def test_a_merged_profile_is_what_pstats_reads_prints_and_dumps(tmp_path, capsys):
+    import cProfile
+    import pstats
+
+    from nbprof.collect.cprofile import MergedProfile, stats_table
+
+    a, b = cProfile.Profile(), cProfile.Profile()
+    a.runcall(_work, 10)
+    a.runcall(_work, 20)
+    b.runcall(_work, 5)
+    # the oracle: pstats' own merge of the two profiles
+    both = pstats.Stats(a)
+    both.add(b)
+    merged = MergedProfile(dict(both.stats), {"train": a, "eval": b})
+    assert merged.profiles == {"train": a, "eval": b}
+    key = next(k for k in both.stats if k[2] == "_work")
+
+    read = pstats.Stats(merged)
+    assert read.stats[key][:4] == both.stats[key][:4] and read.stats[key][1] == 3
+    # pstats takes a profile's stats over (and empties them): a second read gets them all again,
+    # as from a live cProfile.Profile, and what it does to its copy leaves the profile's alone
+    read.add(b)
+    again = pstats.Stats(merged)
+    assert again.stats == both.stats and again.stats[key][1] == 3
+
+    path = tmp_path / "merged.prof"
+    assert merged.dump_stats(str(path)) is None
+    from_file = pstats.Stats(str(path))
+    assert from_file.stats == both.stats
+    assert stats_table(from_file.stats).equals(stats_table(both.stats))
+
+    capsys.readouterr()
+    merged.print_stats("ncalls")
+    printed = capsys.readouterr().out
+    # strip_dirs: the file's base name only; sorted by calls: _work's 3 calls first
+    assert "test_mutants_untested.py" in printed and "/tests/test_mutants_untested.py" not in printed
+    rows = [line for line in printed.splitlines() if "(_work)" in line or "{built-in method builtins.sum}" in line]
+    assert [r.split()[0] for r in rows] == ["3", "3"]
+    merged.print_stats()  # pstats' default order (-1: as stored): still every function
+    assert "(_work)" in capsys.readouterr().out
