@@ -364,7 +364,8 @@ def _parse(obj: Any, source: str) -> SnapshotData:
                            "device_free_bytes": np.zeros(0, np.int64)}))
     other = int((trace["action"] == "other").sum()) if len(trace) else 0
     if other:
-        notes.append(f"{other:,} history entries of an action nbprof does not know: left out of the replay")
+        notes.append(f"{other:,} history {'entry' if other == 1 else 'entries'} of an action nbprof does not know: "
+                     "left out of the replay")
 
     # -- stacks: one id per distinct frames list (by identity: torch shares one list per traceback)
     codes, stacks = _intern(frames_of)

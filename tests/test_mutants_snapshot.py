@@ -1,0 +1,570 @@
+"""The CUDA memory snapshot family read back as a user reads it, pinned where mutation samples
+(issue 38, seed 52) found it loose: the chart's SVG (each layer's step, the reserved line, the
+peak, the OOM, both axes, the legend), the plotly spec, the segments' bars, the tab's panels (their
+heads and their tables' rows), the text report, the live chart's span, ``blocks(at=)`` with two
+devices, the replay's allocations, ``save``'s dict, the reader's edges and refusals.
+
+Oracles: tests/snapshots.hand_snapshot, its numbers counted by hand in its docstring (and the
+small snapshots built here, counted here); torch's own ``torch.cuda._memory_viz`` (``calc_active``,
+``segsum``) on the same dicts; memory_viz's replay loop (tests/test_snapshot.memory_viz_totals).
+Pixels are read back to bytes and µs through the chart's own axis ticks (their labels are text
+the user reads), never through nbprof's scale functions."""
+
+from __future__ import annotations
+
+import copy
+import html as htmllib
+import json
+import pickle
+import re
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+
+import nbprof
+from nbprof.errors import OptionError, TraceError
+
+from .snapshots import CELL, KiB, MiB, SEG_A, SEG_B, block, entry, hand_snapshot, segment, simulated, stack, write
+
+NS = "{http://www.w3.org/2000/svg}"
+BEFORE = "(allocated before the history began)"
+LINE = "…/ipykernel_4242/1234567.py:"  # the chart's name of a line of the hand snapshot's cell
+NAN = "___NaN___"  # itables' JSON for a missing time ("At": before the history)
+T = [0, 10, 20, 30, 31, 40, 50, 60]  # the hand snapshot's entries, µs since its first (t=100)
+
+
+def load(snap, tmp_path, name="s.pickle"):
+    return nbprof.load_snapshot(write(snap, tmp_path / name))
+
+
+@pytest.fixture(scope="module")
+def hand(tmp_path_factory):
+    return load(hand_snapshot(), tmp_path_factory.mktemp("hand"))
+
+
+def two_devices() -> dict:
+    """The hand snapshot (cuda:0) and a second device, counted by hand: cuda:1 has one 2 MiB
+    segment C; t=200 segment_alloc C; t=210 alloc c1 300 KiB at C (line 9); t=220 alloc c2 200 KiB
+    at C + 512 KiB (line 10): 500 KiB, its peak; t=230 free_completed c1: 200 KiB. At the end c2
+    is held (200 KiB), the rest of C free: 1,848 KiB."""
+    snap = hand_snapshot()
+    c = 0x7F10_0000_0000
+    s9, s10 = stack(9), stack(10)
+    snap["device_traces"].append([entry("segment_alloc", c, 2 * MiB, 200, stack(9)),
+                                  entry("alloc", c, 300 * KiB, 210, s9),
+                                  entry("alloc", c + 512 * KiB, 200 * KiB, 220, s10),
+                                  entry("free_completed", c, 300 * KiB, 230, s9)])
+    snap["segments"].append(segment(c, 2 * MiB, [block(c, 512 * KiB, 512 * KiB, "inactive"),
+                                                 block(c + 512 * KiB, 200 * KiB, 200 * KiB, "active_allocated", s10),
+                                                 block(c + 712 * KiB, 2 * MiB - 712 * KiB, 2 * MiB - 712 * KiB,
+                                                       "inactive")], device=1))
+    return snap
+
+
+# ------------------------------------------------------------------------------ reading helpers
+
+_UNITS = {"B": 1, "KiB": KiB, "MiB": MiB, "GiB": 1 << 30}
+
+
+def as_bytes(text: str) -> float:
+    number, unit = text.split()
+    return float(number) * _UNITS[unit]
+
+
+def points(el) -> list[tuple[float, float]]:
+    return [tuple(map(float, p.split(","))) for p in el.get("points").split()]
+
+
+def line_fit(pairs):
+    """The straight line through (pixel, value) pairs: each of them on it (the axis is linear)."""
+    (p0, v0), (p1, v1) = pairs[0], pairs[-1]
+    slope = (v1 - v0) / (p1 - p0)
+    for p, v in pairs:
+        assert v0 + (p - p0) * slope == pytest.approx(v, abs=abs(slope) * 0.11), pairs
+    return lambda p: v0 + (p - p0) * slope
+
+
+def read_chart(svg: str) -> dict:
+    """The chart as a reader reads it: per panel, the title, the y ticks (label -> pixel), the x
+    ticks, the layers' polygons, the reserved line, the peak, the OOMs, the legend."""
+    root = ET.fromstring(svg)
+    texts = [(t, "".join(t.text or "")) for t in root.iter(NS + "text")]
+    titles = [(t, s) for t, s in texts if t.get("font-weight") == "600"]
+    out = {"height": float(root.get("height")), "panels": []}
+    for k, (title_el, title) in enumerate(titles):
+        top = float(title_el.get("y")) - 20 + 30  # the panel's plot starts under its title row
+        bottom = top + 170
+        nxt = float(titles[k + 1][0].get("y")) if k + 1 < len(titles) else float("inf")
+        mine = lambda el, y="y": top - 30 <= float(el.get(y)) < nxt - 20  # noqa: E731
+        y_ticks = [(float(t.get("y")) - 4, as_bytes(s)) for t, s in texts
+                   if t.get("text-anchor") == "end" and t.get("x") == "66" and mine(t)]
+        x_ticks = [(float(t.get("x")), s) for t, s in texts
+                   if t.get("text-anchor") == "middle" and float(t.get("y")) == bottom + 16]
+        polys = [el for el in root.iter(NS + "polygon") if top <= points(el)[0][1] <= bottom]
+        res = [el for el in root.iter(NS + "polyline") if top <= points(el)[0][1] <= bottom]
+        circles = [el for el in root.iter(NS + "circle") if top <= float(el.get("cy")) <= bottom]
+        ooms = [el for el in root.iter(NS + "line") if el.get("stroke") == "#d62728" and float(el.get("y1")) == top]
+        legend = [(r.get("fill"), t) for r, (el, t) in zip(
+            [r for r in root.iter(NS + "rect") if bottom < float(r.get("y")) < nxt],
+            [(el, s) for el, s in texts if el.get("font-weight") is None and el.find(NS + "title") is not None
+             and bottom < float(el.get("y")) < nxt])]
+        out["panels"].append(dict(title=title, top=top, bottom=bottom, y_ticks=y_ticks, x_ticks=x_ticks,
+                                  layers=[(p.find(NS + "title").text, p.get("fill"), points(p)) for p in polys],
+                                  reserved=points(res[0]), peak=(float(circles[0].get("cx")), float(circles[0].get("cy"))),
+                                  ooms=[(float(o.get("x1")), o.find(NS + "title").text) for o in ooms], legend=legend))
+    return out
+
+
+def x_reader(panel, unit: str):
+    """Pixels -> the x value, from the x ticks' labels ("0.02 ms" -> 20 µs; entries: "4")."""
+    pairs = [(px, float(s.replace(" ms", "").replace(",", "")) * (1000.0 if unit == "us" else 1.0))
+             for px, s in panel["x_ticks"]]
+    assert len(pairs) >= 2 and all(s.endswith(" ms") == (unit == "us") for _, s in panel["x_ticks"])
+    return line_fit(pairs)
+
+
+def tops(layer_points, n):
+    """A stacked step layer's top edge: (x, y) of each of its n points (the step's left corner)."""
+    return [layer_points[2 * i] for i in range(n)]
+
+
+def dt_tables(markup: str) -> list[dict]:
+    """Each interactive table of ``markup`` as DataTables gets it: headers, rows (data_json), paging."""
+    out = []
+    for m in re.finditer(r"let dt_args = ", markup):
+        args, _ = json.JSONDecoder().raw_decode(markup[m.end():])
+        heads = [htmllib.unescape(h) for h in re.findall(r"<th>(.*?)</th>", args["table_html"])]
+        out.append({"headers": heads, "rows": json.loads(args["data_json"]), "page": args.get("pageLength"),
+                    "order": args.get("order")})
+    return out
+
+
+def heads(markup: str) -> list[str]:
+    return [htmllib.unescape(re.sub(r"<[^>]+>", "", h)) for h in re.findall(r'<div class="nbprof-sub"[^>]*>(.*?)</div>', markup)]
+
+
+def panels_of(p) -> dict[str, str]:
+    from nbprof.views.tabs.snapshot import snapshot_panels
+
+    return dict(snapshot_panels(p))
+
+
+# ------------------------------------------------------------------------------- the chart's SVG
+
+
+def test_the_chart_read_back_is_the_hand_counted_history(hand):
+    """Every layer's step, read back through the axes' own tick labels, is the bytes its line held
+    after each entry (counted by hand); the top one is the active memory; the reserved line is
+    4 MiB; the peak dot is (20 µs, 1,700 KiB); the OOM is at 50 µs; the legend is each layer's
+    bytes at the peak, in its colour."""
+    from nbprof.views.snapshot_chart import drawn_devices, snapshot_svg
+
+    chart = read_chart(snapshot_svg(drawn_devices(hand)))
+    assert chart["height"] == 18 + 30 + 170 + 24 + 2 * 16 + 6  # one panel, four layers: two legend rows
+    (panel,) = chart["panels"]
+    assert panel["title"] == f"cuda:0: peak 1.66 MiB at 20.0 µs · most of it from {LINE}4"
+    assert [v for _, v in panel["y_ticks"]] == [0, 2 * MiB, 4 * MiB]
+    y_bytes = line_fit(panel["y_ticks"])
+    x_us = x_reader(panel, "us")
+    by_line = {f"{LINE}4": [0, 0, 1024, 1024, 1024, 1024, 1024, 1024],
+               f"{LINE}3": [0, 512, 512, 512, 0, 0, 0, 0],
+               BEFORE: [164] * 7 + [100],
+               f"{LINE}5": [0, 0, 0, 0, 0, 256, 256, 256]}
+    # stacked largest at the peak first: line 4, line 3, before the history, then line 5 (0 there)
+    assert [name for name, _, _ in panel["layers"]] == list(by_line)
+    below = np.zeros(8)
+    for name, _, pts in panel["layers"]:
+        assert len(pts) == 4 * 8  # 8 steps up, 8 back
+        top = tops(pts, 8)
+        stacked = below + np.array(by_line[name]) * KiB
+        assert [x_us(x) for x, _ in top] == pytest.approx(T, abs=0.1)
+        assert [y_bytes(y) for _, y in top] == pytest.approx(stacked.tolist(), abs=3 * KiB), name
+        bottom = pts[16:][::-1]  # the way back: the layer below's top
+        assert [y_bytes(y) for _, y in bottom[::2]] == pytest.approx(below.tolist(), abs=3 * KiB)
+        below = stacked
+    assert (below / KiB).tolist() == [164, 676, 1700, 1700, 1188, 1444, 1444, 1380]
+    assert {round(y_bytes(y) / MiB, 2) for _, y in panel["reserved"]} == {4.0}
+    assert x_us(panel["peak"][0]) == pytest.approx(20, abs=0.1)
+    assert y_bytes(panel["peak"][1]) == pytest.approx(1700 * KiB, abs=3 * KiB)
+    ((ox, otext),) = panel["ooms"]
+    assert x_us(ox) == pytest.approx(50, abs=0.1)
+    assert otext == "OOM at 50.0 µs: asked for 8.00 MiB, CUDA had 1.00 MiB free"
+    fills = [fill for _, fill, _ in panel["layers"]]
+    assert len(set(fills)) == 4
+    assert panel["legend"] == [(fills[0], f"{LINE}4 · 1.00 MiB"), (fills[1], f"{LINE}3 · 512.00 KiB"),
+                               (fills[2], f"{BEFORE} · 164.00 KiB"), (fills[3], f"{LINE}5 · 0 B")]
+
+
+def test_a_history_without_times_is_drawn_by_entry(tmp_path):
+    """A file before torch 2.1 (no ``time_us``): x is the entry's position, the ticks plain
+    numbers, the peak and the OOM named by their entry."""
+    from nbprof.views.snapshot_chart import drawn_devices, snapshot_svg
+
+    snap = hand_snapshot()
+    for e in snap["device_traces"][0]:
+        del e["time_us"]
+    p = load(snap, tmp_path)
+    (panel,) = read_chart(snapshot_svg(drawn_devices(p)))["panels"]
+    assert panel["title"] == f"cuda:0: peak 1.66 MiB at entry 2 · most of it from {LINE}4"
+    x_entry = x_reader(panel, "entry")
+    assert [x_entry(x) for x, _ in tops(panel["layers"][-1][2], 8)] == pytest.approx(list(range(8)), abs=0.02)
+    assert panel["ooms"][0][1] == "OOM at entry 6: asked for 8.00 MiB, CUDA had 1.00 MiB free"
+    assert x_entry(panel["peak"][0]) == pytest.approx(2, abs=0.02)
+
+
+def test_two_devices_are_two_panels_each_on_its_own_scale(tmp_path):
+    from nbprof.views.snapshot_chart import drawn_devices, snapshot_svg
+
+    p = load(two_devices(), tmp_path)
+    chart = read_chart(snapshot_svg(drawn_devices(p)))
+    first, second = chart["panels"]
+    assert first["title"].startswith("cuda:0: peak 1.66 MiB at 20.0 µs")
+    assert second["title"] == f"cuda:1: peak 500.00 KiB at 120.0 µs · most of it from {LINE}9"
+    y_bytes = line_fit(second["y_ticks"])
+    x_us = x_reader(second, "us")
+    assert [name for name, _, _ in second["layers"]] == [f"{LINE}9", f"{LINE}10"]  # 300 KiB and 200 KiB at the peak
+    top = tops(second["layers"][-1][2], 4)
+    assert [x_us(x) for x, _ in top] == pytest.approx([100, 110, 120, 130], abs=0.2)  # since cuda:0's first entry
+    assert [y_bytes(y) for _, y in top] == pytest.approx([0, 300 * KiB, 500 * KiB, 200 * KiB], abs=2 * KiB)
+    assert {round(y_bytes(y) / MiB, 2) for _, y in second["reserved"]} == {2.0}
+    assert second["ooms"] == [] and len(first["ooms"]) == 1
+
+
+# ------------------------------------------------------------------------------ the plotly spec
+
+
+def test_the_figure_spec_holds_the_hand_counted_values(tmp_path):
+    from nbprof.views.snapshot_chart import drawn_devices, snapshot_spec
+
+    p = load(two_devices(), tmp_path)
+    spec = snapshot_spec(drawn_devices(p))
+    lay = spec["layout"]
+    assert lay["yaxis"]["domain"] == pytest.approx([0.54, 1.0]) and lay["yaxis2"]["domain"] == pytest.approx([0, 0.46])
+    assert lay["yaxis"]["title"]["text"] == "cuda:0" and lay["yaxis2"]["title"]["text"] == "cuda:1"
+    for axis in ("yaxis", "yaxis2"):  # each tick's label is its value
+        vals, texts = lay[axis]["tickvals"], lay[axis]["ticktext"]
+        assert len(vals) >= 3 and vals[0] == 0 and [as_bytes(t) for t in texts] == vals
+    assert lay["yaxis"]["tickvals"][-1] >= 4 * MiB and lay["yaxis2"]["tickvals"][-1] >= 2 * MiB
+    assert lay["xaxis"]["title"]["text"] == "time since the first entry (ms)"
+    by_name = {(t["yaxis"], t["name"]): t for t in spec["data"]}
+    res = by_name[("y", "cuda:0 reserved")]
+    assert res["line"]["dash"] == "dot" and list(res["y"]) == [4 * MiB] * 8
+    assert list(res["x"]) == pytest.approx([t / 1000 for t in T])
+    assert list(by_name[("y", f"{LINE}3")]["y"]) == [k * KiB for k in (0, 512, 512, 512, 0, 0, 0, 0)]
+    assert by_name[("y", f"{LINE}3")]["stackgroup"] == "active0"
+    assert list(by_name[("y2", f"{LINE}10")]["y"]) == [0, 0, 200 * KiB, 200 * KiB]
+    assert by_name[("y2", f"{LINE}10")]["stackgroup"] == "active1"
+    oom = by_name[("y", "OOM")]
+    assert list(oom["x"]) == pytest.approx([0.05]) and oom["text"] == ["OOM: asked for 8.00 MiB, CUDA had 1.00 MiB free"]
+    a0, a1 = lay["annotations"]
+    assert (a0["x"], a0["y"], a0["yref"], a0["text"]) == (pytest.approx(0.02), 1700 * KiB, "y", f"peak 1.66 MiB · {LINE}4")
+    assert (a1["x"], a1["y"], a1["yref"]) == (pytest.approx(0.12), 500 * KiB, "y2")
+
+
+# ------------------------------------------------------------------------- the segments' bars
+
+
+def test_the_segment_bars_are_the_segments_bytes(hand):
+    """Each bar's pieces, read back against the widest (2 MiB): requested, rounding, free."""
+    from nbprof.views.tabs.snapshot import segments_svg
+
+    root = ET.fromstring(segments_svg(hand.segments()))
+    rects = [(float(r.get("x")), float(r.get("y")), float(r.get("width")), r.get("fill")) for r in root.iter(NS + "rect")]
+    left, pw = 150.0, 760 - 150 - 16
+    per_px = 2 * MiB / pw
+    # segment A (first: 2 MiB at the lower address): 1,280 KiB requested, no rounding, 768 KiB free
+    # segment B: 100 KiB requested, 28 KiB rounding (a 128 KiB block), 1,920 KiB free
+    want = [(22, [(1280 * KiB, "#4e79a7"), (768 * KiB, "#d9d4d0")]),
+            (36, [(100 * KiB, "#4e79a7"), (28 * KiB, "#f28e2c"), (1920 * KiB, "#d9d4d0")])]
+    got = [(y, [(w * per_px, fill) for _, yy, w, fill in rects if yy == y]) for y, _ in want]
+    for (y, pieces), (_, theirs) in zip(want, got):
+        assert [f for _, f in theirs] == [f for _, f in pieces]
+        assert [b for b, _ in theirs] == pytest.approx([b for b, _ in pieces], abs=KiB)
+        xs = [x for x, yy, _, _ in rects if yy == y]
+        assert xs[0] == left and all(x1 == pytest.approx(x0 + w0, abs=0.11) for x0, x1, w0 in
+                                     zip(xs, xs[1:], [w for _, yy, w, _ in rects if yy == y]))
+    assert all(float(r.get("height")) == 11 for r in root.iter(NS + "rect"))
+    labels = [(t.text, t.find(NS + "title").text) for t in root.iter(NS + "text") if t.find(NS + "title") is not None]
+    assert labels == [("2.00 MiB", "cuda:0 2.00 MiB large: 1.25 MiB requested, 768.00 KiB free (largest piece 512.00 KiB)"),
+                      ("2.00 MiB", "cuda:0 2.00 MiB large: 100.00 KiB requested, 1.88 MiB free (largest piece 1.88 MiB)")]
+    assert float(root.get("height")) == 28 + 14 * 2 + 10
+
+
+def test_the_segment_bars_stop_at_forty(tmp_path):
+    """45 segments of 1..45 MiB, each with one 512 KiB block in use: the largest 40 are drawn,
+    biggest first, each bar's length its size against the biggest."""
+    from nbprof.views.tabs.snapshot import segments_svg
+
+    segs = [segment(0x7F00_0000_0000 + k * 0x1_0000_0000, (k + 1) * MiB,
+                    [block(0x7F00_0000_0000 + k * 0x1_0000_0000, 512 * KiB, 512 * KiB, "active_allocated"),
+                     block(0x7F00_0000_0000 + k * 0x1_0000_0000 + 512 * KiB, (k + 1) * MiB - 512 * KiB,
+                           (k + 1) * MiB - 512 * KiB, "inactive")]) for k in range(45)]
+    p = load({"segments": segs, "device_traces": []}, tmp_path)
+    root = ET.fromstring(segments_svg(p.segments()))
+    labels = [t.text for t in root.iter(NS + "text") if t.find(NS + "title") is not None]
+    assert labels == [f"{k}.00 MiB" for k in range(45, 5, -1)]
+    assert float(root.get("height")) == 28 + 14 * 40 + 10
+    ends = {}
+    for r in root.iter(NS + "rect"):
+        ends[r.get("y")] = float(r.get("x")) + float(r.get("width"))
+    assert [round((e - 150) / 594 * 45, 1) for e in ends.values()] == [float(k) for k in range(45, 5, -1)]
+
+
+# ------------------------------------------------------------------------- the tab's panels
+
+
+def test_the_segments_panel_head_and_table(hand):
+    html = panels_of(hand)["Segments"]
+    assert heads(html) == ["4.00 MiB reserved in 2 segments: 1.35 MiB requested, 28.00 KiB rounding, 2.62 MiB free "
+                           "(66 %; the largest free piece 1.88 MiB)"]
+    (table,) = dt_tables(html)
+    assert table["headers"] == ["Device", "Reserved", "Allocated", "Requested", "Free", "Largest free", "Blocks", "Pool",
+                                "Stream"]
+    assert table["rows"] == [["cuda:0", 2 * MiB, 1280 * KiB, 1280 * KiB, 768 * KiB, 512 * KiB, 4, "large", 0],
+                             ["cuda:0", 2 * MiB, 128 * KiB, 100 * KiB, 1920 * KiB, 1920 * KiB, 2, "large", 0]]
+    assert "The segments' bars is a drawing" in htmllib.unescape(html) and "<svg" in html
+
+
+def test_the_ooms_panel(hand):
+    (table,) = dt_tables(panels_of(hand)["OOMs"])
+    assert table["headers"] == ["Device", "At", "Asked for", "CUDA free", "Active", "Reserved"]
+    assert table["rows"] == [["cuda:0", 50.0, 8 * MiB, MiB, 1444 * KiB, 4 * MiB]]  # at t=150, 50 µs in
+
+
+def test_the_peak_panel_by_line_and_each_allocation(hand):
+    html = panels_of(hand)["At the peak"]
+    assert heads(html) == ["cuda:0 at its peak, after entry 2 (20.0 µs in): 1.66 MiB active in 4 allocations, "
+                           "4.00 MiB reserved"]
+    by_line, allocs = dt_tables(html)
+    assert by_line["headers"] == ["Line", "Held", "Blocks"]
+    assert by_line["rows"] == [[f"{CELL}:4", MiB, 1], [f"{CELL}:3", 512 * KiB, 1], [BEFORE, 164 * KiB, 2]]
+    assert allocs["headers"] == ["Size", "Allocated by", "In", "At", "Device", "Stack (innermost first)"]
+    torch_frames = ("linear (/usr/lib/python3.11/site-packages/torch/nn/functional.py:2150) ← _call_impl "
+                    "(/usr/lib/python3.11/site-packages/torch/nn/modules/module.py:1750)")
+    assert allocs["rows"] == [[MiB, f"{CELL}:4", "<module>", 20.0, "cuda:0", f"{torch_frames} ← <module> ({CELL}:4)"],
+                              [512 * KiB, f"{CELL}:3", "<module>", 10.0, "cuda:0", f"{torch_frames} ← <module> ({CELL}:3)"],
+                              [100 * KiB, BEFORE, "", NAN, "cuda:0", ""], [64 * KiB, BEFORE, "", NAN, "cuda:0", ""]]
+    assert allocs["order"] == [[0, "desc"]]
+
+
+def test_the_end_panel_with_a_block_waiting_for_another_stream(tmp_path):
+    """a3's block freed on its stream, awaiting another (active_pending_free): still in use."""
+    snap = hand_snapshot()
+    snap["segments"][0]["blocks"][0]["state"] = "active_pending_free"
+    html = panels_of(load(snap, tmp_path))["At the end"]
+    assert heads(html) == ["3 blocks in use when the snapshot was taken: 1.35 MiB requested; 1 block freed and waiting "
+                           "for another stream"]
+    by_line, blocks = dt_tables(html)
+    assert by_line["rows"] == [[f"{CELL}:4", MiB, 1], [f"{CELL}:5", 256 * KiB, 1], [BEFORE, 100 * KiB, 1]]
+    assert blocks["headers"] == ["Size", "Allocated by", "In", "At", "Device", "State", "Stack (innermost first)"]
+    assert [r[:6] for r in blocks["rows"]] == [[MiB, f"{CELL}:4", "<module>", 20.0, "cuda:0", "active_allocated"],
+                                               [256 * KiB, f"{CELL}:5", "<module>", 40.0, "cuda:0", "active_pending_free"],
+                                               [100 * KiB, BEFORE, "", NAN, "cuda:0", "active_allocated"]]
+    assert blocks["order"] == [[0, "desc"]]
+    hand_html = panels_of(load(hand_snapshot(), tmp_path, "h.pickle"))["At the end"]
+    assert heads(hand_html) == ["3 blocks in use when the snapshot was taken: 1.35 MiB requested"]
+
+
+def test_a_peak_of_many_lines_pages_its_tables_by_ten(tmp_path):
+    """14 lines allocating: the peak's tables page by ten; the lines' bytes add up to the peak of
+    memory_viz's own replay of the file."""
+    from .test_snapshot import memory_viz_totals
+
+    snap = simulated(1500, seed=21, lines=14, ooms=0)
+    by_line, allocs = dt_tables(panels_of(load(snap, tmp_path))["At the peak"])
+    start, after = memory_viz_totals(snap, 0)
+    assert len(by_line["rows"]) > 10 and by_line["page"] == 10 and allocs["page"] == 10
+    assert sum(r[1] for r in by_line["rows"]) == max([start] + after)
+    assert [r[1] for r in by_line["rows"]] == sorted((r[1] for r in by_line["rows"]), reverse=True)
+
+
+def test_an_empty_snapshot_says_so_in_every_panel(tmp_path):
+    p = load({"segments": [], "device_traces": []}, tmp_path)
+    panels = panels_of(p)
+    assert list(panels) == ["Over time", "At the peak", "At the end", "Segments"]
+    assert "The snapshot has no history" in panels["Over time"]
+    assert "No allocation recorded." in panels["At the peak"]
+    assert "No block in use at the end." in panels["At the end"]
+    assert "No segment: the allocator held no memory" in panels["Segments"]
+    assert p.report().text() == "CUDA memory snapshot: 0 history entries"
+    assert list(p.active_memory().columns) == ["device", "entry", "time_us", "action", "address", "size_bytes",
+                                               "active_bytes", "reserved_bytes"] and len(p.active_memory()) == 0
+    from nbprof.analysis.snapshot import SEGMENT_COLUMNS
+
+    assert list(p.segments().columns) == list(SEGMENT_COLUMNS) and len(p.segments()) == 0
+
+
+def test_segments_without_a_history_peak_before_it(tmp_path):
+    p = load(hand_snapshot()["segments"], tmp_path)
+    assert heads(panels_of(p)["At the peak"]) == [
+        "cuda:0 at its peak, before the history's first entry: 1.35 MiB active in 3 allocations, 4.00 MiB reserved"]
+
+
+# ------------------------------------------------------------------------------ the text report
+
+
+def text_rows(text: str) -> list[list[str]]:
+    """The text table's rows (between its second and last rules), cells split on 2+ spaces."""
+    lines = text.splitlines()
+    rules = [i for i, line in enumerate(lines) if line and set(line) <= {"-", " "}]
+    return [re.split(r"\s{2,}", line.strip()) for line in lines[rules[1] + 1:rules[2]]]
+
+
+def test_the_text_report(tmp_path):
+    p = load(two_devices(), tmp_path)
+    text = p.report().text()
+    first = text.splitlines()[0]
+    # free: 768 + 1,920 KiB (cuda:0) + 1,848 KiB (cuda:1) = 4,536 KiB of 6 MiB: 74 %
+    assert first == ("CUDA memory snapshot: cuda:0 peak 1.66 MiB active, 4.00 MiB reserved · cuda:1 peak 500.00 KiB "
+                     "active, 2.00 MiB reserved · now 6.00 MiB reserved in 3 segments, 4.43 MiB of it free (74 %) · "
+                     "12 history entries · 1 OOM")
+    assert text.splitlines()[1] == "alive at the peak, biggest first:"
+    assert text_rows(text) == [["1.00 MiB", f"{CELL}:4", "<module>", "20.0 µs"],
+                               ["512.00 KiB", f"{CELL}:3", "<module>", "10.0 µs"],
+                               ["300.00 KiB", f"{CELL}:9", "<module>", "110.0 µs"],
+                               ["200.00 KiB", f"{CELL}:10", "<module>", "120.0 µs"],
+                               ["100.00 KiB", BEFORE, "—"], ["64.00 KiB", BEFORE, "—"]]
+    assert len(text_rows(p.report(limit=2).text())) == 2
+    snap = hand_snapshot()
+    snap["device_traces"][0].append(entry("defragment", SEG_A, 0, 170))  # an action nbprof does not know
+    text = load(snap, tmp_path, "n.pickle").report().text()
+    assert text.splitlines()[-1].startswith("note: 1 history entry of an action nbprof does not know")
+
+
+# ----------------------------------------------------------------------- blocks(at=), the replay
+
+
+def test_blocks_at_a_time_per_device(tmp_path):
+    """At t=125: cuda:0 after a2 (a1, a2, x, y), cuda:1 before its first entry (nothing); at
+    t=215: cuda:0 at its end (a2, a3, y), cuda:1 after c1 (300 KiB)."""
+    p = load(two_devices(), tmp_path)
+    at = p.blocks(125)
+    assert sorted(zip(at["device"], at["requested_bytes"])) == sorted(
+        ("cuda:0", b * KiB) for b in (512, 1024, 64, 100))
+    at = p.blocks(215.0)
+    assert sorted(zip(at["device"], at["requested_bytes"])) == sorted(
+        [("cuda:0", 256 * KiB), ("cuda:0", MiB), ("cuda:0", 100 * KiB), ("cuda:1", 300 * KiB)])
+    assert p.blocks(99).sort_values("requested_bytes")["requested_bytes"].tolist() == [64 * KiB, 100 * KiB]
+    for bad in ("middle", object(), "PEAK"):
+        with pytest.raises(OptionError) as e:
+            p.blocks(bad)
+        assert str(e.value) == f'blocks(at={bad!r}): "end", "peak" or a time_us of active_memory()'
+
+
+def test_the_replays_allocations_by_hand(hand):
+    """a1, a2, a3 from the history; x freed in it from before it; y held from before it."""
+    r = hand._replay
+    a = r.allocations
+    assert a[["address", "requested_bytes", "alloc_entry", "free_entry", "before"]].values.tolist() == [
+        [SEG_A, 512 * KiB, 1, 4, False], [SEG_A + 512 * KiB, MiB, 2, -1, False], [SEG_A, 256 * KiB, 5, -1, False],
+        [SEG_B + MiB, 64 * KiB, -1, 7, True], [SEG_B, 100 * KiB, -1, -1, True]]
+    assert a["size_bytes"].tolist() == [-1, MiB, 256 * KiB, -1, 128 * KiB]
+    assert a["state"].tolist() == ["", "active_allocated", "active_allocated", "", "active_allocated"]
+    # each row of the history: the allocation it adds or takes away (-1: none)
+    assert r.row_alloc.tolist() == [-1, 0, 1, -1, 0, 2, -1, 3]
+    assert r.initial == {0: 164 * KiB}
+
+
+# ------------------------------------------------------------------------------ the live chart
+
+
+def test_a_span_names_its_allocations_in_order(tmp_path):
+    """The history's very first entry an allocation (no segment_alloc before it): it is in a span
+    from 0. Two lines allocating the same bytes keep the order they first allocated in."""
+    from nbprof.views.snapshot_chart import SnapshotChartState
+
+    snap = hand_snapshot()
+    trace = snap["device_traces"][0][1:]  # a1 first
+    s7, s2 = stack(7), stack(2)
+    trace[5:5] = [entry("alloc", SEG_A + 1536 * KiB, 128 * KiB, 141, s7), entry("alloc", SEG_A + 1664 * KiB, 128 * KiB, 142, s2),
+                  entry("free_completed", SEG_A + 1536 * KiB, 128 * KiB, 143, s7),
+                  entry("free_completed", SEG_A + 1664 * KiB, 128 * KiB, 144, s2)]
+    snap["device_traces"][0] = trace
+    state = SnapshotChartState(load(snap, tmp_path))
+    sel = state.select(0.0, 5.0)  # µs since t=110
+    assert sel["head"] == "0 – 5.0 µs: 1 allocation"
+    assert sel["tables"][0]["rows"] == [[f"{LINE}3", "1", "512.00 KiB", "512.00 KiB"]]
+    sel = state.select(30.0, 34.0)  # t=140..144: a3 (256 KiB), then line 7 and line 2 (128 KiB each, freed)
+    assert sel["head"] == "30.0 µs – 34.0 µs: 3 allocations"
+    assert [r[0] for r in sel["tables"][0]["rows"]] == [f"{LINE}5", f"{LINE}7", f"{LINE}2"]
+    assert [r[3] for r in sel["tables"][0]["rows"]] == ["256.00 KiB", "0 B", "0 B"]
+    reply = state.answer({"type": "plotly"})
+    import base64
+    import gzip
+
+    import plotly.offline
+
+    assert reply["type"] == "plotly"
+    assert gzip.decompress(base64.b64decode(reply["source"])).decode() == plotly.offline.get_plotlyjs()
+
+
+# ------------------------------------------------------------------------------ save: the dict
+
+
+def test_save_keeps_empty_stacks_empty_and_counts_segments_as_torch(tmp_path):
+    """A block or segment without frames is written with none (not another's stack); a segment
+    the file gave no counts is written with torch's own (``_memory_viz.calc_active``) and those
+    of its blocks counted by hand."""
+    from torch.cuda import _memory_viz as mv
+
+    snap = hand_snapshot()
+    snap["segments"][0]["blocks"][0]["state"] = "active_pending_free"
+    for s in snap["segments"]:
+        for k in ("allocated_size", "active_size", "requested_size"):
+            del s[k]
+    p = load(snap, tmp_path)
+    with open(p.save(tmp_path / "out.pickle"), "rb") as f:
+        out = pickle.load(f)
+    for theirs, ours in zip(snap["segments"], out["segments"]):
+        assert ours["frames"] == theirs["frames"] == []
+        assert [(b["address"], b["size"], b["requested_size"], b["state"], b["frames"]) for b in ours["blocks"]] == \
+            [(b["address"], b["size"], b["requested_size"], b["state"], b["frames"]) for b in theirs["blocks"]]
+        assert ours["allocated_size"] == mv.calc_active(theirs)
+    a, b = out["segments"]
+    assert (a["allocated_size"], a["active_size"], a["requested_size"]) == (MiB, 1280 * KiB, 1280 * KiB)
+    assert (b["allocated_size"], b["active_size"], b["requested_size"]) == (128 * KiB, 128 * KiB, 100 * KiB)
+    assert mv.segsum(copy.deepcopy(out)) == mv.segsum(copy.deepcopy(snap))
+
+
+# ------------------------------------------------------------------------ the reader's edges
+
+
+def test_one_device_of_several_and_entries_without_frames(tmp_path):
+    """device_traces[0] empty, the history on cuda:1; entries without frames: no stack, said so."""
+    snap = {"segments": [segment(SEG_A, 2 * MiB, [block(SEG_A, 256 * KiB, 256 * KiB, "active_allocated"),
+                                                  block(SEG_A + 256 * KiB, 1792 * KiB, 1792 * KiB, "inactive")],
+                                 device=1)],
+            "device_traces": [[], [{"action": "alloc", "addr": SEG_A, "size": 256 * KiB, "stream": 0, "time_us": 5}]]}
+    p = load(snap, tmp_path)
+    m = p.active_memory()
+    assert m[["device", "entry", "active_bytes", "reserved_bytes"]].values.tolist() == [["cuda:1", 0, 256 * KiB, 2 * MiB]]
+    end = p.blocks("end")
+    assert end[["device", "requested_bytes", "alloc_us"]].values.tolist() == [["cuda:1", 256 * KiB, 5.0]]
+    assert end["file"].isna().all() and end["frames"].tolist() == [()]
+    (table,) = dt_tables(panels_of(p)["At the end"])[1:]
+    assert table["rows"][0][:2] == [256 * KiB, "(no Python stack recorded)"]
+    assert p.report().text().startswith("CUDA memory snapshot: cuda:1 peak 256.00 KiB active, 2.00 MiB reserved")
+
+
+@pytest.mark.parametrize("snap, message", [
+    ({"segments": [{"address": 1, "total_size": 2, "blocks": "x"}]}, "a segment's blocks: not a list"),
+    ({"segments": [{"address": 1, "total_size": 2, "blocks": [3]}]}, "a block: not a dict"),
+    ({"segments": [], "device_traces": [[{"action": "alloc", "time_us": "soon"}]]}, "an entry's time_us: not a number"),
+    ({"segments": [], "device_traces": [[{"action": ["alloc"]}]]}, "an entry's action"),
+    ({"segments": [], "device_traces": "x"}, "device_traces: not a list of lists"),
+    ({"segments": [{"address": 1, "total_size": 2, "segment_type": 3, "blocks": []}]}, None),
+    ({"segments": [{"address": "1", "total_size": 2, "blocks": []}]}, "a segment's address: str '1'"),
+])
+def test_what_the_reader_refuses_is_one_line(tmp_path, snap, message):
+    import gc
+
+    path = write(snap, tmp_path / "bad.pickle")
+    if message is None:  # a number where text belongs is read as its text (torch writes text there)
+        assert nbprof.load_snapshot(path).segments()["segment_type"].tolist() == ["3"]
+        return
+    with pytest.raises(TraceError) as e:
+        nbprof.load_snapshot(path)
+    text = str(e.value)
+    assert "\n" not in text and text.startswith(f"{path}: not a CUDA memory snapshot") and message in text, text
+    assert gc.isenabled()
