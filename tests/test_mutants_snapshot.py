@@ -371,7 +371,7 @@ def test_a_peak_of_many_lines_pages_its_tables_by_ten(tmp_path):
     memory_viz's own replay of the file."""
     from .test_snapshot import memory_viz_totals
 
-    snap = simulated(1500, seed=21, lines=14, ooms=0)
+    snap = simulated(500, seed=21, lines=14, ooms=0)
     by_line, allocs = dt_tables(panels_of(load(snap, tmp_path))["At the peak"])
     start, after = memory_viz_totals(snap, 0)
     assert len(by_line["rows"]) > 10 and by_line["page"] == 10 and allocs["page"] == 10
@@ -568,3 +568,66 @@ def test_what_the_reader_refuses_is_one_line(tmp_path, snap, message):
     text = str(e.value)
     assert "\n" not in text and text.startswith(f"{path}: not a CUDA memory snapshot") and message in text, text
     assert gc.isenabled()
+
+
+def varied() -> dict:
+    """Every field torch writes, none at its default: a small-pool segment on stream 7 of pool
+    (3, 9), expandable; an OOM's device_free; entries on stream 7; a segment_free; frames shared."""
+    s1, s2 = stack(1), stack(2)
+    a = SEG_A
+    small = segment(a, 2 * MiB, [block(a, 512, 500, "active_allocated", s1),
+                                 block(a + 512, 2 * MiB - 512, 2 * MiB - 512, "inactive")], stream=7)
+    small.update(segment_type="small", segment_pool_id=(3, 9), is_expandable=True, frames=s2)
+    trace = [entry("segment_alloc", a, 2 * MiB, 10, s2, stream=7), entry("segment_alloc", SEG_B, MiB, 11, s2, stream=7),
+             entry("alloc", a, 500, 12, s1, stream=7), entry("segment_free", SEG_B, MiB, 13, s2, stream=7),
+             {"action": "oom", "device_free": 12345, "size": 3 * MiB, "stream": 7, "time_us": 14, "frames": s1}]
+    return {"segments": [small], "device_traces": [trace],
+            "allocator_settings": {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}}
+
+
+def test_the_tables_hold_every_field_as_torch_wrote_it(tmp_path):
+    p = load(varied(), tmp_path)
+    seg = p._data.segments
+    assert seg[["device", "address", "total_size_bytes", "stream", "torch_allocated_bytes", "torch_active_bytes",
+                "torch_requested_bytes", "is_expandable"]].values.tolist() == [[0, SEG_A, 2 * MiB, 7, 512, 512, 500, True]]
+    assert (str(seg["segment_type"][0]), str(seg["pool_id"][0])) == ("small", "3,9")
+    tr = p._data.trace
+    assert tr[["entry", "address", "size_bytes", "stream", "time_us", "device_free_bytes"]].values.tolist() == [
+        [0, SEG_A, 2 * MiB, 7, 10, -1], [1, SEG_B, MiB, 7, 11, -1], [2, SEG_A, 500, 7, 12, -1],
+        [3, SEG_B, MiB, 7, 13, -1], [4, 0, 3 * MiB, 7, 14, 12345]]
+    m = p.active_memory()
+    # reserved: back from the 2 MiB held at the end: 2, 3, 3, 2, 2 MiB; active: 0, 0, 500, 500, 500
+    assert (m["reserved_bytes"] // KiB).tolist() == [2048, 3072, 3072, 2048, 2048]
+    assert m["active_bytes"].tolist() == [0, 0, 500, 500, 500]
+    (seg_row,) = p.segments().to_dict("records")
+    assert (seg_row["segment_type"], seg_row["pool_id"], seg_row["stream"], seg_row["is_expandable"]) == ("small", "3,9", 7, True)
+    assert (seg_row["rounding_bytes"], seg_row["free_bytes"], seg_row["largest_free_bytes"]) == (12, 2 * MiB - 512, 2 * MiB - 512)
+    assert "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" in htmllib.unescape(p.report().html(include_library=False))
+    assert p.report().text().startswith("CUDA memory snapshot: cuda:0 peak 500 B active, 3.00 MiB reserved · now 2.00 MiB "
+                                     "reserved in 1 segment")  # the peak: after the alloc, B still held
+
+
+def test_save_writes_back_every_field_torch_wrote(tmp_path):
+    snap = varied()
+    with open(load(snap, tmp_path).save(tmp_path / "out.pickle"), "rb") as f:
+        out = pickle.load(f)
+    drop = ("compile_context", "user_metadata")  # fields nbprof does not read
+    assert out["device_traces"] == [[{k: v for k, v in e.items() if k not in drop} for e in snap["device_traces"][0]]]
+    assert out["segments"] == snap["segments"] and out["allocator_settings"] == snap["allocator_settings"]
+
+
+def test_blocks_without_addresses_lie_one_after_another(tmp_path):
+    """Before torch 2.1 (and memory_viz's CPU snapshots) blocks carry no address: each starts where
+    the one before it ends, from its segment's address (memory_viz reads them so); a torch 2.0
+    block's request is in its history."""
+    snap = hand_snapshot()
+    for s in snap["segments"]:
+        for b in s["blocks"]:
+            del b["address"]
+            b["history"] = [{"real_size": b.pop("requested_size"), "frames": b.pop("frames")}]
+    data = load(snap, tmp_path)._data
+    want = []
+    for s in hand_snapshot()["segments"]:
+        want += [[b["address"], b["size"], b["requested_size"]] for b in s["blocks"]]
+    assert data.blocks[["address", "size_bytes", "requested_bytes"]].values.tolist() == want
+    assert data.blocks["segment"].tolist() == [0, 0, 0, 0, 1, 1]
