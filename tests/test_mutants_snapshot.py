@@ -631,3 +631,45 @@ def test_blocks_without_addresses_lie_one_after_another(tmp_path):
         want += [[b["address"], b["size"], b["requested_size"]] for b in s["blocks"]]
     assert data.blocks[["address", "size_bytes", "requested_bytes"]].values.tolist() == want
     assert data.blocks["segment"].tolist() == [0, 0, 0, 0, 1, 1]
+
+
+def test_past_eight_lines_the_rest_is_one_layer(tmp_path):
+    """Ten lines allocate 10, 9, ..., 1 KiB (line k: 11 - k KiB) and hold them: lines 1-8 get a
+    layer each, largest at the bottom; lines 9 and 10 are "(other lines)", 3 KiB, on top."""
+    from nbprof.views.snapshot_chart import drawn_devices, snapshot_spec, snapshot_svg
+
+    blocks, trace, a = [], [], SEG_A
+    for k in range(1, 11):
+        st = stack(k)
+        trace.append(entry("alloc", a, (11 - k) * KiB, 100 + k, st))
+        blocks.append(block(a, (11 - k) * KiB, (11 - k) * KiB, "active_allocated", st))
+        a += (11 - k) * KiB
+    blocks.append(block(a, 2 * MiB - 55 * KiB, 2 * MiB - 55 * KiB, "inactive"))
+    p = load({"segments": [segment(SEG_A, 2 * MiB, blocks)], "device_traces": [trace]}, tmp_path)
+    (panel,) = read_chart(snapshot_svg(drawn_devices(p)))["panels"]
+    names = [f"{LINE}{k}" for k in range(1, 9)] + ["(other lines)"]
+    assert [name for name, _, _ in panel["layers"]] == names
+    assert [text for _, text in panel["legend"]] == [f"{n} · {b}.00 KiB" for n, b in zip(names, [10, 9, 8, 7, 6, 5, 4, 3, 3])]
+    y_bytes = line_fit(panel["y_ticks"])
+    other = tops(panel["layers"][-1][2], 10)
+    assert y_bytes(other[-1][1]) == pytest.approx(55 * KiB, abs=KiB)  # the top: all 55 KiB
+    spec = snapshot_spec(drawn_devices(p))
+    (oth,) = [t for t in spec["data"] if t["name"] == "(other lines)"]
+    assert list(oth["y"]) == [0] * 8 + [2 * KiB, 3 * KiB]  # line 9 (2 KiB) at t=109, line 10 at t=110
+
+
+def test_a_line_on_two_devices_is_one_legend_entry(tmp_path):
+    """cuda:1 allocates from the cell's line 4 too: its layer joins line 4's legend group, shown once."""
+    from nbprof.views.snapshot_chart import drawn_devices, snapshot_spec
+
+    snap = two_devices()
+    s4 = stack(4)
+    snap["device_traces"][1][2]["frames"] = s4
+    snap["segments"][2]["blocks"][1]["frames"] = s4
+    spec = snapshot_spec(drawn_devices(load(snap, tmp_path)))
+    fours = [t for t in spec["data"] if t["name"] == f"{LINE}4"]
+    assert [(t["yaxis"], t["showlegend"], t["legendgroup"]) for t in fours] == [("y", True, f"{LINE}4"),
+                                                                                 ("y2", False, f"{LINE}4")]
+    nines = [t for t in spec["data"] if t["name"] == f"{LINE}9"]
+    assert [(t["yaxis"], t["showlegend"]) for t in nines] == [("y2", True)]
+    assert spec["layout"]["height"] == 130 + 300 * 2
