@@ -136,7 +136,7 @@ def dt_tables(markup: str) -> list[dict]:
         args, _ = json.JSONDecoder().raw_decode(markup[m.end():])
         heads = [htmllib.unescape(h) for h in re.findall(r"<th>(.*?)</th>", args["table_html"])]
         out.append({"headers": heads, "rows": json.loads(args["data_json"]), "page": args.get("pageLength"),
-                    "order": args.get("order")})
+                    "order": args.get("order"), "caption": htmllib.unescape(args.get("caption") or "")})
     return out
 
 
@@ -362,6 +362,8 @@ def test_the_end_panel_with_a_block_waiting_for_another_stream(tmp_path):
                                                [256 * KiB, f"{CELL}:5", "<module>", 40.0, "cuda:0", "active_pending_free"],
                                                [100 * KiB, BEFORE, "", NAN, "cuda:0", "active_allocated"]]
     assert blocks["order"] == [[0, "desc"]]
+    assert (by_line["caption"], blocks["caption"]) == ("held per line that allocated it",
+                                                       'blocks alive at the end, biggest first; p.blocks(at="end")')
     hand_html = panels_of(load(hand_snapshot(), tmp_path, "h.pickle"))["At the end"]
     assert heads(hand_html) == ["3 blocks in use when the snapshot was taken: 1.35 MiB requested"]
 
@@ -673,3 +675,16 @@ def test_a_line_on_two_devices_is_one_legend_entry(tmp_path):
     nines = [t for t in spec["data"] if t["name"] == f"{LINE}9"]
     assert [(t["yaxis"], t["showlegend"]) for t in nines] == [("y2", True)]
     assert spec["layout"]["height"] == 130 + 300 * 2
+
+
+def test_a_block_from_a_cell_of_this_notebook_is_named_by_the_cell(tmp_path, shell):
+    """A frame in a cell of this shell: the tables say "In [n] line 2", not the cell's file."""
+    from .conftest import run
+
+    result, _ = run(shell, "def f():\n    return 1\nf()")
+    cell = next(f for f, n in shell.compile._filename_map.items() if n == result.execution_count)
+    snap = hand_snapshot()
+    snap["segments"][0]["blocks"][2]["frames"] = [{"filename": cell, "line": 2, "name": "f"}]
+    p = nbprof.SnapshotProfile(nbprof.load_snapshot(write(snap, tmp_path / "s.pickle"))._data, shell=shell)
+    _, blocks = dt_tables(panels_of(p)["At the end"])
+    assert blocks["rows"][0][:3] == [MiB, f"In [{result.execution_count}] line 2", "f"]
