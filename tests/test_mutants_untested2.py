@@ -369,6 +369,13 @@ def test_a_ranks_missing_cache_is_built_again_from_its_file(tmp_path, monkeypatc
         s = ct.select_part(str(gone), files[0], 0.0, 1e12)
         assert (gone / "index.pkl").exists()
         assert int(s.kernels["calls"].sum()) == len(raw.events(0, DEVICE)) and first >= 0
+        # its full view, drawn from the rebuilt cache (its events and the trace's meta): every drawn event
+        data, _ = ct.full_part(str(gone), files[0], 20_000, np.zeros(0, dtype=np.int64))
+        assert int(data.rects["count"].sum()) == len(raw.events(0))
+        # the lanes as the trace's meta names them: thread 403 is the process's own (pid 403), its main thread
+        threads = sorted({e["tid"] for e in raw.events(0, {"cpu_op", "cuda_runtime"})})
+        assert threads == [403, 429] and {e["pid"] for e in raw.events(0, {"cpu_op"})} == {403}
+        assert data.lanes["label"].tolist() == ["CPU thread 403 (main)", "CPU thread 429 (autograd)", "CUDA 0 stream 7"]
     finally:
         for f in [f for f in ct._OPEN if f.startswith(str(tmp_path))]:
             ct._OPEN.pop(f)
@@ -464,6 +471,30 @@ def _ran_on(x):
 
 def _fails(x):
     raise ValueError(f"job {x} failed")
+
+
+_RAN: list = []
+
+
+def _slow(x):
+    time.sleep(0.1)
+    _RAN.append(x)
+    return x
+
+
+def test_a_failed_job_on_dask_cancels_the_jobs_not_started(dask_client):
+    """A job's error on Dask: the caller gets it at once, and the jobs queued behind it on the same
+    worker (one thread) are cancelled: at most the one running goes on (without the cancel, all
+    five would run in the 0.5 s the test then waits)."""
+    from nbprof.cluster.workers import RankPool
+
+    pool = RankPool(0, client=dask_client)
+    a, _ = sorted(dask_client.scheduler_info()["workers"])
+    _RAN.clear()
+    with pytest.raises(ValueError, match="^job 0 failed$"):
+        list(pool.as_completed(lambda x: _fails(x) if x == 0 else _slow(x), [(i,) for i in range(6)], [a] * 6))
+    time.sleep(0.8)
+    assert len(_RAN) <= 2
 
 
 def test_a_pool_on_dask_runs_each_job_where_it_is_named(dask_client):
