@@ -498,39 +498,6 @@ def test_an_interrupted_loop_leaves_nothing_patched(ip, datasets):
     assert not _children_after(ip)
 
 
-def _terminated_worker(folder):
-    from nbprof.collect.data_worker import WorkerLoop, _Recorder
-
-    recorder = _Recorder(WorkerLoop(folder, 1, 1, 0), worker_id=0)
-    recorder.begin(0, [0, 1])
-    time.sleep(60)  # a batch that takes long: the main process terminates it
-
-
-@pytest.mark.skipif(sys.platform == "win32", reason="SIGTERM (Windows terminates a process without a signal)")
-def test_a_terminated_worker_writes_its_functions_first(tmp_path):
-    """torch terminates a worker that does not stop when told to (SIGTERM): the recorder writes its
-    functions, then the process dies of SIGTERM as it would have."""
-    import marshal
-    import multiprocessing
-    import signal
-
-    from nbprof.collect.data_worker import batches_path, stats_path
-
-    process = multiprocessing.get_context("fork").Process(target=_terminated_worker, args=(str(tmp_path),))
-    process.start()
-    path = batches_path(str(tmp_path), 1, 1, 0, process.pid)
-    deadline = time.time() + 30
-    while not os.path.exists(path) and time.time() < deadline:
-        time.sleep(0.01)
-    time.sleep(0.2)
-    process.terminate()
-    process.join(30)
-    assert process.exitcode == -signal.SIGTERM
-    with open(stats_path(path), "rb") as f:
-        payload = marshal.load(f)
-    assert payload["why"] == "terminated" and payload["worker"] == 0 and payload["pid"] == process.pid
-
-
 def _worker_under_a_profiled_parent(folder, q):
     from nbprof.collect.data_worker import WorkerLoop, _Recorder
 

@@ -277,11 +277,14 @@ class MergedProfile:
     action's own ``cProfile.Profile`` in ``profiles`` (``OUTSIDE_ACTIONS``: outside them)."""
 
     def __init__(self, raw: dict[Any, Any], profiles: dict[str, cProfile.Profile]) -> None:
-        self.stats = raw
+        self._raw = raw
+        self.stats = dict(raw)
         self.profiles = profiles
 
     def create_stats(self) -> None:
-        """pstats calls it before reading ``stats``: they are final already."""
+        """pstats calls it before reading ``stats``, then empties ``stats`` (it takes them over):
+        a fresh copy each time, so the profile reads, prints and dumps as often as a live one."""
+        self.stats = dict(self._raw)
 
     def print_stats(self, sort: Any = -1) -> None:
         import pstats
@@ -292,7 +295,7 @@ class MergedProfile:
         import marshal
 
         with open(file, "wb") as f:
-            marshal.dump(self.stats, f)
+            marshal.dump(self._raw, f)
 
 
 def _hook_owner(ours: cProfile.Profile) -> str | None:

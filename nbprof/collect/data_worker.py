@@ -132,12 +132,21 @@ class _Recorder:
             self.recording = False
         if self.recording:
             _release_inherited_profiler()
-            if sys.platform != "win32":  # Windows terminates a process without a signal
-                self._on_sigterm()
 
     def _on_sigterm(self) -> None:
         """The main process terminates a worker that does not exit when told to (a batch still
-        running at shutdown): write the functions first, then die of SIGTERM as before."""
+        running at shutdown): write the functions first, then die of SIGTERM.
+
+        Called on the loop's first ``get`` of a task, not before the loop: torch's ``_worker_loop``
+        first installs its own C handler for SIGTERM (``_set_worker_signal_handlers``), which
+        replaces any handler set before and, for its parent's SIGTERM, exits at once (``_exit``): the
+        functions were never written. Python's ``signal.getsignal`` does not see that C handler,
+        so the check below still sees only what Python code set (the user's ``worker_init_fn``
+        runs before the first ``get``). After the functions, the worker dies of SIGTERM (torch's
+        handler would have exited with 0 for its parent's): torch stops watching its workers'
+        pids before it terminates them, and nothing reads their exit status after that."""
+        if not self.recording or sys.platform == "win32":  # Windows terminates a process without a signal
+            return
         import signal
 
         if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
@@ -221,8 +230,12 @@ class _IndexQueue:
     def __init__(self, queue: Any, recorder: _Recorder) -> None:
         self._queue = queue
         self._recorder = recorder
+        self._first = True
 
     def get(self, *args: Any, **kwargs: Any) -> Any:
+        if self._first:  # the loop's signal handlers are set by now: see _Recorder._on_sigterm
+            self._first = False
+            self._recorder._on_sigterm()
         while True:
             r = self._queue.get(*args, **kwargs)
             recorder = self._recorder

@@ -50,6 +50,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import TraceError
+from ..format import plural
 from .trace_limits import TraceLimit, max_trace_bytes
 
 __all__ = ["SnapshotData", "read_snapshot_file", "parse_snapshot", "load_data_only", "is_pickle_head",
@@ -364,7 +365,8 @@ def _parse(obj: Any, source: str) -> SnapshotData:
                            "device_free_bytes": np.zeros(0, np.int64)}))
     other = int((trace["action"] == "other").sum()) if len(trace) else 0
     if other:
-        notes.append(f"{other:,} history entries of an action nbprof does not know: left out of the replay")
+        notes.append(f"{plural(other, 'history entry', 'history entries')} of an action nbprof does not know: "
+                     "left out of the replay")
 
     # -- stacks: one id per distinct frames list (by identity: torch shares one list per traceback)
     codes, stacks = _intern(frames_of)

@@ -81,9 +81,6 @@ class Flag:
                 kwargs[key] = list(value) if key == "choices" else value
         return kwargs
 
-    def with_names(self, *names: str) -> "Flag":
-        return replace(self, names=names)
-
 
 # A switch with default None means "not typed": the controls panel decides (settings.Panel).
 TORCH_FLAGS: tuple[Flag, ...] = (
@@ -438,10 +435,6 @@ _SORT_NEEDS = {
 
 # what each grouping records: --group-by shape needs --shapes, --group-by stack needs --stack
 _GROUP_NEEDS = {"shape": "shapes", "stack": "stack"}
-
-
-def _recorded(column: str, options: TorchOptions) -> bool:
-    return all(getattr(options, need) for need in _SORT_NEEDS.get(column, ()))
 
 
 def _turn_on_what_the_view_needs(options: TorchOptions, args: argparse.Namespace, cuda_here: bool,

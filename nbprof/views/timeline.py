@@ -776,7 +776,9 @@ def timeline_svg(
         sel = np.flatnonzero(rows_lane == lane.lane)
         if len(sel) == 0:
             continue
-        top = Y(float(ys[sel].min()) - 0.5) - 0.25 * row_px
+        # never above the header's bottom: a band is opaque and drawn after the title and note, and
+        # its margin (a quarter row) grows with the rows of a tall fixed height
+        top = max(Y(float(ys[sel].min()) - 0.5) - 0.25 * row_px, head_h - 4.0)
         bot = Y(float(ys[sel].max()) + 0.5) + 0.25 * row_px
         fill = "#f4f6f9" if _band(lane) % 2 == 0 else "#fff"
         out.append(f'<rect x="0" y="{top:.1f}" width="{width}" height="{bot - top:.1f}" fill="{fill}"/>')
