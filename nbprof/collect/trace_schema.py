@@ -344,16 +344,26 @@ def decoded(decoder: Any, data: Any) -> tuple[Any, int]:
     try:
         try:
             return decoder.decode(data), 0
-        except msgspec.DecodeError:
+        except msgspec.DecodeError as e:
+            if _invalid_utf8(e):
+                raise
             repaired = torch_names_escaped(bytes(data))
             if repaired is None:
                 raise
             return decoder.decode(repaired), 0
-    except UnicodeDecodeError:
+    except (UnicodeDecodeError, msgspec.DecodeError) as e:
+        if not _invalid_utf8(e):
+            raise
         raw = bytes(data)
         text = raw.decode("utf-8", "replace")
         fixed = torch_names_escaped(text.encode("utf-8"))
         return decoder.decode(fixed if fixed is not None else text), text.count("\ufffd") - raw.count(b"\xef\xbf\xbd")
+
+
+def _invalid_utf8(e: Exception) -> bool:
+    """Whether msgspec refused a string's invalid UTF-8: up to msgspec 0.22 a UnicodeDecodeError,
+    from 0.23 a DecodeError that says so (the same refusal; both are read the same way)."""
+    return isinstance(e, UnicodeDecodeError) or "invalid utf-8" in str(e).lower()
 
 
 # torch 2.4-2.14's trace writer writes an event's name as it is, without JSON escaping, on a line
