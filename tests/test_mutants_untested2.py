@@ -251,20 +251,24 @@ def rank_of(data, rects):
     return data.lanes.set_index("lane")["rank"].reindex(rects["lane"].to_numpy()).to_numpy()
 
 
+def folder_live_timeline(folder):
+    """A folder's raw events, and its live timeline as the browser gets it: the view, its data, the
+    kernel-side state, the heatmap's row positions and the drawn rectangles."""
+    from nbprof.cluster.timeline import ClusterTimelineState
+
+    view = load(folder).timeline_view()
+    data = view.data
+    state = ClusterTimelineState(view.timeline, data, height=None)
+    return Raw(folder), view, data, state, heatmap_y(state.spec()), data.rects
+
+
 def test_a_folders_live_timeline_draws_each_kernels_arrow_from_its_launch(tmp_path):
     """Hover on a kernel of a folder of ranks (the H100 trace twice): the arrow from the runtime
     call of its correlation id on the same rank to it, at the raw starts (common clock) and at the
     rows where the figure draws the two; back from the launch, the same arrow; on an op that
     launched nothing, a merged rectangle, or beside every rectangle, none."""
-    from nbprof.cluster.timeline import ClusterTimelineState
-
     folder = h100(tmp_path)
-    raw, p = Raw(folder), load(folder)
-    view = p.timeline_view()
-    data = view.data
-    state = ClusterTimelineState(view.timeline, data, height=None)
-    ys = heatmap_y(state.spec())
-    r = data.rects
+    raw, view, data, state, ys, r = folder_live_timeline(folder)
     rows = sorted(set(r["row"]))
     assert len(ys) == len(rows)
     ranks = rank_of(data, r)
@@ -312,20 +316,13 @@ def test_a_folders_live_timeline_draws_each_kernels_arrow_from_its_launch(tmp_pa
 def test_a_launch_on_the_first_row_has_its_arrow(tmp_path):
     """A runtime call at the top of rank 0's thread is the figure's first row (row 0): its kernel's
     arrow starts there (two hand-made ranks: a launch at 1 µs for 5 µs, its kernel at 10 µs)."""
-    from nbprof.cluster.timeline import ClusterTimelineState
-
     folder = tmp_path / "bare"
     folder.mkdir()
     for rank in (0, 1):
         t = Trace(rank=rank)
         t.launch("gemm", 0, 1.0 + rank, 5.0, 10.0 + rank, 20.0)
         t.write(folder / f"r{rank}.json")
-    raw, p = Raw(folder), load(folder)
-    view = p.timeline_view()
-    data = view.data
-    state = ClusterTimelineState(view.timeline, data, height=None)
-    ys = heatmap_y(state.spec())
-    r = data.rects
+    raw, view, data, state, ys, r = folder_live_timeline(folder)
     [k] = np.flatnonzero((r["name"] == "gemm").to_numpy() & (rank_of(data, r) == 0))
     [launch] = np.flatnonzero((r["name"] == "cudaLaunchKernel").to_numpy() & (rank_of(data, r) == 0))
     assert int(r["row"].iat[launch]) == 0
