@@ -35,6 +35,7 @@ profile through ``nbprof.run.runner``; the flags are read by ``nbprof.magics``.
 from __future__ import annotations
 
 import ast
+import itertools
 import re
 import sys
 from typing import Any
@@ -105,7 +106,7 @@ def _show_magic_line_as_typed(shell: Any, typed: str) -> None:
         return
     names = getattr(getattr(shell, "compile", None), "_filename_map", None) or {}
     marker = repr(typed)
-    for name in list(reversed(names))[:8]:
+    for name in itertools.islice(reversed(names), 8):  # the latest cells, not a copy of the session's table
         entry = linecache.cache.get(name)
         if entry is None or len(entry) != 4 or not entry[2]:
             continue

@@ -43,7 +43,7 @@ from .collector import Collector, Takeover, code_sites
 from .python_line_recorder import PythonLineRecorder
 from .user_code import UserCode
 
-__all__ = ["CProfileSession", "MergedProfile", "OUTSIDE_ACTIONS", "raw_stats", "raw_stats_of", "merge_raw", "stats_tables", "stats_table", "edges_table", "STATS_COLUMNS", "EDGE_COLUMNS", "another_profiler_active",
+__all__ = ["CProfileSession", "MergedProfile", "OUTSIDE_ACTIONS", "raw_stats", "raw_stats_of", "merge_raw", "stats_table", "edges_table", "STATS_COLUMNS", "EDGE_COLUMNS", "another_profiler_active",
            "ProfilerHookWatch", "read_prof_file", "is_pstats_head", "PROF_SUFFIXES", "without_own_frames",
            "note_wrapped"]
 
@@ -254,7 +254,10 @@ class CProfileSession(Collector):
             self._open = []
             self._watch.remove()
         if len(self._profiles) == 1:
-            self.profiler.create_stats()  # the live profiler stays what pstats.Stats(result.profiler) reads
+            # its stats as create_stats makes them, without create_stats' disable() first: the
+            # profiler is off already, and before 3.12 disable() clears the thread's profile
+            # function whoever set it (a hook the cell set and left running would be lost)
+            self.profiler.snapshot_stats()
             self.raw = without_own_frames(raw_stats(self.profiler))
             return
         names = list(self._profiles)
@@ -595,11 +598,6 @@ def _outer_callers(raw: dict[Any, Any], wrapper: Any, own: set[Any]) -> list[tup
 def _add_edge(callers: dict[Any, Any], caller: Any, edge: Any) -> None:
     have = callers.get(caller)
     callers[caller] = edge if have is None else tuple(a + b for a, b in zip(have, edge))
-
-
-def stats_tables(raw: dict[Any, Any]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """cProfile's raw stats -> (stats table, edges table)."""
-    return stats_table(raw), edges_table(raw)
 
 
 def stats_table(raw: dict[Any, Any]) -> pd.DataFrame:

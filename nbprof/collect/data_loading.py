@@ -571,6 +571,8 @@ def _loader_info(loader: Any, number: int) -> LoaderInfo:
 
 def _name_loaders(loaders: list[LoaderInfo], refs: dict[int, Any], shell: Any) -> None:
     """The user's own name for each loader ("train_loader"): a global of the notebook bound to it."""
+    if not loaders:  # most runs: a long session's namespace holds thousands of names, ~0.3 µs each
+        return
     number_of = {id(loader): number for number, loader in refs.items()}
     named: dict[int, str] = {}
     for name, value in list((getattr(shell, "user_ns", None) or {}).items()):

@@ -23,6 +23,7 @@ so none of it is in the profile.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import sys
@@ -615,8 +616,9 @@ def _code_names(shell: Any, filenames: set[str]) -> dict[str, str]:
         n = mapping.get(f)
         if n is None and not f.startswith("<"):
             if by_key is None:
-                by_key = {_path_key(k): v for k, v in mapping.items()}
-            n = by_key.get(_path_key(f))
+                by_key = _keyed(mapping)
+            same = by_key.get(_path_key(f))
+            n = None if same is None else mapping.get(same)
         if n is not None:
             out[f] = f"In [{n}]"
         elif f.startswith("<ipython-input-"):
@@ -624,6 +626,27 @@ def _code_names(shell: Any, filenames: set[str]) -> dict[str, str]:
             if m:
                 out[f] = f"In [{m.group(1)}]"
     return out
+
+
+# IPython's table of the session's cells (file name -> cell number) keyed by _path_key, with the
+# table and how many of its entries are keyed: the table only grows (a cell per entry; a cell run
+# again updates its number in place, so the key maps to the file name and its number is read from
+# the table), so each run keys only the cells added since the last one: a long session's thousands
+# of cells keyed again each run cost milliseconds a run.
+_keyed_cells: tuple[Any, int, str | None, dict[str, str]] = (None, 0, None, {})
+
+
+def _keyed(mapping: dict[str, Any]) -> dict[str, str]:
+    """``{_path_key(file): file}`` over IPython's ``mapping`` (file name -> cell number)."""
+    global _keyed_cells
+    table, done, last, by_key = _keyed_cells
+    if table is not mapping or done > len(mapping) or (last is not None and last not in mapping):
+        done, by_key = 0, {}  # another shell's table, or entries taken out (IPython never does)
+    if done < len(mapping):
+        for k in itertools.islice(mapping, done, None):
+            by_key[_path_key(k)] = k
+        _keyed_cells = (mapping, len(mapping), next(reversed(mapping)), by_key)
+    return by_key
 
 
 def _path_key(path: str) -> str:

@@ -175,6 +175,9 @@ def _cut(text: str, width: int) -> str:
 # ------------------------------------------------------------------------------- the figure
 
 
+LEGEND_BELOW_PX = 62  # the interactive chart's legend: this far below the plot area, under the x axis' title
+
+
 def snapshot_spec(devices: list[DrawnDevice], *, height_per_device: int = 300) -> dict[str, Any]:
     """The plotly spec of the chart (plain dicts): a stacked area per layer (steps), the reserved
     memory dotted, OOMs as red markers with their numbers, the peak annotated; one panel per
@@ -218,13 +221,15 @@ def snapshot_spec(devices: list[DrawnDevice], *, height_per_device: int = 300) -
         label = f"peak {fmt_bytes(d.peak_bytes)}" + (f" · {_cut(d.peak_label, 50)}" if d.peak_label else "")
         annotations.append(dict(x=d.peak_x / scale, y=d.peak_bytes, xref="x", yref=ya, text=esc_plotly(label),
                                 showarrow=True, arrowhead=2))
+    height, margin = 130 + height_per_device * n, dict(l=70, r=20, t=50, b=100)
     layout.update(
         title=dict(text="Active memory over time, stacked by the line that allocated it"),
         xaxis=dict(title=dict(text="time since the first entry (ms)" if is_time else "history entry")),
-        height=130 + height_per_device * n, margin=dict(l=70, r=20, t=50, b=100), annotations=annotations,
-        template="plotly_white", hovermode="x",
-        # under the axis' title, not over it
-        legend=dict(orientation="h", yanchor="top", y=-0.12 - 0.1 / n, xanchor="left", x=0))
+        height=height, margin=margin, annotations=annotations, template="plotly_white", hovermode="x",
+        # under the axis' title, not over it: a fixed distance below the plot area in pixels (its
+        # y is a share of that area's height, which grows with the devices)
+        legend=dict(orientation="h", yanchor="top", y=-LEGEND_BELOW_PX / (height - margin["t"] - margin["b"]),
+                    xanchor="left", x=0))
     return dict(data=data, layout=layout)
 
 
