@@ -122,3 +122,18 @@ def test_a_scripts_traceback_has_no_frame_of_nbprof(here, capsys):
     frames = [line for line in ours[ours.index(theirs[0]):] if line.startswith('  File "')]
     assert len(frames) == sum(line.startswith('  File "') for line in theirs) == 1
     assert "job.py" in frames[0] and ours[-1] == theirs[-1] == "ValueError: boom in the script"
+
+
+def test_the_old_o_writes_the_html_and_says_the_new_spelling_in_one_line(here, capsys):
+    """In this process (the subprocess test in test_messages.py is out of mutmut's sight): a script
+    written for ``-o PATH`` still writes the report there, and stderr says the new spelling, once."""
+    (here / "job.py").write_text("x = sum(range(10))\n")
+    assert cli.main(["cprofile", "-q", "-o", "old.html", "job.py"]) == 0
+    assert (here / "old.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    assert capsys.readouterr().err.splitlines() == [
+        "python -m nbprof: -o old.html: write --html old.html (-o names the result's variable in the magics; "
+        "here it is deprecated)", "nbprof: report written to old.html"]
+    with pytest.raises(SystemExit) as e:  # both spellings: argparse's one-line error, nothing run
+        cli.main(["cprofile", "-o", "a.html", "--html", "b.html", "job.py"])
+    assert e.value.code == 2 and "-o and --html both give the report's path: keep --html" in capsys.readouterr().err
+    assert not (here / "a.html").exists() and not (here / "b.html").exists()

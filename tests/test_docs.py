@@ -26,7 +26,10 @@ BUILD = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html", "do
 
 lab = pytest.importorskip("tests.lab")
 
-pytestmark = [pytest.mark.slow, pytest.mark.notebook]
+# one worker builds and opens the site (--dist loadgroup, the full tier): the module's fixture on two
+# workers ran two builds into one docs/_build/html at once, and one failed renaming the other's
+# searchindex.js.tmp (CI, stop 45: every page with a generated block is read again on each build)
+pytestmark = [pytest.mark.slow, pytest.mark.notebook, pytest.mark.xdist_group("docs_site")]
 browser_only = [pytest.mark.browser,
                 pytest.mark.skipif(not lab.chromium_available(), reason="Debian's chromium is not installed")]
 

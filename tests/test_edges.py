@@ -4,6 +4,8 @@ nothing with their columns and dtypes."""
 
 from __future__ import annotations
 
+import html as htmllib
+
 import json
 
 import numpy as np
@@ -260,6 +262,10 @@ def test_a_compilations_repr_counts_its_tables(tmp_path):
     t.doc = lambda: {**doc(), "nbprofCompileLog": {"records": records}}  # type: ignore[method-assign]
     c = t.load(tmp_path).compilation()
     assert repr(c) == "<Compilation 2 compilations (2.25 s), 0 graph breaks, 1 recompile, 0 kernels>"
+    # the Compile tab's first line says the same
+    from nbprof.views.tabs.compile import compilation_html
+
+    assert "2 compilations took 2.250 s · 0 graph breaks · 1 recompile<" in htmllib.unescape(compilation_html(c))
 
 
 def test_a_compilations_cache_results_are_hit_miss_or_bypass(tmp_path):

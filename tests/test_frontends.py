@@ -204,3 +204,22 @@ def test_colab_html_draws_the_interactive_figure(monkeypatch, tmp_path):
         assert page.locator(".js-plotly-plot .heatmaplayer image, .js-plotly-plot .hm").count() >= 1
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "frontend-colab-timeline.png"))
+
+
+def test_colab_html_holds_the_figures_traces_layout_and_config():
+    """Fast: what colab_html hands plotly.js is the figure's own traces, layout and config (the
+    browser test above draws it; seed 53's colab_html 8 emptied the traces)."""
+    import json
+    import re
+
+    import nbprof
+    from nbprof.views.figure import colab_html, figure_json
+
+    from .conftest import DATA
+
+    spec = figure_json(nbprof.load_trace(DATA / "two_streams.trace.json.gz").timeline())
+    html = colab_html(spec)
+    call = re.search(r"Plotly\.newPlot\((.*)\)", html, re.S).group(1)  # (div id, data, layout, config)
+    data = json.loads(re.search(r'^\s*"[^"]+",\s*(\[.*?\]),\s*\{', call, re.S).group(1))
+    assert [t.get("name") for t in data] == [t.get("name") for t in spec["data"]] and len(data) > 1
+    assert f'"description":"{spec["layout"]["meta"]["description"]}"' in call  # the layout's own

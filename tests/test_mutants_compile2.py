@@ -940,3 +940,17 @@ def test_restart_breaks_of_resume_functions_and_of_frames_without_a_file(tmp_pat
         ["0/0", "forward", "", "print(a)", "first", "", "first"],
         ["1/0", after.format(23), "", "y = 2", "second", "", "second"],
         ["2/0", after.format(25), "", "", "third", "", "third"]]
+
+
+def test_a_records_compile_id_is_written_as_torch_writes_it():
+    """A record's compile id (its frame and compile numbers, and under compiled autograd its
+    number first) is what torch's own CompileId prints: the metrics' ids, the graph breaks' and
+    the kernels' meet under it (seed 53's _compile_id 17)."""
+    torch_guards = pytest.importorskip("torch._guards")
+    from nbprof.analysis.compilation import _compile_id
+
+    for frame, compile_, autograd in ((3, 1, None), (3, 1, 0), (0, 0, 2)):
+        record = {"frame_id": frame, "frame_compile_id": compile_, "compiled_autograd_id": autograd}
+        expected = torch_guards.CompileId(frame_id=frame, frame_compile_id=compile_, compiled_autograd_id=autograd)
+        assert _compile_id(record) == str(expected)
+    assert _compile_id({"frame_id": 3}) == ""  # no compile number: no id

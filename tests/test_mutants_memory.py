@@ -254,3 +254,20 @@ def test_the_timeline_legend_and_the_lanes_leave_the_headers_lines_readable(heig
         assert narrow["height"] == wide["height"] == height
     else:
         assert math.isclose(narrow["height"] - wide["height"], 20, abs_tol=1)  # the legend's line
+
+
+def test_the_line_that_holds_most_wins_and_a_tie_goes_to_the_line_that_allocated_first():
+    """memory_growth's holder (``_top_holder``): the line whose kept blocks add up to most; two
+    lines keeping the same bytes: the one whose block came first in the steps (not the one whose
+    file or line sorts first: seed 53's _top_holder 11); per step, the median of what it kept."""
+    from nbprof.analysis.findings.memory_growth import _top_holder
+
+    kept = pd.DataFrame({"cell": ["In [3]", "In [3]", "In [2]", "In [2]"],
+                         "file": ["/tmp/ipykernel_1/b.py", "/tmp/ipykernel_1/b.py", "/tmp/ipykernel_1/a.py", "/tmp/ipykernel_1/a.py"],
+                         "line": [9, 9, 4, 4], "source": ["keep.append(y)", "keep.append(y)", "z = x * 2", "z = x * 2"],
+                         "bytes": [512, 512, 256, 768], "_n": [1, 2, 1, 2], "top_op": ["aten::mul"] * 4})
+    holder = _top_holder(kept, True, np.array([1, 2]))
+    assert (holder["cell"], holder["line"], holder["line_bytes"], holder["bytes_per_step"]) == ("In [3]", 9, 1024, 512.0)
+    more = kept.assign(bytes=[512, 512, 256, 1024])  # a.py line 4 now keeps more: it holds it
+    holder = _top_holder(more, True, np.array([1, 2]))
+    assert (holder["cell"], holder["line"], holder["line_bytes"], holder["bytes_per_step"]) == ("In [2]", 4, 1280, 640.0)

@@ -688,3 +688,19 @@ def test_a_block_from_a_cell_of_this_notebook_is_named_by_the_cell(tmp_path, she
     p = nbprof.SnapshotProfile(nbprof.load_snapshot(write(snap, tmp_path / "s.pickle"))._data, shell=shell)
     _, blocks = dt_tables(panels_of(p)["At the end"])
     assert blocks["rows"][0][:3] == [MiB, f"In [{result.execution_count}] line 2", "f"]
+
+
+def test_the_figures_legend_sits_in_its_bottom_margin_under_each_panel_count(tmp_path):
+    """The interactive chart's legend goes under the x axis' title, the same distance below the
+    plot area for one device and for two (its y is a share of the plot area's height, which grows
+    with the devices: 62 px at one and 99 px at two, the margin's bottom, before; seed 53's
+    snapshot_spec 445 pushed it 186 px down, out of the figure)."""
+    from nbprof.views.snapshot_chart import drawn_devices, snapshot_spec
+
+    below = []
+    for snap, n in ((hand_snapshot(), 1), (two_devices(), 2)):
+        layout = snapshot_spec(drawn_devices(load(snap, tmp_path, f"s{n}.pickle")))["layout"]
+        plot_px = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]
+        below.append(-layout["legend"]["y"] * plot_px)
+        assert layout["legend"]["yanchor"] == "top"
+    assert below == pytest.approx([62, 62]) and below[0] < 100 - 30  # room for the legend's row in the margin

@@ -514,3 +514,18 @@ def test_a_pool_on_dask_runs_each_job_where_it_is_named(dask_client):
     with pytest.raises(ValueError, match="^job 2 failed$"):
         pool.map(_fails, [(2,)], [a])
     assert pool.map(_ran_on, []) == []
+
+
+def test_a_folders_zoom_to_the_whole_span_or_wider_or_none_is_the_full_view(tmp_path):
+    """Zooming a folder's live timeline out to its whole span (or wider, either way round, or with
+    no window: plotly's autorange) shows the full view already drawn, without asking the workers;
+    a narrower window asks them and draws only what it holds (seed 53's ClusterTimelineState.window 14)."""
+    raw, view, data, state, ys, r = folder_live_timeline(h100(tmp_path))
+    for x0, x1 in ((data.t0_us - 5, data.t1_us + 5), (data.t1_us + 5, data.t0_us - 5), (data.t0_us, data.t1_us),
+                   (None, None), (None, data.t1_us)):
+        state.current = None
+        assert state.window(x0, x1, 800) is data and state.current is data, (x0, x1)
+    mid = (data.t0_us + data.t1_us) / 2
+    part = state.window(mid, mid + (data.t1_us - data.t0_us) / 10, 800)
+    assert part is not data and state.current is part
+    assert (part.t0_us, part.t1_us) == (mid, mid + (data.t1_us - data.t0_us) / 10)

@@ -193,6 +193,8 @@ def test_the_flame_tab_draws_the_profiles_functions(cell_profile):
     # fib takes nearly all the time (465 calls): its box is drawn whatever the machine's timings
     assert f"{cell}:{line_of('def fib(n):')}(fib)" in heads
     for head in heads:
+        if "/mutmut/" in head:  # under mutmut: its trampolines around nbprof's functions
+            continue
         assert head in labels or re.fullmatch(r"other \(\d+ functions\)", head) or "profiled functions" in head, head
     assert "zoomable flame view is shown under this report" in tab
 

@@ -25,7 +25,9 @@ import pytest
 
 from .conftest import needs_torch
 
-pytestmark = needs_torch
+# one worker runs the module (under --dist loadgroup: both tiers), so the scenarios' process
+# (nested_runs, 6-7 s) starts once, not once per worker
+pytestmark = [needs_torch, pytest.mark.xdist_group("nested_profilers")]
 
 PREFIX = "%%torchprof -q -o p\n"
 X = "x = torch.randn(64, 64)\nfor _ in range(3):\n    x @ x\n"
@@ -322,3 +324,70 @@ def test_a_failed_read_at_the_hand_over_does_not_break_the_other_profiler(shell,
     import nbprof
 
     assert "aten::mm" in set(nbprof.from_profiler(shell.user_ns["inner"]).key_averages()["name"])
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="3.12+: cProfile is a sys.monitoring tool beside setprofile's hook")
+@pytest.mark.parametrize("how", ["sys.setprofile", "_lsprof"])
+def test_a_profile_function_the_cell_leaves_set_keeps_running_after_it(shell, how):
+    """In this process (the subprocess scenarios above are out of mutmut's sight): a profile function
+    the cell set without cProfile.Profile.enable (a hook of its own, or a C profiler started
+    directly) replaced nbprof's and is still set when the cell ends; nbprof's end disables its own
+    cProfile, which clears the thread's hook whoever set it, then gives the other one its hook back."""
+    from .conftest import run
+
+    start = {"sys.setprofile": "events = []\nsys.setprofile(lambda frame, event, arg: events.append(event))\n",
+             "_lsprof": "import _lsprof\nother = _lsprof.Profiler()\nother.enable()\n"}[how]
+    shell.run_cell(FUNCS + "import sys")
+    try:
+        result, _ = run(shell, "%%cprofile -q -o sp\nbefore()\n" + start + "after()\n'value'")
+        hook = sys.getprofile()
+        sys.setprofile(None)
+        if how == "_lsprof":
+            shell.user_ns["other"].disable()
+    finally:
+        sys.setprofile(None)
+    assert result.error_in_exec is None and result.result == "value"
+    assert hook is not None and (hook is shell.user_ns["other"] if how == "_lsprof" else hook.__name__ == "<lambda>")
+    if how == "_lsprof":  # it kept counting after the cell: the cell's own after() is in its stats
+        assert any(key[2] == "after" for key in _other_stats(shell.user_ns["other"]))
+    else:
+        assert "call" in shell.user_ns["events"]
+    sp = shell.user_ns["sp"]
+    [note] = [n for n in sp.meta.notes if n.startswith("another Python profiler")]
+    # the note names the line of the cell that set it (the magic's line is the cell's first)
+    line = {"sys.setprofile": 4, "_lsprof": 5}[how]
+    assert note.startswith(f"another Python profiler (sys.setprofile, In [{shell.execution_count - 1}] line {line}) started ")
+    assert note.endswith("it was still running when the cell ended")
+    assert "after" not in set(sp.stats["function"]) and "before" in set(sp.stats["function"])
+    nxt, _ = run(shell, "%%cprofile -q -o nxt_py\nsorted(range(9))")  # the next run records as usual
+    assert nxt.error_in_exec is None and "sorted" in " ".join(shell.user_ns["nxt_py"].stats["function"])
+
+
+def _other_stats(profiler) -> list:
+    """The (file, line, name) keys a raw _lsprof.Profiler recorded (what cProfile.create_stats reads)."""
+    return [(getattr(e.code, "co_filename", ""), 0, getattr(e.code, "co_name", str(e.code))) for e in profiler.getstats()]
+
+
+def test_cprofiles_enable_is_put_back_after_the_cell_unless_the_cell_replaced_it(shell):
+    """nbprof wraps ``cProfile.Profile.enable`` while a %%cprofile cell runs (to see another cProfile
+    start); afterwards the class is as it was, whatever the cell did, except that a wrapper the
+    cell itself put in place stays (seed 53's ProfilerHookWatch.remove 10 left nbprof's in place)."""
+    import cProfile
+
+    from .conftest import run
+
+    before = dict(vars(cProfile.Profile))
+    run(shell, "%%cprofile -q\nsorted(range(9))")
+    assert vars(cProfile.Profile).get("enable") is before.get("enable")
+    try:
+        result, _ = run(shell, "%%cprofile -q\nimport cProfile\n_inner = cProfile.Profile.enable\n"
+                               "def users_enable(self, *a, **k):\n    return _inner(self, *a, **k)\n"
+                               "cProfile.Profile.enable = users_enable\n")
+        assert result.error_in_exec is None
+        assert vars(cProfile.Profile)["enable"] is shell.user_ns["users_enable"]  # the user's, left as set
+    finally:
+        if "enable" in before:
+            cProfile.Profile.enable = before["enable"]
+        elif "enable" in vars(cProfile.Profile):
+            delattr(cProfile.Profile, "enable")
+    assert dict(vars(cProfile.Profile)).get("enable") is before.get("enable")

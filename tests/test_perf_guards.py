@@ -186,34 +186,44 @@ def test_load_ext_is_cheap_next_to_ipythons_own_start():
 
 @pytest.fixture(scope="module")
 def cprofile_vs_prun(ip):
-    return bench("bench_profiling").section_cprofile(11, cells=bench("bench_profiling").LIKE_FOR_LIKE, shown=False)
+    b = bench("bench_profiling")
+    res = b.section_cprofile(11, cells=b.LIKE_FOR_LIKE, shown=False)
+    res["cells"].update(b.section_cprofile(11, cells=("small",), shown=False, session=b.LONG_SESSION)["cells"])
+    return res
 
 
 # %%cprofile -q over %%prun -q on the same cell, wall time, 11 runs each: target within 5 % (1.017 /
 # 0.99 on a quiet machine), here 1.01-1.10 (small) and 0.96-1.19 (medium); the %%cprofile cell
-# taking twice as long, 1.81 and 1.89. In the whole suite's xdist worker the small cell read 1.44
-# twice (clean-clone CIs of d0a18f5 and 6d9420b: %%cprofile 11.9 ms against %%prun 8.4) while alone
-# it reads 1.02-1.10; not the worker's heap (3 M more objects: 1.07); the cause is still to find
-# (docs/testing.md). 1.6 still fails the planted doubling.
-CPROFILE_MAX = 1.6
+# taking twice as long, 1.81 and 1.89. And the small cell in a kernel that ran 10,000 cells before
+# (bench_profiling._long_session: their names, their cell files): 1.03-1.06. It guards what read
+# 1.44 in the whole suite's worker (5,765 names in its shell's namespace): each run walked the
+# whole namespace to name DataLoaders (there were none) and keyed IPython's whole table of cell
+# files; either put back reads 2.2-2.7 here.
+CPROFILE_MAX = 1.4
 
 
-@pytest.mark.parametrize("cell", ["small", "medium"])
+@pytest.mark.parametrize("cell", ["small", "medium", "small, after 10000 cells"])
 def test_cprofile_costs_what_prun_costs(cprofile_vs_prun, cell):
     m = cprofile_vs_prun["cells"][cell]
     report(f"%%cprofile -q / %%prun -q, {cell} cell", m)
     assert m["ratio_quiet"] <= CPROFILE_MAX, m
 
 
-# Our cProfile tables (stats + call-graph edges) over pstats' sort + print of the same 2.5 k-function
-# profile: target <= 1, measured 0.26; here 0.30-0.45; built twice, 0.89.
-TABLES_MAX = 0.55
+# Our cProfile tables (stats + call-graph edges) on a 2.5 k-function profile. The benchmark's
+# target is over pstats' sort + print (<= 1, measured 0.26; 0.30-0.45 here when this guard was set);
+# on 2026-11-29 that ratio swung 0.38-0.74 on unchanged code (the VM's slow spells fall on pandas'
+# and numpy's fresh arrays more than on pstats' dicts) and the tables built twice read 0.71-0.84:
+# no bound told them apart, and the first CI run of stop 45 failed. So the guard bounds ours over
+# the least pandas does with the same stats (bench_profiling._pandas_floor), measured beside it:
+# 1.43-1.69; built twice 2.41-2.72.
+TABLES_MAX = 1.45
 
 
 def test_cprofile_tables_beat_pstats(cprofile_vs_prun):
     m = {k: v for k, v in cprofile_vs_prun.items() if k != "cells"}
-    report("cProfile tables / pstats sort + print", m)
-    assert m["tables_ratio"] <= TABLES_MAX, m
+    report("cProfile tables / pstats sort + print, and over pandas' floor", m)
+    assert m["tables_over_floor"] <= TABLES_MAX, m
+    assert m["tables_ratio"] <= 1.0, m  # the benchmark's own target, with the machine's room in it
 
 
 # The whole %%torchprof cell (report shown) over the hand-written with profile(...) +
@@ -250,24 +260,47 @@ def test_lines_costs_little_more_than_stack(ip):
     assert m["cpu_ratio"] <= LINES_MAX, m
 
 
-# Each line tracer's slowdown of user code, CPU time (docs/lines.md: the tight loop x21-31 and
-# x14-21, the calls x31-37 and x39-47 on Python 3.11). No target was set; these bounds hold what was
-# measured here: the tight loop x20.9-24 (torch's recorder) and x15.5-18 (cProfile's), the calls
-# x29-34 and x47-70; each line event's work done twice: x47.6, x28.9, x60.7, x76.5 (the calls' call
-# and return events not doubled: the cProfile recorder's own bound is not crossed by it). In a fresh
-# process: in this one, after the tests above, the same measured up to twice as much (x44-46 for the
-# tight loop).
-TRACER_MAX = {"tight loop": {"torch": 40.0, "cprofile": 28.0}, "calls": {"torch": 50.0, "cprofile": 95.0}}
+# Each line recorder's cost against the floor (bench_line_tracers: the least a Python line tracer
+# does, a sys.settrace function appending (line, time_ns) per event, run beside the recorders):
+# each one's fastest of 5 runs over the floor's fastest, CPU time, 200,000 / 100,000 iterations.
+# Not the slowdown against the bare loop, which this guard bounded until 2026-11-29: on the 2-vCPU
+# VMs that swung x20-x58 for the same code within minutes (the bare loop touches no memory, a
+# tracer's events do) and the first CI run of stop 45 failed its x40 / x28 bounds on unchanged
+# code. Over the floor, in 6 runs that day: the tight loop 0.97-1.14 (torch's recorder) and
+# 0.86-1.01 (cProfile's), the calls 1.03-1.28 and 1.87-2.16; each line event's work done twice in
+# both (3 runs): 2.00-2.27 and 1.57-1.75, 1.38-1.73 and 2.16-2.46 (the calls' call and return
+# events not doubled, so the calls' bounds only catch a gross regression).
+# Over the floor moves too when the other worker is busy: stop 46's CI (d3e3288, unchanged code)
+# read the tight loop 1.53 for torch's recorder (bound 1.5 then); here, beside a mutation run on
+# both cores, 1.21-1.44 for torch's and 1.15-1.70 for cProfile's (bound 1.35 then). Each run
+# takes ~10,000 page faults (~40 MB of events, 30-90 ms of its 150-250 ms in the kernel), and
+# which run pays how much moves with the machine (a likely cause, not proven: cProfile's recorder
+# does about the floor's work per event and still read 1.70). So a measurement over a bound is taken again, up to
+# ATTEMPTS times, and the guard fails only when every one is over: a recorder doing twice the
+# work is over in each (planted, 2026-11-29: below), a busy moment passes.
+TRACER_MAX = {"tight loop": {"torch / floor": 1.65, "cprofile / floor": 1.45},
+              "calls": {"torch / floor": 1.7, "cprofile / floor": 2.7}}
+ATTEMPTS = 3
+
+
+def _over_tracer_bounds(m: dict) -> list:
+    return [(workload, tracer, round(r[tracer], 3)) for workload, r in m.items()
+            for tracer, bound in TRACER_MAX[workload].items() if r[tracer] > bound]
 
 
 def test_line_tracers_slow_user_code_by_what_was_measured():
-    run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_line_tracers.py"), "--reps", "3",
-                          "--scale", "0.5", "--json"], capture_output=True, text=True, cwd=ROOT, check=True)
-    m = json.loads(run.stdout.strip().splitlines()[-1])
-    for workload, r in m.items():
-        report(f"line tracers, {workload}", r)
-    for workload, r in m.items():
-        assert all(r[tracer] <= bound for tracer, bound in TRACER_MAX[workload].items()), (workload, r)
+    overs = []
+    for _ in range(ATTEMPTS):
+        run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_line_tracers.py"), "--reps", "5",
+                              "--scale", "1", "--json"], capture_output=True, text=True, cwd=ROOT, check=True)
+        m = json.loads(run.stdout.strip().splitlines()[-1])
+        for workload, r in m.items():
+            report(f"line tracers, {workload}", r)
+        over = _over_tracer_bounds(m)
+        if not over:
+            return
+        overs.append(over)
+    pytest.fail(f"over TRACER_MAX in each of {ATTEMPTS} measurements: {overs}")
 
 
 # -- reading (bench_reader.py) --------------------------------------------------------------------------------

@@ -725,3 +725,22 @@ def test_the_tests_skipped_on_other_systems_exist():
         file, name = node.split("::")
         tree = ast.parse((ROOT / file).read_text(encoding="utf-8"))
         assert name in {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}, node
+
+
+def test_a_cell_file_added_or_run_again_after_a_run_is_named_by_its_number_now(shell, cell_map):
+    """The table of cell files keyed by path is kept between runs and extended with the cells
+    added since (a long session's whole table keyed again each run cost milliseconds a run): a
+    cell added after a run is found, and a cell run again is named by its new number."""
+    from nbprof.run.runner import _code_names
+
+    first = r"C:\Users\Student\AppData\Local\Temp\ipykernel_4242\1111111111.py"
+    later = r"C:\Users\Student\AppData\Local\Temp\ipykernel_4242\2222222222.py"
+    cell_map(first, 3)
+    assert _code_names(shell, {"c:/Users/Student/AppData/Local/Temp/ipykernel_4242/1111111111.py"}) == {
+        "c:/Users/Student/AppData/Local/Temp/ipykernel_4242/1111111111.py": "In [3]"}
+    cell_map(later, 5)
+    cell_map(first, 8)  # the same code run again: IPython's table gives its file the new number
+    assert _code_names(shell, {"c:/Users/Student/AppData/Local/Temp/ipykernel_4242/1111111111.py",
+                               "C:/USERS/student/AppData/Local/Temp/ipykernel_4242/2222222222.py", "/usr/lib/x.py"}) == {
+        "c:/Users/Student/AppData/Local/Temp/ipykernel_4242/1111111111.py": "In [8]",
+        "C:/USERS/student/AppData/Local/Temp/ipykernel_4242/2222222222.py": "In [5]"}

@@ -855,3 +855,23 @@ def test_figure_draws_counter_tracks_above_the_lanes(profiles):
     # no device work, no memory: no tracks
     plain = timeline_figure(profiles["two_streams"].events[profiles["two_streams"].events["device"].astype(str) == "cpu"])
     assert not [t for t in plain.data if t.type == "scatter" and t.yaxis in ("y2", "y3")]
+
+
+def test_the_legend_lists_the_lanes_kinds_not_the_counter_tracks_and_the_cursor_spans_every_lane():
+    """The timeline figure of a CUDA trace with memory events: the GPU-busy and memory counter
+    tracks are lines on their own axes, named by their axis titles, not legend entries (seed 53's
+    counter_tracks 61 put "cuda:0 busy" in the legend); the x axis' spike line runs across every
+    lane at the cursor, so a kernel lines up with the op that launched it (_layout 631 hid it)."""
+    import nbprof
+
+    from .conftest import DATA
+
+    fig = nbprof.load_trace(DATA / "two_streams.trace.json.gz").timeline()
+    spec = fig.to_plotly_json()
+    tracks = [t for t in spec["data"] if t.get("yaxis") in ("y2", "y3")]
+    assert tracks and any(t["name"].endswith(" busy") for t in tracks)
+    assert all(t.get("showlegend") is False for t in tracks)
+    legend = [t["name"] for t in spec["data"] if t.get("showlegend") is not False]
+    assert legend and not any("busy" in n for n in legend)
+    xaxis = spec["layout"]["xaxis"]
+    assert (xaxis["showspikes"], xaxis["spikemode"], xaxis["spikesnap"]) == (True, "across", "cursor")
