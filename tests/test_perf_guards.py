@@ -49,6 +49,30 @@ def report(label: str, measured: dict) -> None:
                                      for k, v in measured.items() if not k.startswith("_")))
 
 
+# A ratio of times moves with what else the machine does (2 shared vCPUs: the other xdist worker,
+# other jobs): a measurement over its bound is taken again, up to ATTEMPTS times, and the guard
+# fails only when every one is over. A path doing twice the work is over in each (each guard's
+# plant, docs/testing.md); a busy moment passes. Measurements are only taken again when over, so a
+# green run costs what it did. (Stop 45's CI failed with no log kept; the line tracers' guard, the
+# only one that measured again then, had failed stop 46's on unchanged code.)
+ATTEMPTS = 3
+
+
+def within(label: str, measure, overs, first: dict | None = None) -> dict:
+    """``measure()`` -> a dict of numbers; ``overs(m)`` -> what is over its bound ([] when none).
+    The first measurement within its bounds, or a failure naming each attempt's overs. ``first``:
+    a measurement already taken (a module fixture's), the first attempt."""
+    seen = []
+    for attempt in range(ATTEMPTS):
+        m = first if attempt == 0 and first is not None else measure()
+        report(label, m)
+        over = overs(m)
+        if not over:
+            return m
+        seen.append(over)
+    pytest.fail(f"{label}: over its bound in each of {ATTEMPTS} measurements: {seen}")
+
+
 # -- a folder of ranks (benchmarks/bench_cluster.py) ---------------------------------------------------
 
 
@@ -76,9 +100,9 @@ def test_a_ranks_summary_costs_little_more_than_loading_it(tiled):
     from nbprof.cluster.summary import rank_summary
 
     rank_summary(str(tiled["rank"]))  # imports, first-use caches
-    m = bench("bench_cluster").summary_ratio(str(tiled["rank"]), reps=3)
-    report("rank summary / load_trace + key_averages", m)
-    assert m["ratio"] <= SUMMARY_MAX, m
+    within("rank summary / load_trace + key_averages",
+           lambda: bench("bench_cluster").summary_ratio(str(tiled["rank"]), reps=3),
+           lambda m: [m["ratio"]] if m["ratio"] > SUMMARY_MAX else [])
 
 
 # load_trace(folder of 4 ranks, 2 workers) + the report's tables against one rank's plain load, CPU
@@ -91,10 +115,10 @@ def test_a_folder_of_ranks_costs_about_its_ranks(tiled):
     import nbprof
 
     nbprof.load_trace(str(tiled["folder"] / "rank0.pt.trace.json.gz"))
-    m = bench("bench_cluster").folder_ratio(str(tiled["folder"]), str(tiled["folder"] / "rank0.pt.trace.json.gz"),
-                                           reps=2)
-    report("4 ranks (2 workers) / one rank's plain load, CPU", m)
-    assert m["ratio"] <= FOLDER_MAX, m
+    within("4 ranks (2 workers) / one rank's plain load, CPU",
+           lambda: bench("bench_cluster").folder_ratio(str(tiled["folder"]),
+                                                       str(tiled["folder"] / "rank0.pt.trace.json.gz"), reps=2),
+           lambda m: [m["ratio"]] if m["ratio"] > FOLDER_MAX else [])
 
 
 # -- post-processing, memory, loading, %load_ext, cProfile, the whole cell (bench_profiling.py) ---------
@@ -119,11 +143,14 @@ VS_EXIT_MAX = 2.0
 
 
 def test_post_processing_beats_torchs_events_and_key_averages(profiling):
-    [m] = profiling.section_post([POST_EVENTS], [3], COLLECT, None)
-    report("post-processing", m)
-    assert m["agree"], m["checks"]  # the same numbers as torch's key averages, or the speed means nothing
-    assert m["speedup"] >= SPEEDUP_MIN, m
-    assert m["vs_exit"] <= VS_EXIT_MAX, m
+    def measure():
+        [m] = profiling.section_post([POST_EVENTS], [3], COLLECT, None)
+        assert m["agree"], m["checks"]  # the same numbers as torch's key averages, or the speed means nothing
+        return m
+
+    within("post-processing", measure,
+           lambda m: [k for k, over in (("speedup", m["speedup"] < SPEEDUP_MIN),
+                                        ("vs_exit", m["vs_exit"] > VS_EXIT_MAX)) if over])
 
 
 # Peak memory our post-processing adds over torch's events() + key_averages(): target <= 1/3,
@@ -148,9 +175,11 @@ SCALING_MAX = 1.0
 
 
 def test_cost_per_event_stays_flat(profiling):
-    m = profiling.section_scaling(SCALING_SIZES, 5, COLLECT)
-    report("µs per event, largest / smallest", {"ratio": m["ratio"], **{f"us_{k}": v for k, v in m["us_per_event"].items()}})
-    assert m["ratio"] <= SCALING_MAX, m
+    def measure():
+        m = profiling.section_scaling(SCALING_SIZES, 5, COLLECT)
+        return {"ratio": m["ratio"], **{f"us_{k}": v for k, v in m["us_per_event"].items()}}
+
+    within("µs per event, largest / smallest", measure, lambda m: [m["ratio"]] if m["ratio"] > SCALING_MAX else [])
 
 
 # load_trace on a trace torch wrote over json.load of it, wall time: target <= 2x, measured 0.17x at
@@ -162,9 +191,10 @@ LOAD_MAX = 0.26
 
 
 def test_load_trace_beats_parsing_the_json(profiling):
-    m = profiling.section_load(LOAD_EVENTS, 3, COLLECT, others=False)
-    report("load_trace / json.load", {k: v for k, v in m.items() if isinstance(v, (int, float))})
-    assert m["ratio"] <= LOAD_MAX, m
+    within("load_trace / json.load",
+           lambda: {k: v for k, v in profiling.section_load(LOAD_EVENTS, 3, COLLECT, others=False).items()
+                    if isinstance(v, (int, float))},
+           lambda m: [m["ratio"]] if m["ratio"] > LOAD_MAX else [])
 
 
 # %load_ext nbprof in a fresh process over the bare IPython shell's start in the same process (the
@@ -178,10 +208,12 @@ LOADEXT_MAX = 0.25
 
 
 def test_load_ext_is_cheap_next_to_ipythons_own_start():
-    m = bench("bench_profiling").section_loadext(9)
-    report("%load_ext / IPython's start", m)
-    assert not (m["torch"] or m["plotly"] or m["pandas"]), m
-    assert m["cpu_ratio"] <= LOADEXT_MAX, m
+    def measure():
+        m = bench("bench_profiling").section_loadext(9)
+        assert not (m["torch"] or m["plotly"] or m["pandas"]), m  # exact: what %load_ext imports
+        return m
+
+    within("%load_ext / IPython's start", measure, lambda m: [m["cpu_ratio"]] if m["cpu_ratio"] > LOADEXT_MAX else [])
 
 
 @pytest.fixture(scope="module")
@@ -204,9 +236,11 @@ CPROFILE_MAX = 1.4
 
 @pytest.mark.parametrize("cell", ["small", "medium", "small, after 10000 cells"])
 def test_cprofile_costs_what_prun_costs(cprofile_vs_prun, cell):
-    m = cprofile_vs_prun["cells"][cell]
-    report(f"%%cprofile -q / %%prun -q, {cell} cell", m)
-    assert m["ratio_quiet"] <= CPROFILE_MAX, m
+    b = bench("bench_profiling")
+    name, _, after = cell.partition(", after ")
+    within(f"%%cprofile -q / %%prun -q, {cell} cell",
+           lambda: b.section_cprofile(11, cells=(name,), shown=False, session=int(after.split()[0]) if after else 0)["cells"][cell],
+           lambda m: [m["ratio_quiet"]] if m["ratio_quiet"] > CPROFILE_MAX else [], first=cprofile_vs_prun["cells"][cell])
 
 
 # Our cProfile tables (stats + call-graph edges) on a 2.5 k-function profile. The benchmark's
@@ -220,10 +254,15 @@ TABLES_MAX = 1.45
 
 
 def test_cprofile_tables_beat_pstats(cprofile_vs_prun):
-    m = {k: v for k, v in cprofile_vs_prun.items() if k != "cells"}
-    report("cProfile tables / pstats sort + print, and over pandas' floor", m)
-    assert m["tables_over_floor"] <= TABLES_MAX, m
-    assert m["tables_ratio"] <= 1.0, m  # the benchmark's own target, with the machine's room in it
+    def tables(res: dict) -> dict:
+        return {k: v for k, v in res.items() if k != "cells"}
+
+    # the benchmark's own target (<= 1), with the machine's room in it, and ours over pandas' floor
+    within("cProfile tables / pstats sort + print, and over pandas' floor",
+           lambda: tables(bench("bench_profiling").section_cprofile(11, cells=(), shown=False)),
+           lambda m: [k for k, over in (("tables_over_floor", m["tables_over_floor"] > TABLES_MAX),
+                                        ("tables_ratio", m["tables_ratio"] > 1.0)) if over],
+           first=tables(cprofile_vs_prun))
 
 
 # The whole %%torchprof cell (report shown) over the hand-written with profile(...) +
@@ -236,9 +275,8 @@ CELL_MAX = 0.48
 
 
 def test_a_whole_torchprof_cell_beats_the_hand_written_way(profiling, ip):
-    m = profiling.section_cell(CELL_EVENTS, 3, COLLECT)
-    report("%%torchprof cell / hand-written", m)
-    assert m["cpu_ratio"] <= CELL_MAX, m
+    within("%%torchprof cell / hand-written", lambda: profiling.section_cell(CELL_EVENTS, 3, COLLECT),
+           lambda m: [m["cpu_ratio"]] if m["cpu_ratio"] > CELL_MAX else [])
 
 
 # -- line by line (bench_lines.py, bench_line_tracers.py) ----------------------------------------------------
@@ -253,11 +291,13 @@ LINES_MAX = 1.9
 
 def test_lines_costs_little_more_than_stack(ip):
     pytest.importorskip("torch")
-    m = bench("bench_lines").measure(LINES_STEPS, 5, shell=ip, log=lambda line: None)
-    report("--lines / --stack", {"ratio": m["ratio"], "cpu_ratio": m["cpu_ratio"], "plain_s": m["plain_s"],
-                                 "stack_s": [round(r[0], 3) for r in m["rows"]], "lines_s": [round(r[1], 3) for r in m["rows"]],
-                                 "collect_s": [round(r[3], 3) for r in m["rows"]]})
-    assert m["cpu_ratio"] <= LINES_MAX, m
+    def measure():
+        m = bench("bench_lines").measure(LINES_STEPS, 5, shell=ip, log=lambda line: None)
+        return {"ratio": m["ratio"], "cpu_ratio": m["cpu_ratio"], "plain_s": m["plain_s"],
+                "stack_s": [round(r[0], 3) for r in m["rows"]], "lines_s": [round(r[1], 3) for r in m["rows"]],
+                "collect_s": [round(r[3], 3) for r in m["rows"]]}
+
+    within("--lines / --stack", measure, lambda m: [m["cpu_ratio"]] if m["cpu_ratio"] > LINES_MAX else [])
 
 
 # Each line recorder's cost against the floor (bench_line_tracers: the least a Python line tracer
@@ -276,11 +316,10 @@ def test_lines_costs_little_more_than_stack(ip):
 # takes ~10,000 page faults (~40 MB of events, 30-90 ms of its 150-250 ms in the kernel), and
 # which run pays how much moves with the machine (a likely cause, not proven: cProfile's recorder
 # does about the floor's work per event and still read 1.70). So a measurement over a bound is taken again, up to
-# ATTEMPTS times, and the guard fails only when every one is over: a recorder doing twice the
-# work is over in each (planted, 2026-11-29: below), a busy moment passes.
+# ATTEMPTS times (within()), and the guard fails only when every one is over: a recorder doing
+# twice the work is over in each (planted, 2026-11-29: below), a busy moment passes.
 TRACER_MAX = {"tight loop": {"torch / floor": 1.65, "cprofile / floor": 1.45},
               "calls": {"torch / floor": 1.7, "cprofile / floor": 2.7}}
-ATTEMPTS = 3
 
 
 def _over_tracer_bounds(m: dict) -> list:
@@ -289,18 +328,12 @@ def _over_tracer_bounds(m: dict) -> list:
 
 
 def test_line_tracers_slow_user_code_by_what_was_measured():
-    overs = []
-    for _ in range(ATTEMPTS):
+    def measure():
         run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_line_tracers.py"), "--reps", "5",
                               "--scale", "1", "--json"], capture_output=True, text=True, cwd=ROOT, check=True)
-        m = json.loads(run.stdout.strip().splitlines()[-1])
-        for workload, r in m.items():
-            report(f"line tracers, {workload}", r)
-        over = _over_tracer_bounds(m)
-        if not over:
-            return
-        overs.append(over)
-    pytest.fail(f"over TRACER_MAX in each of {ATTEMPTS} measurements: {overs}")
+        return json.loads(run.stdout.strip().splitlines()[-1])
+
+    within("line tracers", measure, _over_tracer_bounds)
 
 
 # -- reading (bench_reader.py) --------------------------------------------------------------------------------
@@ -312,9 +345,9 @@ READ_MAX = 0.6
 
 
 def test_reading_a_trace_costs_less_than_parsing_its_json(tiled):
-    m = bench("bench_reader").parse_ratio(tiled["folder"] / "rank0.pt.trace.json.gz", reps=3)
-    report("read_trace_file / gzip + json.loads", m)
-    assert m["ratio"] <= READ_MAX, m
+    within("read_trace_file / gzip + json.loads",
+           lambda: bench("bench_reader").parse_ratio(tiled["folder"] / "rank0.pt.trace.json.gz", reps=3),
+           lambda m: [m["ratio"]] if m["ratio"] > READ_MAX else [])
 
 
 # -- the timeline (timeline_bench.py) -------------------------------------------------------------------------
@@ -332,8 +365,11 @@ SVG_MAX_KB = 300.0
 def test_the_timeline_builds_in_about_a_profiles_time_and_stays_small():
     # CPU seconds: at load 4-5 on two cores (CI beside a mutation run) the wall ratio reached 9.1
     # (the yardstick's best of 3 was 47 ms, the build's 430 ms)
-    m = bench("timeline_bench").measure(TIMELINE_EVENTS, repeat=3, clock=time.process_time)
-    m["build_over_profile"] = m["build_s"] / m["profile_s"]
-    report("timeline", m)
-    assert m["json_mb"] <= JSON_MAX_MB and m["svg_kb"] <= SVG_MAX_KB, m
-    assert m["build_over_profile"] <= TIMELINE_BUILD_MAX, m
+    def measure():
+        m = bench("timeline_bench").measure(TIMELINE_EVENTS, repeat=3, clock=time.process_time)
+        # exact whatever the machine: the merge to pixels bounds the sizes
+        assert m["json_mb"] <= JSON_MAX_MB and m["svg_kb"] <= SVG_MAX_KB, m
+        return {**m, "build_over_profile": m["build_s"] / m["profile_s"]}
+
+    within("timeline", measure,
+           lambda m: [m["build_over_profile"]] if m["build_over_profile"] > TIMELINE_BUILD_MAX else [])
