@@ -90,8 +90,10 @@ def _peak_html(profile: Any) -> str:
     for pk in p._summary["peaks"]:
         which = alive_after(p._replay, pk.device, pk.entry)
         blocks = blocks_at(p._replay, p._data, which, p._user, at_end=False)
-        when = "before the history's first entry" if pk.entry < 0 else \
-            f"after entry {pk.entry:,}" + (f" ({fmt_us(pk.time_us - t0)} in)" if not np.isnan(pk.time_us) else "")
+        since = pk.time_us - t0
+        # "(0 in)" read as a typo: fmt_us writes a zero as a table's bare "0"
+        when = "before the history's first entry" if pk.entry < 0 else f"after entry {pk.entry:,}" + (
+            "" if np.isnan(since) else f" ({fmt_us(since)} in)" if since else " (at the start)")
         head = (f"cuda:{pk.device} at its peak, {when}: {fmt_bytes(pk.active_bytes)} active in "
                 f"{plural(len(blocks), 'allocation')}, {fmt_bytes(pk.reserved_bytes)} reserved")
         out.append(f'<div class="nbprof-sub" style="margin-top:8px"><b>{esc(head)}</b></div>')
