@@ -9,6 +9,8 @@ tests against it (``PYTHONPATH`` at the worktree, so fresh processes import it t
 the sources after each; one line per mutant: killed (with the failing tests) or not.
 
     python scripts/mutants_by_hand.py WORKTREE NAME [NAME ...]   # in the worktree mutmut ran in
+    python scripts/mutants_by_hand.py WORKTREE NAME ... -- TEST ...  # those tests instead (a new
+                                                                     # test's kill, checked)
 
 The worktree's ``nbprof/`` must have no changes of its own: it is restored with ``git checkout``.
 """
@@ -32,8 +34,10 @@ def left_out_tests(worktree: Path) -> list[str]:
 
 
 def main() -> None:
-    worktree, names = Path(sys.argv[1]).resolve(), sys.argv[2:]
-    tests = left_out_tests(worktree)
+    args = sys.argv[1:]
+    given = args.index("--") if "--" in args else len(args)
+    worktree, names = Path(args[0]).resolve(), args[1:given]
+    tests = args[given + 1:] or left_out_tests(worktree)  # paths relative to the worktree
     env = dict(os.environ, PYTHONPATH=str(worktree))
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # each fresh process would compile nbprof again
     try:

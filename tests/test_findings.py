@@ -686,11 +686,13 @@ def test_device_line_names_the_line_with_the_most_device_time(tmp_path):
 
 
 def test_hot_line_names_the_line_doing_the_work(shell):
+    defined_in = shell.execution_count  # the cell that defines wait_a_bit: "In [n]"
     run(shell, "import time\ndef wait_a_bit():\n    total = 0\n    time.sleep(0.05)\n    return total")
     run(shell, "%%cprofile -q -o cp --lines\nfor _ in range(2):\n    wait_a_bit()")
     cp = shell.user_ns["cp"]
     row = one(cp.findings, "hot_line")
     ev = row["evidence"]
+    assert ev["cell"] == f"In [{defined_in}]" and f"In [{defined_in}] line 4" in row["message"]
     # the sleep, not the cell line that called the function (its time includes the sleep's)
     assert (ev["function"], ev["line"], ev["source"], ev["hits"]) == ("wait_a_bit", 4, "    time.sleep(0.05)", 2)
     assert ev["self_time_us"] >= 100_000 and ev["share_of_wall"] == pytest.approx(ev["self_time_us"] / (cp.meta.wall_s * 1e6))

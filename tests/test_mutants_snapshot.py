@@ -601,6 +601,8 @@ def test_the_tables_hold_every_field_as_torch_wrote_it(tmp_path):
     # reserved: back from the 2 MiB held at the end: 2, 3, 3, 2, 2 MiB; active: 0, 0, 500, 500, 500
     assert (m["reserved_bytes"] // KiB).tolist() == [2048, 3072, 3072, 2048, 2048]
     assert m["active_bytes"].tolist() == [0, 0, 500, 500, 500]
+    # a column of bools (seg[seg["is_expandable"]] selects rows; a float column would raise there)
+    assert p.segments()["is_expandable"].dtype == bool and len(p.segments()[p.segments()["is_expandable"]]) == 1
     (seg_row,) = p.segments().to_dict("records")
     assert (seg_row["segment_type"], seg_row["pool_id"], seg_row["stream"], seg_row["is_expandable"]) == ("small", "3,9", 7, True)
     assert (seg_row["rounding_bytes"], seg_row["free_bytes"], seg_row["largest_free_bytes"]) == (12, 2 * MiB - 512, 2 * MiB - 512)

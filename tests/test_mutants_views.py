@@ -431,7 +431,8 @@ def test_memory_track_starts_with_the_value_held_and_keeps_each_bins_peak_and_la
     ]
     assert track["allocated_bytes"].dtype == I64
     # a device whose first event is after the window: nothing
-    assert memory_track(curve.iloc[6:].assign(time_us=[60.0]), 10.0, 50.0).empty
+    later = memory_track(curve.iloc[6:].assign(time_us=[60.0]), 10.0, 50.0)
+    assert list(later.columns) == ["device", "time_us", "allocated_bytes"] and len(later) == 0
     empty = memory_track(curve.iloc[:0], 0.0, 1.0)
     assert list(empty.columns) == ["device", "time_us", "allocated_bytes"] and len(empty) == 0
 

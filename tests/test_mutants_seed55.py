@@ -1,0 +1,108 @@
+"""Behaviour seed 55's mutation sample found untested (docs/testing.md), each against an answer
+worked out by hand or taken from the standard library: an integer arg read exactly past a float's
+53 bits, a comparison keeping the row limit asked for, an empty flame graph one row tall, the note
+of a scheduled profiler naming its step, a report's figures as compact JSON, a snapshot's peak at
+its history's first entry."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+import nbprof
+
+from .conftest import needs_torch, trace_path
+from .synthetic import Trace
+
+
+def test_an_int_arg_is_read_exactly_past_a_floats_53_bits(tmp_path):
+    """An op's ``Sequence number`` of 2**53 + 1 reads back as that integer (a float64 on the
+    way would make it 2**53); one beyond int64 reads as the column's default, said in a note."""
+    t = Trace()
+    t.op("aten::add", 0, 10)
+    t.events[-1]["args"]["Sequence number"] = 2**53 + 1
+    t.op("aten::mul", 20, 10)
+    t.events[-1]["args"]["Sequence number"] = 2**64
+    ev = t.load(tmp_path).events
+    seq = dict(zip(ev["name"].astype(str), ev["sequence_nr"].tolist()))
+    assert seq == {"aten::add": 2**53 + 1, "aten::mul": -1}
+    assert str(ev["sequence_nr"].dtype) == "int64"
+
+
+def test_a_comparison_by_kernel_keeps_the_row_limit_asked_for():
+    b = nbprof.load_trace(trace_path("cnn_train_cuda"))
+    a = nbprof.load_trace(trace_path("cnn_cuda_toggled"))
+    c = nbprof.compare(b, a, by="kernel", limit=2)
+    assert c.limit == 2 and c.keys == ["name", "kind"]
+    assert len(c.table) > 2
+    # the text's table: a header, a rule, then the 2 rows (the table has more, said after)
+    full = nbprof.compare(b, a, by="kernel", limit=0).text().splitlines()
+    text = c.text().splitlines()
+    assert len(full) - len(text) == len(c.table) - 2 - 1, (text, len(full))
+
+
+def test_an_empty_flame_graph_is_one_row_tall():
+    """No calls: one row of 20 px for its message, 2 px of border."""
+    import pandas as pd
+
+    from nbprof.views.flame import flame_svg
+
+    svg = flame_svg(pd.DataFrame({"depth": [], "value_s": [], "parent": []}))
+    assert re.search(r'<svg [^>]*height="22" viewBox="0 0 960 22"', svg), svg[:300]
+    assert "no Python function calls were recorded" in svg
+
+
+@needs_torch
+def test_from_profiler_of_a_schedule_names_the_step_its_cycle_ended_at():
+    import torch
+    from torch.profiler import profile, schedule
+
+    with profile(schedule=schedule(wait=1, warmup=1, active=2)) as prof:
+        for _ in range(4):
+            torch.ones(4).add_(1)
+            prof.step()
+    p = nbprof.from_profiler(prof)
+    assert prof.step_num == 4
+    assert ("torch keeps only the last cycle of a schedule: this report is the cycle that ended at step 4; "
+            "on_trace_ready=nbprof.trace_handler() shows each cycle") in p.meta.notes
+
+
+def _figure_payloads(html: str) -> list[str]:
+    """The JSON text of each figure a page draws (``window.nbprofFigure(id, figure, ...)``)."""
+    decoder = json.JSONDecoder()
+    out = []
+    for m in re.finditer(r"window\.nbprofFigure\(", html):
+        _, at = decoder.raw_decode(html, m.end())  # the div's id
+        assert html[at:at + 2] == ", "
+        _, end = decoder.raw_decode(html, at + 2)
+        out.append(html[at + 2:end])
+    return out
+
+
+def test_a_pages_figures_are_compact_json():
+    """The standalone page's figures carry no whitespace between JSON tokens (a timeline's
+    figure is megabytes: ", " and ": " would add a sixth)."""
+    from nbprof.views.page import standalone_html
+
+    html = standalone_html(nbprof.load_trace(trace_path("cnn_train_cuda")))
+    payloads = _figure_payloads(html)
+    assert payloads
+    for payload in payloads:
+        json.loads(payload)
+        between_strings = re.sub(r'"(?:[^"\\]|\\.)*"', '""', payload)  # JSON strings, as the grammar has them
+        assert not re.search(r"\s", between_strings), between_strings[:300]
+
+
+def test_a_peak_at_the_histories_first_entry_is_after_entry_0(tmp_path):
+    """The history: a 1 MiB allocation (entry 0, the peak), then its free (entry 1)."""
+    from .htmltext import texts_of
+    from .snapshots import MiB, SEG_A, block, entry, segment, stack, write
+
+    snap = {"segments": [segment(SEG_A, 2 * MiB, [block(SEG_A, 2 * MiB, 2 * MiB, "inactive")])],
+            "device_traces": [[entry("alloc", SEG_A, MiB, 100, stack(3)), entry("free_completed", SEG_A, MiB, 150, stack(4))]]}
+    path = write(snap, tmp_path / "s.pickle")
+    html = nbprof.load_snapshot(path).report().html(include_library=False)
+    heads = [h for h in texts_of(html, "nbprof-sub") if " at its peak, " in h]
+    assert heads == ["cuda:0 at its peak, after entry 0 (at the start): 1.00 MiB active in 1 allocation, 2.00 MiB reserved"], heads
