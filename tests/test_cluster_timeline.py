@@ -139,7 +139,27 @@ def test_a_window_is_every_event_in_it_in_full_detail(tmp_path, name):
                      for n, x0, x1 in zip(single["name"], single["x0_us"], single["x1_us"]))
         expected = sorted((e["name"], round(max(raw.start(e), a), 3), round(min(raw.end(e), b), 3)) for e in want)
         assert set(got) <= set(expected) and len(single) >= len(want) - 5  # exact overlaps join their row's
+    # the whole view's lanes and rows, so a zoom keeps every lane where it was (the window's own
+    # events alone would leave out the lanes idle in it and stack the rest afresh)
+    full = p.timeline_view().data
+    assert window.lanes["label"].tolist() == full.lanes["label"].tolist()
+    assert window.rows.equals(full.rows)
     assert "_merged" not in p.__dict__
+
+
+def test_a_ranks_full_view_is_merged_to_the_rectangles_it_is_given(tmp_path):
+    """A rank's part of the full view keeps to its budget (``rank_budget``: the whole view's
+    rectangles shared among the ranks): the H100 rank's 1,508 drawn events in at most 500
+    rectangles, every event in one of them, as the raw file counts them."""
+    from nbprof.cluster.timeline import full_part
+
+    folder = h100(tmp_path)
+    raw, p = Raw(folder), load(folder)
+    part = p._timeline().parts[0]
+    data, _ = full_part(part.cache, part.file, 500, np.zeros(0, dtype=np.int64))
+    drawn = len(raw.events(0))
+    assert data.max_rects == 500 and len(data.rects) <= 500 < drawn
+    assert int(data.rects["count"].sum()) == drawn
 
 
 def test_collectives_are_linked_and_the_last_arrival_marked(tmp_path):

@@ -339,6 +339,12 @@ def test_memory_per_rank_is_each_ranks_own_memory_view(loaded):
     html = p.report().html(include_library=False)
     assert ">Every rank</label>" in html and ">Rank 0</label>" in html and ">Rank 1</label>" in html
     assert "rank 1 · cpu: peak" in html
+    # the table of every rank's peaks (the Memory tab's first tab), its headers as a reader reads them
+    from .test_mutants_views3 import dt_tables
+
+    [first] = [t for t in dt_tables(html) if "Peak allocated" in t["headers"]]
+    assert first["headers"] == ["Rank", "Device", "Peak allocated", "At", "In", "Reserved up to"]
+    assert sorted((str(row[0]), str(row[1])) for row in first["rows"]) == [("0", "cpu"), ("1", "cpu")]
     no_events_here(p)
 
 

@@ -234,6 +234,34 @@ def test_compile_tab(recorded):
     assert tab.applies(p)
 
 
+def test_the_compile_tabs_sections_and_columns_as_a_reader_reads_them(recorded):
+    """The recorded run's Compile tab: its sections in order and each table's headers, read back
+    with the standard library's HTML parser. A phase column shows only where some compilation
+    spent time in it (this run never autotuned: no Autotune column)."""
+    from nbprof.views.tabs.compile import compilation_html
+
+    from .htmltext import texts_of
+    from .test_mutants_views3 import dt_tables
+
+    c = recorded.profile().compilation()
+    assert (c.frames["autotune_us"] == 0).all() and (c.frames["codegen_us"] > 0).any()
+    html = compilation_html(c)
+    assert texts_of(html, "nbprof-sub")[2:] == [
+        "Compilations", "Per compiled function",
+        "Graph breaks (1): each splits the compiled graph in two, with Python running between them",
+        "Recompiles (1): a guard of an earlier compilation failed", "Compiled code: the kernels that ran",
+        "By source line: the compiled code's time, line by line"]
+    assert [t["headers"] for t in dt_tables(html)] == [
+        ["Phase", "Time", "Share"],
+        ["Id", "Frame", "Source", "Kind", "Compile time", "Dynamo", "AOT", "Lowering", "Codegen", "C++/Triton", "Caches",
+         "Graph breaks", "FX graph cache", "AOT cache", "Guards"],
+        ["Frame", "Source", "Compiles", "Recompiles", "Graph breaks", "Compile time"],
+        ["Id", "Where", "Code", "Reason", "Explanation"],
+        ["Id", "Frame", "Source", "Failed guard", "What to try"],
+        ["Kernel", "Kind", "Calls", "Time", "Avg", "Share", "ATen ops fused", "Source lines"],
+        ["Line", "Code", "Time", "Kernel calls", "Kernels"]]
+
+
 def test_a_profile_without_compilation_has_no_compile_tab():
     import nbprof
 

@@ -26,6 +26,7 @@ import time
 
 import pytest
 
+from . import htmltext
 from .conftest import needs_torch, run
 
 pytestmark = needs_torch
@@ -352,6 +353,9 @@ def test_the_report_has_the_tab(forked, forked_torch):
     for p in (forked[0], forked_torch[0]):
         html = p.report()._repr_mimebundle_()["text/html"]
         assert ">Data loading<" in html and "loader: worker 1" in html and "Inside the workers" in html
+        # the workers' lanes drawn, and the line a notebook shows where the drawing is sanitized away
+        assert ("The DataLoaders' lanes is a drawing that shows once the notebook is trusted"
+                in htmltext.text(html)), htmltext.text(html)[:2000]
 
 
 def test_cprofile_splices_nbprofs_wrapper_out_of_the_call_graph(forked):
@@ -422,6 +426,26 @@ def test_persistent_workers_across_two_epochs_in_one_cell(ip, datasets):
     p2 = ip.user_ns["p2"]
     assert len(p2.data_loading()) == 0
     assert any("loader's persistent workers were started before this cell" in n for n in p2.meta.notes)
+    assert not _children_after(ip)
+
+
+def test_workers_alive_at_the_end_are_waited_for_until_they_write_not_longer(ip, datasets, monkeypatch):
+    """Persistent workers outlive the cell: nbprof asks each to write its functions and waits for
+    each one's file, not for FLUSH_WAIT_S: set to 60 s here, so waiting past the files would
+    take the whole minute (the cell itself, two forked workers and 24 samples, takes about 1 s)."""
+    from nbprof.collect import data_loading
+
+    monkeypatch.setattr(data_loading, "FLUSH_WAIT_S", 60.0)
+    result, _ = run(ip, LOADER.format(nap=0, method="fork", extra=", persistent_workers=True"))
+    assert result.error_in_exec is None, result.error_in_exec
+    t0 = time.monotonic()
+    result, _ = run(ip, "%%cprofile -q -o p\nseen = sum(len(b) for b in loader)")
+    took = time.monotonic() - t0
+    assert result.error_in_exec is None, result.error_in_exec
+    record = ip.user_ns["p"].meta.data_loading
+    assert ip.user_ns["seen"] == 24 and len(record.workers) == 2
+    assert {w.why for w in record.workers} == {"stopped"}  # alive at the end: asked, and they wrote
+    assert took < 30, took
     assert not _children_after(ip)
 
 

@@ -431,6 +431,13 @@ def test_flame_figure(profiled):
     assert checked.data[0].type == "icicle" and checked.layout.height == fig.layout.height
     titled = profiled.flame(title="cell <3>", height=400)
     assert go.Figure(titled.to_dict()).layout.title.text == "cell &lt;3&gt;" and titled.layout.height == 400
+    assert (titled.layout.title.x, titled.layout.title.y) == (0.01, 0.98)  # top left, over the boxes
+    # nothing recorded: the empty figure says so
+    from nbprof.model import PythonProfile
+    from nbprof.views.flame import flame_figure
+
+    empty = flame_figure(PythonProfile({}).call_tree())
+    assert [a.text for a in empty.layout.annotations] == ["no Python function calls were recorded"]
 
 
 def test_figure_renders_without_the_global_plotly_renderer(profiled, ip):

@@ -514,3 +514,35 @@ def test_nbprof_profiler_with_a_schedule_records_whole_batches(shell):
     assert set(ranges[ranges["depth"] == 0]["label"]) == {"ProfilerStep*"}
     with pytest.raises(nbprof.OptionError, match="--schedule 1,1"):
         nbprof.lightning.Profiler(schedule=(1, 1))
+
+
+def test_a_validation_stages_steps_are_its_batches():
+    """trainer.validate with schedule=(1, 1, 3): each validation batch is a step (it ends with
+    on_validation_batch_end, not the training hook, which this stage never calls), so batches
+    2-4 of the 8 are recorded, each holding one validation_step; torch's key_averages() counts."""
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+
+    import nbprof
+
+    from .lightning_fit import model_class
+
+    package = PACKAGES[0]
+    pl = lightning(package)
+
+    class Validated(model_class(package)):
+        def validation_step(self, batch, batch_idx):
+            x, y = batch
+            return torch.nn.functional.mse_loss(self.net(x), y)
+
+    pl.seed_everything(0, verbose=False)
+    prof = nbprof.lightning.Profiler(schedule=(1, 1, 3), quiet=True)
+    trainer = pl.Trainer(logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+                         accelerator="cpu", devices=1, profiler=prof)
+    trainer.validate(Validated(), DataLoader(TensorDataset(torch.randn(64, 16), torch.randn(64, 1)), batch_size=8),
+                     verbose=False)
+    p = prof.result
+    assert p.steps()["step"].tolist() == [2, 3, 4]
+    torchs = {e.key: e.count for e in p.profiler.key_averages()}
+    step = [k for k in torchs if k.endswith("validation_step")]
+    assert step and all(torchs[k] == 3 for k in step), {k: torchs[k] for k in step}

@@ -106,3 +106,75 @@ def test_a_peak_at_the_histories_first_entry_is_after_entry_0(tmp_path):
     html = nbprof.load_snapshot(path).report().html(include_library=False)
     heads = [h for h in texts_of(html, "nbprof-sub") if " at its peak, " in h]
     assert heads == ["cuda:0 at its peak, after entry 0 (at the start): 1.00 MiB active in 1 allocation, 2.00 MiB reserved"], heads
+
+
+def test_a_function_with_no_calls_has_no_time_per_call():
+    """A stats entry of 0 calls (a hand-made or merged ``.prof`` can hold one; pstats prints its
+    per-call columns blank): 0 per call, never a made-up second; the others as pstats divides,
+    tottime by all calls and cumtime by primitive calls."""
+    from nbprof.collect.cprofile import stats_table
+
+    raw = {("a.py", 1, "never"): (0, 0, 0.0, 0.0, {}), ("a.py", 2, "twice"): (2, 4, 0.5, 1.0, {})}
+    t = stats_table(raw).set_index("function")
+    assert t.loc["never", ["tottime_per_call_s", "cumtime_per_call_s"]].tolist() == [0.0, 0.0]
+    assert t.loc["twice", ["tottime_per_call_s", "cumtime_per_call_s"]].tolist() == [0.125, 0.5]
+
+
+def test_the_flame_graphs_root_and_the_other_box_keep_their_grey():
+    """Every function's box is its family's hue shaded per name (so neighbours stay apart); the
+    root ("cell", whose name would darken it) and the "other" box are the fixed greys the legend
+    shows, whatever their names."""
+    import pandas as pd
+
+    from nbprof.views.flame import FAMILY_COLORS, flame_colors
+
+    tree = pd.DataFrame({"family": ["root", "other", "cell"], "package": ["", "", ""],
+                         "label": ["cell", "cell", "cell"], "recursive": [False, False, False]})
+    root, other, cell = flame_colors(tree)
+    assert (root, other) == ("#d9dde3", "#e6e6e6") == (FAMILY_COLORS["root"], FAMILY_COLORS["other"])
+    assert cell != FAMILY_COLORS["cell"]  # "cell" shades its family's hue (crc32 % 7 - 3 = -3: darker)
+
+
+def test_the_memory_tab_lists_an_op_whose_own_allocation_its_child_freed(tmp_path):
+    """aten::outer allocates 1 KiB itself and its child aten::inner frees it: outer's total is
+    0 B and its self +1 KiB, inner's -1 KiB both. Each op that allocated or freed anything, in
+    itself or its children, is a row of the Memory tab."""
+    from .test_mutants_views3 import dt_tables, panels
+
+    t = Trace()
+    t.op("aten::outer", 0, 100)
+    t.memory(10, 1024, total_allocated=1024, total_reserved=4096, device=-1, addr=7)
+    t.op("aten::inner", 20, 30)
+    t.memory(30, -1024, total_allocated=0, total_reserved=4096, device=-1, addr=7)
+    t.op("aten::nothing", 200, 10)
+    p = t.load(tmp_path)
+    ka = p.key_averages().set_index("name")
+    assert ka.loc["aten::outer", ["self_cpu_mem_bytes", "cpu_mem_bytes"]].tolist() == [1024, 0]
+    assert ka.loc["aten::inner", ["self_cpu_mem_bytes", "cpu_mem_bytes"]].tolist() == [-1024, -1024]
+    table = dt_tables(panels(p.report().html(include_library=False))["Memory"])[0]  # the first: by operator
+    assert table["headers"][:2] == ["Name", "Calls"], table["headers"]
+    assert sorted(row[0] for row in table["rows"]) == ["aten::inner", "aten::outer"], table["rows"]
+
+
+def test_python_lines_have_no_share_of_a_run_without_wall_time(shell):
+    """``line_shares`` of a cProfile run's lines: each line's own time over the run's wall time;
+    none where the run has no wall time to share (a profile read from a ``.prof`` file, say)."""
+    import dataclasses
+    import types
+
+    import numpy as np
+
+    from nbprof.analysis.hot_lines import lines_of
+    from nbprof.views.tabs.source import line_shares
+
+    from .conftest import run
+
+    run(shell, "%%cprofile -q -o cp --lines\ntotal = 0\nfor i in range(300):\n    total += i * i")
+    cp = shell.user_ns["cp"]
+    lines = lines_of(cp)
+    own = lines["self_time_us"]
+    shares = line_shares(cp, lines, own)
+    assert np.allclose(shares, own.to_numpy(dtype=float) / (cp.meta.wall_s * 1e6))
+    for wall in (None, 0.0):
+        without = types.SimpleNamespace(meta=dataclasses.replace(cp.meta, wall_s=wall))
+        assert line_shares(without, lines, own) is None

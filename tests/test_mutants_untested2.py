@@ -161,6 +161,28 @@ def test_a_selected_span_of_the_live_timeline_is_the_raw_traces_events_in_it(cnn
     assert sel["head"].endswith(" ms · 0.5 µs · device busy 0.5 µs (100 %)")
 
 
+def test_the_rectangle_under_the_pointer_in_each_lane_the_first_included(cnn):
+    """``rect_at(data, trace, x_ms)``: plotly's trace number is the row's place among the rows
+    that have rectangles; the answer is the rectangle of that row whose span holds x, from the
+    rectangles table itself; outside any rectangle, or a trace number out of range, None."""
+    from nbprof.views.live_timeline import rect_at
+    from nbprof.views.timeline import prepare_timeline
+
+    data = prepare_timeline(cnn)
+    r = data.rects
+    rows = sorted(set(r["row"].tolist()))
+    assert len(rows) >= 3
+    for trace in (0, 1, len(rows) - 1):
+        mine = r[r["row"] == rows[trace]]
+        j = int(mine.index[len(mine) // 2])
+        x_ms = (r["x0_us"].iat[j] + r["x1_us"].iat[j]) / 2000.0
+        assert rect_at(data, trace, x_ms) == j
+    first = r[r["row"] == rows[0]]
+    before = (first["x0_us"].min() - 1000.0) / 1000.0
+    assert rect_at(data, 0, before) is None
+    assert rect_at(data, -1, before + 1.0) is None and rect_at(data, len(rows), before + 1.0) is None
+
+
 # ------------------------------------------------------------------ the live timeline's widget
 
 
