@@ -489,6 +489,10 @@ def test_ranks_tab_draws_each_ranks_breakdown_and_the_collectives(tmp_path):
     p = nbprof.load_trace(write_folder(tmp_path, [cluster_rank(0, comm_us=700.0), cluster_rank(1, slow=1.5)]))
     html = p.report().html(include_library=False)
     svg = re.search(r'<svg[^>]*aria-label="GPU time per rank".*?</svg>', html, re.S).group(0)
+    # where a notebook's outputs are sanitized the drawing hides, and this line says what it was
+    from .htmltext import text
+
+    assert "The per-rank breakdown is a drawing that shows once the notebook is trusted" in text(html)
     table = p.ranks().table.set_index("rank")
     longest = table["breakdown_window_us"].max()
     for r in (0, 1):

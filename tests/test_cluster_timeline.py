@@ -162,6 +162,25 @@ def test_a_ranks_full_view_is_merged_to_the_rectangles_it_is_given(tmp_path):
     assert int(data.rects["count"].sum()) == drawn
 
 
+def test_launch_arrows_follow_each_ranks_shifted_clock(tmp_path):
+    """Aligned on the first collective, rank 1 is drawn 450 µs earlier: each launch and kernel
+    rectangle's arrow ends (launch_x_us, work_x_us) move with it, so each rectangle's own end of
+    its arrow is where the rectangle starts, and the other end is its partner's start, in the
+    partner's row."""
+    folder = nccl(tmp_path)
+    p = load(folder)
+    assert [float(s) for s in p._timeline("collective").shifts] == [0.0, -450.0]
+    r = p.timeline_view(align="collective").data.rects
+    linked = r[r["launch_row"] >= 0]
+    assert len(linked) == 8
+    starts = {(int(row), float(x)) for row, x in zip(r["row"], r["x0_us"])}
+    for _, e in linked.iterrows():
+        launch = e["name"].startswith("cuda")
+        assert (e["launch_x_us"] if launch else e["work_x_us"]) == e["x0_us"], e.to_dict()
+        partner = (int(e["work_row"]), float(e["work_x_us"])) if launch else (int(e["launch_row"]), float(e["launch_x_us"]))
+        assert partner in starts, e.to_dict()
+
+
 def test_collectives_are_linked_and_the_last_arrival_marked(tmp_path):
     # gloo: each rank's backend ranges, in order; the last to start is the one the others wait for
     folder = ddp(tmp_path)

@@ -178,3 +178,41 @@ def test_python_lines_have_no_share_of_a_run_without_wall_time(shell):
     for wall in (None, 0.0):
         without = types.SimpleNamespace(meta=dataclasses.replace(cp.meta, wall_s=wall))
         assert line_shares(without, lines, own) is None
+
+
+def test_a_ranks_cache_is_written_where_its_folders_do_not_exist_yet(tmp_path):
+    """A Dask worker on another machine gets the client's cache folder, which that machine does
+    not have: the rank's cache is written there all the same, its folders made, and reads back
+    the events as the file has them."""
+    import numpy as np
+
+    from nbprof.cluster.timeline import _cache, rank_timeline
+
+    t = Trace(rank=0)
+    t.op("aten::add", 0, 10)
+    t.op("aten::mul", 20, 5)
+    p = t.load(tmp_path)
+    root = tmp_path / "elsewhere" / "ranks-host-1-abc"  # neither folder exists
+    tl = rank_timeline(p._events, p.meta, str(tmp_path / "trace.json"), cache_root=str(root))
+    assert tl.cache == str(root / "trace.json") and (root / "trace.json").is_dir()
+    c = _cache(tl.cache, tl.file)
+    assert np.asarray(c.col("dur_us")).tolist() == [10.0, 5.0]
+
+
+def test_each_part_of_a_ranks_bar_says_its_time_and_share():
+    """The per-rank bar's parts (breakdown_svg): each drawn part's tooltip names the rank, the
+    part, its time and its share of the rank's window; a part of no time is not drawn."""
+    import xml.etree.ElementTree as ET
+
+    import pandas as pd
+
+    from nbprof.views.tabs.ranks import breakdown_svg
+
+    table = pd.DataFrame({"rank": [0], "overlap_pct": [float("nan")], "breakdown_window_us": [200.0],
+                          "breakdown_compute_us": [150.0], "breakdown_exposed_comm_us": [0.0],
+                          "breakdown_exposed_memcpy_us": [10.0], "idle_host_wait_us": [40.0],
+                          "idle_kernel_wait_us": [0.0], "idle_other_us": [0.0]})
+    svg = ET.fromstring(breakdown_svg(table))
+    titles = [t.text for t in svg.iter("{http://www.w3.org/2000/svg}title")]
+    assert titles == ["rank 0: compute 150.0 µs (75.0% of 200.0 µs)", "rank 0: copies, alone 10.0 µs (5.0% of 200.0 µs)",
+                      "rank 0: idle: waiting for the CPU 40.0 µs (20.0% of 200.0 µs)"]
