@@ -141,7 +141,9 @@ def test_a_trace_torch_wrote_gives_function_entries(shell, tmp_path):
                            f"    for i in range(3):\n        g(xt)\ntp.export_chrome_trace({str(path)!r})\n")
     assert result.error_in_exec is None
     lines = nbprof.load_trace(path).lines()
-    assert lines.attrs["method"] == "function_entries" and "entry line" in lines.attrs["notes"][0]
+    assert lines.attrs["method"] == "function_entries" and lines.attrs["notes"] == [
+        "lines from torch's Python frames: each is a function's entry line (its def), not the line inside it that ran "
+        "the operator (record with %%torchprof --lines for that); no memory per line"]
     g_row = lines[lines["function"] == "g"]
     assert len(g_row) == 1 and g_row.iloc[0]["line"] == 1  # the def line: all torch's trace has
     assert g_row.iloc[0]["ops"] == 6  # aten::relu and aten::matmul, three calls

@@ -216,3 +216,21 @@ def test_each_part_of_a_ranks_bar_says_its_time_and_share():
     titles = [t.text for t in svg.iter("{http://www.w3.org/2000/svg}title")]
     assert titles == ["rank 0: compute 150.0 µs (75.0% of 200.0 µs)", "rank 0: copies, alone 10.0 µs (5.0% of 200.0 µs)",
                       "rank 0: idle: waiting for the CPU 40.0 µs (20.0% of 200.0 µs)"]
+
+
+def test_a_kernels_rectangle_is_labelled_with_its_short_name(tmp_path):
+    """The static timeline writes inside a wide kernel's rectangle the kernel's name without its
+    signature (return type, template arguments, parameters); an op keeps its name."""
+    import xml.etree.ElementTree as ET
+
+    from nbprof.views.timeline import prepare_timeline, timeline_svg
+
+    kernel = ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+              "at::detail::Array<char*, 1> >(int, at::native::FillFunctor<float>, at::detail::Array<char*, 1>)")
+    t = Trace()
+    ext = t.op("aten::fill_", 0, 1000)
+    t.launch(kernel, ext, 10, 5, 20, 960)
+    svg = ET.fromstring(timeline_svg(prepare_timeline(t.load(tmp_path)), width=1000))
+    texts = [e.text for e in svg.iter("{http://www.w3.org/2000/svg}text")]
+    assert "at::native::vectorized_elementwise_kernel" in texts and "aten::fill_" in texts, texts
+    assert not any(x and x.startswith("void ") for x in texts)
