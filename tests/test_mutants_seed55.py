@@ -234,3 +234,18 @@ def test_a_kernels_rectangle_is_labelled_with_its_short_name(tmp_path):
     texts = [e.text for e in svg.iter("{http://www.w3.org/2000/svg}text")]
     assert "at::native::vectorized_elementwise_kernel" in texts and "aten::fill_" in texts, texts
     assert not any(x and x.startswith("void ") for x in texts)
+
+
+def test_a_machine_without_a_name_gets_rank_caches_named_host(monkeypatch):
+    """The rank caches' folders are named ``ranks-<host>-<pid>-`` (whose a folder is, where a home
+    folder is shared by machines); a host name of nothing but punctuation keeps its length in
+    underscores, an empty one is "host"."""
+    import os
+    import socket
+
+    from nbprof.cluster.timeline import _prefix
+
+    monkeypatch.setattr(socket, "gethostname", lambda: "")
+    assert _prefix() == f"ranks-host-{os.getpid()}-"
+    monkeypatch.setattr(socket, "gethostname", lambda: "gpu-node.7")
+    assert _prefix() == f"ranks-gpu_node_7-{os.getpid()}-"
