@@ -213,12 +213,15 @@ def test_one_ranks_modules_tab_has_no_spread(ranks_folder):
 # ---------------------------------------------------------------- views.flame.flame_svg (164)
 
 
+# naps far enough apart that a busy machine's oversleeping (a few ms) never reorders the boxes (the
+# icicle lays siblings out biggest first): branch_a 30 ms against branch_b's 5, leaf_a 20 against 10
+# (at 6 ms against 3 a loaded run's branch_b took 6.5 ms and came first)
 def leaf_a():
-    time.sleep(0.004)
+    time.sleep(0.02)
 
 
 def leaf_b():
-    time.sleep(0.002)
+    time.sleep(0.01)
 
 
 def branch_a():
@@ -227,7 +230,7 @@ def branch_a():
 
 
 def branch_b():
-    time.sleep(0.003)
+    time.sleep(0.005)
 
 
 def flame_work():
@@ -239,7 +242,8 @@ def test_each_flame_box_is_its_calls_share_of_the_width_less_a_1px_gap():
     """A real cProfile run read back from the SVG: each box is as wide as its call's cumtime (pstats:
     the function's own for a top-level call, its caller's edge below) over the whole profile's,
     less 1 px, so siblings laid side by side have a 1 px gap between them; the root is the whole
-    width less 1 px; a box under half a pixel (the profiler's disable call) is left out."""
+    width less 1 px (half a pixel at least); a box under half a pixel (the profiler's disable call,
+    most runs) is left out."""
     from nbprof.model import PythonProfile
     from nbprof.views.flame import flame_svg
 
@@ -265,7 +269,11 @@ def test_each_flame_box_is_its_calls_share_of_the_width_less_a_1px_gap():
         [p] = [b for b in boxes if b["depth"] == box["depth"] - 1 and b["x"] <= box["x"] < b["x"] + b["w"] + 1]
         return p
 
-    assert [b["depth"] for b in boxes] == [0, 1, 2, 3, 4, 3, 4, 2, 3]  # disable() not drawn
+    # the profiler's disable() call, top level: drawn only where its box is half a pixel wide or more
+    # (it usually takes ~1 µs of the run's ~1 ms; a busy moment of the machine can make it wider)
+    [disable] = [k for k in top_level if k[0] == "~" and "disable" in k[2]]
+    drawn = st.stats[disable][3] / whole * width >= 0.5  # flame_svg's min_px
+    assert [b["depth"] for b in boxes] == [0, 1, 2, 3, 4, 3, 4, 2, 3] + ([1] if drawn else [])
     assert boxes[0]["w"] == width - 1 and boxes[0]["x"] == 0.0
     for box in boxes[1:]:
         k = key_of(box["head"])
@@ -273,7 +281,7 @@ def test_each_flame_box_is_its_calls_share_of_the_width_less_a_1px_gap():
             value = st.stats[k][3]
         else:
             value = st.stats[k][4][key_of(parent_of(box)["head"])][3]
-        assert box["w"] == pytest.approx(value / whole * width - 1, abs=0.051), box
+        assert box["w"] == pytest.approx(max(value / whole * width - 1, 0.5), abs=0.051), box  # 0.5 at least
     for depth in range(1, 5):  # siblings side by side, 1 px apart (x, w and the next x each to 0.1 px)
         row = [b for b in boxes if b["depth"] == depth]
         for a, b in zip(row, row[1:]):
