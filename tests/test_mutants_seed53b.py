@@ -31,7 +31,7 @@ from .test_data_loading_findings import data_bound, loop_record, profile_of, ste
 
 
 def decode():
-    time.sleep(0.003)
+    time.sleep(0.006)  # 6x augment's nap: a busy machine's oversleeping never makes augment the larger
 
 
 def augment():
@@ -82,7 +82,7 @@ def pstats_of(profiles: list[cProfile.Profile]) -> tuple[pstats.Stats, float]:
 
 
 def test_a_builtin_taking_the_workers_time_is_named_with_its_caller_and_its_share_of_their_own_time():
-    """Both workers sleep in decode (3 ms) and augment (1 ms): time.sleep has the most own time,
+    """Both workers sleep in decode (6 ms) and augment (1 ms): time.sleep has the most own time,
     decode called it for most of it; its share is of the workers' own time (pstats' total_tt of
     both profiles merged), not of their cumulative times added up (which count each sleep once per
     caller on the stack)."""
