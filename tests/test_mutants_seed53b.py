@@ -11,10 +11,7 @@ loaded alone."""
 from __future__ import annotations
 
 import cProfile
-import html as htmllib
-import json
 import pstats
-import re
 import time
 import xml.etree.ElementTree as ET
 
@@ -24,6 +21,7 @@ import nbprof
 from nbprof.views.tabs import CLUSTER_TABS, TORCH_TABS
 
 from .conftest import DATA
+from .test_mutants_snapshot import dt_tables
 from .test_data_loading_findings import data_bound, loop_record, profile_of, steady
 
 # --------------------------------------------------------- data_loading._top_function (mutant 6)
@@ -161,10 +159,8 @@ RANKS = DATA / "cluster_views" / "ranks"
 
 def table_args(markup: str) -> dict:
     """The one interactive table of ``markup`` as DataTables gets it: headers, rows, caption."""
-    [m] = list(re.finditer(r"let dt_args = ", markup))
-    args, _ = json.JSONDecoder().raw_decode(markup[m.end():])
-    heads = [htmllib.unescape(h) for h in re.findall(r"<th>(.*?)</th>", args["table_html"])]
-    return {"headers": heads, "rows": json.loads(args["data_json"]), "caption": htmllib.unescape(args["caption"])}
+    [t] = dt_tables(markup)
+    return t
 
 
 @pytest.fixture(scope="module")
