@@ -148,7 +148,8 @@ def test_the_hand_snapshots_chart_axis_is_ms_since_its_first_entry_with_ticks_un
     for i, (mark, label) in enumerate(zip(marks, labels)):
         x = float(mark.get("x1"))
         assert float(mark.get("x2")) == x == float(label.get("x"))
-        assert x == pytest.approx(x_left + i / 6 * (x_right - x_left), abs=0.05)  # 0..60 µs across the axis
+        # the axis runs 0..61.2 µs: the entries' 60, then 2 % of that after the last (its final step)
+        assert x == pytest.approx(x_left + i * 10 / 61.2 * (x_right - x_left), abs=0.05)
         top, end = float(mark.get("y1")), float(mark.get("y2"))
         assert top == y_axis and y_axis < end < float(label.get("y"))  # under the axis, above its label
 

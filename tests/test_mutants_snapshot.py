@@ -213,6 +213,26 @@ def test_a_history_without_times_is_drawn_by_entry(tmp_path):
     assert x_entry(panel["peak"][0]) == pytest.approx(2, abs=0.02)
 
 
+def test_what_the_last_entry_leaves_is_drawn(tmp_path):
+    """A cell that allocates 1 MiB and frees it: the chart ends at 0, a step of its own after the
+    free, in the SVG and the figure (the axis ended at the last entry, so the free sat on its right
+    edge and the chart showed 1 MiB held to the end)."""
+    from nbprof.views.snapshot_chart import drawn_devices, snapshot_spec, snapshot_svg
+
+    a = 0x7F00_0000_0000
+    snap = {"segments": [segment(a, 2 * MiB, [block(a, 2 * MiB, 2 * MiB, "inactive")])],
+            "device_traces": [[entry("alloc", a, MiB, 100, stack(4)), entry("free_completed", a, MiB, 200, stack(4))]]}
+    p = load(snap, tmp_path)
+    (panel,) = read_chart(snapshot_svg(drawn_devices(p)))["panels"]
+    y_bytes, x_us = line_fit(panel["y_ticks"]), x_reader(panel, "us")
+    (_, _, pts), = [layer for layer in panel["layers"] if layer[0] == f"{LINE}4"]
+    top = pts[:4]  # two steps: (x0, 1 MiB) to (x1, 1 MiB), then (x1, 0) to the end
+    assert [round(y_bytes(y) / KiB) for _, y in top] == [1024, 1024, 0, 0]
+    assert x_us(top[1][0]) == pytest.approx(100, abs=0.5) and x_us(top[3][0]) > 100 + 1
+    (trace,) = [t for t in snapshot_spec(drawn_devices(p))["data"] if t["name"] == f"{LINE}4"]
+    assert list(trace["y"]) == [MiB, 0, 0] and trace["x"][2] > trace["x"][1] == pytest.approx(0.1)
+
+
 def test_two_devices_are_two_panels_each_on_its_own_scale(tmp_path):
     from nbprof.views.snapshot_chart import drawn_devices, snapshot_svg
 
@@ -249,11 +269,12 @@ def test_the_figure_spec_holds_the_hand_counted_values(tmp_path):
     assert lay["xaxis"]["title"]["text"] == "time since the first entry (ms)"
     by_name = {(t["yaxis"], t["name"]): t for t in spec["data"]}
     res = by_name[("y", "cuda:0 reserved")]
-    assert res["line"]["dash"] == "dot" and list(res["y"]) == [4 * MiB] * 8
-    assert list(res["x"]) == pytest.approx([t / 1000 for t in T])
-    assert list(by_name[("y", f"{LINE}3")]["y"]) == [k * KiB for k in (0, 512, 512, 512, 0, 0, 0, 0)]
+    # each trace: the entries, then the last value held to the axis' end (past the last entry)
+    assert res["line"]["dash"] == "dot" and list(res["y"]) == [4 * MiB] * 9
+    assert list(res["x"][:8]) == pytest.approx([t / 1000 for t in T]) and res["x"][8] > T[-1] / 1000
+    assert list(by_name[("y", f"{LINE}3")]["y"]) == [k * KiB for k in (0, 512, 512, 512, 0, 0, 0, 0, 0)]
     assert by_name[("y", f"{LINE}3")]["stackgroup"] == "active0"
-    assert list(by_name[("y2", f"{LINE}10")]["y"]) == [0, 0, 200 * KiB, 200 * KiB]
+    assert list(by_name[("y2", f"{LINE}10")]["y"]) == [0, 0, 200 * KiB, 200 * KiB, 200 * KiB]
     assert by_name[("y2", f"{LINE}10")]["stackgroup"] == "active1"
     oom = by_name[("y", "OOM")]
     assert list(oom["x"]) == pytest.approx([0.05]) and oom["text"] == ["OOM: asked for 8.00 MiB, CUDA had 1.00 MiB free"]
@@ -659,7 +680,8 @@ def test_past_eight_lines_the_rest_is_one_layer(tmp_path):
     assert y_bytes(other[-1][1]) == pytest.approx(55 * KiB, abs=KiB)  # the top: all 55 KiB
     spec = snapshot_spec(drawn_devices(p))
     (oth,) = [t for t in spec["data"] if t["name"] == "(other lines)"]
-    assert list(oth["y"]) == [0] * 8 + [2 * KiB, 3 * KiB]  # line 9 (2 KiB) at t=109, line 10 at t=110
+    # line 9 (2 KiB) at t=109, line 10 at t=110, held to the axis' end
+    assert list(oth["y"]) == [0] * 8 + [2 * KiB, 3 * KiB, 3 * KiB]
 
 
 def test_a_line_on_two_devices_is_one_legend_entry(tmp_path):

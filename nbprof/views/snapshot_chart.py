@@ -51,6 +51,14 @@ def _x_text(x: float, is_time: bool) -> str:
     return fmt_us(x) if is_time else f"entry {int(x):,}"
 
 
+def _x_end(x: np.ndarray) -> float:
+    """Where the chart's x axis ends: a little past the last entry (an entry's width, or 2 % of
+    the span when that is wider), so that what the last entry leaves (a final free down to 0) is
+    drawn as a step of its own instead of on the axis' edge."""
+    last = float(x.max(initial=0.0))
+    return last + max(1.0, 0.02 * (last - float(x.min(initial=0.0))))
+
+
 def describe(profile: Any) -> str:
     """The snapshot in one line: each device's peak, what holds most of it, the reserved memory."""
     parts = []
@@ -101,7 +109,7 @@ def snapshot_svg(devices: list[DrawnDevice], width: int = _WIDTH, panel_height: 
     y0 = head
     for d in devices:
         x = d.x.astype(float)
-        x1 = float(max(x.max(initial=0.0), 1e-9))
+        x1 = _x_end(x)
         x_of = lambda v: left + v / x1 * pw  # noqa: E731
         hi = float(max(d.reserved.max(initial=0), d.active.max(initial=0), 1)) * 1.06
         top = y0 + title_h
@@ -140,7 +148,7 @@ def snapshot_svg(devices: list[DrawnDevice], width: int = _WIDTH, panel_height: 
         bottom = top + panel_height
         parts.append(f'<line x1="{left}" x2="{left + pw}" y1="{bottom}" y2="{bottom}" stroke="#bbb"/>')
         scale = 1000.0 if d.x_is_time else 1.0
-        for tick in _ticks(0, x1 / scale, 6):
+        for tick in _ticks(0, float(x.max(initial=0.0)) / scale, 6):  # the entries' span, not the room after
             tx = x_of(tick * scale)
             parts.append(f'<line x1="{tx:.1f}" x2="{tx:.1f}" y1="{bottom}" y2="{bottom + 4}" stroke="#999"/>')
             text = f"{tick:g} ms" if d.x_is_time else f"{tick:,.0f}"
@@ -200,14 +208,16 @@ def snapshot_spec(devices: list[DrawnDevice], *, height_per_device: int = 300) -
         ticks = _byte_ticks(0.0, top, 4)
         layout[f"yaxis{axis}"] = dict(domain=[lo, hi], title=dict(text=esc_plotly(d.device)), rangemode="tozero",
                                       tickvals=ticks.tolist(), ticktext=[fmt_bytes(t, compact=True) for t in ticks])
-        x = d.x / scale
+        # each value holds until the next entry; the last one until the axis' end
+        x = np.r_[d.x, _x_end(d.x)] / scale if len(d.x) else d.x
+        held = lambda v: np.r_[v, v[-1:]] if len(d.x) else v  # noqa: E731
         names = [n for n, _ in d.layers]
         for (name, values), color in zip(d.layers, _colors(names)):
-            data.append(dict(type="scatter", x=x, y=values, yaxis=ya, mode="lines", line=dict(shape="hv", width=0.5,
+            data.append(dict(type="scatter", x=x, y=held(values), yaxis=ya, mode="lines", line=dict(shape="hv", width=0.5,
                              color=color), fillcolor=color, stackgroup=f"active{k}", name=esc_plotly(_cut(name, 70)),
                              legendgroup=esc_plotly(name), showlegend=k == 0 or name not in _first_names(devices, k),
                              hovertemplate="%{y:,} B<extra>" + esc_plotly(_cut(name, 90)) + "</extra>"))
-        data.append(dict(type="scatter", x=x, y=d.reserved, yaxis=ya, mode="lines", name=f"{esc_plotly(d.device)} reserved",
+        data.append(dict(type="scatter", x=x, y=held(d.reserved), yaxis=ya, mode="lines", name=f"{esc_plotly(d.device)} reserved",
                          line=dict(shape="hv", dash="dot", color="#555", width=1.2),
                          hovertemplate="%{y:,} B reserved<extra></extra>"))
         if len(d.ooms):
