@@ -559,11 +559,17 @@ def test_reading_replaying_and_charting_cost_no_more_than_memory_viz(tmp_path):
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     make_file, run = bench.make_file, bench.run
+    from .guards import within
+
     path = make_file(tmp_path, 100_000)
-    theirs, mine = run(path, 3)
-    ratio = statistics.median(m["total"] / t["total"] for m, t in zip(mine, theirs))
-    assert ratio < 2.0, (ratio, theirs, mine)
-    assert mine[0]["points"] <= 2 * 672 + 2  # the chart's points: bounded by its width, not the entries
+
+    def measure() -> dict:
+        theirs, mine = run(path, 3)
+        return {"ratio": statistics.median(m["total"] / t["total"] for m, t in zip(mine, theirs)),
+                "points": mine[0]["points"]}
+
+    m = within("snapshot: nbprof / memory_viz", measure, lambda m: ["ratio"] if m["ratio"] >= 2.0 else [])
+    assert m["points"] <= 2 * 672 + 2  # the chart's points: bounded by its width, not the entries
 
 
 def test_a_tables_column_dtypes_do_not_depend_on_the_snapshot(tmp_path):
