@@ -267,6 +267,8 @@ def test_the_figure_spec_holds_the_hand_counted_values(tmp_path):
         assert len(vals) >= 3 and vals[0] == 0 and [as_bytes(t) for t in texts] == vals
     assert lay["yaxis"]["tickvals"][-1] >= 4 * MiB and lay["yaxis2"]["tickvals"][-1] >= 2 * MiB
     assert lay["xaxis"]["title"]["text"] == "time since the first entry (ms)"
+    assert lay["xaxis"]["anchor"] == "y2"  # the shared x axis under the lowest panel, not between them
+    assert snapshot_spec(drawn_devices(load(hand_snapshot(), tmp_path, "one.pickle")))["layout"]["xaxis"]["anchor"] == "y"
     by_name = {(t["yaxis"], t["name"]): t for t in spec["data"]}
     res = by_name[("y", "cuda:0 reserved")]
     # each trace: the entries, then the last value held to the axis' end (past the last entry)

@@ -234,7 +234,10 @@ def snapshot_spec(devices: list[DrawnDevice], *, height_per_device: int = 300) -
     height, margin = 130 + height_per_device * n, dict(l=70, r=20, t=50, b=100)
     layout.update(
         title=dict(text="Active memory over time, stacked by the line that allocated it"),
-        xaxis=dict(title=dict(text="time since the first entry (ms)" if is_time else "history entry")),
+        # under the lowest panel (plotly lays an x axis on its first y axis by default: between the
+        # panels, over the second's title, the lowest without ticks)
+        xaxis=dict(title=dict(text="time since the first entry (ms)" if is_time else "history entry"),
+                   anchor=f"y{n if n > 1 else ''}"),
         height=height, margin=margin, annotations=annotations, template="plotly_white", hovermode="x",
         # under the axis' title, not over it: a fixed distance below the plot area in pixels (its
         # y is a share of that area's height, which grows with the devices)
