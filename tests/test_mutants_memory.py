@@ -272,3 +272,52 @@ def test_the_line_that_holds_most_wins_and_a_tie_goes_to_the_line_that_allocated
     more = kept.assign(bytes=[512, 512, 256, 1024])  # a.py line 4 now keeps more: it holds it
     holder = _top_holder(more, True, np.array([1, 2]))
     assert (holder["cell"], holder["line"], holder["line_bytes"], holder["bytes_per_step"]) == ("In [2]", 4, 1280, 640.0)
+
+
+def _curve_y_labels(totals: list[int], tmp_path) -> list[tuple[float, str]]:
+    """The Memory tab's curve of a CPU whose allocator total goes through ``totals`` (one event each,
+    10 µs apart): its y ticks as drawn, (pixel, label), top to bottom."""
+    from nbprof.analysis.memory import memory_curve
+    from nbprof.views.memory import memory_curve_svg
+
+    from .synthetic import Trace
+
+    t = Trace()
+    t.op("aten::empty", 0, 10 * len(totals) + 10)
+    before = totals[0]
+    for k, total in enumerate(totals):
+        t.memory(10 * k + 5, total - before, total_allocated=total, total_reserved=0, device=-1, addr=k + 1)
+        before = total
+    curve = memory_curve(t.load(tmp_path).events)
+    root = ET.fromstring(memory_curve_svg(curve, 10 * len(totals) + 10))
+    return sorted((float(el.get("y")), el.text) for el in root.iter(SVG + "text") if el.get("text-anchor") == "end"
+                  and el.get("x") == "66")
+
+
+_IN_BYTES = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+
+
+@pytest.mark.parametrize("totals", [[100 << 20, (100 << 20) + 64, 100 << 20, (100 << 20) + 128],  # flat at 100 MiB
+                                    [0, 4, 2, 4],  # a few bytes
+                                    [5 << 20, (5 << 20) + (40 << 10)]])  # 5 MiB and 40 KiB more
+def test_a_nearly_flat_or_tiny_memory_curve_has_y_ticks_that_read_apart(totals, tmp_path):
+    """Each panel's y axis names at least two values, each label a different one, in order (the
+    higher on the page the larger), under 1 KiB whole bytes. A curve flat at 100 MiB give or take 128 B drew one tick, or three reading
+    "100 MiB"; one of a few bytes drew "0 B, 0 B, 1 B" (quarters of a byte)."""
+    labels = _curve_y_labels(totals, tmp_path)
+    values = [float(text.split()[0]) * _IN_BYTES[text.split()[1]] for _, text in labels]
+    assert len(labels) >= 2 and len({text for _, text in labels}) == len(labels), labels
+    assert values == sorted(values, reverse=True), labels
+    assert all(v == int(v) for v in values if v < 1024), labels
+
+
+@pytest.mark.parametrize(("top", "count"), [(1.06, 4), (1.06, 3), (2, 4), (7.5, 3)])
+def test_byte_ticks_under_ten_bytes_are_whole_bytes(top, count):
+    """The snapshot chart's y axis of a device that holds nothing spans 0 to 1.06 B: its ticks
+    were 0, 0.25, 0.5, 0.75, 1 B, labelled "0 B" four times."""
+    from nbprof.format import fmt_bytes
+    from nbprof.views.memory import _byte_ticks
+
+    ticks = [t for t in _byte_ticks(0, top, count) if t <= top]
+    labels = [fmt_bytes(t, compact=True) for t in ticks]
+    assert len(ticks) >= 2 and all(t == int(t) for t in ticks) and len(set(labels)) == len(labels), labels

@@ -31,7 +31,15 @@ def _byte_ticks(lo: float, hi: float, count: int) -> np.ndarray:
     """Nice ticks in the binary unit ``fmt_bytes`` labels them in (KiB = 1024 B, MiB = 1024 KiB, ...):
     20 / 40 MiB rather than 23.84 / 47.68 MiB (decimal steps of 25,000,000 B read in MiB)."""
     unit = 1024.0 ** max(int(np.floor(np.log(max(hi, 1.0)) / np.log(1024.0))), 0)
-    return _nice_ticks(lo / unit, hi / unit, count) * unit
+    ticks = _nice_ticks(lo / unit, hi / unit, count) * unit
+    if unit == 1.0 and len(ticks) > 1 and not np.all(ticks == np.round(ticks)):
+        # a few bytes: halves and quarters of a byte would read "0 B, 0 B, 1 B"; whole bytes only,
+        # the next step of 1, 2, 5 times a power of ten
+        raw = float(ticks[1] - ticks[0])
+        ten = 10.0 ** np.floor(np.log10(raw))
+        step = max(min(m * ten for m in (1, 2, 5, 10) if m * ten >= raw), 1.0)
+        ticks = np.arange(np.ceil(lo / step) * step, hi + step * 1e-9, step)
+    return ticks
 
 
 # the chart's default width and margins: its plot is CHART_BUCKETS pixels wide, one bucket each
@@ -78,15 +86,12 @@ def memory_curve_svg(curve: pd.DataFrame, end_us: float, width: int = _WIDTH, pa
         t = d["time_us"].to_numpy()
         b = d["allocated_bytes"].to_numpy().astype(float)
         lo, hi = float(min(b.min(), p.start_allocated_bytes)), float(b.max())
-        pad = max((hi - lo) * 0.08, 1.0)
-        lo, hi = max(lo - pad, 0.0), hi + pad
+        lo, hi, ticks = _y_axis(lo, hi)
         y_of = lambda v: top + panel_height - (v - lo) / (hi - lo) * panel_height  # noqa: E731
-        for tick in _byte_ticks(lo, hi, 3):
-            if lo <= tick <= hi:
-                y = y_of(tick)
-                parts.append(f'<line x1="{left}" x2="{left + pw}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eee"/>')
-                parts.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end" fill="#555">'
-                             f"{esc(fmt_bytes(tick, compact=True))}</text>")
+        for tick, text in ticks:
+            y = y_of(tick)
+            parts.append(f'<line x1="{left}" x2="{left + pw}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eee"/>')
+            parts.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end" fill="#555">{esc(text)}</text>')
         t, b = downsample_max(t, b, pw)
         # a step curve from the profile's start: the total holds until the next event
         xs = np.r_[x_of(t0), np.repeat(x_of(t), 2), x_of(t1)]
@@ -106,6 +111,21 @@ def memory_curve_svg(curve: pd.DataFrame, end_us: float, width: int = _WIDTH, pa
         parts.append(f'<text x="{x:.1f}" y="{y0 + 16}" text-anchor="middle" fill="#555">{tick:g} ms</text>')
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _y_axis(lo: float, hi: float) -> tuple[float, float, list[tuple[float, str]]]:
+    """A panel's byte range (the curve's, 8 % of it around) and its ticks (value, label): at least
+    two, their labels told apart. A nearly flat curve (100 MiB give or take a few bytes) would get
+    one tick, or three reading "100 MiB": its range is widened (half again each time) until its
+    labels differ, so the wobble is drawn at a scale its axis can name."""
+    pad = max((hi - lo) * 0.08, 1.0)
+    lo, hi = max(lo - pad, 0.0), hi + pad
+    while True:
+        ticks = [(float(t), fmt_bytes(t, compact=True)) for t in _byte_ticks(lo, hi, 3) if lo <= t <= hi]
+        if len(ticks) >= 2 and len({text for _, text in ticks}) == len(ticks):
+            return lo, hi, ticks
+        half = (hi - lo) / 2
+        lo, hi = max(lo - half, 0.0), hi + half
 
 
 def describe(curve: pd.DataFrame, peaks: list[MemoryPeak] | None = None) -> str:
