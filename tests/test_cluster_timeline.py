@@ -237,8 +237,11 @@ def test_a_selected_span_lists_what_each_rank_ran(tmp_path):
     shown = selection_data(a, b, sorted(per_rank.items()))
     ranks = shown["tables"][0]
     assert ranks["ranks"] == ["0", "1"] and [row[0] for row in ranks["rows"]] == ["rank 0", "rank 1"]
+    assert ranks["columns"] == ["rank", "device busy", "ops", "top op", "in span", "kernels", "top kernel", "in span"]
     for row, (r, s) in zip(ranks["rows"], sorted(per_rank.items())):  # each rank's top op and kernel
         assert row[3] == s.ops["name"].iat[0] and row[6] == s.kernels["name"].iat[0]
+        # the calls in the span (checked against the raw files above)
+        assert row[2] == f"{int(s.ops['calls'].sum()):,}" and row[5] == f"{int(s.kernels['calls'].sum()):,}"
     assert {t["rank"] for t in shown["tables"][1:]} == {"0", "1"}
 
 

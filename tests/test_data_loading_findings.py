@@ -126,6 +126,9 @@ def test_without_workers_the_main_process_made_every_batch():
     b = profile_of(rec).data_loading()
     assert (b["worker"] == -1).all() and (b["make_us"] == b["wait_us"]).all() and (b["samples"] == 4).all()
     assert len(profile_of(rec).worker_stats()) == 0
+    # no queue between a worker and the loop: no wait after a batch was made
+    [s] = profile_of(rec)._data_loading.loaders
+    assert (s.ready_us, s.ready_wait_us) == (0.0, 0.0)
 
 
 def test_worker_stats_of_one_loader_and_an_unknown_one():

@@ -354,6 +354,23 @@ def test_a_files_broken_line_table_is_left_out_and_said(profiled, tmp_path, brea
     assert loaded.lines().attrs["method"] == "function_entries"
 
 
+def test_a_saved_line_tables_method_is_read_back(profiled, tmp_path):
+    """A trace saved by a run whose line tracer was refused (another tool held the hook: method
+    "calls", collect.lines) says so when loaded: ``lines().attrs["method"]`` is the file's, not
+    the default "tracer"."""
+    import json
+
+    import nbprof
+
+    doc = json.loads(open(profiled.save(tmp_path / "lines.json")).read())
+    assert doc["nbprofLines"]["line_data"]["method"] == "tracer"
+    assert nbprof.load_trace(tmp_path / "lines.json").lines().attrs["method"] == "tracer"
+    doc["nbprofLines"]["line_data"]["method"] = "calls"
+    (tmp_path / "calls.json").write_text(json.dumps(doc))
+    loaded = nbprof.load_trace(tmp_path / "calls.json")
+    assert loaded.meta.line_data is not None and loaded.lines().attrs["method"] == "calls"
+
+
 @pytest.mark.gpu
 def test_on_cuda_per_line_device_time_sums_to_the_kernels(shell):
     """On a CUDA model (GPU sessions only): each kernel on its operator's line, backward's kernels

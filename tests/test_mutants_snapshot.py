@@ -577,6 +577,8 @@ def test_one_device_of_several_and_entries_without_frames(tmp_path):
     ({"segments": [{"address": 1, "total_size": 2, "blocks": [3]}]}, "a block: not a dict"),
     ({"segments": [], "device_traces": [[{"action": "alloc", "time_us": "soon"}]]}, "an entry's time_us: not a number"),
     ({"segments": [], "device_traces": [[{"action": ["alloc"]}]]}, "an entry's action"),
+    ({"segments": [{"address": 1, "total_size": 2, "blocks": [{"address": 1, "size": 2, "state": ["x"]}]}]},
+     "a block's state"),
     ({"segments": [], "device_traces": "x"}, "device_traces: not a list of lists"),
     ({"segments": [{"address": 1, "total_size": 2, "segment_type": 3, "blocks": []}]}, None),
     ({"segments": [{"address": "1", "total_size": 2, "blocks": []}]}, "a segment's address: str '1'"),

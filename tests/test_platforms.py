@@ -605,6 +605,9 @@ def test_findings_on_mps_do_not_call_a_wait_slow(tmp_path):
     assert sync["evidence"]["blocked_us"] == pytest.approx(76_000.0)
     assert sync["evidence"]["share_of_span"] == pytest.approx(0.76)
     assert sync["evidence"]["scalar_reads"] == 1
+    # one call each of the five ops that wait (item, _local_scalar_dense, to, _to_copy, copy_)
+    assert sync["evidence"]["calls"] == 5 and "in 5 calls of ops that wait for it" in sync["message"]
+    assert sync["evidence"]["device"] == "mps"
     assert list(sync["evidence"]["by_op"])[:2] == ["aten::_local_scalar_dense", "aten::copy_"]
     assert "the device's work queued before them" in sync["message"]
 

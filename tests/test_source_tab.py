@@ -65,6 +65,11 @@ def test_the_tab_shows_the_cell_and_each_function_whole(profiled):
     for line in DEFINE.splitlines()[1:]:  # step whole, from its def to its last line, which never ran
         assert line.strip() in function
     assert "import time" not in function  # the cell's other code is not the function's
+    # each block's title: the profiled cell as typed (its top level), then the function and where
+    # it is defined (the cell before it, line 2)
+    titles = [htmltext.text(t) for t in re.findall(r'<div style="margin:10px 0 2px;font-weight:600">(.*?)</div>', html)]
+    assert len(titles) == 2 and re.fullmatch(r"In \[\d+\] \(the code as typed\)", titles[0]), titles
+    assert re.fullmatch(r"step · In \[\d+\] line 2", titles[1]), titles
     # the hottest line (by own time): the sleep, 7 hits, highlighted in its code
     [hot] = htmltext.texts_of(html, "nbprof-src-hot")
     assert "time.sleep(0.004)" in hot and "◀ hottest" in hot
@@ -84,6 +89,10 @@ def test_the_numbers_are_the_line_table_s(profiled):
     [table] = re.findall(r'<table class="nbprof-static".*?</table>', panel, flags=re.S)
     head = [htmltext.text(h) for h in re.findall(r"<th[^>]*>(.*?)</th>", table)]
     assert head == ["Line", "Source", "Hits", "Own time", "% of wall", "Time", "Per hit", "Function"]
+    from .test_mutants_snapshot import dt_tables
+
+    [interactive] = dt_tables(panel)  # the same table, sortable, as DataTables gets it
+    assert interactive["caption"].startswith("every line that ran, hottest first; click a header to sort")
     rows = [[htmltext.text(td) for td in re.findall(r"<td[^>]*>(.*?)</td>", tr)]
             for tr in re.findall(r"<tr>(.*?)</tr>", table, flags=re.S)[1:]]
     # hottest first: the rows in the order of their own time, every line that ran

@@ -331,6 +331,12 @@ def test_window_draws_part_at_full_resolution(big):
     with pytest.warns(DeprecationWarning, match="window_us"):
         old = big.timeline(window=(w0 / 1000, w1 / 1000))
     assert old.layout.meta["description"] == fig.layout.meta["description"]
+    # both at once: which one is meant is not known; one line says what to pass
+    from nbprof.errors import OptionError
+
+    with pytest.raises(OptionError) as e:
+        big.timeline(window=(w0 / 1000, w1 / 1000), window_us=(w0, w1))
+    assert str(e.value) == "timeline: pass window_us=(start_us, end_us), not window= as well"
 
 
 # ------------------------------------------------------------------------------------- hover

@@ -1,0 +1,111 @@
+"""Behaviour seed 56's mutation sample found untested (docs/testing.md), each against an answer
+read from the recorded trace or worked out by hand: a comparison by kernel names its biggest
+changes by their short names."""
+
+from __future__ import annotations
+
+import nbprof
+
+from .conftest import trace_path
+
+
+def test_a_comparison_by_kernel_names_its_biggest_changes_short():
+    """The headline of cnn_train_cuda against cnn_cuda_toggled by kernel: the biggest regression is
+    the direct-copy ``elementwise_kernel``, whose C++ signature is 814 characters; the line names
+    it as a reader would (no ``void``, no ``at::native::``), and stays one line's length."""
+    b = nbprof.load_trace(trace_path("cnn_train_cuda"))
+    a = nbprof.load_trace(trace_path("cnn_cuda_toggled"))
+    s = nbprof.compare(b, a, by="kernel").summary
+    assert s.biggest_regression.startswith("void at::native::elementwise_kernel<128, 2,")
+    assert len(s.biggest_regression) == 814
+    text = s.text()
+    assert "biggest regression elementwise_kernel<128, 2, gpu_kernel_impl_nocast<" in text
+    assert "at::native::" not in text and "void " not in text and len(text) < 300, text
+    assert "biggest win sm80_xmma_wgrad_implicit_gemm_indexed" in text
+
+
+def test_a_snapshots_frames_keep_a_long_path_whole_and_read_a_number_as_text(tmp_path):
+    """A block allocated from a file whose path is 300 characters long keeps the whole path in its
+    frames (a path is text: only what is not text is cut to 200, after being made text)."""
+    from .snapshots import MiB, block, segment, write
+
+    long_path = "/home/user/" + "deep/" * 57 + "train.py"
+    assert len(long_path) == 304
+    frames = [{"filename": long_path, "line": 12, "name": "step"}, {"filename": 7 * 10**250, "line": 3, "name": 9}]
+    a = 0x7F00_0000_0000
+    snap = {"segments": [segment(a, 2 * MiB, [block(a, MiB, MiB, "active_allocated", frames),
+                                              block(a + MiB, MiB, MiB, "inactive")])]}
+    p = nbprof.load_snapshot(write(snap, tmp_path / "s.pickle"))
+    ((first, second),) = p.blocks("end")["frames"].tolist()
+    assert first == (long_path, 12, "step")
+    assert second == (str(7 * 10**250)[:200], 3, "9") and len(second[0]) == 200
+
+
+def test_which_ops_wait_for_the_cell_threads_line():
+    """``analysis.lines._unplaced``'s rule, from the line recorder's per-op marks: ``True`` (no
+    Python call above: autograd's device thread) always waits to be placed; ``False`` (a user line
+    above it) never; a thread id does when it is the thread that made most of the user's calls
+    (the cell's), or, with no calls recorded, whatever thread it names."""
+    from nbprof.analysis.lines import _unplaced
+
+    marks = [True, False, 4242, 77, False]
+    assert _unplaced(marks, {}, 5).tolist() == [True, False, True, True, False]
+    calls = {"thread": [4242, 4242, 77]}
+    assert _unplaced(marks, calls, 5).tolist() == [True, False, True, False, False]
+    assert _unplaced(None, calls, 3).tolist() == [False, False, False]
+
+
+def test_each_memory_events_outermost_operator_is_the_raw_files():
+    """``analysis.memory.outermost_op_rows`` (alive_at_end's and memory_growth's ``top_op``) on
+    cnn_train_cuda's 425 memory events: the outermost CPU op whose span holds each one on its
+    thread in the raw JSON (none: -1); and no rows, no answer."""
+    from collections import Counter
+
+    import numpy as np
+
+    from nbprof.analysis.memory import outermost_op_rows
+
+    from .test_compare import raw_trace
+
+    p = nbprof.load_trace(trace_path("cnn_train_cuda"))
+    ev = p.events
+    rows = np.flatnonzero((ev["kind"].astype(str) == "memory").to_numpy())
+    top = outermost_op_rows(ev, rows)
+    names = ev["name"].astype(str).to_numpy()
+    got = Counter(names[t] if t >= 0 else None for t in top)
+    raw = raw_trace("cnn_train_cuda")["traceEvents"]
+    ops = [e for e in raw if e.get("ph") == "X" and e.get("cat") == "cpu_op"]
+    want = Counter()
+    for m in (e for e in raw if e.get("name") == "[memory]"):
+        around = [o for o in ops if o["tid"] == m["tid"] and o["ts"] <= m["ts"] <= o["ts"] + o["dur"]]
+        want[min(around, key=lambda o: (o["ts"], -o["dur"]))["name"] if around else None] += 1
+    assert sum(want.values()) == len(rows) == 425 and got == want
+    assert outermost_op_rows(ev, np.zeros(0, dtype=np.int64)).tolist() == []
+
+
+def test_cprofiles_cost_per_call_is_measured_once_per_process(monkeypatch):
+    """What cProfile adds to a call (the workers' time is corrected by it): a number of ns, not
+    negative, measured on the first ask and the same number on every later one (each DataLoader
+    iterator asks)."""
+    from nbprof.collect import data_loading
+
+    monkeypatch.setattr(data_loading, "_call_cost_ns", None)  # as in a fresh process
+    first = data_loading.cprofile_call_cost_ns()
+    assert isinstance(first, float) and 0.0 <= first < 1e6
+    assert data_loading.cprofile_call_cost_ns() is first
+
+
+def test_a_prof_whose_edge_holds_more_than_its_callees_total_still_draws(tmp_path):
+    """A .prof whose numbers disagree (hand-edited, or merged from runs: main → f says 0.5 s, f's
+    own total says 0 s, as a coarse clock reads it): the call tree is built, not a division by f's
+    0 s; f gets its edge's 0.5 s under main, and its callee g nothing of f's 0."""
+    import marshal
+
+    main, f, g = ("m.py", 1, "main"), ("m.py", 5, "f"), ("m.py", 9, "g")
+    stats = {main: (1, 1, 0.5, 1.0, {}), f: (1, 1, 0.0, 0.0, {main: (1, 1, 0.0, 0.5)}),
+             g: (1, 1, 0.0, 0.0, {f: (1, 1, 0.0, 0.0)})}
+    (tmp_path / "odd.prof").write_bytes(marshal.dumps(stats))
+    tree = nbprof.load_prof(tmp_path / "odd.prof").call_tree(min_fraction=0)
+    by = {r.function: r for r in tree.itertuples()}
+    assert by["main"].value_s == 1.0 and by["f"].value_s == 0.5, tree
+    assert tree.loc[by["f"].parent, "function"] == "main" and "g" not in by
