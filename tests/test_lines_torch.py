@@ -459,3 +459,26 @@ def test_a_folder_of_saved_ranks_sums_their_full_line_tables(profiled, shell, tm
     html = p.report().html(include_library=False)
     assert ">Source</label>" in html and "z = torch.relu(z)" in html
     assert "_merged" not in p.__dict__ and "_events" not in p.__dict__
+
+
+def test_a_saved_line_table_without_frames_puts_everything_outside(profiled, tmp_path):
+    """A saved trace whose line table holds no frame (every op's stack the empty one: a run where no
+    line of the user's code was on the stack): it loads, and lines() is the one "outside your
+    code" row holding every op's self CPU time (key_averages' sum)."""
+    import json
+
+    import nbprof
+
+    doc = json.loads(open(profiled.save(tmp_path / "lines.json")).read())
+    data = doc["nbprofLines"]["line_data"]
+    data["frames"] = {k: [] for k in data["frames"]}
+    data["stacks"] = [[]]
+    for part in ("ops", "allocs"):
+        data[part]["stack"] = [0] * len(data[part]["stack"])
+    data["loops"] = []
+    (tmp_path / "frameless.json").write_text(json.dumps(doc))
+    loaded = nbprof.load_trace(tmp_path / "frameless.json")
+    assert loaded.meta.line_data is not None and not any("nbprofLines" in n for n in loaded.meta.notes)
+    lines = loaded.lines()
+    assert len(lines) == 1 and lines["line"].isna().all()
+    assert lines["self_cpu_us"].sum() == pytest.approx(loaded.key_averages()["self_cpu_us"].sum(), rel=0.01)

@@ -422,6 +422,23 @@ def test_sorting_by_a_column_the_line_turned_off_is_an_error(shell, flags, needs
 
 
 @needs_torch
+def test_sorting_by_device_time_without_cuda_names_what_can_be_sorted_by(shell):
+    """On a machine without CUDA, ``--sort self_device_us`` cannot be turned on: a one-line error
+    before the code runs, listing the sort keys this run can record (none of the device ones)."""
+    import torch
+    from IPython.core.error import UsageError
+
+    if torch.cuda.is_available():
+        pytest.skip("CUDA is here: the sort is turned on")
+    shell.user_ns.pop("ran", None)
+    result, _ = run(shell, "%%torchprof --sort self_device_us\nran = True")
+    assert isinstance(result.error_in_exec, UsageError) and "ran" not in shell.user_ns
+    assert str(result.error_in_exec) == (
+        "%%torchprof: --sort self_device_us: CUDA is not available here, so this run cannot record it; sort by one "
+        "of: self_cpu_us, cpu_total_us, cpu_avg_us, self_cpu_mem_bytes, cpu_mem_bytes, flops, count, name")
+
+
+@needs_torch
 def test_the_panel_sets_defaults_and_flags_win(shell):
     from nbprof import settings
 

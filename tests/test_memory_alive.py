@@ -259,6 +259,11 @@ def test_the_report_shows_what_stays(cells):
     html = _leak(cells).report().html(include_library=False)
     assert "Left allocated at the end: 10 blocks allocated during the profile (332.50 KiB on cpu)" in html
     assert "Memory per step (the loop at In [" in html and "Kept for good" in html
+    from .test_mutants_views3 import dt_tables
+
+    [steps] = [t for t in dt_tables(html) if t["headers"][:1] == ["Step"]]
+    assert steps["headers"] == ["Step", "Device", "Held at its end", "Added", "Allocated", "Kept for good",
+                                "Blocks kept", "Ended at"]
     assert "Left alive" in html  # the Source tab's column
     fixed = cells["fixed"][0].report().html(include_library=False)
     assert "Left allocated at the end: nothing allocated during the profile" in fixed

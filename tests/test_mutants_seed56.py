@@ -109,3 +109,102 @@ def test_a_prof_whose_edge_holds_more_than_its_callees_total_still_draws(tmp_pat
     by = {r.function: r for r in tree.itertuples()}
     assert by["main"].value_s == 1.0 and by["f"].value_s == 0.5, tree
     assert tree.loc[by["f"].parent, "function"] == "main" and "g" not in by
+
+
+def test_a_copy_of_no_measured_duration_has_no_bandwidth_and_no_warning(tmp_path):
+    """A 4 KiB memcpy the device clock read as 0 µs (and a kernel beside it): kernels() gives its
+    bandwidth as NaN, without numpy's "divide by zero" warning reaching the user's cell."""
+    import math
+    import warnings
+
+    from .synthetic import Trace
+
+    t = Trace()
+    t.op("aten::copy_", 0, 20)
+    t.launch("Memcpy HtoD (Pageable -> Device)", 0, 1.0, 5.0, 10.0, 0.0, runtime="cudaMemcpyAsync",
+             cat="gpu_memcpy", nbytes=4096)
+    t.launch("gemm", 0, 7.0, 2.0, 12.0, 3.0)
+    p = nbprof.load_trace(t.write(tmp_path / "t.json"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        k = p.kernels().set_index("kind")
+    assert k.loc["memcpy", "bytes"] == 4096 and k.loc["memcpy", "device_total_us"] == 0
+    assert math.isnan(k.loc["memcpy", "bandwidth_gbps"])
+
+
+def test_a_nameless_operator_under_a_range_is_its_own_row_named_empty(tmp_path):
+    """``analysis.ranges.range_ops`` on an events table whose operator under a range has no name (a
+    table built by hand: the reader leaves such events out): that operator is a row of its own
+    named "", never given another name."""
+    import numpy as np
+
+    from nbprof.analysis.ranges import range_ops
+
+    from .synthetic import Trace
+
+    t = Trace()
+    t.annotation("forward", 0, 100)
+    t.op("aten::mm", 10, 30)
+    t.op("aten::relu", 50, 20)
+    ev = nbprof.load_trace(t.write(tmp_path / "t.json")).events.copy()
+    ev.loc[(ev["name"] == "aten::relu").to_numpy(), "name"] = np.nan
+    got = range_ops(ev)
+    assert sorted(got["name"].tolist()) == ["", "aten::mm"] and set(got["path"]) == {"forward"}
+    assert got.set_index("name").loc["", "self_cpu_us"] == 20
+
+
+def test_the_profiler_holding_the_hook_is_named_by_its_type():
+    """What ``%%cprofile`` says when the hook is taken: a ``cProfile.Profile`` enabled is named
+    Profile, a plain function set with ``sys.setprofile`` is named function, a bound method by
+    its object's class; a free hook: None."""
+    import cProfile
+    import sys
+
+    from nbprof.collect.cprofile import another_profiler_active
+
+    class Tracer:
+        def hook(self, frame, event, arg):
+            return None
+
+    def plain(frame, event, arg):
+        return None
+
+    assert sys.getprofile() is None and another_profiler_active() is None
+    said = []
+    try:
+        for start in (lambda: sys.setprofile(plain), lambda: sys.setprofile(Tracer().hook)):
+            start()
+            said.append(another_profiler_active())
+            sys.setprofile(None)
+        prof = cProfile.Profile()
+        prof.enable()
+        said.append(another_profiler_active())
+        prof.disable()
+    finally:
+        sys.setprofile(None)
+    assert said == ["another profiler is already active (function)", "another profiler is already active (Tracer)",
+                    "another profiler is already active (Profile)"]
+
+
+def test_the_kernels_tab_has_a_bandwidth_column_only_with_copies(tmp_path):
+    """A copy of 8 MB in 4 µs moves 2,000 GB/s: the Kernels tab gains a GB/s column where the
+    profile has a memcpy (its row 2000, the kernel's empty), none for kernels alone."""
+    from .synthetic import Trace
+    from .test_mutants_views3 import dt_tables, panels
+
+    def kernels_table(with_copy: bool) -> dict:
+        t = Trace()
+        t.op("aten::mm", 0, 40)
+        t.launch("gemm", 0, 1.0, 2.0, 10.0, 3.0)
+        if with_copy:
+            t.launch("Memcpy HtoD (Pageable -> Device)", 0, 5.0, 2.0, 20.0, 4.0, runtime="cudaMemcpyAsync",
+                     cat="gpu_memcpy", nbytes=8_000_000)
+        p = nbprof.load_trace(t.write(tmp_path / f"t{with_copy}.json"))
+        [table] = dt_tables(panels(p.report(limit=0).html(include_library=False))["Kernels"])
+        return table
+
+    plain, copied = kernels_table(False), kernels_table(True)
+    assert "GB/s" not in plain["headers"]
+    col = copied["headers"].index("GB/s")
+    by_name = {row[0]: row[col] for row in copied["rows"]}
+    assert by_name["Memcpy HtoD (Pageable -> Device)"] == 2000.0

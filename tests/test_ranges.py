@@ -239,3 +239,18 @@ def test_operators_under_each_range_from_the_raw_file():
         p.range_ops("Optimizer")  # two labels contain it
     assert len(p.range_ops("zero_grad")) == 0  # a range with no operator under it (set_to_none)
     assert p.range_ops("SGD.step").equals(p.range_ops("train_step › optimizer › Optimizer.step#SGD.step"))
+
+
+def test_the_ranges_tab_reads_as_the_table():
+    """The report's Ranges tab on the training run: its headers (the outermost-range share because
+    labels nest, the GPU column because kernels ran under them), one row per path, indented by
+    depth, each share as the table's."""
+    from .test_mutants_views3 import dt_tables, panels
+
+    p = nbprof.load_trace(trace_path("cnn_train_cuda"))
+    [table] = dt_tables(panels(p.report(limit=0).html(include_library=False))["Ranges"])
+    assert table["headers"][:7] == ["Range", "Calls", "Total", "Mean", "Share of span", "Share of outermost range",
+                                    "GPU time (kernels)"]
+    r = p.ranges()
+    assert [row[0] for row in table["rows"]] == ["\u2003" * d + lab for d, lab in zip(r["depth"], r["label"])]
+    assert [row[4] for row in table["rows"]] == pytest.approx(r["share_of_span"].tolist())
