@@ -159,6 +159,25 @@ def test_compile_units_split_each_units_time_among_the_phases_of_its_ranges(tmp_
     assert str(u["frame_unit"].dtype) == str(u["backward"].dtype) == "bool"
 
 
+@pytest.mark.parametrize("first", ["a unit", "not compilation"])
+def test_a_marker_outside_every_compile_range_names_no_unit(tmp_path, first):
+    """Two compile units without markers of their own, then a stray "x_data: compile_id=9/0"
+    outside both: neither unit takes its id, whether the profile's first event is one of them or
+    not (a marker counts only inside a compile range: ``compile_range_mask``)."""
+    from nbprof.analysis.compilation import compile_units
+
+    from .synthetic import Trace
+
+    t = Trace()
+    if first == "not compilation":
+        t.annotation("train", 0, 10)
+    t.annotation("weird (dynamo_timed)", 20, 30)
+    t.annotation("bw_compiler (dynamo_timed)", 100, 300)
+    t.annotation("x_data: compile_id=9/0", 500, 1)
+    u = compile_units(t.load(tmp_path).events)
+    assert len(u) == 2 and u["compile_id"].tolist() == ["", ""]
+
+
 UNIT_COLUMNS = ["row", "start_us", "dur_us", "frame_unit", "backward", "compile_id", "dynamo_us", "aot_autograd_us",
                 "inductor_us", "codegen_us", "compile_code_us", "autotune_us", "cache_us", "other_us"]
 

@@ -1,6 +1,10 @@
 """Behaviour seed 56's mutation sample found untested (docs/testing.md), each against an answer
-read from the recorded trace or worked out by hand: a comparison by kernel names its biggest
-changes by their short names."""
+read from the recorded trace or the standard library, or worked out by hand: a comparison by
+kernel naming its biggest changes short and its Change column signed, a snapshot frame's long
+path, which ops wait for the cell thread's line, each memory event's outermost op against the raw
+file, cProfile's cost per call measured once, a .prof whose numbers disagree, a zero-duration
+copy's bandwidth, a nameless op under a range, the profiler holding the hook named, the Kernels
+tab's GB/s column, the overview's 30 bars."""
 
 from __future__ import annotations
 
@@ -208,3 +212,39 @@ def test_the_kernels_tab_has_a_bandwidth_column_only_with_copies(tmp_path):
     col = copied["headers"].index("GB/s")
     by_name = {row[0]: row[col] for row in copied["rows"]}
     assert by_name["Memcpy HtoD (Pageable -> Device)"] == 2000.0
+
+
+def test_the_overview_draws_thirty_steps_and_counts_the_rest(tmp_path):
+    """32 steps (ProfilerStep#0..31, 1 ms each with an op inside): the overview's bars are the
+    first 30, then a line saying 2 more steps are in p.overview()."""
+    import re
+
+    from nbprof.views.overview import overview_html
+
+    from .htmltext import text
+    from .synthetic import Trace
+
+    t = Trace()
+    for k in range(32):
+        t.annotation(f"ProfilerStep#{k}", 1000 * k, 999)
+        t.op("aten::mm", 1000 * k + 10, 500)
+    p = nbprof.load_trace(t.write(tmp_path / "steps.json"))
+    assert len(p.steps()) == 32
+    html = overview_html(p)
+    labels = re.findall(r'<span style="width:5em;flex:none">(.*?)</span>', html)
+    assert labels == [f"step {k}" for k in range(30)]
+    assert "2 more steps: p.overview()" in text(html)
+
+
+def test_the_comparison_texts_change_column_carries_its_sign():
+    """The text table of cnn_train_cuda against cnn_cuda_toggled: a row that got slower reads "+"
+    (aten::copy_, 4.8 µs more self CUDA time), one that got faster "−" (convolution_backward,
+    197.1 µs less): the Change column is signed, as the headline's biggest win and regression."""
+    b = nbprof.load_trace(trace_path("cnn_train_cuda"))
+    a = nbprof.load_trace(trace_path("cnn_cuda_toggled"))
+    c = nbprof.compare(b, a, limit=0)
+    t = c.table.set_index("name")
+    assert round(t.loc["aten::copy_", "self_device_us_change"], 1) == 4.8
+    assert round(t.loc["aten::convolution_backward", "self_device_us_change"], 1) == -197.1
+    rows = {line.split("  ")[0]: line for line in c.text().splitlines()}
+    assert " +4.8 µs " in rows["aten::copy_"] and " −197.1 µs " in rows["aten::convolution_backward"]
