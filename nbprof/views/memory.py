@@ -120,12 +120,13 @@ def _y_axis(lo: float, hi: float) -> tuple[float, float, list[tuple[float, str]]
     labels differ, so the wobble is drawn at a scale its axis can name."""
     pad = max((hi - lo) * 0.08, 1.0)
     lo, hi = max(lo - pad, 0.0), hi + pad
-    while True:
+    for _ in range(80):  # the range grows by half each time: from 2 B past any byte count in 80
         ticks = [(float(t), fmt_bytes(t, compact=True)) for t in _byte_ticks(lo, hi, 3) if lo <= t <= hi]
         if len(ticks) >= 2 and len({text for _, text in ticks}) == len(ticks):
-            return lo, hi, ticks
+            break
         half = (hi - lo) / 2
         lo, hi = max(lo - half, 0.0), hi + half
+    return lo, hi, ticks
 
 
 def describe(curve: pd.DataFrame, peaks: list[MemoryPeak] | None = None) -> str:

@@ -213,11 +213,13 @@ def snapshot_spec(devices: list[DrawnDevice], *, height_per_device: int = 300) -
         held = lambda v: np.r_[v, v[-1:]] if len(d.x) else v  # noqa: E731
         names = [n for n, _ in d.layers]
         for (name, values), color in zip(d.layers, _colors(names)):
-            data.append(dict(type="scatter", x=x, y=held(values), yaxis=ya, mode="lines", line=dict(shape="hv", width=0.5,
-                             color=color), fillcolor=color, stackgroup=f"active{k}", name=esc_plotly(_cut(name, 70)),
+            data.append(dict(type="scatter", x=x, y=held(values), yaxis=ya, mode="lines",
+                             line=dict(shape="hv", width=0.5, color=color), fillcolor=color,
+                             stackgroup=f"active{k}", name=esc_plotly(_cut(name, 70)),
                              legendgroup=esc_plotly(name), showlegend=k == 0 or name not in _first_names(devices, k),
                              hovertemplate="%{y:,} B<extra>" + esc_plotly(_cut(name, 90)) + "</extra>"))
-        data.append(dict(type="scatter", x=x, y=held(d.reserved), yaxis=ya, mode="lines", name=f"{esc_plotly(d.device)} reserved",
+        data.append(dict(type="scatter", x=x, y=held(d.reserved), yaxis=ya, mode="lines",
+                         name=f"{esc_plotly(d.device)} reserved",
                          line=dict(shape="hv", dash="dot", color="#555", width=1.2),
                          hovertemplate="%{y:,} B reserved<extra></extra>"))
         if len(d.ooms):
