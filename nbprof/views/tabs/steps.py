@@ -27,10 +27,12 @@ def render(report: Any) -> str:
     side = p.step_breakdown()
     if side.empty:
         return table
+    # a folder's columns are (rank, step) pairs: "rank 1 · step 3", not the tuple's "(1, 3)"
+    labels = [f"rank {c[0]} · step {c[1]}" if isinstance(c, tuple) else f"step {c}" for c in side.columns]
     side = side.reset_index()
-    side.columns = [str(c) for c in side.columns]
-    side_cols = [Column(side.columns[0], "Name", "name", 50)] + [
-        Column(c, f"step {c}", "time_us") for c in side.columns[1:]
+    side.columns = ["name"] + [f"step_{i}" for i in range(len(labels))]
+    side_cols = [Column("name", "Name", "name", 50)] + [
+        Column(key, label, "time_us") for key, label in zip(side.columns[1:], labels)
     ]
     by_total = side[side.columns[1:]].sum(axis=1).sort_values(ascending=False).index
     side = side.loc[by_total]
