@@ -122,3 +122,43 @@ def test_no_header_is_empty_or_said_twice_in_a_table(name):
         for heads in tables:
             assert all(h.strip() for h in heads), (tab, heads)
             assert len(set(heads)) == len(heads), (tab, heads)
+
+
+def captions(report_html: str) -> dict[str, list[str]]:
+    from .test_mutants_snapshot import dt_tables as with_captions
+
+    return {tab: [t["caption"] for t in with_captions(html)] for tab, html in panels(report_html).items()}
+
+
+def test_what_each_table_says_it_holds(tmp_path):
+    """The line under each table that says what its rows are (and which call gives them all)."""
+    from .snapshots import hand_snapshot, write
+    from .test_cluster_timeline import ddp
+
+    cnn = captions(nbprof.load_trace(trace_path("cnn_train_cuda")).report(limit=0).html(include_library=False))
+    peak = "blocks alive at the peak, biggest first (Freed at — : still held when the profile ended); result.alive_at(t, device)"
+    assert cnn["Memory"] == ["memory allocated (+) and freed (−) inside each operator; self = not in its children",
+                             peak, peak,
+                             "blocks allocated during the profile and never freed in it, biggest first; "
+                             "result.alive_at_end()"]
+    ranges = "record_function ranges (Lightning's actions among them), nested ranges indented"
+    assert cnn["Ranges"] == [ranges] and cnn["Operators"] == [""] and cnn["Kernels"] == [""]
+    infer = captions(nbprof.load_trace(trace_path("transformer_infer_stack")).report(limit=0).html(include_library=False))
+    assert infer["Modules"] == ["nn.Module calls as a tree: self = total less the child modules' calls"]
+    folder = captions(nbprof.load_trace(ddp(tmp_path)).report(limit=0).html(include_library=False))
+    spread = "what one rank spent (0 on a rank without the row), and the rank that spent the most"
+    assert folder["Ranks"] == ["one row per rank", "operators and kernels that differ across ranks, biggest spread first",
+                               "collectives per rank (a rank that spends longer in one waits there for the others)"]
+    assert folder["Operators"] == [f"summed over 2 ranks; Self CPU, least / most rank: {spread}"]
+    assert folder["Ranges"] == [f"{ranges}; summed over 2 ranks; Total, least / most rank: {spread}"]
+    assert folder["Steps"] == ["one row per recorded step", "self CPU time per op, steps side by side"]
+    snap = captions(nbprof.load_snapshot(write(hand_snapshot(), tmp_path / "s.pickle")).report(limit=0)
+                    .html(include_library=False))
+    assert snap == {
+        "Over time": [],
+        "At the peak": ["held per line that allocated it",
+                        'the allocations alive at the peak, biggest first (At: since the first entry); p.blocks(at="peak")'],
+        "At the end": ["held per line that allocated it", 'blocks alive at the end, biggest first; p.blocks(at="end")'],
+        "Segments": ["reserved = allocated + free; allocated = requested + rounding; p.segments()"],
+        "OOMs": ["each out-of-memory error the allocator raised"],
+    }
