@@ -235,6 +235,7 @@ def test_a_selected_span_lists_what_each_rank_ran(tmp_path):
     from nbprof.cluster.timeline import selection_data
 
     shown = selection_data(a, b, sorted(per_rank.items()))
+    assert shown["head"].startswith(f"{a / 1000:.3f} – {b / 1000:.3f} ms · ") and shown["head"].endswith(" · 2 ranks")
     ranks = shown["tables"][0]
     assert ranks["ranks"] == ["0", "1"] and [row[0] for row in ranks["rows"]] == ["rank 0", "rank 1"]
     assert ranks["columns"] == ["rank", "device busy", "ops", "top op", "in span", "kernels", "top kernel", "in span"]

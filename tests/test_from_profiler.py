@@ -33,6 +33,7 @@ def test_every_table_equals_torchs_key_averages(shell, workload):
     p = shell.user_ns["p"]
     assert p.profiler is shell.user_ns["prof"]
     assert p.collected["memory"] == ("--memory" in flags) and p.collected["shapes"] == ("--shapes" in flags)
+    assert p.collected["flops"] == ("--flops" in flags) and p.collected["stack"] == ("--stack" in flags)
     assert_equal_to_torch(p, "op")
     if "--shapes" in flags:
         assert_equal_to_torch(p, "shape")

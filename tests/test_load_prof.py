@@ -276,7 +276,8 @@ def test_bad_files_are_one_line_errors(prof_file, tmp_path):
     # marshalled data that is not cProfile's stats: told by its first bytes, or by its shape
     for name, obj, said in (("list", [1, 2], "not a .prof file"), ("keys", {"a": 1}, "not a .prof file"),
                             ("key", {("f.py", "1", "f"): (1, 1, 0.0, 0.0, {})}, "not (file, line, function)"),
-                            ("values", {("f.py", 1, "f"): (1, 1, 0.0)}, "not (calls, calls, tottime"),
+                            ("values", {("f.py", 1, "f"): (1, 1, 0.0)},
+                             "f.py:1(f) has (1, 1, 0.0), not (calls, calls, tottime, cumtime, callers)"),
                             ("callers", {("f.py", 1, "f"): (1, 1, 0.0, 0.0, {("g.py", 2, "g"): "x"})}, "has a caller")):
         (tmp_path / f"{name}.prof").write_bytes(marshal.dumps(obj))
         assert said in one_line_error(tmp_path / f"{name}.prof"), name

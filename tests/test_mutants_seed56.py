@@ -248,3 +248,33 @@ def test_the_comparison_texts_change_column_carries_its_sign():
     assert round(t.loc["aten::convolution_backward", "self_device_us_change"], 1) == -197.1
     rows = {line.split("  ")[0]: line for line in c.text().splitlines()}
     assert " +4.8 µs " in rows["aten::copy_"] and " −197.1 µs " in rows["aten::convolution_backward"]
+
+
+def test_the_memory_figures_hover_names_each_points_op_and_change():
+    """``memory_curve()`` of cnn_train_cuda: each point of a device's allocated line carries (the op
+    that was open, the bytes it added or freed) for the hover, the curve's own rows in order."""
+    import numpy as np
+
+    from nbprof.analysis.memory import memory_curve
+
+    p = nbprof.load_trace(trace_path("cnn_train_cuda"))
+    fig = p.memory_curve()
+    curve = memory_curve(p.events)
+    for device, d in curve.groupby("device", sort=True):
+        [trace] = [t for t in fig.data if t.name == f"{device} allocated"]
+        custom = np.asarray(trace.customdata, dtype=object)
+        assert custom.shape == (len(d), 2)
+        assert [str(op) for op in custom[:, 0]] == d["op"].astype(str).tolist()
+        assert [int(b) for b in custom[:, 1]] == d["delta_bytes"].tolist()
+        assert "%{customdata[1]:+,} B in %{customdata[0]}" in trace.hovertemplate
+
+
+def test_a_long_blocks_source_shows_what_ran_and_three_lines_around_it():
+    """The Source tab's rule for a function of more than 150 lines: its first line, each line that
+    ran with 3 lines before and after, "⋯" (None) for each gap; one of exactly 150 lines whole."""
+    from nbprof.views.tabs.source import _shown_lines
+
+    assert _shown_lines(1, 150, {70}) == list(range(1, 151))
+    got = _shown_lines(1, 151, {70, 151})
+    assert got == [1, None, 67, 68, 69, 70, 71, 72, 73, None, 148, 149, 150, 151]
+    assert _shown_lines(10, 400, {12}) == [10, 11, 12, 13, 14, 15, None]

@@ -510,6 +510,7 @@ def test_a_span_names_its_allocations_in_order(tmp_path):
     sel = state.select(0.0, 5.0)  # µs since t=110
     assert sel["head"] == "0 – 5.0 µs: 1 allocation"
     assert sel["tables"][0]["rows"] == [[f"{LINE}3", "1", "512.00 KiB", "512.00 KiB"]]
+    assert sel["tables"][0]["title"] == "Allocated in the span, by line"
     sel = state.select(30.0, 34.0)  # t=140..144: a3 (256 KiB), then line 7 and line 2 (128 KiB each, freed)
     assert sel["head"] == "30.0 µs – 34.0 µs: 3 allocations"
     assert [r[0] for r in sel["tables"][0]["rows"]] == [f"{LINE}5", f"{LINE}7", f"{LINE}2"]
