@@ -420,6 +420,9 @@ def test_flame_figure(profiled):
     assert list(trace.ids) == [str(i) for i in tree["id"]]
     assert list(trace.parents) == [""] + [str(p) for p in tree["parent"].iloc[1:]]
     assert list(trace.values) == tree["value_s"].tolist()
+    # each box reads its name (bold) over its time, the time as the tree's value in seconds
+    assert trace.texttemplate == "<b>%{label}</b><br>%{text}"
+    assert all(t.endswith(" s") or t.endswith("ms") or t.endswith("µs") for t in trace.text), list(trace.text)[:5]
     a = int(_row(tree, "a", None, depth=1)["id"])
     hover = trace.hovertext[a]
     assert "cumtime" in hover and "tottime" in hover and "ncalls 1" in hover and "% of the cell" in hover

@@ -507,3 +507,16 @@ def test_a_profile_nbprof_cannot_read_never_replaces_the_cells_outcome(shell, mo
     monkeypatch.undo()
     result, captured = run(shell, "%%torchprof -q -o after\nimport torch\ntorch.ones(3) + 1")
     assert result.error_in_exec is None and len(shell.user_ns["after"].events) > 0
+
+
+@needs_torch
+def test_a_schedules_notes_join_the_runs_other_notes(shell):
+    """``--schedule 0,0,2 --group-by shape``: the report keeps both what the view turned on
+    (--shapes) and what the schedule says (no warmup step), one after the other."""
+    result, _ = run(shell, "%%torchprof -q --schedule 0,0,2 --group-by shape -o sched\nimport torch, nbprof\n"
+                           "for _ in range(3):\n    torch.ones(8) + 1\n    nbprof.step()")
+    assert result.error_in_exec is None, result.error_in_exec
+    notes = shell.user_ns.pop("sched").meta.notes
+    shapes = [i for i, n in enumerate(notes) if n == "--group-by shape: recording --shapes too"]
+    warmup = [i for i, n in enumerate(notes) if n.startswith("--schedule 0,0,2,1: no warmup step")]
+    assert len(shapes) == 1 and len(warmup) == 1 and shapes[0] < warmup[0], notes

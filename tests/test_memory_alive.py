@@ -264,6 +264,14 @@ def test_the_report_shows_what_stays(cells):
     [steps] = [t for t in dt_tables(html) if t["headers"][:1] == ["Step"]]
     assert steps["headers"] == ["Step", "Device", "Held at its end", "Added", "Allocated", "Kept for good",
                                 "Blocks kept", "Ended at"]
+    # with --lines, what is left is also told by the line that allocated it, and each block's line
+    from .test_mutants_snapshot import dt_tables as with_captions
+
+    tables = with_captions(html)
+    [by_line] = [t for t in tables if t["caption"].startswith("by the line of your code that allocated them")]
+    assert by_line["headers"] == ["Line", "Source", "Device", "Blocks", "Size"]
+    [blocks] = [t for t in tables if t["caption"].startswith("blocks allocated during the profile and never freed")]
+    assert blocks["headers"] == ["Size", "Device", "Allocated in", "Under", "At", "Line"]
     assert "Left alive" in html  # the Source tab's column
     fixed = cells["fixed"][0].report().html(include_library=False)
     assert "Left allocated at the end: nothing allocated during the profile" in fixed

@@ -254,3 +254,9 @@ def test_the_ranges_tab_reads_as_the_table():
     r = p.ranges()
     assert [row[0] for row in table["rows"]] == ["\u2003" * d + lab for d, lab in zip(r["depth"], r["label"])]
     assert [row[4] for row in table["rows"]] == pytest.approx(r["share_of_span"].tolist())
+    # the last column: each range's operators by self CPU time, the first its biggest (range_ops')
+    ops = p.range_ops()
+    for row, path in zip(table["rows"], r["path"]):
+        top = ops[ops["path"] == path]
+        if len(top):
+            assert str(row[7]).startswith(top["name"].iat[0] + " "), (path, row[7])
