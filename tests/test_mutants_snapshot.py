@@ -196,6 +196,21 @@ def test_the_chart_read_back_is_the_hand_counted_history(hand):
                                (fills[2], f"{BEFORE} · 164.00 KiB"), (fills[3], f"{LINE}5 · 0 B")]
 
 
+def test_the_legend_sits_under_the_time_axis_labels(hand):
+    """Each legend entry (its swatch and its text) is below the x axis' tick labels, not over them."""
+    from nbprof.views.snapshot_chart import drawn_devices, snapshot_svg
+
+    root = ET.fromstring(snapshot_svg(drawn_devices(hand)))
+    chart = read_chart(snapshot_svg(drawn_devices(hand)))
+    (panel,) = chart["panels"]
+    label_baseline = panel["bottom"] + 16  # the tick labels' y
+    swatches = [r for r in root.iter(NS + "rect") if float(r.get("y")) > panel["bottom"]]
+    texts = [t for t in root.iter(NS + "text") if t.find(NS + "title") is not None and t.get("font-weight") is None]
+    assert len(swatches) == len(texts) == 4
+    assert all(float(r.get("y")) > label_baseline for r in swatches)  # a swatch's top under the labels' baseline
+    assert all(float(t.get("y")) > label_baseline + 10 for t in texts)
+
+
 def test_a_history_without_times_is_drawn_by_entry(tmp_path):
     """A file before torch 2.1 (no ``time_us``): x is the entry's position, the ticks plain
     numbers, the peak and the OOM named by their entry."""
@@ -309,6 +324,9 @@ def test_the_segment_bars_are_the_segments_bytes(hand):
                                      zip(xs, xs[1:], [w for _, yy, w, _ in rects if yy == y]))
     assert all(float(r.get("height")) == 11 for r in root.iter(NS + "rect"))
     labels = [(t.text, t.find(NS + "title").text) for t in root.iter(NS + "text") if t.find(NS + "title") is not None]
+    # each size label ends just left of its bar (right-aligned, 6 px before it), on the bar's row
+    assert [(t.get("x"), t.get("text-anchor"), t.get("y")) for t in root.iter(NS + "text")
+            if t.find(NS + "title") is not None] == [("144", "end", "31"), ("144", "end", "45")]
     assert labels == [("2.00 MiB", "cuda:0 2.00 MiB large: 1.25 MiB requested, 768.00 KiB free (largest piece 512.00 KiB)"),
                       ("2.00 MiB", "cuda:0 2.00 MiB large: 100.00 KiB requested, 1.88 MiB free (largest piece 1.88 MiB)")]
     assert float(root.get("height")) == 28 + 14 * 2 + 10
@@ -733,3 +751,16 @@ def test_the_figures_legend_sits_in_its_bottom_margin_under_each_panel_count(tmp
         below.append(-layout["legend"]["y"] * plot_px)
         assert layout["legend"]["yanchor"] == "top"
     assert below == pytest.approx([62, 62]) and below[0] < 100 - 30  # room for the legend's row in the margin
+
+
+def test_a_panels_y_axis_has_about_three_ticks_at_round_steps(tmp_path):
+    """A device with 7 MiB reserved (the axis to 7.42 MiB, 6 % over): three ticks of about a third
+    of it, at the round step 2.5 MiB: 0, 2.5 and 5 MiB (7.5 is past the top)."""
+    from nbprof.views.snapshot_chart import drawn_devices, snapshot_svg
+
+    a = SEG_A
+    snap = {"segments": [segment(a, 7 * MiB, [block(a, MiB, MiB, "active_allocated", stack(4)),
+                                              block(a + MiB, 6 * MiB, 6 * MiB, "inactive")])],
+            "device_traces": [[entry("alloc", a, MiB, 100, stack(4))]]}
+    (panel,) = read_chart(snapshot_svg(drawn_devices(load(snap, tmp_path))))["panels"]
+    assert [v for _, v in panel["y_ticks"]] == [0, 2.5 * MiB, 5 * MiB]
