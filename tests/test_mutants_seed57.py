@@ -19,3 +19,49 @@ def test_python_events_on_thread_0_are_drawn_in_their_python_lane(tmp_path):
     p = nbprof.load_trace(t.write(tmp_path / "tid0.json"))
     r = prepare_timeline(p, python=True).rects
     assert r[["row", "name", "family"]].values.tolist() == [[0, "train.py(12): step", "python"], [1, "aten::mm", "op"]]
+
+
+def test_each_ranges_first_start_is_its_first_annotations_in_microseconds():
+    """``range_parts``' ``first_us`` (the folder's merged Ranges order siblings by it): each path's
+    earliest start, in µs on the profile's clock, as the events table has its annotations."""
+    import numpy as np
+
+    from nbprof.analysis.ranges import range_parts
+
+    from .conftest import trace_path
+
+    p = nbprof.load_trace(trace_path("cnn_train_cuda"))
+    table, _ = range_parts(p.events, p.meta)
+    ev = p.events
+    ann = ev[(ev["kind"].astype(str) == "annotation").to_numpy()]
+    for label, first in zip(table["label"], table["first_us"]):
+        starts = ann.loc[(ann["name"].astype(str) == label).to_numpy(), "start_us"].to_numpy()
+        assert first == float(np.min(starts)), label
+
+
+def test_the_cuda_share_column_is_drawn_as_a_share_like_the_cpu_one():
+    """The Operators tab of cnn_train_cuda: "Self CUDA %" is rendered (DataTables' render function)
+    and sent (its values, 0..1) as "Self CPU %" is."""
+    from .conftest import trace_path
+    from .test_mutants_views3 import dt_tables, panels
+
+    p = nbprof.load_trace(trace_path("cnn_train_cuda"))
+    [table] = dt_tables(panels(p.report(limit=0).html(include_library=False))["Operators"])
+    cpu, cuda = table["headers"].index("Self CPU %"), table["headers"].index("Self CUDA %")
+    assert table["renders"][cuda] == table["renders"][cpu]
+    shares = [row[cuda] for row in table["rows"]]
+    assert all(0 <= s <= 1 for s in shares) and abs(sum(shares) - 1) < 1e-6
+
+
+def test_the_timelines_memory_tracks_name_their_device_and_start_at_zero():
+    """cnn_train_cuda's timeline: a memory track per device (cpu, cuda:0), each hover naming its
+    device, each track's axis starting at 0 (so a track's height reads as the amount held)."""
+    from .conftest import trace_path
+
+    fig = nbprof.load_trace(trace_path("cnn_train_cuda")).timeline()
+    tracks = [t for t in fig.data if (t.name or "").endswith(" allocated")]
+    assert sorted(t.name for t in tracks) == ["cpu allocated", "cuda:0 allocated"]
+    for t in tracks:
+        assert t.hovertemplate == f"{t.name} %{{text}}<extra></extra>"
+        axis = fig.layout["yaxis" + t.yaxis[1:]]
+        assert axis.rangemode == "tozero", t.yaxis
