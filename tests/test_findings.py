@@ -665,6 +665,8 @@ def test_sync_line_names_the_line_that_waits(tmp_path):
     assert row["severity"] == "high"  # 30 % of the span
     assert "In [7] line 4" in row["message"] and "print(y.sum().item())" in row["message"]
     assert "cudaStreamSynchronize" in row["message"]
+    assert "4 waits, 1.20 ms in all, 30% of the span (cudaStreamSynchronize under aten::_local_scalar_dense)" in row[
+        "message"], row["message"]
 
 
 def test_sync_line_stays_quiet_on_short_waits_and_without_lines(tmp_path):

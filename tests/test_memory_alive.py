@@ -440,3 +440,19 @@ def test_alive_and_growth_cost_grows_linearly_with_the_memory_records():
                                                 if m[k] >= bound])
     p = TorchProfile(large)
     assert len(p.alive_at_end()) == kept and len(p.memory_growth()) == 200
+
+
+@needs_torch
+def test_the_peak_names_each_line_that_holds_it(shell):
+    """Two lines hold the CPU peak (4 MiB and 2 MiB tensors, both alive at the end): the finding
+    names both, biggest first, each with its code and its bytes, one after the other."""
+    import re
+
+    run(shell, "import torch")
+    result, _ = run(shell, "%%torchprof -q --memory --lines -o two\na = torch.ones(1024, 1024)\n"
+                           "b = torch.ones(512, 1024)")
+    assert result.error_in_exec is None, result.error_in_exec
+    f = shell.user_ns.pop("two").findings
+    msg = f[f["kind"] == "memory_peak"].iloc[0]["message"]
+    assert re.search(r"By the line of your code that allocated it: In \[\d+\] line 2 `a = torch.ones\(1024, 1024\)` "
+                     r"\(4.00 MiB\), In \[\d+\] line 3 `b = torch.ones\(512, 1024\)` \(2.00 MiB\)\.", msg), msg

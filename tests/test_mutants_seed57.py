@@ -65,3 +65,43 @@ def test_the_timelines_memory_tracks_name_their_device_and_start_at_zero():
         assert t.hovertemplate == f"{t.name} %{{text}}<extra></extra>"
         axis = fig.layout["yaxis" + t.yaxis[1:]]
         assert axis.rangemode == "tozero", t.yaxis
+
+
+def test_a_gpu_listed_without_its_id_is_device_0(tmp_path):
+    """cnn_train_cuda's GPU given 100 MiB of memory (its peak reserves 92 MiB: 92 % of it, a medium
+    finding), once with its ``id`` in ``deviceProperties`` and once without (a trace of a single
+    GPU written without it): both read the GPU as cuda:0, the same finding word for word."""
+    import gzip
+    import json
+
+    from .conftest import trace_path
+
+    with gzip.open(trace_path("cnn_train_cuda"), "rt") as f:
+        doc = json.load(f)
+    [prop] = doc["deviceProperties"]
+    prop["totalGlobalMem"] = 100 * 2**20
+    (tmp_path / "with_id.json").write_text(json.dumps(doc))
+    assert prop.pop("id") == 0
+    (tmp_path / "no_id.json").write_text(json.dumps(doc))
+
+    def peak(name):
+        f = nbprof.load_trace(tmp_path / name).findings
+        row = f[f["kind"] == "memory_peak"].iloc[0]
+        return row["severity"], row["message"]
+
+    severity, message = peak("with_id.json")
+    assert severity == "medium" and "(92.00 MiB reserved by the caching allocator, 92% of the device)" in message
+    assert peak("no_id.json") == (severity, message)
+
+
+def test_the_headline_sums_over_shapes_only_when_the_top_op_has_several():
+    """Grouped by input shape, the headline says "all its input shapes" where the top op is split
+    over several rows (aten::addmm: 3 shapes in transformer_infer_stack), and not where it is one
+    row (aten::convolution_backward: 1 shape in cnn_train_cuda), as key_averages("shape") has them."""
+    from .conftest import trace_path
+
+    for name, op, rows, said in (("cnn_train_cuda", "aten::convolution_backward", 1, "(56.4%)"),
+                                 ("transformer_infer_stack", "aten::addmm", 3, "(57.6%, all its input shapes)")):
+        p = nbprof.load_trace(trace_path(name))
+        assert int((p.key_averages("shape")["name"] == op).sum()) == rows
+        assert p.report(group_by="shape").top_line() == f"top by self CUDA: {op} {said}"
