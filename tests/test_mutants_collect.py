@@ -225,6 +225,9 @@ def test_device_properties_keep_the_values_of_their_types_and_count_the_others(t
     ]
     assert p.meta.reader_notes == [
         "3 deviceProperties values of the wrong type (a GPU's id, name or sizes): left out"]
+    t.device_properties = [{"id": 0, "name": "GPU A", "numSms": "132"}]  # one: the singular
+    assert t.load(tmp_path).meta.reader_notes == [
+        "1 deviceProperties value of the wrong type (a GPU's id, name or sizes): left out"]
 
 
 @pytest.mark.parametrize("info,noted", [
