@@ -280,19 +280,16 @@ def test_a_long_blocks_source_shows_what_ran_and_three_lines_around_it():
     assert _shown_lines(10, 400, {12}) == [10, 11, 12, 13, 14, 15, None]
 
 
-def test_callers_with_equal_times_keep_pstats_order():
+def test_callers_with_equal_times_keep_pstats_order(tmp_path):
     """g called from 20 functions, their edges alternately 2 ms and 1 ms (pstats' numbers, written
     by hand): ``callers("g")`` lists the 2 ms ones first, then the 1 ms ones, each group in the
     order pstats holds them (f0, f2, ... then f1, f3, ...): ties are not shuffled."""
     import marshal
-    import tempfile
-    from pathlib import Path
 
     g = ("m.py", 100, "g")
     edges = {("m.py", i + 1, f"f{i}"): (1, 1, 0.0, 0.002 if i % 2 == 0 else 0.001) for i in range(20)}
     stats = {k: (1, 1, 0.0, v[3], {}) for k, v in edges.items()}
     stats[g] = (20, 20, 0.03, 0.03, edges)
-    with tempfile.TemporaryDirectory() as d:
-        (Path(d) / "t.prof").write_bytes(marshal.dumps(stats))
-        got = nbprof.load_prof(Path(d) / "t.prof").callers("g")["function"].tolist()
+    (tmp_path / "t.prof").write_bytes(marshal.dumps(stats))
+    got = nbprof.load_prof(tmp_path / "t.prof").callers("g")["function"].tolist()
     assert got == [f"f{i}" for i in range(0, 20, 2)] + [f"f{i}" for i in range(1, 20, 2)]

@@ -109,7 +109,7 @@ def snapshot_svg(devices: list[DrawnDevice], width: int = _WIDTH, panel_height: 
     y0 = head
     for d in devices:
         x = d.x.astype(float)
-        x1 = _x_end(x)
+        x_last, x1 = float(x.max(initial=0.0)), _x_end(x)
         x_of = lambda v: left + v / x1 * pw  # noqa: E731
         hi = float(max(d.reserved.max(initial=0), d.active.max(initial=0), 1)) * 1.06
         top = y0 + title_h
@@ -148,7 +148,7 @@ def snapshot_svg(devices: list[DrawnDevice], width: int = _WIDTH, panel_height: 
         bottom = top + panel_height
         parts.append(f'<line x1="{left}" x2="{left + pw}" y1="{bottom}" y2="{bottom}" stroke="#bbb"/>')
         scale = 1000.0 if d.x_is_time else 1.0
-        for tick in _ticks(0, float(x.max(initial=0.0)) / scale, 6):  # the entries' span, not the room after
+        for tick in _ticks(0, x_last / scale, 6):  # the entries' span, not the room after
             tx = x_of(tick * scale)
             parts.append(f'<line x1="{tx:.1f}" x2="{tx:.1f}" y1="{bottom}" y2="{bottom + 4}" stroke="#999"/>')
             text = f"{tick:g} ms" if d.x_is_time else f"{tick:,.0f}"
