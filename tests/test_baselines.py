@@ -1,0 +1,138 @@
+"""The report as drawn, against its reviewed baseline (tests/baselines.py says what is compared and
+why; docs/testing.md, "Baselines", how a baseline is looked at and written again).
+
+One test a case, each building its profile itself (no shared fixture: mutmut maps a mutant to the
+tests that ran it, and a cached profile would map only to the first)."""
+
+from __future__ import annotations
+
+import nbprof
+
+from .baselines import BASELINES, check, normalize_figure, normalize_html
+from .conftest import DATA, trace_path
+
+
+def torch_parts(p, **figures) -> dict[str, str]:
+    report = p.report()
+    parts = {"report": normalize_html(report.html(include_library=False)), "text": report.text()}
+    parts.update({name: normalize_figure(fig) for name, fig in figures.items()})
+    return parts
+
+
+def test_a_training_run_on_the_h100():
+    p = nbprof.load_trace(trace_path("cnn_train_cuda"))
+    check("cnn_train_cuda", torch_parts(p, timeline=p.timeline(), memory_curve=p.memory_curve()))
+
+
+def test_an_inference_run_with_stacks_and_modules():
+    p = nbprof.load_trace(trace_path("transformer_infer_stack"))
+    parts = torch_parts(p, timeline_with_python=p.timeline(python=True))
+    by_stack = p.report(group_by="stack", limit=5)
+    parts["by stack, 5 rows"] = by_stack.text()
+    check("transformer_infer_stack", parts)
+
+
+def test_two_streams_and_a_toggled_run():
+    two = nbprof.load_trace(trace_path("two_streams"))
+    toggled = nbprof.load_trace(trace_path("cnn_cuda_toggled"))
+    parts = {f"two_streams {k}": v for k, v in torch_parts(two, timeline=two.timeline()).items()}
+    parts.update({f"toggled {k}": v for k, v in torch_parts(toggled).items()})
+    check("two_streams_toggled", parts)
+
+
+def test_a_folder_of_ranks(tmp_path):
+    from .test_cluster_timeline import ddp
+
+    folder = ddp(tmp_path)
+    p = nbprof.load_trace(folder)
+    report = p.report()
+    where = {str(folder): "<folder>"}
+    check("ddp_folder", {"report": normalize_html(report.html(include_library=False), where),
+                         "text": report.text().replace(str(folder), "<folder>"),
+                         "timeline": normalize_figure(p.timeline()).replace(str(folder), "<folder>")})
+
+
+def test_a_compiled_model():
+    from .test_compile import RECORDED, Run
+
+    check("compile_cpu", torch_parts(Run(RECORDED).profile()))
+
+
+def test_a_data_loading_run_and_collectives():
+    workers = nbprof.load_trace(DATA / "wild" / "resnet50_num_workers_0.pt.trace.json.gz")
+    nccl = nbprof.load_trace(DATA / "wild" / "nccl_data.json.gz")
+    parts = {f"resnet50 {k}": v for k, v in torch_parts(workers, timeline=workers.timeline()).items()}
+    parts.update({f"nccl {k}": v for k, v in torch_parts(nccl).items()})
+    check("loading_and_collectives", parts)
+
+
+def test_steps(tmp_path):
+    from .synthetic import Trace
+
+    t = Trace()
+    for k in range(3):
+        t.annotation(f"ProfilerStep#{k}", 1000 * k, 999)
+        t.op("aten::mm", 1000 * k + 10, 500 + 100 * k)
+        t.op("aten::add", 1000 * k + 600, 50)
+    p = nbprof.load_trace(t.write(tmp_path / "steps.json"))
+    check("steps", torch_parts(p, timeline=p.timeline()))
+
+
+def test_a_cuda_memory_snapshot(tmp_path):
+    from .snapshots import hand_snapshot, write
+
+    path = write(hand_snapshot(), tmp_path / "s.pickle")
+    p = nbprof.load_snapshot(path)
+    report = p.report()
+    where = {str(path): "<snapshot>"}
+    check("snapshot", {"report": normalize_html(report.html(include_library=False), where),
+                       "text": report.text().replace(str(path), "<snapshot>"),
+                       "memory_curve": normalize_figure(p.memory_curve())})
+
+
+def test_a_prof_file():
+    """A course's bottleneck, recorded once (tests/data/baselines/README.md says how)."""
+    p = nbprof.load_prof(BASELINES / "course_bottleneck.prof")
+    report = p.report()
+    where = {str(BASELINES): "<data>"}
+    check("course_bottleneck", {"report": normalize_html(report.html(include_library=False), where),
+                                "text": report.text().replace(str(BASELINES), "<data>"),
+                                "flame": normalize_figure(p.flame())})
+
+
+def test_a_folder_of_two_h100_ranks(tmp_path):
+    """Two ranks of the H100 training run, the second's GEMMs three times as slow: the Ranks tab's
+    breakdown of where each rank's time goes, its spread and its kernels."""
+    from .test_cluster_timeline import h100
+
+    folder = h100(tmp_path)
+    p = nbprof.load_trace(folder)
+    report = p.report()
+    check("h100_folder", {"report": normalize_html(report.html(include_library=False), {str(folder): "<folder>"}),
+                          "text": report.text().replace(str(folder), "<folder>")})
+
+
+def test_a_live_training_run_with_workers_lines_and_memory():
+    """A CPU training loop recorded once under %%torchprof --memory --stack --shapes --modules
+    --lines, its batches from two DataLoader workers, each step's loss kept alive (recorded by
+    tests/data/baselines/record_live.py): the Source, Memory, Modules and Data loading tabs."""
+    p = nbprof.load_trace(BASELINES / "live_cpu_training.trace.json.gz")
+    check("live_cpu_training", torch_parts(p, timeline=p.timeline(), memory_curve=p.memory_curve()))
+
+
+def test_two_runs_compared_and_a_zoomed_timeline(tmp_path):
+    """The CNN run with CUDA collection on against the same run toggled; two .prof runs of the
+    course's workload (the second the same file: every change 0); the timeline zoomed on 2 ms."""
+    before = nbprof.load_trace(trace_path("cnn_train_cuda"))
+    after = nbprof.load_trace(trace_path("cnn_cuda_toggled"))
+    torch_cmp = nbprof.compare(before, after)
+    prof = nbprof.load_prof(BASELINES / "course_bottleneck.prof")
+    prof_cmp = nbprof.compare(prof, nbprof.load_prof(BASELINES / "course_bottleneck.prof"))
+    t0 = float(before.events["start_us"].min())
+    check("compared_and_zoomed", {
+        "torch html": normalize_html(torch_cmp.html(include_library=False)),
+        "torch text": torch_cmp.text(),
+        "prof html": normalize_html(prof_cmp.html(include_library=False), {str(BASELINES): "<data>"}),
+        "prof text": prof_cmp.text().replace(str(BASELINES), "<data>"),
+        "zoomed timeline": normalize_figure(before.timeline(window_us=(t0 + 5000, t0 + 7000))),
+    })
