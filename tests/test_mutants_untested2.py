@@ -73,7 +73,7 @@ def test_the_actions_tab_shows_every_row_with_its_units_and_caption():
     args, _ = json.JSONDecoder().raw_decode(tab[m + len("let dt_args = "):])
     assert args["paging"] is False and "pageLength" not in args and args["order"] == []  # the tree's own order
     assert args["caption"] == ("calls grouped by the action they ran under, by own time; the top 5 functions of "
-                               "the bigger ones (result.action_stats(action) has them all)")
+                               "the bigger ones (p.action_stats(action) has them all)")
     # the name column reads left, the numbers right
     assert [d["className"] for d in args["columnDefs"]] == ["dt-left"] + ["dt-right"] * 5
     total = 0.21 * 15  # 3.15 s

@@ -136,11 +136,11 @@ def test_what_each_table_says_it_holds(tmp_path):
     from .test_cluster_timeline import ddp
 
     cnn = captions(nbprof.load_trace(trace_path("cnn_train_cuda")).report(limit=0).html(include_library=False))
-    peak = "blocks alive at the peak, biggest first (Freed at — : still held when the profile ended); result.alive_at(t, device)"
+    peak = "blocks alive at the peak, biggest first (Freed at — : still held when the profile ended); p.alive_at(t, device)"
     assert cnn["Memory"] == ["memory allocated (+) and freed (−) inside each operator; self = not in its children",
                              peak, peak,
                              "blocks allocated during the profile and never freed in it, biggest first; "
-                             "result.alive_at_end()"]
+                             "p.alive_at_end()"]
     ranges = "record_function ranges (Lightning's actions among them), nested ranges indented"
     assert cnn["Ranges"] == [ranges] and cnn["Operators"] == [""] and cnn["Kernels"] == [""]
     infer = captions(nbprof.load_trace(trace_path("transformer_infer_stack")).report(limit=0).html(include_library=False))

@@ -58,7 +58,7 @@ def render(report: Any) -> str:
             Column("share", "Share of total", "share"), Column("cumtime_s", "cumtime", "time_s")]
     return datatable_html(frame, cols, order=[], page_length=0,
                           caption=f"calls grouped by the action they ran under, by own time; the top {TOP_FUNCTIONS} "
-                                  "functions of the bigger ones (result.action_stats(action) has them all)")
+                                  "functions of the bigger ones (p.action_stats(action) has them all)")
 
 
 ACTIONS = Tab("Actions", render, applies=lambda p: len(p.actions()) > 0)

@@ -18,7 +18,7 @@ def render(report: Any) -> str:
         svg = flame_svg(report.profile.call_tree())
     except Exception as e:  # a flame problem must not hide the tables
         return empty(f"The flame view could not be drawn: {type(e).__name__}: {e}")
-    return drawing_html(svg, "the flame view's overview", style=False) + empty("An overview; the zoomable flame view is shown under this report (result.flame()).")
+    return drawing_html(svg, "the flame view's overview", style=False) + empty("An overview; the zoomable flame view is shown under this report (p.flame()).")
 
 
 FLAME = Tab("Flame", render)

@@ -71,7 +71,7 @@ def held_html(held: list[Any]) -> str:
                     Column("age_us", "Held for", "time_us"), Column("free_us", "Freed at", "time_us")]
             out.append(datatable_html(during, cols, order=[("bytes", "desc")], page_length=10,
                                       caption="blocks alive at the peak, biggest first (Freed at — : "
-                                              "still held when the profile ended); result.alive_at(t, device)"))
+                                              "still held when the profile ended); p.alive_at(t, device)"))
     return "".join(out)
 
 
@@ -101,7 +101,7 @@ def alive_html(alive: Any) -> str:
                 Column("blocks", "Blocks", "count"), Column("bytes", "Size", "bytes")]
         out.append(datatable_html(by, cols, order=[("bytes", "desc")], page_length=10,
                                   caption="by the line of your code that allocated them; "
-                                          'result.alive_at_end(by="line")'))
+                                          'p.alive_at_end(by="line")'))
     frame = alive.copy()
     cols = [Column("bytes", "Size", "bytes"), Column("device", "Device", "text"), Column("op", "Allocated in", "name", 40),
             Column("top_op", "Under", "name", 48), Column("alloc_us", "At", "time_us")]
@@ -111,7 +111,7 @@ def alive_html(alive: Any) -> str:
         cols.append(Column("where", "Line", "text"))
     out.append(datatable_html(frame, cols, order=[("bytes", "desc")], page_length=10,
                               caption="blocks allocated during the profile and never freed in it, biggest first; "
-                                      "result.alive_at_end()"))
+                                      "p.alive_at_end()"))
     return "".join(out)
 
 
@@ -132,7 +132,7 @@ def growth_html(growth: Any, steps_from: str | None) -> str:
     return (f'<div class="nbprof-sub" style="margin-top:10px"><b>{esc(head)}</b></div>'
             + datatable_html(growth, cols, order=None, page_length=10,
                              caption="added: held at the step's end less at its start; kept for good: allocated in "
-                                     "the step, still allocated when the profile ended; result.memory_growth()"))
+                                     "the step, still allocated when the profile ended; p.memory_growth()"))
 
 
 def _unaccounted(extra: int) -> str:

@@ -18,7 +18,7 @@ def render(report: Any) -> str:
     except Exception as e:  # a timeline problem must not hide the tables
         return empty(f"The timeline could not be drawn: {type(e).__name__}: {e}")
     return drawing_html(svg, "the timeline's overview", style=False) + empty("An overview; the zoomable timeline is shown under this report, live while the kernel runs "
-                 "(result.timeline_view().live(); result.timeline() is the plotly figure).")
+                 "(p.timeline_view().live(); p.timeline() is the plotly figure).")
 
 
 TIMELINE = Tab("Timeline", render)
