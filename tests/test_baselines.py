@@ -136,3 +136,39 @@ def test_two_runs_compared_and_a_zoomed_timeline(tmp_path):
         "prof text": prof_cmp.text().replace(str(BASELINES), "<data>"),
         "zoomed timeline": normalize_figure(before.timeline(window_us=(t0 + 5000, t0 + 7000))),
     })
+
+
+def test_made_problems_collectives_and_nothing(tmp_path):
+    """Runs built to show each finding: a loop whose GPU waits on .item() syncs and pageable
+    copies, kernels too small to fill the GPU; two ranks waiting in an all-reduce; a trace with no
+    events nbprof reads (what the report says instead of tables)."""
+    from .synthetic import collectives_folder, training_loop
+
+    loop = nbprof.load_trace(training_loop(6, kernel_us=200, gap_us=300, item_sync_us=400, copy_us=50)
+                             .write(tmp_path / "loop.json"))
+    small = nbprof.load_trace(training_loop(4, kernel_us=50, blocks_per_sm=0.25).write(tmp_path / "small.json"))
+    folder = collectives_folder(tmp_path / "coll")
+    ranks = nbprof.load_trace(folder)
+    marks = tmp_path / "marks.json"  # an instant event only: nothing the tables read
+    marks.write_text('{"traceEvents": [{"ph": "i", "name": "mark", "ts": 1, "pid": 1, "tid": 1, "s": "t"}]}')
+    empty = nbprof.load_trace(marks)
+    parts = {f"loop {k}": v for k, v in torch_parts(loop, timeline=loop.timeline()).items()}
+    parts.update({f"small grid {k}": v for k, v in torch_parts(small).items()})
+    parts["ranks report"] = normalize_html(ranks.report().html(include_library=False), {str(folder): "<folder>"})
+    parts["ranks text"] = ranks.report().text().replace(str(folder), "<folder>")
+    parts["ranks timeline"] = normalize_figure(ranks.timeline()).replace(str(folder), "<folder>")
+    parts.update({f"empty {k}": v.replace(str(tmp_path), "<tmp>") for k, v in torch_parts(empty).items()})
+    check("made_problems", parts)
+
+
+def test_a_two_device_snapshot_with_ooms(tmp_path):
+    """A caching allocator simulated over two devices (400 entries, OOMs, the oldest entries cut
+    off as torch's ring buffer drops them): the chart's two panels, segments, the OOMs table."""
+    from .snapshots import simulated, write
+
+    path = write(simulated(400, seed=3, devices=2, dropped=20), tmp_path / "two.pickle")
+    p = nbprof.load_snapshot(path)
+    report = p.report()
+    check("two_device_snapshot", {"report": normalize_html(report.html(include_library=False), {path: "<snapshot>"}),
+                                  "text": report.text().replace(path, "<snapshot>"),
+                                  "memory_curve": normalize_figure(p.memory_curve())})

@@ -266,6 +266,31 @@ def test_two_devices_are_two_panels_each_on_its_own_scale(tmp_path):
     assert second["ooms"] == [] and len(first["ooms"]) == 1
 
 
+def test_a_line_has_one_colour_on_every_panel_and_no_other_line_has_it(tmp_path):
+    """Two devices whose panels draw 16 lines between them (8 each, some on both): a line on both
+    panels is one colour in both, in the SVG and the figure; two lines never share one (they did:
+    each panel coloured its own lines from the palette's start, so cuda:1's lines took cuda:0's
+    colours, and a line on both panels changed colour between them)."""
+    from nbprof.views.snapshot_chart import drawn_devices, snapshot_spec, snapshot_svg
+
+    devices = drawn_devices(load(simulated(400, seed=3, devices=2, dropped=20), tmp_path))
+    names = [{n for n, _ in d.layers} for d in devices]
+    assert names[0] & names[1] and names[0] ^ names[1]  # shared lines, and lines of one panel only
+    root = ET.fromstring(snapshot_svg(devices))
+    svg = {(poly.find(NS + "title").text, poly.get("fill")) for poly in root.iter(NS + "polygon")}
+    spec = snapshot_spec(devices)
+    fig = {(htmllib.unescape(t["legendgroup"]), t["fillcolor"]) for t in spec["data"] if "stackgroup" in t}
+    for pairs in (svg, fig):
+        by_line: dict[str, set[str]] = {}
+        for line, colour in pairs:
+            by_line.setdefault(line, set()).add(colour)
+        assert all(len(c) == 1 for c in by_line.values()), by_line
+        assert len({c for cs in by_line.values() for c in cs}) == len(by_line) == len(names[0] | names[1])
+    assert svg == fig
+    legend = [t["name"] for t in spec["data"] if t.get("showlegend", True)]
+    assert sorted(set(legend)) == sorted(legend)  # one OOM entry: both panels have OOMs
+
+
 # ------------------------------------------------------------------------------ the plotly spec
 
 

@@ -31,19 +31,28 @@ __all__ = ["snapshot_svg", "snapshot_figure", "snapshot_spec", "live_chart", "Sn
 _WIDTH, _LEFT, _RIGHT = 760, 72, 16
 BUCKETS = _WIDTH - _LEFT - _RIGHT  # one bucket per pixel of the static chart's plot
 TOP_LINES = 8  # layers of their own; the other lines are one
-_PALETTE = ["#4e79a7", "#f28e2c", "#59a14f", "#af7aa1", "#76b7b2", "#edc949", "#ff9da7", "#9c755f"]
+# the first TOP_LINES colours a device's lines take; the lighter eight after them for the lines
+# only another device's panel has (two devices: every line its own colour)
+_PALETTE = ["#4e79a7", "#f28e2c", "#59a14f", "#af7aa1", "#76b7b2", "#edc949", "#ff9da7", "#9c755f",
+            "#a0cbe8", "#ffbe7d", "#8cd17d", "#d4a6c8", "#86bcb6", "#f1ce63", "#fabfd2", "#d7b5a6"]
 _GREY = {OTHER_LINES: "#bab0ab", BEFORE_HISTORY: "#d9d4d0"}
 _OOM = "#d62728"
 
 
-def _colors(labels: list[str]) -> list[str]:
-    out, i = [], 0
-    for label in labels:
-        if label in _GREY:
-            out.append(_GREY[label])
-        else:
-            out.append(_PALETTE[i % len(_PALETTE)])
-            i += 1
+def _colors(devices: list[DrawnDevice]) -> dict[str, str]:
+    """Each layer's colour, by its line: the same on every device's panel (the legend names a line
+    once), the lines in the order the panels first draw them."""
+    out: dict[str, str] = {}
+    named = 0
+    for d in devices:
+        for name, _ in d.layers:
+            if name in out:
+                continue
+            if name in _GREY:
+                out[name] = _GREY[name]
+            else:
+                out[name] = _PALETTE[named % len(_PALETTE)]
+                named += 1
     return out
 
 
@@ -107,6 +116,7 @@ def snapshot_svg(devices: list[DrawnDevice], width: int = _WIDTH, panel_height: 
              f'<text x="{left + pw}" y="13" text-anchor="end" fill="#666">stacked by the line that allocated it'
              " · dotted: reserved</text>"]
     y0 = head
+    colors = _colors(devices)
     for d in devices:
         x = d.x.astype(float)
         x_last, x1 = float(x.max(initial=0.0)), _x_end(x)
@@ -125,7 +135,8 @@ def snapshot_svg(devices: list[DrawnDevice], width: int = _WIDTH, panel_height: 
                              f"{esc(fmt_bytes(tick, compact=True))}</text>")
         xs = np.r_[np.repeat(x_of(x), 2)[1:], x_of(x1)]  # steps: each value holds until the next point
         base = np.zeros(len(x))
-        for (name, values), color in zip(d.layers, _colors([n for n, _ in d.layers])):
+        for name, values in d.layers:
+            color = colors[name]
             upper = base + values
             ys_top = np.repeat(y_of(upper), 2)
             ys_bot = np.repeat(y_of(base), 2)
@@ -155,7 +166,8 @@ def snapshot_svg(devices: list[DrawnDevice], width: int = _WIDTH, panel_height: 
             parts.append(f'<text x="{tx:.1f}" y="{bottom + 16}" text-anchor="middle" fill="#555">{esc(text)}</text>')
         y0 = bottom + axis_h
         half = pw // 2
-        for i, ((name, values), color) in enumerate(zip(d.layers, _colors([n for n, _ in d.layers]))):
+        for i, (name, values) in enumerate(d.layers):
+            color = colors[name]
             lx, ly = left + (i % 2) * half, y0 + (i // 2) * legend_row + 10
             at_peak = _value_at(d, values)
             parts.append(f'<rect x="{lx}" y="{ly - 8}" width="10" height="10" fill="{color}"/>')
@@ -199,6 +211,7 @@ def snapshot_spec(devices: list[DrawnDevice], *, height_per_device: int = 300) -
     layout: dict[str, Any] = {}
     is_time = devices[0].x_is_time if devices else True
     scale = 1000.0 if is_time else 1.0
+    colors = _colors(devices)
     for k, d in enumerate(devices):
         axis = "" if k == 0 else str(k + 1)
         ya = f"y{axis}"
@@ -211,10 +224,9 @@ def snapshot_spec(devices: list[DrawnDevice], *, height_per_device: int = 300) -
         # each value holds until the next entry; the last one until the axis' end
         x = np.r_[d.x, _x_end(d.x)] / scale if len(d.x) else d.x
         held = lambda v: np.r_[v, v[-1:]] if len(d.x) else v  # noqa: E731
-        names = [n for n, _ in d.layers]
-        for (name, values), color in zip(d.layers, _colors(names)):
+        for name, values in d.layers:
             data.append(dict(type="scatter", x=x, y=held(values), yaxis=ya, mode="lines",
-                             line=dict(shape="hv", width=0.5, color=color), fillcolor=color,
+                             line=dict(shape="hv", width=0.5, color=colors[name]), fillcolor=colors[name],
                              stackgroup=f"active{k}", name=esc_plotly(_cut(name, 70)),
                              legendgroup=esc_plotly(name), showlegend=k == 0 or name not in _first_names(devices, k),
                              hovertemplate="%{y:,} B<extra>" + esc_plotly(_cut(name, 90)) + "</extra>"))
@@ -229,6 +241,8 @@ def snapshot_spec(devices: list[DrawnDevice], *, height_per_device: int = 300) -
                              y=np.full(len(d.ooms), float(max(d.reserved.max(initial=0), d.active.max(initial=0)))),
                              yaxis=ya, mode="markers", name="OOM", marker=dict(symbol="triangle-down", size=11,
                                                                                 color=_OOM),
+                             # one legend entry for every panel's OOMs (a click hides them all)
+                             legendgroup="OOM", showlegend=not any(t.get("name") == "OOM" for t in data),
                              text=texts, hovertemplate="%{text}<extra></extra>"))
         label = f"peak {fmt_bytes(d.peak_bytes)}" + (f" · {_cut(d.peak_label, 50)}" if d.peak_label else "")
         annotations.append(dict(x=d.peak_x / scale, y=d.peak_bytes, xref="x", yref=ya, text=esc_plotly(label),
