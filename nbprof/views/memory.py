@@ -105,7 +105,10 @@ def memory_curve_svg(curve: pd.DataFrame, end_us: float, width: int = _WIDTH, pa
         parts.append(f'<circle cx="{px:.1f}" cy="{py:.1f}" r="4" fill="{color}"><title>{esc(label)}</title></circle>')
         parts.append(f'<line x1="{left}" x2="{left + pw}" y1="{top + panel_height}" y2="{top + panel_height}" stroke="#bbb"/>')
         y0 = top + panel_height
-    for tick in _nice_ticks(0, (t1 - t0) / 1000.0, 6):
+    span_ms = (t1 - t0) / 1000.0
+    for tick in _nice_ticks(0, span_ms, 6):
+        if tick > span_ms * (1 + 1e-9):  # the nice ticks run up to half a step past the axis' end
+            break
         x = x_of(t0 + tick * 1000.0)
         parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{y0}" y2="{y0 + 4}" stroke="#999"/>')
         parts.append(f'<text x="{x:.1f}" y="{y0 + 16}" text-anchor="middle" fill="#555">{tick:g} ms</text>')

@@ -160,6 +160,8 @@ def snapshot_svg(devices: list[DrawnDevice], width: int = _WIDTH, panel_height: 
         parts.append(f'<line x1="{left}" x2="{left + pw}" y1="{bottom}" y2="{bottom}" stroke="#bbb"/>')
         scale = 1000.0 if d.x_is_time else 1.0
         for tick in _ticks(0, x_last / scale, 6):  # the entries' span, not the room after
+            if tick * scale > x1:  # the nice ticks run up to half a step past the span: not past the axis
+                break
             tx = x_of(tick * scale)
             parts.append(f'<line x1="{tx:.1f}" x2="{tx:.1f}" y1="{bottom}" y2="{bottom + 4}" stroke="#999"/>')
             text = f"{tick:g} ms" if d.x_is_time else f"{tick:,.0f}"
