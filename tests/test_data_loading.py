@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import gc
 import glob
+import gzip
+import json
 import os
 import subprocess
 import sys
@@ -325,6 +327,13 @@ def test_save_and_load_keep_the_workers(forked_torch, tmp_path):
             assert a[c].tolist() == b[c].tolist(), c
     assert p.worker_stats().equals(q.worker_stats())
     assert "Data loading" in q.report()._repr_mimebundle_()["text/html"]
+    # the saved stats hold none of nbprof's frames: an nbprof installed elsewhere (another machine,
+    # another environment) loading this file would not know them as its own and would show them
+    with gzip.open(path, "rt") as f:
+        saved = json.load(f)["nbprofDataLoading"]
+    files = {row[0] for w in saved["workers"] for row in (w["stats"] or [])}
+    package = os.path.dirname(os.path.abspath(nbprof.__file__)) + os.sep
+    assert files and not [f for f in files if os.path.abspath(f).startswith(package)]
 
 
 @pytest.mark.parametrize("saved,problem", [

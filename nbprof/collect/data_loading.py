@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from . import data_worker
+from .cprofile import without_own_frames
 from .data_worker import RECORD, STATUS, StopRecording, WorkerLoop, stats_path
 
 __all__ = ["DataLoaderWatch", "DataLoadingRecord", "WorkerRecord", "LoaderInfo", "FLUSH_WAIT_S",
@@ -472,7 +473,9 @@ class DataLoaderWatch:
             try:
                 with open(stats_path(path), "rb") as f:
                     payload = marshal.load(f)
-                stats, why = payload["stats"], str(payload["why"])
+                # nbprof's frames out now, while this install (its folder, its wrappers) is the one
+                # that ran: a saved trace loaded by nbprof elsewhere would not know them as its own
+                stats, why = without_own_frames(payload["stats"]), str(payload["why"])
             except (OSError, EOFError, ValueError, TypeError, KeyError):
                 missing = _missing_reason(processes.get(pid))
             out.append(WorkerRecord(loader=loader, iterator=iterator, worker=worker_id, pid=pid, started_ns=started_ns,

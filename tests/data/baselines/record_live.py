@@ -47,5 +47,5 @@ for x, y in loader:
 '''
 r = ip.run_cell(cell); assert r.error_in_exec is None, r.error_in_exec
 p = ip.user_ns["p"]
-print(p.report().text()[:3000])
+print(p.report().text()[:600])
 print(p.save(sys.argv[1]))
