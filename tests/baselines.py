@@ -105,6 +105,13 @@ def normalize_figure(fig: Any) -> str:
     return json.dumps(_rounded(figure_json(fig)), indent=1, sort_keys=True, ensure_ascii=False)
 
 
+def normalize_replies(replies: list[Any]) -> str:
+    """What a live widget's kernel side answered, one message after another (its specs decoded)."""
+    from plotly.io.json import to_json_plotly
+
+    return json.dumps(_rounded(json.loads(to_json_plotly(replies))), indent=1, sort_keys=True, ensure_ascii=False)
+
+
 def check(case: str, parts: dict[str, str]) -> None:
     """Compare ``parts`` (name -> normalized text) with the case's baseline; with
     NBPROF_UPDATE_BASELINES=1, write them as the new baseline instead."""

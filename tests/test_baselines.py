@@ -6,9 +6,11 @@ tests that ran it, and a cached profile would map only to the first)."""
 
 from __future__ import annotations
 
+import numpy as np
+
 import nbprof
 
-from .baselines import BASELINES, check, normalize_figure, normalize_html
+from .baselines import BASELINES, check, normalize_figure, normalize_html, normalize_replies
 from .conftest import DATA, trace_path
 
 
@@ -172,3 +174,53 @@ def test_a_two_device_snapshot_with_ooms(tmp_path):
     check("two_device_snapshot", {"report": normalize_html(report.html(include_library=False), {path: "<snapshot>"}),
                                   "text": report.text().replace(path, "<snapshot>"),
                                   "memory_curve": normalize_figure(p.memory_curve())})
+
+
+def conversation(state, x0_ms: float, x1_ms: float, find: str, hover=()) -> list:
+    """What the browser asks a live chart, in order: zoom to [x0, x1], find a name, select the
+    span, hover the first rectangle of each name in ``hover`` (at its middle), zoom back out; the
+    kernel side's replies."""
+    replies = [state.answer({"type": "window", "x0": x0_ms, "x1": x1_ms, "width_px": 900, "seq": 1}),
+               state.answer({"type": "find", "text": find, "seq": 2}),
+               state.answer({"type": "select", "x0": x0_ms, "x1": x1_ms})]
+    r, events = state.current.rects, state.events
+    rows = list(np.unique(r["row"].to_numpy()))
+    for name in hover:
+        j = next(j for j in range(len(r)) if r["event"].iat[j] >= 0 and name in str(events["name"].iat[r["event"].iat[j]]))
+        x_ms = (r["x0_us"].iat[j] + r["x1_us"].iat[j]) / 2000.0
+        replies.append(state.answer({"type": "hover", "trace": rows.index(r["row"].iat[j]), "x": x_ms}))
+    replies += [state.answer({"type": "find", "text": "", "seq": 3}),
+                state.answer({"type": "window", "x0": None, "x1": None, "width_px": 900, "seq": 4})]
+    return replies
+
+
+def test_the_live_charts_answers(tmp_path):
+    """The live timeline of the H100 run and of a folder of ranks, and the live snapshot chart:
+    what each answers a zoom, a search, a selected span, a hover and a zoom out."""
+    from nbprof.cluster.timeline import ClusterTimelineState
+    from nbprof.views.live_timeline import LiveTimelineState
+    from nbprof.views.snapshot_chart import SnapshotChartState
+    from nbprof.views.timeline import prepare_timeline
+
+    from .snapshots import hand_snapshot, write
+    from .test_cluster_timeline import ddp
+
+    cnn = nbprof.load_trace(trace_path("cnn_train_cuda"))
+    full = prepare_timeline(cnn)
+    state = LiveTimelineState(cnn, full, python=False, max_rects=20_000, height=None)
+    t0, span = full.t0_us / 1000, (full.t1_us - full.t0_us) / 1000
+    # hovered: a kernel (the arrow from its launch) and a launch call (the arrow to its kernel)
+    cnn_replies = conversation(state, t0 + 0.3 * span, t0 + 0.6 * span, "conv", ["sm80_xmma", "cudaLaunchKernel"])
+    folder = ddp(tmp_path)
+    view = nbprof.load_trace(folder).timeline_view()
+    cluster = ClusterTimelineState(view.timeline, view.data, height=None)
+    c0, cspan = view.data.t0_us / 1000, (view.data.t1_us - view.data.t0_us) / 1000
+    cluster_replies = conversation(cluster, c0 + 0.2 * cspan, c0 + 0.4 * cspan, "allreduce")
+    snap = SnapshotChartState(nbprof.load_snapshot(write(hand_snapshot(), tmp_path / "s.pickle")))
+    snap_replies = [snap.answer(m) for m in ({"type": "window", "x0": 0.01, "x1": 0.05, "width_px": 600, "seq": 1},
+                                             {"type": "select", "x0": 0.01, "x1": 0.05},
+                                             {"type": "find", "text": "x", "seq": 2},
+                                             {"type": "window", "x0": None, "x1": None, "seq": 3})]
+    check("live_charts", {"cnn timeline": normalize_replies(cnn_replies),
+                          "folder timeline": normalize_replies(cluster_replies).replace(str(folder), "<folder>"),
+                          "snapshot chart": normalize_replies(snap_replies)})
