@@ -97,6 +97,20 @@ def test_timeline_memory_track_is_in_mib_as_its_title_says(tmp_path):
     assert "3.00 MiB" in list(trace["text"])  # the hover says the same, in fmt_bytes' words
 
 
+@pytest.mark.parametrize("nbytes,unit,top", [(13_612, "KiB", 13_612 / 1024), (700, "B", 700.0),
+                                             (5 * 2**30, "GiB", 5.0), (2**20 - 1, "KiB", (2**20 - 1) / 1024)])
+def test_timeline_memory_track_is_in_the_unit_its_peak_is_at_least_one_of(tmp_path, nbytes, unit, top):
+    """A CPU model's 13 KiB on an axis in MiB read "0.005, 0.01": the axis takes the biggest unit
+    the peak is at least one of, and says so."""
+    from nbprof.views.timeline import counter_tracks, prepare_timeline
+
+    p = _allocating_trace(tmp_path, nbytes)
+    [track] = [t for t in counter_tracks(prepare_timeline(p)) if t["name"] == "memory"]
+    assert track["title"] == f"allocated {unit}"
+    [trace] = track["traces"]
+    assert max(trace["y"]) == pytest.approx(top)
+
+
 # ---------------------------------------------------------------------------------- counts
 
 

@@ -389,17 +389,29 @@ def counter_tracks(data: TimelineData, bins: int = TRACK_BINS) -> list[dict]:
     codes = ev["kind"].cat.codes.to_numpy()
     if (codes == KIND_CODE["memory"]).any():
         mem = memory_track(memory_curve(ev), t0, t1, bins)
+        # the axis in the unit its highest value is at least one of (a CPU model's 13 KiB read
+        # "0.005, 0.01" in MiB); every device's line in the same one, as on one axis
+        unit, factor = _track_unit(float(mem["allocated_bytes"].abs().max()) if len(mem) else 0.0)
         traces = []
         for i, (device, g) in enumerate(mem.groupby("device", sort=True)):
             b = g["allocated_bytes"].to_numpy()
-            traces.append(dict(type="scatter", mode="lines", x=g["time_us"].to_numpy() / 1000.0, y=b / 2**20,
+            traces.append(dict(type="scatter", mode="lines", x=g["time_us"].to_numpy() / 1000.0, y=b / factor,
                                yaxis="y3" if out else "y2", line=dict(width=1.2, shape="hv", color=_TRACK_COLORS[(i + 1) % 4]),
                                name=f"{device} allocated", showlegend=False,
                                text=np.asarray([fmt_bytes(v) for v in b.tolist()], dtype=object),
                                hovertemplate=f"{esc_plotly(device)} allocated %{{text}}<extra></extra>"))
         if traces:
-            out.append(dict(name="memory", axis="y3" if out else "y2", title="allocated MiB", traces=traces))
+            out.append(dict(name="memory", axis="y3" if out else "y2", title=f"allocated {unit}", traces=traces))
     return out
+
+
+def _track_unit(most_bytes: float) -> tuple[str, int]:
+    """The binary unit ``most_bytes`` is at least one of (bytes below 1 KiB), and its size."""
+    unit, factor = "B", 1
+    for name, size in (("KiB", 2**10), ("MiB", 2**20), ("GiB", 2**30), ("TiB", 2**40)):
+        if most_bytes >= size:
+            unit, factor = name, size
+    return unit, factor
 
 
 def static_html(data: TimelineData, python: bool = False) -> str:
