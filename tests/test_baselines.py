@@ -97,9 +97,14 @@ def test_a_prof_file():
     p = nbprof.load_prof(BASELINES / "course_bottleneck.prof")
     report = p.report()
     where = {str(BASELINES): "<data>"}
+    from nbprof.model import PythonProfile
+
+    nothing = PythonProfile({})  # a profile of no Python call (a cell of builtins only)
     check("course_bottleneck", {"report": normalize_html(report.html(include_library=False), where),
                                 "text": report.text().replace(str(BASELINES), "<data>"),
-                                "flame": normalize_figure(p.flame())})
+                                "flame": normalize_figure(p.flame()),
+                                "no calls: report": normalize_html(nothing.report().html(include_library=False)),
+                                "no calls: flame": normalize_figure(nothing.flame())})
 
 
 def test_a_folder_of_two_h100_ranks(tmp_path):

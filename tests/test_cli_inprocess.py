@@ -93,7 +93,9 @@ def test_usage_errors_say_one_line_and_run_nothing(here, capsys):
                           (["cprofile", "--dupm", "x.prof", "ran.py"], "--dump")):
         with pytest.raises(SystemExit) as e:  # argparse's own exit: status 2
             cli.main(argv)
-        assert e.value.code == 2 and message in capsys.readouterr().err, argv
+        err = capsys.readouterr().err
+        assert e.value.code == 2 and message in err, argv
+        assert err.startswith("usage: python -m nbprof "), err  # the command as it was typed here
     assert cli.main(["cprofile", "-s", "bogus", "ran.py"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("python -m nbprof: ") and "unknown sort key 'bogus'" in err and err.count("\n") == 1

@@ -203,6 +203,7 @@ BAD_FLAGS = [
     ("torchprof", "-o 2bad", "not a valid variable name"),
     ("torchprof", "--export trace.txt", "must end with .json or .json.gz"),
     ("torchprof", f"--export {__file__}/sub/t.json", "is a file, not a folder"),
+    ("torchprof", f"--tensorboard {__file__}/tb", "is a file, not a folder"),
     ("torchprof", "--schedule 1,x,2", "expected wait,warmup,active"),
     ("cprofile", "--bogus", "unrecognized arguments: --bogus; valid flags:"),
     ("cprofile", "-s wallclock", "unknown sort key 'wallclock'; choose one of: tottime"),

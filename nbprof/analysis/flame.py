@@ -253,8 +253,7 @@ def _fit(values: list[float], cap: float) -> list[float]:
 
 
 class _Node:
-    __slots__ = ("id", "parent", "func", "value", "self_s", "ncalls", "depth", "kind", "children", "merged",
-                 "count")
+    __slots__ = ("id", "parent", "func", "value", "self_s", "ncalls", "depth", "kind", "children", "merged")
 
     def __init__(self, id: int, parent: int, func: int, value: float, self_s: float, ncalls: float, depth: int,
                  kind: str) -> None:
@@ -268,7 +267,6 @@ class _Node:
         self.kind = kind
         self.children: list[int] = []
         self.merged: list[tuple[int, float, float, float, bool]] | None = None  # the "other" bucket
-        self.count = 0
 
 
 class _Builder:
