@@ -139,3 +139,18 @@ def test_a_window_with_more_collectives_than_it_links_keeps_the_longest_waits(tm
     assert len(links) == 2 and links["group"].nunique() == 1  # one collective, both ranks' calls
     seq = int(np.argmax(gaps))
     assert all(f" #{seq}" in text for text in links["text"]), (gaps, list(links["text"]))
+
+
+def test_a_gpu_whose_memory_the_trace_does_not_give_reads_minus_one(tmp_path):
+    """deviceProperties without totalGlobalMem (an older CUPTI, a ROCm trace): the device's
+    total_memory_bytes is -1, "unknown", as the column says; a given one is read as written."""
+    from .synthetic import Trace
+
+    t = Trace()
+    ext = t.op("aten::mm", 0, 50)
+    t.launch("gemm", ext, 2, 5, 10, 20.0)
+    t.launch("gemm", ext, 8, 5, 40, 5.0, device=1)
+    t.device_properties = [{"id": 0, "name": "A GPU"}, {"id": 1, "name": "B GPU", "totalGlobalMem": 85_000_000_000}]
+    d = nbprof.load_trace(t.write(tmp_path / "two.json")).device_stats.devices.set_index("device")
+    assert d.at["cuda:0", "total_memory_bytes"] == -1
+    assert d.at["cuda:1", "total_memory_bytes"] == 85_000_000_000
