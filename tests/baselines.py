@@ -42,6 +42,11 @@ def _round(x: float) -> float:
     return float(f"{x:.6g}")
 
 
+def _round_floats(text: str) -> str:
+    """Every long float written in ``text`` rounded to 6 significant digits."""
+    return _LONG_FLOAT.sub(lambda m: repr(_round(float(m.group(0)))), text)
+
+
 def _renumber(text: str, pattern: re.Pattern, make) -> str:
     seen: dict[str, int] = {}
 
@@ -72,7 +77,7 @@ def normalize_html(html: str, replace: dict[str, str] | None = None) -> str:
     html = _renumber(html, _TAB_IDS, lambda m, n: f"nbprof-{m.group(1) or ''}{n}")
     html = _LOADING.sub(r"\1(itables' loading notice)\2", html)
     html = _MODULE_SCRIPT.sub(_dt_arguments, html)
-    html = _LONG_FLOAT.sub(lambda m: repr(_round(float(m.group(0)))), html)
+    html = _round_floats(html)
     return html.replace("><", ">\n<")
 
 
@@ -94,7 +99,7 @@ def _rounded(value: Any) -> Any:
     if isinstance(value, float):
         return _round(value)
     if isinstance(value, str):
-        return _LONG_FLOAT.sub(lambda m: repr(_round(float(m.group(0)))), value)
+        return _round_floats(value)
     return value
 
 

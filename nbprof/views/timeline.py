@@ -39,7 +39,7 @@ from ..meta import TraceMeta
 from ..events import KIND_CODE
 from .figure import drawing_html, rendering_figure
 from .timeline_hover import detailed_hover_texts, hover_texts, short_name
-from ..format import esc, esc_plotly, fmt_bytes, fmt_us, plural
+from ..format import BYTE_UNITS, esc, esc_plotly, fmt_bytes, fmt_us, plural
 
 __all__ = [
     "prepare_timeline",
@@ -407,11 +407,7 @@ def counter_tracks(data: TimelineData, bins: int = TRACK_BINS) -> list[dict]:
 
 def _track_unit(most_bytes: float) -> tuple[str, int]:
     """The binary unit ``most_bytes`` is at least one of (bytes below 1 KiB), and its size."""
-    unit, factor = "B", 1
-    for name, size in (("KiB", 2**10), ("MiB", 2**20), ("GiB", 2**30), ("TiB", 2**40)):
-        if most_bytes >= size:
-            unit, factor = name, size
-    return unit, factor
+    return next(((name, size) for name, size in BYTE_UNITS if most_bytes >= size), ("B", 1))
 
 
 def static_html(data: TimelineData, python: bool = False) -> str:
