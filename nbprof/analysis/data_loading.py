@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..collect.cprofile import merge_raw, stats_table
+from ..collect.cprofile import merge_raw, stats_table, without_own_frames
 from ._tables import TEXT, empty_table
 
 __all__ = ["BATCH_DTYPES", "WORKER_DTYPES", "WORKER_STAT_DTYPES", "DataLoading", "LoaderSummary",
@@ -123,8 +123,9 @@ class DataLoading:
         for w in self.record.workers:
             if w.stats is None or (loader is not None and names.get(w.loader) != loader):
                 continue
-            # nbprof's own frames were taken out when the record was read (collect.data_loading)
-            by_worker.setdefault(w.worker, []).append(w.stats)
+            # a record read at a run's end has no frame of nbprof's left (collect.data_loading); one
+            # made otherwise (a saved record of another install, a hand-built one) may: taken out here
+            by_worker.setdefault(w.worker, []).append(without_own_frames(w.stats))
         return {k: merge_raw(v) for k, v in sorted(by_worker.items())}
 
     def merged_raw(self, loader: str | None = None) -> dict[Any, Any]:
