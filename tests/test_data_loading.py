@@ -343,6 +343,10 @@ def test_save_and_load_keep_the_workers(forked_torch, tmp_path):
       "workers": [], "waits": [[9, 0, 0, 0, 0, 0, "ok"]], "loaders": []}, "its batches name a DataLoader"),
     ({"version": 1, "began_ns": 0, "ended_ns": 0, "pid": 1, "call_cost_ns": 0, "unwatched": [], "passes": [],
       "waits": [], "loaders": [], "workers": [{"batches": [["<script>", 0, 0, 0, 0, 0]]}]}, "is no integer"),
+    ({"version": 1, "began_ns": 0, "ended_ns": 0, "pid": 1, "call_cost_ns": 0, "unwatched": [], "passes": [],
+      "workers": [], "waits": [], "main_samples": [[9, 0, 0, 4]], "loaders": []}, "its batches name a DataLoader"),
+    ({"version": 1, "began_ns": 0, "ended_ns": 0, "pid": 1, "call_cost_ns": 0, "unwatched": [], "passes": [],
+      "workers": [], "waits": [], "main_samples": [[1, 0, 0]], "loaders": []}, "a list of 4 expected"),
 ])
 def test_a_hostile_saved_record_is_left_out_and_said(tmp_path, saved, problem):
     import json
@@ -573,15 +577,75 @@ def test_a_forked_worker_records_under_its_parents_cprofile(tmp_path):
 
 
 def test_an_iterable_dataset_split_among_workers(ip, datasets):
+    """22 samples, 11 a worker: each worker's last batch holds 3, though its indices (an iterable
+    dataset's are ``[None] * batch_size``) say 4."""
     code = ("from torch.utils.data import DataLoader\nfrom nbprof_test_datasets import Stream\n"
-            "loader = DataLoader(Stream(24), batch_size=4, num_workers=2, multiprocessing_context='fork')")
+            "loader = DataLoader(Stream(22), batch_size=4, num_workers=2, multiprocessing_context='fork')")
     result, p, seen = _profiled(ip, "cprofile", code)
     assert result.error_in_exec is None, result.error_in_exec
     b = p.data_loading()
-    assert list(b["pid"]) == [pid for _, pid in seen] and b["samples"].sum() == 24
+    assert list(b["pid"]) == [pid for _, pid in seen]
+    assert list(b["samples"]) == [len(indices) for indices, _ in seen] == [4, 4, 4, 4, 3, 3]
     assert (b["status"] == "ok").all()  # the workers' "ran out" is no batch
     made = _by_pid(seen)
     assert b.groupby("pid")["samples"].sum().to_dict() == made
+
+
+@pytest.mark.parametrize("dataset", ["Tagged(22)", "Stream(22)"])
+def test_without_workers_a_short_last_batch_holds_what_it_holds(ip, datasets, dataset):
+    """In the main process the indices are never seen: the samples are counted in the batch
+    (default_collate's), for a map-style and an iterable dataset alike."""
+    code = ("from torch.utils.data import DataLoader\nfrom nbprof_test_datasets import Tagged, Stream\n"
+            f"loader = DataLoader({dataset}, batch_size=4)")
+    result, p, seen = _profiled(ip, "cprofile", code)
+    assert result.error_in_exec is None, result.error_in_exec
+    b = p.data_loading()
+    assert list(b["samples"]) == [len(indices) for indices, _ in seen] == [4, 4, 4, 4, 4, 2]
+
+
+def test_a_short_last_batch_is_kept_by_save_and_load(ip, datasets, tmp_path):
+    import nbprof
+
+    code = ("from torch.utils.data import DataLoader\nfrom nbprof_test_datasets import Stream\n"
+            "loader = DataLoader(Stream(10), batch_size=4)")
+    result, p, seen = _profiled(ip, "torchprof", code, flags="-q --no-cuda")
+    q = nbprof.load_trace(p.save(tmp_path / "short.json.gz"), progress=False)
+    assert list(p.data_loading()["samples"]) == list(q.data_loading()["samples"]) == [4, 4, 2]
+
+
+def test_samples_are_counted_in_what_default_collate_makes():
+    """default_collate's batches of each kind of sample: tensors, numbers, strings, bytes, dicts,
+    tuples, namedtuples, nested; each holds 3 samples. Another collate_fn: not counted."""
+    from collections import namedtuple
+
+    import numpy as np
+    import torch
+    from torch.utils.data import default_collate
+
+    from nbprof.collect.data_worker import samples_in_batch
+
+    Pair = namedtuple("Pair", "a b")
+    kinds = [torch.zeros(2, 5), 1.5, 7, "text", b"raw", np.zeros(4), {"x": torch.ones(3), "y": "label"},
+             ("name", torch.ones(2)), [torch.ones(1), 2], Pair(a=[1, 2], b={"c": "d"}), {"nested": {"deep": ["s", 1]}}]
+    for sample in kinds:
+        batch = default_collate([sample] * 3)
+        assert samples_in_batch(batch, default_collate) == 3, sample
+        assert samples_in_batch(batch, lambda samples: samples) is None
+    assert samples_in_batch({}, default_collate) is None and samples_in_batch([], default_collate) is None
+    assert samples_in_batch(torch.tensor(1.0), default_collate) is None  # no first dimension
+
+
+def test_another_collate_fn_counts_the_indices_asked_for(ip, datasets):
+    """A collate_fn of the user's makes batches of any shape: a worker counts the indices (a
+    map-style dataset's are exact); without workers, the loader's batch size (the last is short)."""
+    collate = "lambda samples: {'n': torch.stack(samples)[:, :1].T}"  # a (1, n) tensor: its first dimension is no count
+    for workers, expected in ((2, [4, 4, 2]), (0, [4, 4, 4])):
+        code = ("import torch\nfrom torch.utils.data import DataLoader\nfrom nbprof_test_datasets import Tagged\n"
+                f"loader = DataLoader(Tagged(10), batch_size=4, num_workers={workers}, collate_fn={collate}, "
+                f"multiprocessing_context={'fork' if workers else None!r})")
+        result, p, seen = _profiled(ip, "cprofile", code, body="seen = [b['n'].shape[1] for b in loader]")
+        assert result.error_in_exec is None, result.error_in_exec
+        assert seen == [4, 4, 2] and list(p.data_loading()["samples"]) == expected, workers
 
 
 def test_prefetched_batches_the_loop_never_took(ip, datasets):

@@ -231,9 +231,13 @@ def _batches(record: Any, origin: int) -> pd.DataFrame:
         started = [w for w in record.workers if (w.loader, w.worker) == of and w.epoch <= epoch]
         pid[i] = max(started, key=lambda w: w.epoch).pid if started else 0
     samples = frame["samples"].to_numpy(dtype=np.float64)
-    if in_main.any():  # the main process's batches: the loader's batch size (the last may be short)
+    if in_main.any():  # the main process's batches: as counted there, else the loader's batch size
         size = {info.number: info.batch_size or 1 for info in record.loaders}
         sizes = frame["loader"].map(size).to_numpy(dtype=np.float64)
+        counted = {(a, b, c): n for a, b, c, n in record.main_samples}
+        if counted:
+            keys = zip(frame["loader"].tolist(), frame["epoch"].tolist(), frame["batch"].tolist())
+            sizes = np.array([counted.get(k, s) for k, s in zip(keys, sizes.tolist())], dtype=np.float64)
         samples = np.where(in_main, sizes, samples)
     names = _names(record)
     out = pd.DataFrame({

@@ -138,6 +138,10 @@ class DataLoadingRecord:
     # each ``_next_data`` call: (loader, epoch, batch idx, worker expected, start_ns, end_ns, outcome),
     # outcome "ok", "stop" (the epoch's end), or the exception's type and first line
     waits: list[tuple[int, int, int, int, int, int, str]] = field(default_factory=list)
+    # each batch made in the main process (no workers) whose samples were counted in it
+    # (``data_worker.samples_in_batch``): (loader, epoch, batch idx, samples); the others count the
+    # loader's batch size
+    main_samples: list[tuple[int, int, int, int]] = field(default_factory=list)
     workers: list[WorkerRecord] = field(default_factory=list)
     # the loaders the run iterated whose workers it did not start (persistent workers started
     # before it): by name, what they made is not recorded
@@ -389,8 +393,13 @@ class DataLoaderWatch:
                 watch.record.waits.append((state.loader, state.epoch, idx, -1, start, time.time_ns(), _outcome(e)))
                 _reraise_without(e, _next_data.__code__)
                 raise
+            end = time.time_ns()
             state.yielded = idx + 1
-            watch.record.waits.append((state.loader, state.epoch, idx, -1, start, time.time_ns(), "ok"))
+            watch.record.waits.append((state.loader, state.epoch, idx, -1, start, end, "ok"))
+            if getattr(it, "_auto_collation", False):
+                counted = data_worker.samples_in_batch(data, getattr(it, "_collate_fn", None))
+                if counted is not None:
+                    watch.record.main_samples.append((state.loader, state.epoch, idx, counted))
             return data
 
         return _next_data
@@ -646,6 +655,7 @@ def record_to_json(record: DataLoadingRecord) -> dict[str, Any]:
     return {"version": 1, "began_ns": record.began_ns, "ended_ns": record.ended_ns, "pid": record.pid,
             "call_cost_ns": record.call_cost_ns, "loaders": [asdict(x) for x in record.loaders],
             "passes": [list(p) for p in record.passes], "waits": [list(w) for w in record.waits],
+            "main_samples": [list(m) for m in record.main_samples],
             "unwatched": list(record.unwatched),
             "workers": [{"loader": w.loader, "iterator": w.iterator, "worker": w.worker, "pid": w.pid,
                          "started_ns": w.started_ns, "epoch": w.epoch, "why": w.why, "missing": w.missing,
@@ -700,6 +710,8 @@ def record_from_json(obj: Any) -> tuple[DataLoadingRecord | None, str | None]:
                   for a, b, c, d, e, f in (_list(p, 6) for p in _list(obj.get("passes")))]
         waits = [(_int(a), _int(b), _int(c), _int(d), _int(e), _int(f), _str(g))
                  for a, b, c, d, e, f, g in (_list(w, 7) for w in _list(obj.get("waits")))]
+        main_samples = [(_int(a), _int(b), _int(c), _int(d))  # absent from older saved records: []
+                        for a, b, c, d in (_list(m, 4) for m in _list(obj.get("main_samples", [])))]
         workers = []
         for w in _list(obj.get("workers")):
             if not isinstance(w, dict):
@@ -721,13 +733,15 @@ def record_from_json(obj: Any) -> tuple[DataLoadingRecord | None, str | None]:
                                         batches=np.array(rows, dtype=np.int64).reshape(-1, 6), stats=stats,
                                         why=_str(w.get("why")), missing=_str(w.get("missing"))))
         record = DataLoadingRecord(began_ns=_int(obj.get("began_ns")), ended_ns=_int(obj.get("ended_ns")),
-                                   loaders=loaders, passes=passes, waits=waits, workers=workers,
+                                   loaders=loaders, passes=passes, waits=waits, main_samples=main_samples,
+                                   workers=workers,
                                    unwatched=[_str(u) for u in _list(obj.get("unwatched"))],
                                    pid=_int(obj.get("pid")), call_cost_ns=_num(obj.get("call_cost_ns")))
     except (_Bad, TypeError, ValueError, OverflowError) as e:
         return None, f"unreadable ({e})"[:200]
     numbers = {x.number for x in loaders}
     if len(numbers) != len(loaders) or any(p[0] not in numbers for p in passes) or \
-            any(w[0] not in numbers for w in waits) or any(w.loader not in numbers for w in workers):
+            any(w[0] not in numbers for w in waits) or any(m[0] not in numbers for m in main_samples) or \
+            any(w.loader not in numbers for w in workers):
         return None, "its batches name a DataLoader it does not have"
     return record, None

@@ -49,11 +49,12 @@ import os
 import struct
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..system import replace_file  # stdlib only, as this module
 
-__all__ = ["WorkerLoop", "StopRecording", "RECORD", "STATUS", "HEADER", "batches_path", "stats_path"]
+__all__ = ["WorkerLoop", "StopRecording", "RECORD", "STATUS", "HEADER", "batches_path", "stats_path", "samples_in_batch"]
 
 # One record: (kind, a, b, c, d, e), little-endian int64s. The first record of a file is its
 # header: (HEADER, loader, epoch the worker started in, started_ns, worker_id, pid); each batch:
@@ -80,6 +81,32 @@ class StopRecording:
 _original_loop: Any = None  # torch's _worker_loop, kept by the main process while it is replaced (fork copies it)
 
 
+def samples_in_batch(data: Any, collate: Any) -> int | None:
+    """How many samples a batch holds, counted in the batch where torch's ``default_collate`` made
+    it: that stacks each field of the samples along a new first dimension (a mapping's values, a
+    sequence's items, a namedtuple's fields alike) and keeps strings and bytes as a list of them,
+    so the first tensor's first dimension, or such a list's length, is the count. None for any
+    other ``collate_fn`` (a batch of any shape: the indices asked for are all that is known). An
+    iterable dataset's batches need it: their indices are ``[None] * batch_size`` whatever the
+    dataset had left, so the last batch may hold fewer; so do the main process's batches (their
+    indices are never seen)."""
+    module = sys.modules.get("torch.utils.data._utils.collate")  # loaded: the loader runs torch's code
+    if module is None or collate is not getattr(module, "default_collate", None):
+        return None
+    while True:
+        shape = getattr(data, "shape", None)
+        if shape is not None:
+            return int(shape[0]) if len(shape) else None
+        if isinstance(data, Mapping):
+            data = next(iter(data.values()), None)
+        elif isinstance(data, Sequence) and not isinstance(data, (str, bytes)) and len(data):
+            if isinstance(data[0], (str, bytes)):
+                return len(data)
+            data = data[0]
+        else:
+            return None
+
+
 def torch_worker_loop() -> Any:
     """torch's own ``_worker_loop``: the module's attribute, unless that is a :class:`WorkerLoop`
     (a forked worker: the main process had replaced it while creating the iterator)."""
@@ -102,6 +129,8 @@ class WorkerLoop:
         loop = torch_worker_loop()
         bound = inspect.signature(loop).bind(*args, **kwargs)
         recorder = _Recorder(self, int(bound.arguments["worker_id"]))
+        if bound.arguments.get("auto_collation"):  # else each batch is one sample, as its index says
+            recorder.collate = bound.arguments.get("collate_fn")
         bound.arguments["index_queue"] = _IndexQueue(bound.arguments["index_queue"], recorder)
         bound.arguments["data_queue"] = _DataQueue(bound.arguments["data_queue"], recorder)
         try:
@@ -123,6 +152,7 @@ class _Recorder:
         self.open_start = 0
         self.open_samples = 0
         self.batches = 0
+        self.collate: Any = None  # the loader's collate_fn, when it makes batches of several samples
         self.recording = True
         self.fd = -1
         try:
@@ -175,8 +205,12 @@ class _Recorder:
         self.open_idx = None
         name = type(data).__name__
         status = _ERROR if name == "ExceptionWrapper" else _END if name == "_IterableDatasetStopIteration" else _OK
+        samples = self.open_samples
+        if status == _OK and self.collate is not None:
+            counted = samples_in_batch(data, self.collate)
+            samples = samples if counted is None else counted
         try:
-            os.write(self.fd, RECORD.pack(status, self.epoch, idx, self.open_start, end, self.open_samples))
+            os.write(self.fd, RECORD.pack(status, self.epoch, idx, self.open_start, end, samples))
             self.batches += 1
         except OSError:
             self.recording = False
