@@ -121,6 +121,11 @@ def test_cpu_metric_and_torch_names(pair):
     assert c.summary.text().startswith("total self CPU ")
     c = nbprof.compare(b, a, metric="count")
     assert c.table["count_change"].abs().is_monotonic_decreasing
+    # totals and averages include their children: the totals said are the self times'
+    for metric, self_metric in (("cpu_total_us", "self_cpu_us"), ("cpu_avg_us", "self_cpu_us"),
+                                ("device_total_us", "self_device_us"), ("device_avg_us", "self_device_us")):
+        s = nbprof.compare(b, a, metric=metric).summary
+        assert (s.total_before, s.total_after) == (getattr(b.summary, self_metric), getattr(a.summary, self_metric))
     with pytest.raises(OptionError):
         nbprof.compare(b, a, metric="nonsense")
 
