@@ -46,6 +46,7 @@ import cProfile
 import inspect
 import marshal
 import os
+import signal
 import struct
 import sys
 import time
@@ -154,6 +155,9 @@ class _Recorder:
         self.batches = 0
         self.collate: Any = None  # the loader's collate_fn, when it makes batches of several samples
         self.recording = True
+        # SIGTERM's Python handler before torch's loop: a forked worker's is its parent's (Lightning's
+        # Trainer sets one), which torch's C handler replaces, though signal.getsignal still names it
+        self.inherited_sigterm = signal.getsignal(signal.SIGTERM)
         self.fd = -1
         try:
             self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -171,16 +175,17 @@ class _Recorder:
         first installs its own C handler for SIGTERM (``_set_worker_signal_handlers``), which
         replaces any handler set before and, for its parent's SIGTERM, exits at once (``_exit``): the
         functions were never written. Python's ``signal.getsignal`` does not see that C handler,
-        so the check below still sees only what Python code set (the user's ``worker_init_fn``
-        runs before the first ``get``). After the functions, the worker dies of SIGTERM (torch's
-        handler would have exited with 0 for its parent's): torch stops watching its workers'
-        pids before it terminates them, and nothing reads their exit status after that."""
+        so the check below still sees only what Python code set: a handler set in the worker (the
+        user's ``worker_init_fn`` runs before the first ``get``) is left alone; one it inherited (a
+        fork of a process with a handler) is as dead as the default one. After the functions, the
+        worker dies of SIGTERM (torch's handler would have exited with 0 for its parent's): torch
+        stops watching its workers' pids before it terminates them, and nothing reads their exit
+        status after that."""
         if not self.recording or sys.platform == "win32":  # Windows terminates a process without a signal
             return
-        import signal
-
-        if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
-            return  # the user's worker_init_fn or dataset set its own: leave it
+        current = signal.getsignal(signal.SIGTERM)
+        if current is not signal.SIG_DFL and current is not self.inherited_sigterm:
+            return  # the user's worker_init_fn set its own: leave it
 
         def terminated(signum: int, frame: Any) -> None:
             self.finish("terminated")
