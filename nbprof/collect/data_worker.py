@@ -50,7 +50,6 @@ import signal
 import struct
 import sys
 import time
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..system import replace_file  # stdlib only, as this module
@@ -84,8 +83,8 @@ _original_loop: Any = None  # torch's _worker_loop, kept by the main process whi
 
 def samples_in_batch(data: Any, collate: Any) -> int | None:
     """How many samples a batch holds, counted in the batch where torch's ``default_collate`` made
-    it: that stacks each field of the samples along a new first dimension (a mapping's values, a
-    sequence's items, a namedtuple's fields alike) and keeps strings and bytes as a list of them,
+    it: that stacks each field of the samples along a new first dimension (a dict's values, a list's
+    or tuple's items, a namedtuple's fields alike) and keeps strings and bytes as a list of them,
     so the first tensor's first dimension, or such a list's length, is the count. None for any
     other ``collate_fn`` (a batch of any shape: the indices asked for are all that is known). An
     iterable dataset's batches need it: their indices are ``[None] * batch_size`` whatever the
@@ -98,9 +97,12 @@ def samples_in_batch(data: Any, collate: Any) -> int | None:
         shape = getattr(data, "shape", None)
         if shape is not None:
             return int(shape[0]) if len(shape) else None
-        if isinstance(data, Mapping):
+        # dict, list and tuple (namedtuples too), never the abstract Mapping and Sequence: their
+        # isinstance runs Python code (ABCMeta.__instancecheck__), which the main process's
+        # cProfile would count among the user's calls
+        if isinstance(data, dict):
             data = next(iter(data.values()), None)
-        elif isinstance(data, Sequence) and not isinstance(data, (str, bytes)) and len(data):
+        elif isinstance(data, (list, tuple)) and len(data):
             if isinstance(data[0], (str, bytes)):
                 return len(data)
             data = data[0]
