@@ -27,6 +27,7 @@ import nbprof
 from nbprof.cluster.profile import ClusterProfile, _ranges
 from nbprof.cluster.summary import RankSummary, rank_summary
 from nbprof.errors import OptionError, TraceError
+from nbprof.views.tabs.ranks import RANKS
 
 from .conftest import DATA, trace_path
 from .reference import Model, ns, read
@@ -324,6 +325,142 @@ def test_events_merge_on_demand_with_a_note(tmp_path, capsys):
     assert "merging all 2 ranks' events" in capsys.readouterr().err
     out = p.save(tmp_path / "merged.json.gz")
     assert len(nbprof.load_trace(out).events) == len(ev)
+
+
+MiB = 1 << 20
+
+
+def memory_steps_folder(folder: Path) -> Path:
+    """Two ranks on one OS pid and GPU 0 each (two machines' ranks), two steps each: in each step
+    rank r allocates (r + 1) MiB on cuda:0 and frees nothing."""
+    folder.mkdir(exist_ok=True)
+    for rank in (0, 1):
+        t = Trace(rank=rank)
+        for k in range(2):
+            t.annotation(f"ProfilerStep#{k}", 1000 * k, 999)
+            t.op("aten::empty", 1000 * k + 10, 5)
+            t.memory(1000 * k + 11, (rank + 1) * MiB, (k + 1) * (rank + 1) * MiB, 8 * MiB, addr=100 + k)
+        t.write(folder / f"r{rank}.json")
+    return folder
+
+
+SAVED_FOLDERS = {"memory_steps": lambda tmp: memory_steps_folder(tmp / "mem"),
+                 "collectives": lambda tmp: collectives_folder(tmp / "coll")}
+
+
+def rank_events(folder: Path) -> dict[int, int]:
+    """The events (complete and instant ones, the profiler's span aside) of each rank's file, from the JSON."""
+    out = {}
+    for f in sorted(folder.iterdir()):
+        doc = json.loads(f.read_text())
+        out[doc["distributedInfo"]["rank"]] = sum(1 for e in doc["traceEvents"] if e.get("ph") in ("X", "i")
+                                                  and e.get("cat") not in (None, "Trace"))
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(SAVED_FOLDERS))
+def test_a_saved_folder_reads_back_with_each_events_rank(tmp_path, name):
+    """``p.save()`` of a folder writes every rank's events into one trace; load_trace gives each
+    event its rank back, so what is per rank (memory per step and rank, steps, the Ranks tab) is
+    what the folder gives, and Perfetto shows the ranks apart (their processes named for them)."""
+    folder = SAVED_FOLDERS[name](tmp_path)
+    p = nbprof.load_trace(folder, workers=0, progress=False)
+    out = p.save(tmp_path / "merged.json.gz")
+    q = nbprof.load_trace(out, progress=False)
+    assert not isinstance(q, ClusterProfile) and q.meta.notes == []
+    ev, merged = q.events, p.events
+    assert dict(Counter(ev["rank"].tolist())) == rank_events(folder) == dict(Counter(merged["rank"].tolist()))
+    # the same events, in the same order, each with its rank and its process's id in its own trace
+    columns = ["rank", "name", "kind", "device", "pid", "thread", "stream", "bytes", "total_allocated_bytes", "addr"]
+    assert_frames(ev[columns].astype({c: str for c in ("name", "kind", "device")}),
+                  merged[columns].astype({c: str for c in ("name", "kind", "device")}))
+    assert [ns(t) for t in ev["start_us"]] == [ns(t) for t in merged["start_us"]]  # to the ns
+    assert_model_tables(q, folder)  # key averages summed over the raw files; each rank's row of ranks()
+    assert RANKS.applies(q) and "Ranks" in [t.title for t in q.report().tabs]
+    assert_frames(q.key_averages(), p.key_averages())
+    assert_frames(q.steps(), p.steps())
+    assert_frames(q.overview(), p.overview())
+    assert_frames(q.kernels(), p.kernels(), sort=["name", "kind"])
+    assert_frames(q.memory_growth(), p._merged.memory_growth())  # (with no steps, the folder's has a rank column)
+    if name == "memory_steps":  # rank r: (r + 1) MiB a step, kept; (k + 1)(r + 1) MiB held after step k
+        growth = q.memory_growth().set_index(["step", "rank"])
+        assert sorted(growth.index) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+        for (k, r), row in growth.iterrows():
+            assert (row["device"], row["start_us"], row["end_us"]) == ("cuda:0", 1000.0 * k, 1000.0 * k + 999)
+            assert row["held_bytes"] == (k + 1) * (r + 1) * MiB
+            assert row["added_bytes"] == row["allocated_bytes"] == row["added_never_freed_bytes"] == (r + 1) * MiB
+            assert row["never_freed_blocks"] == 1
+    # no one rank's trace: each rank's in meta.parts, as its file says
+    assert (q.meta.rank, q.meta.world_size) == (None, 2)
+    assert [(m.rank, m.source) for m in q.meta.parts] == [(r, str(f)) for r, f in
+                                                          zip((0, 1), sorted(folder.iterdir()))]
+    # the file: chrome-trace JSON whose processes say their rank; ranks share no process
+    with gzip.open(out) as f:
+        doc = json.load(f)
+    named = {e["pid"]: e["args"]["name"] for e in doc["traceEvents"]
+             if e["ph"] == "M" and e["name"] == "process_name"}
+    pids = Counter(e["pid"] for e in doc["traceEvents"] if e["ph"] in ("X", "i") and e.get("cat") != "Trace")
+    assert set(pids) == set(named)
+    by_rank = Counter()
+    for pid, count in pids.items():
+        by_rank[int(re.fullmatch(r"rank (\d+) · .+", named[pid]).group(1))] += count
+    assert dict(by_rank) == rank_events(folder)
+    # saved again, the same
+    again = nbprof.load_trace(q.save(tmp_path / "again.json"), progress=False)
+    assert_frames(again.events[columns].astype(str), ev[columns].astype(str))
+
+
+def _saved_folder(tmp_path: Path) -> dict:
+    p = nbprof.load_trace(collectives_folder(tmp_path / "coll"), workers=0, progress=False)
+    with gzip.open(p.save(tmp_path / "merged.json.gz")) as f:
+        return json.load(f)
+
+
+# nbprofRanks that does not fit its file: (what is wrong with it, a change of the key, the note's reason)
+BAD_RANKS = {
+    "not an object": (lambda key: [0, 1], "Expected `object`, got `array`"),
+    "processes not an object": (lambda key: {**key, "processes": [[1000, 0, 1000]]}, "Expected `object`, got `array`"),
+    "no process": (lambda key: {**key, "processes": {}}, "it names no process"),
+    "a negative rank": (lambda key: {**key, "processes": {**key["processes"], "1001": [-1, 1000]}},
+                        "Expected `int` >= 0"),
+    "a rank of text": (lambda key: {**key, "processes": {**key["processes"], "1001": ["1", 1000]}},
+                       "Expected `int`, got `str`"),
+    "a fractional rank": (lambda key: {**key, "processes": {**key["processes"], "1001": [0.5, 1000]}},
+                          "Expected `int`, got `float`"),
+    "a pid that is no number": (lambda key: {**key, "processes": {"p1000" if k == "1000" else k: v for k, v in
+                                                                  key["processes"].items()}},
+                                "its pid 'p1000' is not an integer"),
+    "a pid no event has": (lambda key: {**key, "processes": {**key["processes"], "4242": [1, 4242]}},
+                           "it names pid 4242, which no event of the trace has"),
+    "an event's pid it does not name": (lambda key: {**key, "processes": {k: v for k, v in key["processes"].items()
+                                                                          if k != "1002"}},
+                                        "it names no rank for the events of pid 1002"),
+    "parts that are not its ranks": (lambda key: {**key, "parts": key["parts"][:1]},
+                                     "rank 1 is none of its 1 parts' ranks"),
+    "a part's field of the wrong type": (lambda key: {**key, "parts": [{**key["parts"][0], "main_thread": "main"},
+                                                                       key["parts"][1]]},
+                                         "Expected `int | null`, got `str`"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_RANKS))
+def test_a_saved_folders_ranks_that_do_not_fit_are_a_note(tmp_path, case):
+    """A merged trace whose nbprofRanks is malformed reads as the same file without it (one trace,
+    its processes as the file numbers them), with one note that says why."""
+    change, reason = BAD_RANKS[case]
+    doc = _saved_folder(tmp_path)
+    assert sorted(doc["nbprofRanks"]["processes"]) == ["0", "1000", "1001", "1002"]
+    doc["nbprofRanks"] = change(doc["nbprofRanks"])
+    (tmp_path / "bad.json").write_text(json.dumps(doc))
+    del doc["nbprofRanks"]
+    (tmp_path / "plain.json").write_text(json.dumps(doc))
+    bad, plain = nbprof.load_trace(tmp_path / "bad.json"), nbprof.load_trace(tmp_path / "plain.json")
+    assert "rank" not in bad.events.columns and bad.meta.parts == [] and plain.meta.notes == []
+    [note] = bad.meta.notes
+    assert note.startswith("nbprofRanks: ") and reason in note and "\n" not in note
+    assert note.endswith(": the events' ranks are not read (read as one trace)")
+    pd.testing.assert_frame_equal(bad.events, plain.events)
+    assert sorted(bad.events["pid"].unique()) == [0, 1000, 1001, 1002]
 
 
 def test_progress_counts_ranks(tmp_path, capsys):

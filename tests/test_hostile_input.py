@@ -52,7 +52,7 @@ ARG_KEYS = ("External id", "correlation", "device", "stream", "Input Dims", "Inp
             "Python parent id", "Python module id", "name", "labels", "flops", "queued")
 TOP_KEYS = ("traceEvents", "deviceProperties", "distributedInfo", "baseTimeNanoseconds", "schemaVersion",
             "record_shapes", "profile_memory", "with_stack", "with_flops", "with_modules", "traceName",
-            "displayTimeUnit")
+            "displayTimeUnit", "nbprofRanks")
 
 mutation = st.one_of(
     st.tuples(st.just("event"), st.integers(0, 40), st.sampled_from(EVENT_KEYS), json_value),

@@ -49,9 +49,10 @@ from ..analysis.ranges import merge_range_ops, merge_ranges
 from ..analysis.ranks import RankReport, differences_from_times, report_of
 from ..analysis.steps import STEP_DTYPES
 from ..analysis.summary import TorchSummary, default_sort, top_row
+from ..collect.trace_ranks import labels_of  # each file's rank: the rule a saved merged trace is read back by
 from ..errors import OptionError
 from ..format import fmt_long_span, plural
-from ..meta import TorchMeta, TraceMeta
+from ..meta import TorchMeta
 from ..model import TorchProfile
 from .summary import RankSummary
 from .timeline import ClusterTimeline, ClusterTimelineView, remove_cache
@@ -87,14 +88,6 @@ def rank_clocks(summaries: list[RankSummary], origin_ns: int) -> tuple[list[floa
     note = (f"the ranks were not recorded on one clock (their first events are {fmt_long_span(max(firsts) - min(firsts))} "
             "apart): each rank's times are its own, from its first event")
     return [-s.start_us for s in summaries], note
-
-
-def labels_of(metas: list[TraceMeta]) -> list[Any]:
-    """Each file's rank as its trace says; 0, 1, ... when some trace has none or two say the same."""
-    ranks = [m.rank for m in metas]
-    if any(r is None for r in ranks) or len(set(ranks)) != len(ranks):
-        return list(range(len(metas)))
-    return ranks
 
 
 class ClusterProfile(TorchProfile):
@@ -181,6 +174,9 @@ class ClusterProfile(TorchProfile):
         merged = concat_traces(traces, labels=self._labels, label_column="rank")
         merged.meta.source = self.meta.source
         merged.meta.files = list(self.meta.files)
+        # no one rank's events: no rank (each rank's own is in meta.parts), the world's size where they agree
+        sizes = {t.meta.world_size for t in traces}
+        merged.meta.rank, merged.meta.world_size = None, (sizes.pop() if len(sizes) == 1 else None)
         return TorchProfile.from_trace(merged)
 
     @functools.cached_property

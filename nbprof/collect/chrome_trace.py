@@ -75,6 +75,7 @@ from ..meta import TraceMeta
 from .cprofile import is_pstats_head
 from .trace_limits import (NO_LIMIT, Gunzip, TraceLimit, distinct_rows, max_trace_bytes, plausible_rows,
                            profiled_span, rows_together, size_text)
+from .trace_ranks import read_ranks
 from .trace_schema import (ACCELERATOR_OF, ANNOUNCING, CAT_CODE_AT_START, DECODER, DROP, FIELDS, GROUPS, INT64_MAX,
                            INT64_MIN, KIND_BY_NAME, LIST_DECODER, LOOSE_DECODER, LOOSE_LIST_DECODER, MEMORY_NAMES,
                            NOT_AN_EVENT, SPAN, STREAM_TID, TORCH_RANGE_PREFIXES, UNKNOWN, ArgField, Trace, arg_text,
@@ -575,6 +576,8 @@ class _Reader:
         ts = self._column("ts", np.float64)
         dur = self._column("dur", np.float64)
         pid = self._column("pid", np.int64)
+        # a merged trace's nbprofRanks names every event's, before rows are left out
+        file_pids = pid if trace.nbprofRanks is not None else None
         tid = self._column("tid", np.int64)
         field = {f.attr: self._field(f) for f in FIELDS if self.legacy or not f.legacy}
 
@@ -674,14 +677,31 @@ class _Reader:
         device_type = np.where(is_memory, mem_device_type, self.accelerator)
         del mem_device_type
 
+        # a folder's ranks merged into this file (collect/trace_ranks.py): each event's rank, and its
+        # process's id in its rank's own trace
+        ranks = None
+        if file_pids is not None:
+            ranks, problem = read_ranks(trace.nbprofRanks, file_pids, pid)
+            if ranks is None:
+                self.dropped.append(str(problem))
+            else:
+                pid = ranks.pid
+        del file_pids
+
         # Overhead events (pid -1, tid 0 in the file) happen in the profiler's own code on the main
-        # thread; torch files them there, under the op open at their start, and so do we.
+        # thread; torch files them there, under the op open at their start, and so do we (each
+        # rank's on its own).
         main_tid = _main_thread(kind, pid, tid)
         overhead = kind == KIND_CODE["overhead"]
         if overhead.any() and main_tid is not None:
-            main_pid = int(pid[np.flatnonzero((tid == main_tid) & ~overhead)[0]])
-            tid = np.where(overhead, main_tid, tid)
-            pid = np.where(overhead, main_pid, pid)
+            if ranks is None:
+                pid, tid = _on_thread(overhead, ~overhead, main_tid, pid, tid)
+            else:
+                for r in np.unique(ranks.rank[overhead]).tolist():
+                    mine = ranks.rank == r
+                    rank_main = _main_thread(kind[mine], pid[mine], tid[mine])
+                    if rank_main is not None:
+                        pid, tid = _on_thread(overhead & mine, mine & ~overhead, rank_main, pid, tid)
 
         if any_device:
             thread = np.where(is_device, -1, _thread_id(tid))
@@ -712,6 +732,8 @@ class _Reader:
             pid=pid,
             **columns,
         )
+        if ranks is not None:
+            events["rank"] = ranks.rank
         dist = trace.distributedInfo or {}
         rank, world_size = header_int(dist.get("rank"), 1 << 31), header_int(dist.get("world_size"), 1 << 31)
         if (rank is None) != (dist.get("rank") is None) or (world_size is None) != (dist.get("world_size") is None):
@@ -740,6 +762,10 @@ class _Reader:
             compile_log=trace.nbprofCompileLog if isinstance(trace.nbprofCompileLog, dict) else None,
             reader_notes=self._notes(),
         )
+        if ranks is not None:  # no one rank's trace: each rank's (meta.parts), the first's threads' names
+            meta.parts, meta.files = ranks.parts, [m.source for m in ranks.parts]
+            if ranks.parts:
+                meta.thread_names = dict(ranks.parts[0].thread_names)
         self._clock_header(trace, meta)
         if trace.nbprofLines is not None:
             from .lines import checked_lines
@@ -862,6 +888,14 @@ def _thread_id(tid: Any) -> Any:
     traces have negative ids; both read as the unsigned 32-bit number."""
     # 2**32 added to the negative ones only: added to every id, the largest int64 ids overflowed
     return tid + np.where(tid < 0, 1 << 32, 0)
+
+
+def _on_thread(moved: np.ndarray, others: np.ndarray, thread: int, pid: np.ndarray,
+               tid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``pid, tid`` with the ``moved`` rows on ``thread``, in the process of the first of the
+    ``others`` rows on that thread."""
+    main_pid = int(pid[np.flatnonzero((tid == thread) & others)[0]])
+    return np.where(moved, main_pid, pid), np.where(moved, thread, tid)
 
 
 def _main_thread(kind: np.ndarray, pid: np.ndarray, tid: np.ndarray) -> int | None:

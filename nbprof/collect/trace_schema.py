@@ -198,6 +198,7 @@ class Trace(msgspec.Struct, gc=False):
     nbprofCudaProfile: Any = None  # TraceMeta.cuda_profile, checked by the reader's _clock_header
     nbprofLeftOutWork: Any = None  # TraceMeta.left_out_work, checked by the reader's _clock_header
     nbprofDataLoading: Any = None  # the DataLoaders' workers, checked by collect.data_loading.record_from_json
+    nbprofRanks: Any = None  # a folder's ranks merged: each pid's rank, checked by collect.trace_ranks.read_ranks
 
 
 class LooseTrace(msgspec.Struct, gc=False):
@@ -216,6 +217,7 @@ class LooseTrace(msgspec.Struct, gc=False):
     nbprofCudaProfile: Any = None
     nbprofLeftOutWork: Any = None
     nbprofDataLoading: Any = None
+    nbprofRanks: Any = None
 
 
 DECODER = msgspec.json.Decoder(Trace)

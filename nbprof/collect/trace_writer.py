@@ -10,6 +10,10 @@ The args that are an events column each (``events.ARG_COLUMNS``: ids, allocator 
 configuration, ...) are written from the schema in ``nbprof.events``, the one the reader reads
 them by; the fields written here by hand are those the reader puts together itself (device,
 stream, bytes, shapes, memory events' device type).
+
+A folder's events merged (a ``rank`` column: ``ClusterProfile.save``) keep each event's rank: each
+rank's processes get pids of their own, named for the rank, and the ``nbprofRanks`` key says whose
+they are (``collect/trace_ranks.py``); ``load_trace`` reads the ranks back.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import os
 from typing import Any
 
 import msgspec
+import numpy as np
 
 from ..errors import OptionError
 from ..events import (
@@ -29,10 +34,12 @@ from ..events import (
     MEMORY_KINDS,
     TRACE_CATEGORY,
     EventColumn,
+    category_map,
     category_mask,
     time_ns,
     values_at,
 )
+from .trace_ranks import RANKS_KEY, written_ranks
 
 __all__ = ["write_chrome_trace"]
 
@@ -74,7 +81,16 @@ def _document(profile: Any) -> dict[str, Any]:
     thread_arr = ev["thread"].to_numpy()
     thread = thread_arr.tolist()
     stream = ev["stream"].to_numpy().tolist()
-    pid_arr = ev["pid"].to_numpy()
+    # each event's process as its own trace has it: the pid, a device event's device index, the
+    # profiler's -1 for overhead (where torch writes it); a merged folder's: each rank's its own
+    on_device_rows = category_mask(ev["kind"], set(DEVICE_KINDS).__contains__)
+    pid_arr = np.where(on_device_rows, category_map(ev["device"], _device_index, dtype=np.int64, missing=0),
+                       ev["pid"].to_numpy())
+    overhead_rows = category_mask(ev["kind"], "overhead".__eq__)
+    pid_arr[overhead_rows] = -1
+    ranks = written_ranks(ev, meta, pid_arr) if "rank" in ev.columns else None
+    if ranks is not None:
+        pid_arr = ranks.pids
     pid = pid_arr.tolist()
     corr = ev["correlation"].to_numpy().tolist()
     shapes = values_at(ev["input_shapes"]).tolist()
@@ -85,7 +101,10 @@ def _document(profile: Any) -> dict[str, Any]:
     ts = (start / 1000.0).tolist()
     durs = (dur / 1000.0).tolist()
     out: list[dict[str, Any]] = []
-    cpu_pid = int(pid_arr[thread_arr >= 0][0]) if (thread_arr >= 0).any() else 0
+    cpu_pid = int(ev["pid"].to_numpy()[thread_arr >= 0][0]) if (thread_arr >= 0).any() else 0
+    if ranks is not None:  # the first CPU event's process, as the file has it
+        cpu_rows = np.flatnonzero((thread_arr >= 0) & ~overhead_rows)
+        cpu_pid = pid[cpu_rows[0]] if len(cpu_rows) else 0
     # runtime calls under the category of the trace's accelerator (it labels the device events)
     accelerators = {d.partition(":")[0] for d in ev["device"].cat.categories.astype(str)} - {"cpu", "cuda"}
     runtime_cat = _RUNTIME_CATEGORY.get(min(accelerators), TRACE_CATEGORY["runtime"]) if accelerators else None
@@ -104,7 +123,7 @@ def _document(profile: Any) -> dict[str, Any]:
                     "cat": TRACE_CATEGORY[kind],
                     "s": "t",
                     "name": names[i],
-                    "pid": int(pid[i]),
+                    "pid": pid[i],
                     "tid": int(thread[i]),
                     "ts": ts[i],
                     "args": args,
@@ -123,13 +142,13 @@ def _document(profile: Any) -> dict[str, Any]:
             "ph": "X",
             "cat": runtime_cat if (kind == "runtime" and runtime_cat) else TRACE_CATEGORY.get(kind, "other"),
             "name": names[i],
-            "pid": int(pid[i]) if not on_device else int(dev.partition(":")[2] or 0),
+            "pid": pid[i],
             "tid": int(stream[i]) if on_device else int(thread[i]),
             "ts": ts[i],
             "dur": durs[i],
         }
-        if kind == "overhead":  # where torch writes profiler overhead
-            event["pid"], event["tid"] = -1, 0
+        if kind == "overhead":  # where torch writes profiler overhead (pid -1: see pid_arr)
+            event["tid"] = 0
         if args:
             event["args"] = args
         out.append(event)
@@ -145,8 +164,11 @@ def _document(profile: Any) -> dict[str, Any]:
     span_us = meta.span_us or (((int(ends.max()) - origin) / 1000.0) if len(ev) else 0.0)
     out.append({"ph": "X", "cat": "Trace", "name": "PyTorch Profiler (0)", "pid": "Spans",
                 "tid": "PyTorch Profiler", "ts": origin / 1000.0, "dur": span_us})
-    for tid, label in meta.thread_names.items():
-        out.append({"ph": "M", "name": "thread_name", "pid": cpu_pid, "tid": int(tid), "args": {"name": label}})
+    if ranks is not None:  # each rank's processes named, and its threads (what Perfetto shows)
+        out += ranks.metadata
+    if ranks is None or not ranks.key["parts"]:
+        for tid, label in meta.thread_names.items():
+            out.append({"ph": "M", "name": "thread_name", "pid": cpu_pid, "tid": int(tid), "args": {"name": label}})
     doc: dict[str, Any] = {
         "schemaVersion": 1,
         "deviceProperties": meta.device_properties,
@@ -160,7 +182,13 @@ def _document(profile: Any) -> dict[str, Any]:
         "traceName": os.path.basename(meta.trace_name or "nbprof"),
         "traceEvents": out,
     }
-    if meta.rank is not None:
+    if ranks is not None:
+        # every rank's events, each event's rank and each rank's own trace: load_trace reads them back
+        # (collect/trace_ranks.py); the file is no one rank's, the world's size it keeps
+        if meta.world_size is not None:
+            doc["distributedInfo"] = {"world_size": meta.world_size}
+        doc[RANKS_KEY] = ranks.key
+    elif meta.rank is not None:
         doc["distributedInfo"] = {"rank": meta.rank, "world_size": meta.world_size}
     # torch.compile's log (graph breaks, recompiles, kernels' sources), for a profile where something
     # compiled or compiled code ran: load_trace reads it back
@@ -180,6 +208,11 @@ def _document(profile: Any) -> dict[str, Any]:
 
         doc["nbprofDataLoading"] = record_to_json(meta.data_loading)
     return doc
+
+
+def _device_index(device: str) -> int:
+    """The index of a device label ("cuda:1" -> 1; "cpu" -> 0)."""
+    return int(device.partition(":")[2] or 0)
 
 
 def _arg_columns(ev: Any) -> list[dict[str, Any] | None]:
