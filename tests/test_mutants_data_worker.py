@@ -399,38 +399,24 @@ def test_a_worker_terminated_by_its_parent_writes_its_functions_first(tmp_path):
     """torch's loop installs its own C handler for SIGTERM, which exits at once (status 0) when the
     parent sends it: the recorder's handler must be the one that runs (it was set before the loop
     and lost: no functions)."""
-    folder, started = str(tmp_path / "rec"), str(tmp_path / "started")
-    os.mkdir(folder)
-    process = multiprocessing.get_context("fork").Process(target=_terminated_worker, args=(folder, started))
-    process.start()
-    try:
-        deadline = time.time() + 30
-        while not os.path.exists(started) and time.time() < deadline:
-            time.sleep(0.005)
-        assert os.path.exists(started)
-        process.terminate()
-        process.join(30)
-    finally:
-        if process.is_alive():
-            process.kill()
-            process.join(10)
+    folder, process = _terminate_a_started_worker(tmp_path)
     assert process.exitcode == -signal.SIGTERM
     _, payload = read_functions(folder)
     assert (payload["why"], payload["worker"], payload["pid"], payload["batches"]) == ("terminated", 0, process.pid, 0)
 
 
-def test_a_sigterm_handler_inherited_from_the_parent_does_not_stop_the_hand_over(tmp_path):
-    """A forked worker inherits its parent's Python SIGTERM handler (Lightning's Trainer sets one),
-    which torch's C handler replaces: terminated, the worker still writes its functions first."""
+def _terminate_a_started_worker(tmp_path, parents_handler=None):
+    """A forked worker (``_terminated_worker``), terminated once its loop has begun; forked while
+    this process's SIGTERM handler is ``parents_handler`` (when given). (its folder, the process)"""
     folder, started = str(tmp_path / "rec"), str(tmp_path / "started")
     os.mkdir(folder)
-    parents = []
-    before = signal.signal(signal.SIGTERM, lambda signum, frame: parents.append(signum))
+    before = signal.signal(signal.SIGTERM, parents_handler) if parents_handler is not None else None
     try:
         process = multiprocessing.get_context("fork").Process(target=_terminated_worker, args=(folder, started))
         process.start()
     finally:
-        signal.signal(signal.SIGTERM, before)
+        if parents_handler is not None:
+            signal.signal(signal.SIGTERM, before)
     try:
         deadline = time.time() + 30
         while not os.path.exists(started) and time.time() < deadline:
@@ -442,6 +428,14 @@ def test_a_sigterm_handler_inherited_from_the_parent_does_not_stop_the_hand_over
         if process.is_alive():
             process.kill()
             process.join(10)
+    return folder, process
+
+
+def test_a_sigterm_handler_inherited_from_the_parent_does_not_stop_the_hand_over(tmp_path):
+    """A forked worker inherits its parent's Python SIGTERM handler (Lightning's Trainer sets one),
+    which torch's C handler replaces: terminated, the worker still writes its functions first."""
+    parents = []
+    folder, process = _terminate_a_started_worker(tmp_path, lambda signum, frame: parents.append(signum))
     assert process.exitcode == -signal.SIGTERM
     _, payload = read_functions(folder)
     assert (payload["why"], payload["pid"]) == ("terminated", process.pid)

@@ -198,18 +198,9 @@ def test_a_folders_memory_per_step_names_each_rows_rank(tmp_path):
     and each rank's numbers on its rows."""
     from nbprof.views.tabs.memory import growth_html
 
-    from .synthetic import Trace
+    from .test_cluster import memory_steps_folder
 
-    folder = tmp_path / "ranks"
-    folder.mkdir()
-    for rank in (0, 1):
-        t = Trace(rank=rank)
-        for k in range(2):
-            t.annotation(f"ProfilerStep#{k}", 1000 * k, 999)
-            t.op("aten::empty", 1000 * k + 10, 5)
-            t.memory(1000 * k + 11, (rank + 1) * MiB, (k + 1) * (rank + 1) * MiB, 8 * MiB, addr=100 + k)
-        t.write(folder / f"r{rank}.json")
-    p = nbprof.load_trace(folder, workers=0, progress=False)
+    p = nbprof.load_trace(memory_steps_folder(tmp_path / "ranks"), workers=0, progress=False)
     [table] = dt_tables(growth_html(p.memory_growth(), None))
     assert table["headers"] == ["Step", "Rank", "Device", "Held at its end", "Added", "Allocated", "Kept for good",
                                 "Blocks kept", "Ended at"]
