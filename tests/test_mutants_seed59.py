@@ -3,6 +3,8 @@ of its own: a hand-built record, a trace written by hand, the file torch wrote."
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -84,3 +86,112 @@ def test_a_part_of_many_labels_names_the_first_five(tmp_path):
     with pytest.raises(OptionError) as e:
         p.range_ops("step")
     assert str(e.value) == "no single range 'step'; 7 labels contain it: step_0, step_1, step_2, step_3, step_4"
+
+
+def test_a_thread_whose_ops_nest_is_never_walked_with_a_stack(tmp_path, monkeypatch):
+    """The tree's fast path (analysis.tree._nest: depths from subtree ends, checked against torch's
+    stack rule) answers a thread whose ops nest; only a thread with ops that overlap in part runs
+    the stack algorithm itself, and both give the parents the ops' times say."""
+    import nbprof.analysis.tree as tree
+
+    from .synthetic import Trace
+
+    walked = []
+    original = tree._nest_with_stack
+    monkeypatch.setattr(tree, "_nest_with_stack", lambda s, e: walked.append(len(s)) or original(s, e))
+    t = Trace()
+    t.op("outer", 0, 100)
+    t.op("inner_a", 10, 40)
+    t.op("leaf", 15, 5)
+    t.op("inner_b", 60, 30)
+    ev = t.load(tmp_path, "nested.json").events
+    assert walked == []
+    names = ev["name"].astype(str).tolist()
+    parent = {names[i]: (names[p] if p >= 0 else None) for i, p in enumerate(ev["parent"].tolist())}
+    assert parent == {"outer": None, "inner_a": "outer", "leaf": "inner_a", "inner_b": "outer"}
+    t.op("overlapping", 95, 20)  # starts inside outer, ends after it
+    t.load(tmp_path, "overlap.json").events
+    assert walked == [5]
+
+
+def test_the_top_ops_advice_names_the_stack_tab_as_the_report_labels_it(tmp_path):
+    """A profile recorded with stacks whose top op is neither compute nor a copy: the advice sends
+    the reader to the tab where the op's callers are, under the name the report's tab bar gives it."""
+    import json
+
+    import nbprof
+
+    from .synthetic import Trace
+
+    t = Trace()
+    t.op("aten::sort", 0, 900)
+    t.op("aten::add", 1000, 50)
+    doc = t.doc()
+    doc["with_stack"] = 1  # as nbprof's own writer says it
+    (tmp_path / "stack.json").write_text(json.dumps(doc))
+    p = nbprof.load_trace(tmp_path / "stack.json")
+    f = p.findings
+    [message] = f.loc[f["kind"] == "top_op", "message"].tolist()
+    assert message.endswith("See where it is called from in the By stack tab; "
+                            "record its input shapes (--shapes --group-by shape).")
+    html = p.report().html(include_library=False)
+    assert re.search(r">\s*By stack\s*</label>", html)
+
+
+def test_view_knows_a_trace_by_its_content_after_blank_lines(tmp_path):
+    """``nbprof view`` on a file whose name says nothing (``run.log``): JSON that starts after
+    blank lines and spaces is a trace, as is gzip's magic; other text is none of what it reads."""
+    import gzip
+
+    from nbprof.cli import _kind_of
+    from nbprof.errors import OptionError
+
+    (tmp_path / "run.log").write_text('\n\n  {"traceEvents": []}\n')
+    (tmp_path / "list.log").write_text('\t[{"ph": "X"}]')
+    (tmp_path / "packed.bin").write_bytes(gzip.compress(b'{"traceEvents": []}'))
+    (tmp_path / "notes.log").write_text("\n  not json {\n")
+    assert [_kind_of(str(tmp_path / n)) for n in ("run.log", "list.log", "packed.bin")] == ["trace"] * 3
+    with pytest.raises(OptionError, match="neither a .prof file"):
+        _kind_of(str(tmp_path / "notes.log"))
+
+
+def test_a_folder_sorted_by_a_count_shows_the_ranks_spread_in_self_cpu(tmp_path):
+    """``nbprof view -s count folder``: the count is no time a rank spends, so the Operators tab's
+    spread across ranks is in self CPU time, and its caption says so."""
+    import nbprof
+
+    from .conftest import DATA
+    from .test_mutants_snapshot import dt_tables as with_captions
+    from .test_mutants_views3 import panels
+
+    p = nbprof.load_trace(DATA / "ddp_gloo", workers=0, progress=False)
+    p.meta.sort = "count"  # what `nbprof view -s count` sets
+    operators = panels(p.report().html(include_library=False))["Operators"]
+    [table] = with_captions(operators)
+    assert "Self CPU" in table["caption"] and "count" not in table["caption"].lower()
+
+
+def test_the_first_events_launch_has_its_arrow_in_the_live_timeline(tmp_path):
+    """A trace whose first event (row 0 of the events table) is a runtime call that launches a
+    kernel: hovering that call in the live timeline draws the arrow to its kernel (1 µs -> 10 µs,
+    9 µs of delay), as hovering the kernel draws it back."""
+    from nbprof.views import live_timeline as live_timeline_mod
+    from nbprof.views.timeline import prepare_timeline
+
+    from .synthetic import Trace
+
+    t = Trace()
+    t.launch("gemm", 0, 1.0, 5.0, 10.0, 20.0)
+    p = t.load(tmp_path)
+    assert p.events["name"].astype(str).iat[0] == "cudaLaunchKernel"
+    full = prepare_timeline(p)
+    state = live_timeline_mod.LiveTimelineState(p, full, python=False, max_rects=20_000, height=None)
+    r = full.rects
+    rows = sorted(set(r["row"]))
+    arrows = []
+    for name in ("cudaLaunchKernel", "gemm"):
+        [k] = np.flatnonzero((r["name"] == name).to_numpy())
+        arrows.append(state.flow(rows.index(int(r["row"].iat[k])), (r["x0_us"].iat[k] + r["x1_us"].iat[k]) / 2000))
+    launch, kernel = arrows
+    assert launch is not None and launch == kernel
+    assert (launch["x1"] - launch["x0"]) * 1000 == pytest.approx(9.0) and launch["delay_us"] == pytest.approx(9.0)

@@ -626,6 +626,8 @@ def test_one_device_of_several_and_entries_without_frames(tmp_path):
     ({"segments": [], "device_traces": "x"}, "device_traces: not a list of lists"),
     ({"segments": [{"address": 1, "total_size": 2, "segment_type": 3, "blocks": []}]}, None),
     ({"segments": [{"address": "1", "total_size": 2, "blocks": []}]}, "a segment's address: str '1'"),
+    ({"segments": [{"address": 1, "total_size": 2, "blocks": [{"address": 1, "size": 2.5, "state": "inactive"}]}]},
+     "a block's size"),
 ])
 def test_what_the_reader_refuses_is_one_line(tmp_path, snap, message):
     import gc
