@@ -195,3 +195,41 @@ def test_the_first_events_launch_has_its_arrow_in_the_live_timeline(tmp_path):
     launch, kernel = arrows
     assert launch is not None and launch == kernel
     assert (launch["x1"] - launch["x0"]) * 1000 == pytest.approx(9.0) and launch["delay_us"] == pytest.approx(9.0)
+
+
+def test_a_batchs_time_without_cprofile_takes_off_its_calls_cost():
+    """Each batch of the hand-built loop made 9 profiled calls (4 __getitem__, 4 sleeps, 1 fetch)
+    in 7,000 µs; at 100 µs a call (the run's calibration, in ns), the batch without cProfile's cost
+    takes 7,000 - 9 x 100 = 6,100 µs."""
+    rec = loop_record([300.0, 100.0, 200.0, 50.0], make_us=7000.0)
+    rec.call_cost_ns = 100_000.0
+    [s] = profile_of(rec)._data_loading.loaders
+    assert s.make_us == 7000.0 and s.calls_per_batch == 9.0
+    assert s.make_free_us == pytest.approx(6100.0, abs=1e-9)
+
+
+
+def test_a_second_watch_leaves_the_first_alone():
+    """Two DataLoader watches installed at once (a run inside a run): the second wraps nothing,
+    so a loader iterated then is recorded once, by the first; each removed, torch's iterator
+    methods are torch's own again."""
+    from torch.utils.data import DataLoader
+    from torch.utils.data import dataloader as dl
+
+    from nbprof.collect.data_loading import DataLoaderWatch
+
+    originals = {name: dl._SingleProcessDataLoaderIter.__dict__.get(name) for name in ("__init__", "_next_data")}
+    first, second = DataLoaderWatch(), DataLoaderWatch()
+    first.install()
+    try:
+        second.install()
+        try:
+            assert [len(b) for b in DataLoader(list(range(10)), batch_size=4)] == [4, 4, 2]
+        finally:
+            second.remove()
+    finally:
+        first.remove()
+    assert [w[6] for w in first.record.waits] == ["ok", "ok", "ok", "stop"]
+    assert second.record.waits == [] and second.record.main_samples == []
+    assert {name: dl._SingleProcessDataLoaderIter.__dict__.get(name) for name in originals} == originals
+    assert "_nbprof_watch" not in dl._MultiProcessingDataLoaderIter.__dict__
