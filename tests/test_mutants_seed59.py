@@ -233,3 +233,30 @@ def test_a_second_watch_leaves_the_first_alone():
     assert second.record.waits == [] and second.record.main_samples == []
     assert {name: dl._SingleProcessDataLoaderIter.__dict__.get(name) for name in originals} == originals
     assert "_nbprof_watch" not in dl._MultiProcessingDataLoaderIter.__dict__
+
+
+def test_a_written_page_keeps_room_for_the_whole_timeline(tmp_path):
+    """``to_html``: the timeline's place on the page is as tall as the figure it draws (its many
+    lanes: no 500 px box that the figure overflows while it loads)."""
+    from pathlib import Path
+
+    import nbprof
+
+    from .conftest import trace_path
+
+    p = nbprof.load_trace(trace_path("cnn_train_cuda"))
+    height = int(p.timeline().layout.height)
+    assert height != 500
+    page = Path(p.to_html(tmp_path / "page.html")).read_text(encoding="utf-8")
+    assert f'<div id="nbprof-timeline" style="width:100%;min-height:{height}px"></div>' in page
+
+
+def test_a_torch_too_old_to_profile_cannot_profile_cuda(monkeypatch):
+    """With a torch older than nbprof reads (its version says 1.13), CUDA is not offered: the
+    panel's and the magic's question "can torch profile CUDA here?" is no."""
+    import torch
+
+    from nbprof.collect.torch_live import cuda_available
+
+    monkeypatch.setattr(torch, "__version__", "1.13.1")
+    assert cuda_available() is False
