@@ -260,3 +260,18 @@ def test_a_torch_too_old_to_profile_cannot_profile_cuda(monkeypatch):
 
     monkeypatch.setattr(torch, "__version__", "1.13.1")
     assert cuda_available() is False
+
+
+def test_a_snapshot_without_history_draws_its_reserved_memory(tmp_path):
+    """A snapshot taken without recording history (``device_traces`` empty): the chart has one
+    point, the snapshot's state, whose reserved memory is its two 2 MiB segments."""
+    import nbprof
+    from nbprof.views.snapshot_chart import drawn_devices
+
+    from .snapshots import hand_snapshot, write
+
+    snap = hand_snapshot()
+    snap["device_traces"] = [[]]
+    [d] = drawn_devices(nbprof.load_snapshot(write(snap, tmp_path / "no_history.pickle")))
+    assert d.device == "cuda:0" and d.x.tolist() == [0.0]
+    assert d.reserved.tolist() == [4 << 20]
