@@ -1,5 +1,5 @@
-"""What seed 59's sample of mutants (docs/testing.md) showed no test held, each against an answer
-of its own: a hand-built record, a trace written by hand, the file torch wrote."""
+"""What seed 59's and seed 61's samples of mutants (docs/testing.md) showed no test held, each
+against an answer of its own: a hand-built record, a trace written by hand, the file torch wrote."""
 
 from __future__ import annotations
 
