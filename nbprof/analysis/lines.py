@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from ..events import DEVICE_WORK_CODES, KIND_CODE, TREE_CODES, kind_mask
+from ..collect.lines import CLOCK_SLACK_NS
 from .key_averages import averaged_rows
 from .loops import loop_iterations
 
@@ -80,10 +81,14 @@ def finish_line_data(raw: dict[str, Any]) -> dict[str, Any]:
                 order = np.argsort(t_time, kind="stable")
                 pos = np.searchsorted(t_time[order], start[orphan], side="right") - 1
                 last = order[np.maximum(pos, 0)]
-                use = (pos >= 0) & (t_time[last] >= began)
+                use = (pos >= 0) & (t_time[last] >= began - CLOCK_SLACK_NS)
                 join[orphan[use]] = t_code[last[use]]
                 since[orphan[use]] = began[use]
-        line = _join_lines(join, start, since, tracer["code"], tracer["time"], tracer["line"])
+        # the recorder's clock against torch's (collect.lines' module doc): by the bound, not the
+        # start, and the call's start loosened (an orphan's: the same, whose start is its bound)
+        bound = np.asarray(part["bound"], dtype=np.int64).copy()
+        bound[orphan] = start[orphan]
+        line = _join_lines(join, bound, since - CLOCK_SLACK_NS, tracer["code"], tracer["time"], tracer["line"])
         hit = np.flatnonzero(line >= 0)
         if len(hit) == 0:
             return stack
