@@ -111,6 +111,8 @@ def test_the_report_shows_in_the_shell(shell):
     assert any(t.startswith("torch profile") and "aten::mm" in t for t in texts)
 
 
+# torch's own warning about what this test is about: each cycle clears the last one's events
+@pytest.mark.filterwarnings("ignore:Warning. Profiler clears events at the end of each cycle:UserWarning")
 def test_a_scheduled_profiler_gives_its_last_cycle_and_says_so(shell):
     code = """
 import torch, nbprof

@@ -516,6 +516,8 @@ def test_nbprof_profiler_with_a_schedule_records_whole_batches(shell):
         nbprof.lightning.Profiler(schedule=(1, 1))
 
 
+# pytorch_lightning's own use of torch's pytree (its _pytree.py), not nbprof's
+@pytest.mark.filterwarnings("ignore:`isinstance.treespec, LeafSpec.` is deprecated:FutureWarning")
 def test_a_validation_stages_steps_are_its_batches():
     """trainer.validate with schedule=(1, 1, 3): each validation batch is a step (it ends with
     on_validation_batch_end, not the training hook, which this stage never calls), so batches
