@@ -4,7 +4,6 @@ thread fed, the outputs a real IPython shell captured, tqdm's bar drawn in a pse
 
 from __future__ import annotations
 
-import os
 import pstats
 import subprocess
 import sys
@@ -105,21 +104,14 @@ def test_the_ranks_bar_stays_when_tqdms_environment_says_not_to_leave_bars(tmp_p
     """tqdm reads its defaults from TQDM_* variables (TQDM_LEAVE="" turns ``leave`` off for every
     bar that does not set it): the folder's bar in a pseudo-terminal still stays on screen at 3/3,
     ended by its one newline, as without the variable (tests/test_progress.py)."""
-    pexpect = pytest.importorskip("pexpect")
-    from .test_progress import ROOT, SCRIPT
+    from .test_progress import _env, terminal_bar
 
     folder = cpu_only_folder(tmp_path / "cpu")
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""), TQDM_LEAVE="")
+    env = dict(_env(), TQDM_LEAVE="")
     check = subprocess.run([sys.executable, "-c", "import tqdm; print(tqdm.tqdm(disable=True).leave)"],
                            capture_output=True, text=True, env=env, timeout=60)
     assert check.stdout.strip() == "False"  # the variable does reach tqdm's defaults
-    child = pexpect.spawn(sys.executable, ["-c", SCRIPT.format(folder=str(folder))], env=env,
-                          encoding="utf-8", timeout=120, dimensions=(24, 120))
-    child.expect(pexpect.EOF)
-    out = child.before
-    child.close()
-    assert child.exitstatus == 0, out
-    bar = out.split("ranks 3")[0]
+    bar = terminal_bar(folder, env)
     draws = [d for d in bar.split("\r") if d.strip()]
     assert "3/3" in draws[-1] and "100%" in draws[-1]
     assert bar.rstrip(" ").endswith("\n") and bar.count("\n") == 1

@@ -34,16 +34,20 @@ def test_in_a_log_one_line_per_rank_and_no_carriage_return(tmp_path):
     assert run.stdout.strip() == "ranks 3"
 
 
-def test_in_a_terminal_one_line_redrawn(tmp_path):
+def terminal_bar(folder: Path, env: dict) -> str:
+    """What a folder's load draws in a pseudo-terminal before the script's own line."""
     pexpect = pytest.importorskip("pexpect")
-    folder = cpu_only_folder(tmp_path / "cpu")
-    child = pexpect.spawn(sys.executable, ["-c", SCRIPT.format(folder=str(folder))], env=_env(),
+    child = pexpect.spawn(sys.executable, ["-c", SCRIPT.format(folder=str(folder))], env=env,
                           encoding="utf-8", timeout=120, dimensions=(24, 120))
     child.expect(pexpect.EOF)
     out = child.before
     child.close()
     assert child.exitstatus == 0, out
-    bar = out.split("ranks 3")[0]
+    return out.split("ranks 3")[0]
+
+
+def test_in_a_terminal_one_line_redrawn(tmp_path):
+    bar = terminal_bar(cpu_only_folder(tmp_path / "cpu"), _env())
     # tqdm's line, redrawn in place: a carriage return before each state, 0/3 to 3/3, one newline
     draws = [d for d in bar.split("\r") if d.strip()]
     assert draws[0].startswith("nbprof: ranks loaded:   0%") and "0/3" in draws[0]
