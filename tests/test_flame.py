@@ -531,14 +531,16 @@ def test_other_threads_check_is_quiet_on_one_thread(profiled):
     assert other_threads_suspected(p.stats, p.edges, None)
 
 
-THREADED = """
-import threading
+# a cell's function that keeps a thread in Python (also tests/test_mutants_seed63_other.py)
+SPIN = """
 def spin(n):
     s = 0
     for i in range(n):
         s += i
     return s
-def worker(stop):
+"""
+
+THREADED = "import threading" + SPIN + """def worker(stop):
     while not stop.is_set():
         spin(20_000)
 _stop = threading.Event()

@@ -15,6 +15,7 @@ from nbprof.errors import OptionError
 
 from .conftest import run, trace_path
 from .test_cluster import cpu_only_folder
+from .test_flame import SPIN
 
 
 # ---------------------------------------------------------------- comparison._compare_torch
@@ -32,14 +33,7 @@ def test_comparing_torch_profiles_by_name_says_a_number_column_is_needed():
 
 # ---------------------------------------------------------------- run.runner.PythonRun._build
 
-THREADED = """
-import sys, threading
-def spin(n):
-    s = 0
-    for i in range(n):
-        s += i
-    return s
-def feeding(prof, go):
+THREADED = "import sys, threading" + SPIN + """def feeding(prof, go):
     prof.enable()  # the cell's own profiler, now recording this thread too
     go.set()
     for _ in range(30):
