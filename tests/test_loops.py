@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 
-from nbprof.analysis.growth import LOOP_MIN_ITERATIONS, step_windows
+from nbprof.analysis.growth import LOOP_CLOCK_NS, LOOP_MIN_ITERATIONS, step_windows
 from nbprof.analysis.loops import loop_headers, loop_iterations
 
 CELL = "<ipython-input-3-abc>"
@@ -122,14 +122,15 @@ def test_the_steps_are_the_outermost_loop_or_the_one_inside_a_short_one():
     meta = SimpleNamespace(line_data={"loops": [epochs, batches, layers]}, base_time_ns=0, origin_ns=0)
     steps = step_windows(_events(), meta, {CELL: "In [3]"})
     assert steps is not None and steps.source == "the loop at In [3] line 5"
-    assert steps.start_ns.tolist() == batch_starts and steps.number.tolist() == list(range(12))
+    # each boundary LOOP_CLOCK_NS after the header's hit (the two clocks' room: growth's comment)
+    assert steps.start_ns.tolist() == [s + LOOP_CLOCK_NS for s in batch_starts] and steps.number.tolist() == list(range(12))
     # four epochs are enough: they are the steps
     epochs4 = _loop(3, [0, 1000, 2000, 3000], [1000, 2000, 3000, 4000])
     meta = SimpleNamespace(line_data={"loops": [epochs4, batches, layers]}, base_time_ns=0, origin_ns=0)
     assert step_windows(_events(), meta, {CELL: "In [3]"}).source == "the loop at In [3] line 3"
     # the loops' clock (the tree's, time.time_ns) moves onto the events' by base_time_ns + origin_ns
     meta = SimpleNamespace(line_data={"loops": [batches]}, base_time_ns=500, origin_ns=7)
-    assert step_windows(_events(), meta, {}).start_ns.tolist() == [s - 507 for s in batch_starts]
+    assert step_windows(_events(), meta, {}).start_ns.tolist() == [s - 507 + LOOP_CLOCK_NS for s in batch_starts]
 
 
 def test_of_two_loops_one_after_the_other_the_steps_are_the_longer():

@@ -456,3 +456,44 @@ def test_the_peak_names_each_line_that_holds_it(shell):
     msg = f[f["kind"] == "memory_peak"].iloc[0]["message"]
     assert re.search(r"By the line of your code that allocated it: In \[\d+\] line 2 `a = torch.ones\(1024, 1024\)` "
                      r"\(4.00 MiB\), In \[\d+\] line 3 `b = torch.ones\(512, 1024\)` \(2.00 MiB\)\.", msg), msg
+
+
+def test_each_step_keeps_its_own_frees_whatever_the_clocks_say(shell, monkeypatch):
+    """A loop's steps come from the line recorder's ``time.time_ns()``, its memory events from
+    torch's clock: they disagree by a few tenths of a microsecond, changing from profile to profile
+    (``collect.lines``' doc). The last thing an iteration of ``y = x @ x; z = y.relu()`` does is
+    free the previous ``z`` (its assignment), 0.05-0.35 µs before the loop's header runs again.
+    Counted by hand (64 x 64 float32: 16,384 B each): every step after the first allocates ``y``
+    and ``z`` and frees the previous two, so it holds what the one before held (``added_bytes``
+    0). Each of three fresh profiles is read again with the recorder's clock moved 0.4 µs either
+    way: each step holds its own two allocations and two frees (compared exactly, moved 0.4 µs
+    earlier, each step's last free fell in the next step)."""
+    import dataclasses
+
+    import nbprof.analysis.lines as lines_mod
+    from nbprof.model import TorchProfile
+
+    raws = []
+    finish = lines_mod.finish_line_data
+    monkeypatch.setattr(lines_mod, "finish_line_data", lambda raw: raws.append(raw) or finish(raw))
+    run(shell, "import torch\nxg = torch.randn(64, 64)")
+    for k in range(3):
+        result, _ = run(shell, f"%%torchprof --lines --memory -q -o gr{k}\nfor i in range(8):\n"
+                               "    yg = xg @ xg\n    zg = yg.relu()\n")
+        assert result.error_in_exec is None
+    assert len(raws) == 3
+    block = 64 * 64 * 4
+    for k, raw in enumerate(raws):
+        p = shell.user_ns[f"gr{k}"]
+        mem = p.events[p.events["kind"] == "memory"].sort_values("start_us", kind="stable")
+        for shift_ns in (0, -400, 400):
+            moved = dict(raw, tracer=dict(raw["tracer"], time=raw["tracer"]["time"] + shift_ns))
+            growth = TorchProfile(p.events, dataclasses.replace(p.meta, line_data=finish(moved))).memory_growth()
+            assert growth["step"].tolist() == list(range(8)), (k, shift_ns)
+            assert (growth["allocated_bytes"] == 2 * block).all(), (k, shift_ns, growth["allocated_bytes"].tolist())
+            assert (growth["added_bytes"].to_numpy()[1:] == 0).all(), (k, shift_ns, growth["added_bytes"].tolist())
+            # and each step's own events, in torch's order: y's new block, the old y freed, z's, the old z
+            for row in growth.itertuples():
+                inside = mem[(mem["start_us"] >= row.start_us) & (mem["start_us"] < row.end_us)]
+                expected = [block, block] if k == 0 and row.step == 0 else [block, -block, block, -block]
+                assert inside["bytes"].tolist() == expected, (k, shift_ns, row.step, inside["bytes"].tolist())

@@ -71,7 +71,7 @@ def test_a_loop_whose_first_iteration_starts_with_the_outer_ones_is_inside_it():
     layers, the batches' first iteration starting in the very nanosecond the epoch's does (a
     coarse clock): the batches are inside the epochs all the same, so the steps are the batches
     (line 5), not the layers inside them (line 9)."""
-    from nbprof.analysis.growth import step_windows
+    from nbprof.analysis.growth import LOOP_CLOCK_NS, step_windows
 
     from .test_loops import CELL, _events, _loop
 
@@ -83,7 +83,7 @@ def test_a_loop_whose_first_iteration_starts_with_the_outer_ones_is_inside_it():
     meta = SimpleNamespace(line_data={"loops": [epochs, batches, layers]}, base_time_ns=0, origin_ns=0)
     steps = step_windows(_events(), meta, {CELL: "In [3]"})
     assert steps.source == "the loop at In [3] line 5"
-    assert steps.start_ns.tolist() == batch_starts
+    assert steps.start_ns.tolist() == [s + LOOP_CLOCK_NS for s in batch_starts]
 
 
 def test_each_ranks_step_runs_to_the_end_of_the_kernel_launched_at_its_last_instant(tmp_path):
