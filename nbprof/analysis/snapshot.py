@@ -449,7 +449,7 @@ def blocks_at(r: Replay, data: SnapshotData, which: np.ndarray, user: Any, *, at
         table[c] = table[c].astype(str)
     table["line"] = table["line"].astype("Int64")
     order = np.argsort(-table["requested_bytes"].to_numpy(), kind="stable")
-    return table.iloc[order].reset_index(drop=True)
+    return table.iloc[order].reset_index(drop=True)[list(BLOCK_COLUMNS)]
 
 
 # --------------------------------------------------------------------------------- the chart

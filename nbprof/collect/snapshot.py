@@ -363,6 +363,12 @@ def _parse(obj: Any, source: str) -> SnapshotData:
                            "address": np.zeros(0, np.int64), "size_bytes": np.zeros(0, np.int64),
                            "stream": np.zeros(0, np.int64), "time_us": np.zeros(0, np.float64),
                            "device_free_bytes": np.zeros(0, np.int64)}))
+    # the replay and the segments sum these sizes (active, reserved, a segment's blocks) in int64:
+    # past 2**62 bytes in all (4 EiB, no device's) a sum could wrap; counted in floats, which do not
+    total = sum(float(np.abs(c.astype(np.float64)).sum()) for c in (
+        trace["size_bytes"].to_numpy(), size, requested, segments["total_size_bytes"].to_numpy()))
+    if total >= 2.0 ** 62:
+        raise _Bad("the sizes", f"{total:.3g} bytes in all, past what 64 bits can sum")
     other = int((trace["action"] == "other").sum()) if len(trace) else 0
     if other:
         notes.append(f"{plural(other, 'history entry', 'history entries')} of an action nbprof does not know: "
