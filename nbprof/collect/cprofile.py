@@ -428,7 +428,7 @@ def raw_stats_of(profilers: list[cProfile.Profile]) -> list[dict[Any, Any]]:
         if len(same) == 1:
             continue
         where = [_where_on_the_line(code) for code in same]
-        if len(set(where)) < len(same):  # no positions, or the same column: their order
+        if "" in where or len(set(where)) < len(same):  # one without a column, or the same column: their order
             where = [f"#{i + 1}" for i in range(len(same))]
         for code, at in zip(same, where):
             names[id(code)] = (filename, line, f"{name} {at}")
