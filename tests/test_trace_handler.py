@@ -14,7 +14,10 @@ import pytest
 
 from .conftest import needs_torch, run
 
-pytestmark = needs_torch
+# torch warns once a process that a schedule's cycles clear each other's events: what each test
+# here is about (each cycle its own profile); which test gets it depends on the workers' order
+pytestmark = [needs_torch,
+              pytest.mark.filterwarnings("ignore:Warning. Profiler clears events at the end of each cycle:UserWarning")]
 
 LOOP = """
 import torch, nbprof
