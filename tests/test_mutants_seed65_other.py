@@ -14,6 +14,7 @@ import pytest
 import nbprof
 
 from .conftest import needs_torch
+from .test_mutants_seed62_other import _profile  # a .prof of _fact's calls
 
 
 # ---------------------------------------------------------------- collect.cprofile.without_own_frames
@@ -141,19 +142,6 @@ def test_the_profiler_starting_is_looked_for_in_the_16_frames_above_the_start():
 
 
 # ---------------------------------------------------------------- comparison._compare_python
-
-
-def _fact(n: int) -> int:
-    return 1 if n <= 1 else n * _fact(n - 1)
-
-
-def _profile(path, calls: list[int]) -> None:
-    prof = cProfile.Profile()
-    prof.enable()
-    for n in calls:
-        _fact(n)
-    prof.disable()
-    prof.dump_stats(str(path))
 
 
 @pytest.mark.parametrize("metric, compared", [("tottime_per_call_s", "tottime_s"), ("cumtime_per_call_s", "cumtime_s")])
