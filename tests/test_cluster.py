@@ -531,6 +531,45 @@ def test_a_worker_that_dies_as_it_starts_is_one_line_and_the_others_stop(tmp_pat
     assert spawned_workers() == []
 
 
+def test_a_worker_that_dies_while_the_next_one_starts_is_one_line(tmp_path, monkeypatch):
+    """The same death at its worst moment (a clean-clone CI once hit it): the first worker dies
+    while ``submit()`` starts the second, after the pool checked it was whole. Python's pool then
+    marks itself broken and closes its queues from its manager thread while ``submit()`` is
+    sending them to the new process, which fails with ``OSError: handle is closed``. Here the
+    moment is made sure: the pool's own process start (``_spawn_process``, the real one, run
+    afterwards) waits until the first worker is killed and the pool has closed its queues. The
+    answer is still the one line and no worker left."""
+    import concurrent.futures.process as cfp
+    import signal
+    import time
+
+    if not hasattr(cfp.ProcessPoolExecutor, "_spawn_process"):
+        pytest.skip("this Python's process pool starts its processes another way")
+    folder = write(tmp_path / "h100", perturbed_docs() * 3)
+    real = cfp.ProcessPoolExecutor._spawn_process
+    killed: list[int] = []
+
+    def spawn_once_the_first_is_dead(pool) -> None:
+        first = list(pool._processes.values())
+        if first and not killed:
+            os.kill(first[0].pid, signal.SIGKILL)
+            killed.append(first[0].pid)
+            deadline = time.monotonic() + 60
+            while not pool._call_queue._reader.closed and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert pool._broken  # the pool saw the death before this start went on
+        return real(pool)
+
+    monkeypatch.setattr(cfp.ProcessPoolExecutor, "_spawn_process", spawn_once_the_first_is_dead)
+    with pytest.raises(TraceError) as e:
+        nbprof.load_trace(folder, workers=2, progress=False)
+    assert killed
+    message = str(e.value)
+    assert message.startswith(f"{folder}: a worker process was killed by SIGKILL") and "\n" not in message, message
+    assert "ranks not read" in message
+    assert spawned_workers() == []
+
+
 def big_rank(path: Path, ops: int, rank: int) -> Path:
     """A rank whose file takes a worker a second or more to read (``ops`` top-level ops)."""
     t = Trace(rank=rank)

@@ -478,7 +478,8 @@ def test_a_pools_workers_are_made_once_and_end_when_idle():
 @pytest.fixture(scope="module")
 def dask_client():
     distributed = pytest.importorskip("distributed")
-    with distributed.Client(processes=False, n_workers=2, threads_per_worker=1, dashboard_address=None) as client:
+    # ":0": a free port (None here still takes 8787, and warns where another run holds it)
+    with distributed.Client(processes=False, n_workers=2, threads_per_worker=1, dashboard_address=":0") as client:
         yield client
 
 

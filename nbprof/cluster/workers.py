@@ -135,7 +135,18 @@ class RankPool:
             try:
                 try:
                     for i, job in enumerate(jobs):
-                        futures[pool.submit(_job, i, fn, job)] = i
+                        try:
+                            fut = pool.submit(_job, i, fn, job)
+                        except (OSError, ValueError):
+                            # a worker died while submit() started the next one: the pool's manager
+                            # thread marks it broken and closes its queues under submit(), which then
+                            # fails to send them to the new process ("handle is closed") where it
+                            # would raise BrokenProcessPool a moment later (CPython 3.11-3.13)
+                            broken = getattr(pool, "_broken", False)
+                            if not broken:
+                                raise
+                            raise cf.process.BrokenProcessPool(broken) from None
+                        futures[fut] = i
                         # submit() starts the workers: kept here to read how one ended
                         self._processes = list((getattr(pool, "_processes", None) or {}).values()) or self._processes
                     for fut in cf.as_completed(futures):
