@@ -45,7 +45,7 @@ def _read_profiler(prof: Any) -> tuple[Any, Any, list[str]]:
     """(the stopped autograd profiler, the events table read from its results, notes); or a
     one-line error."""
     ap = _autograd_profiler(prof)
-    results = ap.kineto_results
+    results = getattr(ap, "kineto_results", None)  # torch sets neither it nor `entered` with enabled=False
     if results is None:
         torch = import_torch()
         if getattr(ap, "entered", False) and torch.autograd._profiler_enabled():

@@ -126,7 +126,8 @@ class LiveTimelineState:
         """Which rectangles hold a match: an event's name, or one of a merged rectangle's names."""
         needle = self.query.lower()
         r = data.rects
-        hit = np.asarray(r["name"].astype(str).str.lower().str.contains(needle, regex=False), dtype=bool)
+        # a copy (np.array): pandas' copy-on-write hands np.asarray a read-only view, written below
+        hit = np.array(r["name"].astype(str).str.lower().str.contains(needle, regex=False), dtype=bool)
         names = r["names"].to_numpy()
         for i in np.flatnonzero(~hit & (r["event"].to_numpy() < 0)).tolist():
             hit[i] = any(needle in str(n).lower() for n, _ in (names[i] or []))
