@@ -422,11 +422,15 @@ def time_ns(us: pd.Series | np.ndarray) -> np.ndarray:
     return ns.astype(np.int64)
 
 
-def concat_traces(traces: list[TraceData], labels: list | None = None, label_column: str | None = None) -> TraceData:
+def concat_traces(traces: list[TraceData], labels: list | None = None, label_column: str | None = None,
+                  shifts_us: list[float] | None = None) -> TraceData:
     """Join several traces (schedule cycles, ranks) into one, on a common clock.
 
     Ids are only unique within one trace, so each trace's ids move to their own range.
     ``label_column`` (e.g. "rank", "cycle") records which trace each event came from.
+    ``shifts_us``: how far each trace's times move (µs); by default its time origin's distance
+    from the earliest (one clock). A folder whose ranks were not recorded on one clock gives its
+    own (``cluster.profile.rank_clocks``), so its events are where its views draw them.
     """
     ids = [c.name for c in COLUMNS if c.trace_local_id]
     categorical = [c for c in COLUMNS if c.categorical]
@@ -434,7 +438,7 @@ def concat_traces(traces: list[TraceData], labels: list | None = None, label_col
     frames = []
     for i, t in enumerate(traces):
         f = t.events.copy()
-        shift_us = (t.meta.origin_ns - origin) / 1000.0
+        shift_us = (t.meta.origin_ns - origin) / 1000.0 if shifts_us is None else shifts_us[i]
         if shift_us:
             f["start_us"] = f["start_us"] + shift_us
         if i:

@@ -766,6 +766,55 @@ def test_ranks_a_day_apart_share_a_clock_and_further_ones_do_not(tmp_path, apart
     assert any("not recorded on one clock" in n for n in p.meta.notes) is not one_clock
 
 
+def test_ranks_on_clocks_apart_keep_them_in_the_events_and_the_saved_file(tmp_path):
+    """The events of a folder (``p.events``, what ``save()`` writes) are on the folder's clock, as
+    its views: ranks recorded on clocks two days apart each from its first event. They were put
+    two days apart instead, so the saved file read back left the smaller rank out ("more than a
+    day away from the others") and ``p.events`` disagreed with ``p.timeline()``. Oracle: the ops
+    written here (rank 0: three, from 1,000 µs; rank 1: one, two days later)."""
+    folder = tmp_path / "ranks"
+    folder.mkdir()
+    two_days_us = 2 * 86_400e6
+    for r, starts in enumerate(([1000.0, 1020.0, 1040.0], [1000.0 + two_days_us + 5.0])):
+        t = Trace(rank=r)
+        for start in starts:
+            t.op("aten::mm", start, 10.0)
+        t.write(folder / f"r{r}.json")
+    p = nbprof.load_trace(folder, workers=0, progress=False)
+    ev = p.events
+    firsts = ev.groupby("rank")["start_us"].min()
+    assert firsts.tolist() == [0.0, 0.0]  # each rank from its first event, as the folder's views
+    assert sorted(ev.loc[ev["rank"] == 0, "start_us"]) == [0.0, 20.0, 40.0]
+    q = nbprof.load_trace(p.save(tmp_path / "merged.json"), progress=False)
+    assert len(q.events) == 4 and sorted(q.events["rank"].unique()) == [0, 1]
+    assert q.summary.span_us == pytest.approx(50.0)
+    assert not any("day away" in n for n in q.meta.notes), q.meta.notes
+
+
+def test_the_headline_names_the_rank_of_each_devices_peak(tmp_path):
+    """Every rank has its own "cuda:0": the headline's "peak cuda:0 3.00 KiB" (the highest over
+    the ranks) did not say whose, and gave the reserved of another rank. It names the rank and
+    gives that rank's numbers, on the folder and on its merged save read back. Oracle: the
+    allocator totals written here (rank 0 peaks at 2,048 B, 8,192 reserved; rank 1 at 3,072 B,
+    4,096 reserved); a lone rank's headline is as before."""
+    folder = tmp_path / "ranks"
+    folder.mkdir()
+    for r, (peak, reserved) in enumerate([(2048, 8192), (3072, 4096)]):
+        t = Trace(rank=r)
+        t.op("aten::empty", 10.0, 5.0)
+        t.memory(11.0, peak, peak, reserved)
+        t.memory(12.0, -peak, 0, reserved)
+        t.write(folder / f"r{r}.json")
+    p = nbprof.load_trace(folder, workers=0, progress=False)
+    q = nbprof.load_trace(p.save(tmp_path / "merged.json"), progress=False)
+    for profile in (p, q):
+        header = profile.report()._repr_mimebundle_()["text/plain"].splitlines()[0]
+        assert "peak rank 1 cuda:0 3.00 KiB (reserved 4.00 KiB)" in header, header
+        assert "peak cuda:0" not in header, header
+    lone = nbprof.load_trace(folder / "r0.json", progress=False)
+    assert "peak cuda:0 2.00 KiB (reserved 8.00 KiB)" in lone.report()._repr_mimebundle_()["text/plain"]
+
+
 LINE_CELL = "<ipython-input-1-abc>"
 
 

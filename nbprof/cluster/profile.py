@@ -171,7 +171,8 @@ class ClusterProfile(TorchProfile):
         print(f"nbprof: merging all {len(self._summaries)} ranks' events ({n:,}) into this process, as asked "
               "(p.rank(r) reads one rank)", file=sys.stderr)
         traces = [read_trace_file(s.file, max_bytes=self._limit) for s in self._summaries]
-        merged = concat_traces(traces, labels=self._labels, label_column="rank")
+        # on the folder's clock: where its views put each rank (its own clock when they were not on one)
+        merged = concat_traces(traces, labels=self._labels, label_column="rank", shifts_us=self._shift_us)
         merged.meta.source = self.meta.source
         merged.meta.files = list(self.meta.files)
         # no one rank's events: no rank (each rank's own is in meta.parts), the world's size where they agree

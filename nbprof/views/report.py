@@ -185,11 +185,23 @@ class TorchReport:
             parts.append(f"self CUDA {fmt_us(s.self_device_us)}")
             for device, busy in sorted(self.profile.device_stats.busy_fraction.items()):
                 parts.append(f"{device} busy {100 * busy:.0f}%")
-        for device, peak in sorted(s.peak_allocated_bytes.items()):
-            if device != "cpu":
-                reserved = s.peak_reserved_bytes.get(device, -1)
-                extra = f" (reserved {fmt_bytes(reserved)})" if reserved >= 0 else ""
-                parts.append(f"peak {device} {fmt_bytes(peak)}{extra}")
+        held = {d: p for d, p in s.peak_allocated_bytes.items() if d != "cpu"}
+        on_rank: dict[str, Any] = {}
+        stats = self.profile.device_stats.devices if held else None
+        if stats is not None and "rank" in stats.columns:
+            # ranks (a folder, or its merged save read back) each have a "cuda:0": the highest
+            # peak of each device is on a rank, named, with that rank's reserved (not another's)
+            stats = stats[stats["device"].isin(list(held))]
+            for _, row in stats.sort_values("peak_allocated_bytes", ascending=False, kind="stable").iterrows():
+                on_rank.setdefault(str(row["device"]), row)
+        for device, peak in sorted(held.items()):
+            reserved = s.peak_reserved_bytes.get(device, -1)
+            where = ""
+            if device in on_rank:
+                row = on_rank[device]
+                peak, reserved, where = int(row["peak_allocated_bytes"]), int(row["peak_reserved_bytes"]), f"rank {row['rank']} "
+            extra = f" (reserved {fmt_bytes(reserved)})" if reserved >= 0 else ""
+            parts.append(f"peak {where}{device} {fmt_bytes(peak)}{extra}")
         mps = getattr(self.profile.meta, "mps", None)
         if mps is not None:
             parts += mps_parts(mps)
