@@ -6,8 +6,11 @@ what it did."""
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 import pytest
+
+import nbprof
 
 from . import htmltext, units
 from .conftest import needs_torch, reports, run
@@ -246,7 +249,7 @@ def test_schedule_without_warmup_says_it_once_and_leaks_no_warning(shell):
 
 
 @needs_torch
-def test_schedule_cycles_are_merged_and_the_report_says_so(shell):
+def test_schedule_cycles_are_merged_and_the_report_says_so(shell, tmp_path):
     """1,1,2,2: two cycles of two active steps: the report holds all four matmuls, torch's own
     profiler (result.profiler) only the last cycle's two."""
     result, captured = run(shell, SCHEDULED.format(schedule="1,1,2,2", n=12))
@@ -256,6 +259,11 @@ def test_schedule_cycles_are_merged_and_the_report_says_so(shell):
     assert next(e.count for e in p.profiler.key_averages() if e.key == "aten::mm") == 2
     assert "2 cycles of --schedule merged into this report" in " ".join(_notes(captured))
     assert not [n for n in _notes(captured) if n.startswith("--schedule")]  # every active step ran
+    # saved and read back: every event of its cycle (the events' order is the file's: by start)
+    back = nbprof.load_trace(p.save(tmp_path / "sched.json.gz"))
+    live = p.events.sort_values("start_us", kind="stable")
+    assert sorted(back.events["cycle"].unique()) == [0, 1]
+    assert Counter(zip(back.events["name"], back.events["cycle"])) == Counter(zip(live["name"], live["cycle"]))
 
 
 @needs_torch

@@ -140,6 +140,43 @@ def test_schedule_cycles_count_only_their_windows(tmp_path):
     assert len(profiled_windows(q.events, q.meta)) == 2
 
 
+def test_a_saved_schedule_keeps_its_cycles(tmp_path):
+    """The cycles saved (``nbprofCycles``) and read back: each event's cycle as written, so the
+    second between the cycles is still no idle time. Saved without them, the file read back was one
+    window of 1,000,200 µs: busy 0.01 % instead of 25 %. Oracle: the two files written here."""
+    paths = []
+    for i in range(2):
+        t = Trace()
+        ext = t.op("aten::mm", 1_000_000 * i + 0, 100)
+        t.launch("gemm", ext, 1_000_000 * i + 10, 5, 1_000_000 * i + 20, 50)
+        paths.append(t.write(tmp_path / f"c{i}.json"))
+    live = TorchProfile.from_trace(concat_traces([read_trace_file(p) for p in paths], label_column="cycle"))
+    back = nbprof.load_trace(live.save(tmp_path / "saved.json.gz"))
+    assert back.events["cycle"].tolist() == [0] * 3 + [1] * 3
+    d = back.device_stats.devices.iloc[0]
+    assert d["span_us"] == pytest.approx(200.0) and d["busy_fraction"] == pytest.approx(0.5)
+    # saved again from what was read back: the same key
+    again = json.loads(gzip.decompress(open(back.save(tmp_path / "again.json.gz"), "rb").read()))
+    assert again["nbprofCycles"] == {"starts_ns": [0, 1_000_000_000]}
+
+
+@pytest.mark.parametrize("key, note", [
+    ([0, 5], "not a list of the cycles' starts"), ({"starts_ns": []}, "not a list of the cycles' starts"),
+    ({"starts_ns": [0, 1.5]}, "not a list of the cycles' starts"), ({"starts_ns": [5, 5]}, "do not rise"),
+    ({"starts_ns": [0, 1 << 63]}, "not a list of the cycles' starts")])
+def test_a_cycles_key_that_does_not_fit_is_one_note(tmp_path, key, note):
+    t = Trace()
+    t.op("aten::mm", 0, 10)
+    doc = t.doc()
+    doc["nbprofCycles"] = key
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(doc))
+    p = nbprof.load_trace(path)
+    assert "cycle" not in p.events.columns and len(p.events) == 1
+    assert [n for n in p.meta.reader_notes if "nbprofCycles" in n] == [
+        n for n in p.meta.reader_notes if note in n and "the cycles are left out" in n] != []
+
+
 # ------------------------------------------------------------------------------- interval helpers
 
 

@@ -75,6 +75,7 @@ from ..meta import TraceMeta
 from .cprofile import is_pstats_head
 from .trace_limits import (NO_LIMIT, Gunzip, TraceLimit, distinct_rows, max_trace_bytes, plausible_rows,
                            profiled_span, rows_together, size_text)
+from .trace_cycles import read_cycles
 from .trace_ranks import read_ranks
 from .trace_schema import (ACCELERATOR_OF, ANNOUNCING, CAT_CODE_AT_START, DECODER, DROP, FIELDS, GROUPS, INT64_MAX,
                            INT64_MIN, KIND_BY_NAME, LIST_DECODER, LOOSE_DECODER, LOOSE_LIST_DECODER, MEMORY_NAMES,
@@ -734,6 +735,12 @@ class _Reader:
         )
         if ranks is not None:
             events["rank"] = ranks.rank
+        elif trace.nbprofCycles is not None:  # a --schedule profile saved: each event's cycle
+            cycle, problem = read_cycles(trace.nbprofCycles, start_ns + origin_ns)
+            if cycle is None:
+                self.dropped.append(str(problem))
+            else:
+                events["cycle"] = cycle
         dist = trace.distributedInfo or {}
         rank, world_size = header_int(dist.get("rank"), 1 << 31), header_int(dist.get("world_size"), 1 << 31)
         if (rank is None) != (dist.get("rank") is None) or (world_size is None) != (dist.get("world_size") is None):

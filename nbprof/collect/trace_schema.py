@@ -199,6 +199,7 @@ class Trace(msgspec.Struct, gc=False):
     nbprofLeftOutWork: Any = None  # TraceMeta.left_out_work, checked by the reader's _clock_header
     nbprofDataLoading: Any = None  # the DataLoaders' workers, checked by collect.data_loading.record_from_json
     nbprofRanks: Any = None  # a folder's ranks merged: each pid's rank, checked by collect.trace_ranks.read_ranks
+    nbprofCycles: Any = None  # --schedule's cycles: where each starts, checked by collect.trace_cycles.read_cycles
 
 
 class LooseTrace(msgspec.Struct, gc=False):
@@ -218,6 +219,7 @@ class LooseTrace(msgspec.Struct, gc=False):
     nbprofLeftOutWork: Any = None
     nbprofDataLoading: Any = None
     nbprofRanks: Any = None
+    nbprofCycles: Any = None
 
 
 DECODER = msgspec.json.Decoder(Trace)

@@ -39,6 +39,7 @@ from ..events import (
     time_ns,
     values_at,
 )
+from .trace_cycles import CYCLES_KEY, cycle_starts
 from .trace_ranks import RANKS_KEY, written_ranks
 
 __all__ = ["write_chrome_trace"]
@@ -207,6 +208,12 @@ def _document(profile: Any) -> dict[str, Any]:
         from .data_loading import record_to_json
 
         doc["nbprofDataLoading"] = record_to_json(meta.data_loading)
+    # --schedule: each event's cycle (the device's idle time between cycles is not counted), as
+    # where each cycle starts (collect/trace_cycles.py); a folder's ranks keep theirs in each file
+    if "cycle" in ev.columns and "rank" not in ev.columns:
+        starts = cycle_starts(ev["cycle"], start)
+        if starts is not None:
+            doc[CYCLES_KEY] = {"starts_ns": starts}
     return doc
 
 
