@@ -331,7 +331,10 @@ def _launch_estimates(events: pd.DataFrame, krows: np.ndarray, key_all: np.ndarr
     has_bps, has_occ = ~np.isnan(bps), ~np.isnan(occ)
     # sweep the starts (+share) and ends (-share) of the kernels in time order, per device
     kb = k[has_bps]
-    share = np.minimum(bps[has_bps], 1.0)
+    # min(blocks per SM, 1), and at least 0: a negative estimate (a broken writer's; -1e400 reads
+    # as -inf) would otherwise cancel other kernels' shares, or, infinite, make the sum NaN from
+    # there on, later devices included
+    share = np.clip(bps[has_bps], 0.0, 1.0)
     t0 = start[krows][has_bps]
     t1 = t0 + dur[krows][has_bps]
     key = np.concatenate([kb, kb])

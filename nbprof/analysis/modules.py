@@ -142,9 +142,11 @@ def _tree_order(table: pd.DataFrame) -> list[int]:
     firsts = table["first"].to_numpy()
     paths = table["module"].tolist()
     out: list[int] = []
-    stack = sorted(children.get("", []), key=lambda i: firsts[i], reverse=True)
+    # ties (siblings first called at the same time) keep their order in the table: a merge of one
+    # rank's tree, in tree order already, gives that tree back
+    stack = sorted(children.get("", []), key=lambda i: (firsts[i], i), reverse=True)
     while stack:
         i = stack.pop()
         out.append(i)
-        stack.extend(sorted(children.get(paths[i], []), key=lambda j: firsts[j], reverse=True))
+        stack.extend(sorted(children.get(paths[i], []), key=lambda j: (firsts[j], j), reverse=True))
     return out
