@@ -78,7 +78,9 @@ def compare_tables(
     am = out[f"{main}_after"].to_numpy(dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         out["speedup"] = np.where(am != 0, bm / am, np.where(bm != 0, np.inf, np.nan))
-    change = np.abs(out[f"{main}_change"].to_numpy(dtype=np.float64))
+    # an integer change sorts as it is: as float64, changes past 2**53 apart by less than their spacing would tie
+    change = out[f"{main}_change"].to_numpy()
+    change = np.abs(change if change.dtype.kind == "i" else change.astype(np.float64))
     tie = out[keys[0]].astype(str).to_numpy()
     order = np.lexsort((tie, -change))
     return out.iloc[order].reset_index(drop=True)
