@@ -199,7 +199,8 @@ class TorchReport:
             where = ""
             if device in on_rank:
                 row = on_rank[device]
-                peak, reserved, where = int(row["peak_allocated_bytes"]), int(row["peak_reserved_bytes"]), f"rank {row['rank']} "
+                peak, reserved = int(row["peak_allocated_bytes"]), int(row["peak_reserved_bytes"])
+                where = f"rank {row['rank']} "
             extra = f" (reserved {fmt_bytes(reserved)})" if reserved >= 0 else ""
             parts.append(f"peak {where}{device} {fmt_bytes(peak)}{extra}")
         mps = getattr(self.profile.meta, "mps", None)
