@@ -6,13 +6,13 @@ whose torch says CUDA is available offers CUDA (no CPU-only machine reached that
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 
 import pytest
 
 from .conftest import needs_torch
 from .synthetic import PID, TID, Trace
+from .test_mutants_untested import panel  # noqa: F401  (the fixture: a fresh panel, put back after)
 
 # ------------------------------------------------------------------------------ --lines
 
@@ -65,23 +65,7 @@ def test_an_instant_op_with_an_unreadable_bytes_arg_is_read_as_without_it(tmp_pa
 # ------------------------------------------------------------------------------ the controls panel
 
 
-@pytest.fixture
-def fresh_panel():
-    """A panel made fresh from the built-in defaults; the kernel's panel state put back after."""
-    from nbprof import settings, widgets
-
-    saved, saved_widget = dataclasses.asdict(settings.panel), widgets._panel
-    for key, value in dataclasses.asdict(settings.Panel()).items():
-        setattr(settings.panel, key, value)
-    widgets._panel = None
-    yield settings.panel
-    for key, value in saved.items():
-        setattr(settings.panel, key, value)
-    widgets._panel = saved_widget
-
-
-@needs_torch
-def test_where_torch_says_cuda_is_available_the_panel_offers_cuda(fresh_panel, monkeypatch):
+def test_where_torch_says_cuda_is_available_the_panel_offers_cuda(panel, monkeypatch):  # noqa: F811
     """torch's ``cuda.is_available()`` answering True (as on a CUDA machine; this one has none): the
     panel's CUDA toggle, read back through ipywidgets, is enabled and on by default, no reason is
     shown, and the next run records CPU and CUDA."""

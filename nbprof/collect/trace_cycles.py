@@ -21,10 +21,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .trace_schema import INT64_MAX, INT64_MIN
+
 __all__ = ["CYCLES_KEY", "cycle_starts", "read_cycles"]
 
 CYCLES_KEY = "nbprofCycles"
-_INT64_MAX = (1 << 63) - 1
 
 
 def cycle_starts(cycle: pd.Series, start_ns: np.ndarray) -> list[int] | None:
@@ -54,7 +55,7 @@ def read_cycles(key: Any, start_ns: np.ndarray) -> tuple[np.ndarray | None, str 
     wrong with the key)."""
     starts = key.get("starts_ns") if isinstance(key, dict) else None
     if (not isinstance(starts, list) or not starts
-            or not all(type(s) is int and -_INT64_MAX <= s <= _INT64_MAX for s in starts)):
+            or not all(type(s) is int and INT64_MIN <= s <= INT64_MAX for s in starts)):
         return None, "nbprofCycles is not a list of the cycles' starts (integer ns): the cycles are left out"
     firsts = np.array(starts, dtype=np.int64)
     if (np.diff(firsts) <= 0).any():
