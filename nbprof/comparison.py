@@ -279,7 +279,7 @@ def _as_profile(obj: Any, side: str) -> Any:
         obj.create_stats()
         return PythonProfile(dict(obj.stats))
     raise OptionError(
-        f"compare: {side} is a {type(obj).__name__}; pass a TorchProfile or PythonProfile (from -o, "
+        f"compare: {side} is of type {type(obj).__name__}; pass a TorchProfile or PythonProfile (from -o, "
         "load_trace or %%cprofile), a trace file or folder, or a .prof file"
     )
 
