@@ -2,7 +2,7 @@
 part): the end of a DataLoader watch whose workers' folder something else already removed (a cell
 or a cleaner emptying the temporary folder), and whether torch can profile CUDA in an environment
 where torch is not installed at all. The answers are the test's own: the batches the loop received
-(counted by the test), a temporary folder the test chose and emptied, and a real Python environment
+(counted by the test), the watch's folder removed by the test, and a real Python environment
 built without torch (this one's packages, torch's left out)."""
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-import tempfile
 
 from .conftest import needs_torch
 
@@ -23,11 +22,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @needs_torch
-def test_a_watch_whose_folder_was_emptied_away_still_collects_the_loops_waits(tmp_path, monkeypatch):
+def test_a_watch_whose_folder_was_removed_away_still_collects_the_loops_waits():
     """A loader of 10 samples, 4 a batch (3 batches), one forked worker, iterated while the watch is
-    installed; then the temporary folder (one the test chose, ``tempfile.tempdir``) is emptied, the
-    workers' files with it. ``collect()`` does not raise: the loader and the loop's 3 batches and its
-    end are there, no worker's functions (their files are gone), and the folder stays empty."""
+    installed; then the watch's folder of the workers' files is removed by something else (a cleaner
+    of the temporary folder). ``collect()`` does not raise: the loader and the loop's 3 batches and its
+    end are there, no worker's functions (their files are gone). (The test does not point
+    ``tempfile.tempdir`` at a folder of its own: a forked DataLoader worker under pytest-xdist then
+    never answers.)"""
     import torch
     from torch.utils.data import DataLoader, Dataset
 
@@ -40,9 +41,6 @@ def test_a_watch_whose_folder_was_emptied_away_still_collects_the_loops_waits(tm
         def __getitem__(self, i):
             return torch.tensor([i])
 
-    temp = tmp_path / "temp"
-    temp.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(temp))
     loader = DataLoader(Ten(), batch_size=4, num_workers=1, multiprocessing_context="fork")
     watch = DataLoaderWatch()
     watch.install()
@@ -51,15 +49,16 @@ def test_a_watch_whose_folder_was_emptied_away_still_collects_the_loops_waits(tm
     finally:
         watch.remove()
     assert seen == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
-    for entry in os.listdir(temp):  # a cleaner empties the temporary folder
-        shutil.rmtree(temp / entry)
+    folder = watch._folder  # the workers wrote their files there
+    assert folder is not None and os.listdir(folder)
+    shutil.rmtree(folder)  # a cleaner empties the temporary folder
 
     record = watch.collect()
 
     assert [(x.num_workers, x.batch_size) for x in record.loaders] == [(1, 4)]
     assert sorted((w[2], w[6]) for w in record.waits) == [(-1, "stop"), (0, "ok"), (1, "ok"), (2, "ok")]
     assert record.workers == []
-    assert os.listdir(temp) == []
+    assert not os.path.exists(folder)
 
 
 # ------------------------------------------------------------------------------ CUDA without torch
