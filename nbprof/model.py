@@ -324,9 +324,16 @@ class TorchProfile(_DataLoaders):
 
     @functools.cached_property
     def _findings(self) -> pd.DataFrame:
-        from .analysis.findings import torch_findings
+        from .analysis.findings import findings_frame
 
-        return torch_findings(self)
+        return findings_frame(self._finding_rows)
+
+    @functools.cached_property
+    def _finding_rows(self) -> list[tuple[str, Any]]:
+        """``findings``' rows with their scores (a folder of ranks compares a kind's across ranks)."""
+        from .analysis.findings import torch_finding_rows
+
+        return torch_finding_rows(self)
 
     def ranges(self) -> pd.DataFrame:
         """The ``record_function`` labels: count, mean and total time, share of the span, and the

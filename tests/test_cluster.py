@@ -286,6 +286,26 @@ def test_findings_of_ranks_are_one_line_per_kind_and_subject(tmp_path):
     assert evidence["share"] == pytest.approx(ops[top] / (sum(w.dur for w in model.work) / 1000))
 
 
+def test_a_folders_finding_shows_the_rank_it_covers_most(tmp_path):
+    # every rank has the same top op at the same severity ("medium"); its share differs: the line
+    # speaks for the rank where it is largest, not the first rank (issue 38's noticed-and-left)
+    folder = cpu_only_folder(tmp_path / "cpu")
+    share = {}
+    for r in range(3):  # the top op's share of self CPU time, from the JSON (tests/reference.py)
+        ops = {name: row["self_cpu_us"] for (name, kind), row in Model(read(folder / f"r{r}.json")).key_averages().items()
+               if kind == "op"}
+        share[r] = ops["aten::mm"] / sum(ops.values())
+    worst = max(share, key=share.get)
+    assert worst != 0 and sorted(share.values())[-2] < share[worst]  # the folder makes the first rank not the one
+    row = nbprof.load_trace(folder, workers=0, progress=False).findings.set_index("kind").loc["top_op"]
+    assert row["severity"] == "medium"
+    assert row["message"].startswith(f"Ranks 0-2 (the numbers of rank {worst}): ")
+    assert row["evidence"]["rank"] == worst and row["evidence"]["ranks"] == [0, 1, 2]
+    assert row["evidence"]["share"] == pytest.approx(share[worst])
+    alone = nbprof.load_trace(folder / f"r{worst}.json").findings.set_index("kind").loc["top_op"]
+    assert row["message"].endswith(alone["message"])
+
+
 @pytest.mark.parametrize("name", ["collectives", "steps"])
 def test_report_opens_with_ranks_and_merges_no_events(tmp_path, name):
     folder = FOLDERS[name](tmp_path)

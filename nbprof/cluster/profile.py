@@ -497,7 +497,7 @@ class ClusterProfile(TorchProfile):
         # the kinds that compare ranks: from the merged tables (a rank alone never has them)
         rows += [("collective_wait", f.severity, f.message.strip(), f.evidence)
                  for f in collective_wait.from_tables(self.collectives(), self.ranks().table, self._order())]
-        rows += _aggregate_findings([(r, s.findings) for r, s, _ in self._ranked()])
+        rows += _aggregate_findings([(r, s.findings, s.finding_scores) for r, s, _ in self._ranked()])
         order = {s: i for i, s in enumerate(SEVERITIES)}
         rows.sort(key=lambda row: order[row[1]])  # stable: the straggler first among equals
         return pd.DataFrame(rows, columns=list(FINDING_COLUMNS)) if rows else empty_table(FINDING_DTYPES)
@@ -621,24 +621,27 @@ def _sum_averages(frames: list[pd.DataFrame]) -> pd.DataFrame:
     return out[columns]
 
 
-def _aggregate_findings(per_rank: list[tuple[Any, pd.DataFrame]]) -> list[tuple[str, str, str, dict[str, Any]]]:
-    """The ranks' findings, one line per kind and subject (the op, the device, ...) naming the
-    ranks it holds for: the message and evidence of the first rank of the most severe, with
+def _aggregate_findings(per_rank: list[tuple[Any, pd.DataFrame, list[float]]],
+                        ) -> list[tuple[str, str, str, dict[str, Any]]]:
+    """The ranks' findings (each rank's table and its rows' scores), one line per kind and subject
+    (the op, the device, ...) naming the ranks it holds for: the message and evidence of the rank
+    where it is most severe and, among those, covers the most (the first such rank on a tie), with
     ``ranks`` and ``by_rank`` (each rank's evidence) in the evidence."""
-    groups: dict[tuple[str, str], list[tuple[Any, pd.Series]]] = {}
-    for r, frame in per_rank:
-        for _, row in frame.iterrows():
+    groups: dict[tuple[str, str], list[tuple[Any, pd.Series, float]]] = {}
+    for r, frame, scores in per_rank:
+        for (_, row), score in zip(frame.iterrows(), scores, strict=True):
             ev = row["evidence"] if isinstance(row["evidence"], dict) else {}
             subject = next((str(ev[k]) for k in _SUBJECT_KEYS if k in ev), "")
-            groups.setdefault((str(row["kind"]), subject), []).append((r, row))
+            groups.setdefault((str(row["kind"]), subject), []).append((r, row, score))
     order = {s: i for i, s in enumerate(SEVERITIES)}
     out = []
     for (kind, _), rows in groups.items():
-        r0, worst = min(rows, key=lambda x: order[str(x[1]["severity"])])
-        ranks = [r for r, _ in rows]
+        # min keeps the first of equals: on a tie of severity and score, the first rank in the folder's order
+        r0, worst, _ = min(rows, key=lambda x: (order[str(x[1]["severity"])], -x[2]))
+        ranks = [r for r, _, _ in rows]
         who = f"rank {r0}" if len(ranks) == 1 else f"ranks {_ranges(ranks)} (the numbers of rank {r0})"
         evidence = dict(worst["evidence"]) if isinstance(worst["evidence"], dict) else {}
-        evidence.update(rank=r0, ranks=ranks, by_rank={str(r): row["evidence"] for r, row in rows})
+        evidence.update(rank=r0, ranks=ranks, by_rank={str(r): row["evidence"] for r, row, _ in rows})
         out.append((kind, str(worst["severity"]), f"{who[0].upper()}{who[1:]}: {worst['message']}", evidence))
     # most ranks first among equal severities; then the order found (rank, then its own order)
     out.sort(key=lambda x: (order[x[1]], -len(x[3]["ranks"])))

@@ -57,6 +57,9 @@ class RankSummary:
     device_stats: DeviceStats
     summary: TorchSummary
     findings: pd.DataFrame
+    finding_scores: list[float]
+    """Each ``findings`` row's score (how much of the rank it covers): the rank whose numbers a
+    folder's line of that kind shows is the one it covers most."""
     overview: pd.DataFrame
     """``overview()``: its steps' time by category, and their sum (``step == "all"``)."""
     collectives: pd.DataFrame
@@ -129,7 +132,8 @@ def _summarize(path: str, cache_root: str | None, limit: Any = None) -> RankSumm
         rank_row=rank_row, hta_idle=hta_idle_rows(idle, labels), key_averages=p.key_averages("op"),
         kernel_parts=kernel_parts(ev), device_times=device_times,
         cpu_times=cpu_times, steps=p.steps(), step_breakdown=p.step_breakdown(),
-        device_stats=p.device_stats, summary=p.summary, findings=p.findings, overview=p.overview(),
+        device_stats=p.device_stats, summary=p.summary, findings=p.findings,
+        finding_scores=[float(f.score) for _, f in p._finding_rows], overview=p.overview(),
         collectives=p.collectives(), queue_length=p.queue_length(),
         timeline=rank_timeline(ev, p.meta, path, cache_root=cache_root),
         shape_averages=p.key_averages("shape") if collected["shapes"] else None,

@@ -55,10 +55,11 @@ from . import (
     top_function,
     top_op,
 )
-from ._common import FINDING_COLUMNS, FINDING_DTYPES, SEVERITIES, Finding, PythonContext, TorchContext, findings_frame
+from ._common import (FINDING_COLUMNS, FINDING_DTYPES, SEVERITIES, Finding, PythonContext, TorchContext, findings_frame,
+                      sort_findings)
 
-__all__ = ["torch_findings", "python_findings", "kinds_markdown", "thresholds", "FINDING_COLUMNS", "FINDING_DTYPES", "KINDS",
-           "TORCH_KINDS", "PYTHON_KINDS", "SEVERITIES"]
+__all__ = ["torch_findings", "torch_finding_rows", "python_findings", "findings_frame", "kinds_markdown", "thresholds",
+           "FINDING_COLUMNS", "FINDING_DTYPES", "KINDS", "TORCH_KINDS", "PYTHON_KINDS", "SEVERITIES"]
 
 # The registry, in the order the checks run. clock_skew first: where the device clock is wrong, the
 # device findings after it are made of wrong times, and it says so before them.
@@ -80,26 +81,33 @@ PYTHON_KINDS = tuple(kind_name(m) for m in PYTHON_CHECKS)
 KINDS = tuple(dict.fromkeys(TORCH_KINDS + PYTHON_KINDS))
 
 
-def _run(checks: tuple[ModuleType, ...], ctx: Any) -> pd.DataFrame:
+def _run(checks: tuple[ModuleType, ...], ctx: Any) -> list[tuple[str, Finding]]:
     rows: list[tuple[str, Finding]] = []
     for check in checks:
         kind = kind_name(check)
         rows.extend((kind, finding) for finding in check.find(ctx))
-    return findings_frame(rows)
+    return sort_findings(rows)
+
+
+def torch_finding_rows(profile: Any) -> list[tuple[str, Finding]]:
+    """The (kind, finding) pairs of a :class:`~nbprof.model.TorchProfile`, in the findings' order:
+    :func:`torch_findings` before it becomes a table, each finding with its score (a folder of ranks
+    compares the ranks' scores of a kind: ``nbprof.cluster.profile``)."""
+    if len(profile.events) == 0:
+        return []
+    return _run(TORCH_CHECKS, TorchContext(profile))
 
 
 def torch_findings(profile: Any) -> pd.DataFrame:
     """Findings of a :class:`~nbprof.model.TorchProfile`: the kinds of ``TORCH_CHECKS``."""
-    if len(profile.events) == 0:
-        return findings_frame([])
-    return _run(TORCH_CHECKS, TorchContext(profile))
+    return findings_frame(torch_finding_rows(profile))
 
 
 def python_findings(profile: Any) -> pd.DataFrame:
     """Findings of a :class:`~nbprof.model.PythonProfile`: the kinds of ``PYTHON_CHECKS``."""
     if len(profile.stats) == 0 or float(profile.total_s) <= 0:
         return findings_frame([])
-    return _run(PYTHON_CHECKS, PythonContext(profile))
+    return findings_frame(_run(PYTHON_CHECKS, PythonContext(profile)))
 
 
 def thresholds(check: ModuleType) -> dict[str, int | float]:

@@ -90,12 +90,16 @@ class PythonContext:
         self.location = pstats_location(self.stats, profile.meta.code_names)
 
 
+def sort_findings(rows: list[tuple[str, Finding]]) -> list[tuple[str, Finding]]:
+    """(kind, finding) pairs in the findings' order: by severity, then by score (larger first);
+    equal ones keep the order they were found in."""
+    order = {s: i for i, s in enumerate(SEVERITIES)}
+    return sorted(rows, key=lambda r: (order[r[1].severity], -float(r[1].score)))
+
+
 def findings_frame(rows: list[tuple[str, Finding]]) -> pd.DataFrame:
-    """(kind, finding) pairs -> the findings DataFrame, sorted by severity, then by score (larger
-    first); equal ones keep the order they were found in."""
+    """(kind, finding) pairs -> the findings DataFrame, in :func:`sort_findings`' order."""
     if not rows:
         return empty_table(FINDING_DTYPES)
-    order = {s: i for i, s in enumerate(SEVERITIES)}
-    rows = sorted(rows, key=lambda r: (order[r[1].severity], -float(r[1].score)))
-    return pd.DataFrame([(kind, f.severity, f.message.strip(), f.evidence) for kind, f in rows],
+    return pd.DataFrame([(kind, f.severity, f.message.strip(), f.evidence) for kind, f in sort_findings(rows)],
                         columns=list(FINDING_COLUMNS))
