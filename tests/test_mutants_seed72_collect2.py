@@ -84,8 +84,9 @@ def test_without_torch_installed_torch_cannot_profile_cuda(tmp_path):
             "print(cuda_available(), sorted(m for m in sys.modules if m.split('.')[0] == 'torch'))\n")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, str(packages)]))
     env.pop("VIRTUAL_ENV", None)
+    # cwd: the project's root, where a mutation run's trampolines find their configuration
     out = subprocess.run([sys.executable, "-S", "-c", code], env=env, capture_output=True, text=True, timeout=120,
-                         cwd=tmp_path)
+                         cwd=ROOT)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["False", "[]"]
 
