@@ -9,6 +9,9 @@ import torch
 
 import nbprof
 
+# torch warns (once per process) that a schedule of several cycles keeps only the last one's events:
+# the point here, not a problem
+pytestmark = pytest.mark.filterwarnings("ignore:Warning. Profiler clears events at the end of each cycle:UserWarning")
 
 
 def _scheduled_cycles(handler, cycles: int) -> None:
