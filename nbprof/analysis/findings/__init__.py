@@ -86,7 +86,7 @@ def _run(checks: tuple[ModuleType, ...], ctx: Any) -> list[tuple[str, Finding]]:
     for check in checks:
         kind = kind_name(check)
         rows.extend((kind, finding) for finding in check.find(ctx))
-    return sort_findings(rows)
+    return rows
 
 
 def torch_finding_rows(profile: Any) -> list[tuple[str, Finding]]:
@@ -95,7 +95,7 @@ def torch_finding_rows(profile: Any) -> list[tuple[str, Finding]]:
     compares the ranks' scores of a kind: ``nbprof.cluster.profile``)."""
     if len(profile.events) == 0:
         return []
-    return _run(TORCH_CHECKS, TorchContext(profile))
+    return sort_findings(_run(TORCH_CHECKS, TorchContext(profile)))
 
 
 def torch_findings(profile: Any) -> pd.DataFrame:
