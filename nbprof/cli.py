@@ -150,6 +150,10 @@ def _load_target(script: str | None, module: str | None) -> tuple[types.CodeType
     namespace: dict[str, Any] = {"__name__": "__main__", "__file__": path, "__builtins__": builtins,
                                  "__spec__": spec, "__package__": spec.parent if spec else None,
                                  "__cached__": None, "__loader__": spec.loader if spec else None}
+    if sys.version_info < (3, 14):
+        # the interpreter starts __main__ with an empty __annotations__ (3.8-3.13, checked): a script may read it
+        # without annotating anything; 3.14 keeps module annotations lazily (PEP 649/749), not checked there
+        namespace["__annotations__"] = {}
     return code, namespace, path
 
 
