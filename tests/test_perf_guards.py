@@ -155,28 +155,25 @@ def test_cost_per_event_stays_flat(profiling):
 
 
 # load_trace on a trace torch wrote over json.load of it, wall time: target <= 2x, measured 0.17x at
-# 100 k on a quiet machine. json.load slows more under load than load_trace, so the ratio falls as
-# the load rises: at 20 k 0.142-0.169 at load average 8-12, 0.206-0.212 at 5; at 50 k 0.189 at 5.
-# The bound is for a quiet machine's ~0.2 at 50 k; load_trace twice gave 0.30 (20 k, load 11).
+# 100 k on a quiet machine, with the cyclic collector on, as a user's process runs. Here both run
+# with the collector paused: json.load's time is mostly the collector walking its new containers, and
+# how often it walks depends on the heap the process already holds (a full collection waits until
+# the survivors grow by a quarter of it), not on the code measured. With it on, stop 56's CI read
+# 0.33-0.34 in its pytest worker (over the bound then, 0.26) where a bare process here reads
+# 0.18-0.23, and the same process holding 3 M lists 0.47-0.49; with it off 0.58-0.82 in both, and
+# d0a18f5's CI (whose collector something else had paused) 0.64. The ratio of each side's fastest
+# of 7 runs: 0.56-0.66 quiet, with the file loaded twice 1.19-1.35 (the medians' 1.01-1.27 came
+# closer to the unchanged code's 0.60-0.69).
 LOAD_EVENTS = 50_000
-LOAD_MAX = 0.26
+LOAD_MAX = 1.0
 
 
 def test_load_trace_beats_parsing_the_json(profiling):
-    within("load_trace / json.load",
-           lambda: {k: v for k, v in profiling.section_load(LOAD_EVENTS, 3, COLLECT, others=False).items()
+    within("load_trace / json.load, the collector paused, fastest of 7 each",
+           lambda: {k: v for k, v in profiling.section_load(LOAD_EVENTS, 7, COLLECT, others=False,
+                                                            collector=False).items()
                     if isinstance(v, (int, float))},
-           lambda m: [m["ratio"]] if m["ratio"] > LOAD_MAX else [])
-
-
-# %load_ext nbprof in a fresh process over the bare IPython shell's start in the same process (the
-# target is absolute, < 0.3 s: measured 22 ms on a quiet machine), CPU seconds, medians of 9
-# processes: here 0.072-0.073 (wall 0.057-0.105: its 40-90 ms moved with the disk cache and the
-# load); its CPU (importing nbprof, registering) spent again: 0.128. And what it imports, exactly.
-# The same code measured 0.123-0.135 on 2026-11-29 at load 1.2 (the guards branch's tip too:
-# the machine's state, not a change), 0.107 beside the other guards: this ratio moves ~2x with the
-# machine, so its bound only catches a gross regression; what it imports is checked exactly.
-LOADEXT_MAX = 0.25
+           lambda m: [m["ratio_best"]] if m["ratio_best"] > LOAD_MAX else [])
 
 
 def test_load_ext_is_cheap_next_to_ipythons_own_start():
@@ -312,8 +309,11 @@ def test_line_tracers_slow_user_code_by_what_was_measured():
 
 # read_trace_file on the tiled H100 trace (gzip'd, compact JSON, ~100 k events) over gzip +
 # json.loads of it, CPU time: the checked, streamed reader (bench_reader: its checks must not cost a
-# real trace its speed; ~7 ms of a 4 s read). Measured here 0.36-0.42; reading twice, 0.88.
-READ_MAX = 0.6
+# real trace its speed; ~7 ms of a 4 s read). Since 2026-12-02 both with the cyclic collector
+# paused (bench_reader.parse_ratio; why: the load_trace guard above): 0.90-1.02 in a bare process
+# and in one holding 3 M lists, where with it on they read 0.36-0.43 and 0.77-0.96 (the bound was
+# 0.6). Reading twice: see docs/testing.md.
+READ_MAX = 1.4
 
 
 def test_reading_a_trace_costs_less_than_parsing_its_json(tiled):
