@@ -516,3 +516,17 @@ def test_names_torch_wrote_without_escaping_read_as_written(tmp_path, compressed
     names = p.events["name"].astype(str).tolist()
     assert names == ['say "hi" \\ back\\slash', "aten::add"]
     assert p.events.loc[p.events["name"] == "aten::add", "dur_us"].tolist() == [3.0]
+
+
+@pytest.mark.parametrize("props,kept,wrong", [
+    (["GPU 0", {"id": 1, "numSms": 132}], [{"id": 1, "numSms": 132}], 1),  # one entry no object: the others kept
+    ([{"id": 0}, None, 7, {"id": 1}], [{"id": 0}, {"id": 1}], 2),
+    ("H100", [], 1),  # no list at all: said, not silently absent
+    ({"id": 0}, [], 1),
+])
+def test_device_properties_that_are_no_objects_are_counted_and_the_rest_kept(tmp_path, props, kept, wrong):
+    p = loaded(write(tmp_path, [op()], deviceProperties=props))
+    assert p.meta.device_properties == kept
+    assert p.meta.notes == [f"{wrong} deviceProperties value{'s' if wrong != 1 else ''} of the wrong type "
+                            "(a GPU's id, name or sizes): left out"]
+    assert p.key_averages("op")["count"].sum() == 1  # the events read as without the header

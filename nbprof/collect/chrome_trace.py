@@ -745,7 +745,7 @@ class _Reader:
         rank, world_size = header_int(dist.get("rank"), 1 << 31), header_int(dist.get("world_size"), 1 << 31)
         if (rank is None) != (dist.get("rank") is None) or (world_size is None) != (dist.get("world_size") is None):
             self.dropped.append(f"distributedInfo {msgspec.json.encode(dist).decode()[:80]} does not say a rank: not used")
-        devices, wrong = device_properties(trace.deviceProperties or [])
+        devices, wrong = device_properties([] if trace.deviceProperties is None else trace.deviceProperties)
         if wrong:
             self.dropped.append(f"{wrong:,} deviceProperties value{'s' if wrong != 1 else ''} of the wrong type "
                                 "(a GPU's id, name or sizes): left out")

@@ -184,7 +184,9 @@ class LooseEvent(msgspec.Struct, gc=False):
 
 class Trace(msgspec.Struct, gc=False):
     traceEvents: list[Event]
-    deviceProperties: list[dict[str, Any]] = []
+    # any JSON: device_properties keeps each GPU's object and counts what is not one (typed as a list of
+    # objects, one string among them failed the whole header's check and every GPU was lost unsaid)
+    deviceProperties: Any = []
     record_shapes: int = 0
     profile_memory: int = 0
     with_stack: int = 0
@@ -460,9 +462,12 @@ _DEVICE_PROPERTY_INTS = ("id", "totalGlobalMem", "computeMajor", "computeMinor",
                          "sharedMemPerBlock", "sharedMemPerBlockOptin", "sharedMemPerMultiprocessor")
 
 
-def device_properties(entries: list) -> tuple[list[dict[str, Any]], int]:
+def device_properties(entries: Any) -> tuple[list[dict[str, Any]], int]:
     """The trace's ``deviceProperties`` (one dict per GPU), each value the analyses read of its
-    type (an int64 for numbers, text for the name); how many values were not."""
+    type (an int64 for numbers, text for the name); how many values were not (an entry that is
+    no object, or the whole value when it is no list, counts one)."""
+    if not isinstance(entries, list):
+        return [], 1
     out, wrong = [], 0
     for entry in entries:
         if not isinstance(entry, dict):
