@@ -106,14 +106,26 @@ def _show_magic_line_as_typed(shell: Any, typed: str) -> None:
         return
     names = getattr(getattr(shell, "compile", None), "_filename_map", None) or {}
     marker = repr(typed)
-    for name in itertools.islice(reversed(names), 8):  # the latest cells, not a copy of the session's table
+
+    def shown_as_typed(name: Any) -> bool:
         entry = linecache.cache.get(name)
         if entry is None or len(entry) != 4 or not entry[2]:
-            continue
+            return False
         size, mtime, lines, fullname = entry
-        if lines[0].rstrip("\r\n") == marker:
-            linecache.cache[name] = (size, mtime, [typed + "\n"] + list(lines[1:]), fullname)
-            return
+        if lines[0].rstrip("\r\n") != marker:
+            return False
+        linecache.cache[name] = (size, mtime, [typed + "\n"] + list(lines[1:]), fullname)
+        return True
+
+    # the latest cells first, not a copy of the session's table: a new cell's file is the last one
+    if any(shown_as_typed(name) for name in itertools.islice(reversed(names), 8)):
+        return
+    # a cell run again unchanged in a kernel: ipykernel names a cell's file by its source, so the
+    # file keeps its first place in the table however many cells ran since. Every file still
+    # showing this marker is a profiled cell of ours; each is put right (a walk of the whole table
+    # only when the latest files miss)
+    for name in names:
+        shown_as_typed(name)
 
 
 def _marker_args(node: ast.stmt) -> tuple[str, str] | None:

@@ -207,6 +207,31 @@ def test_traceback_shows_the_magic_line_as_typed(shell, magic):
     assert f"'%%{magic}" not in text
 
 
+def test_a_cell_run_again_unchanged_in_a_kernel_shows_its_magic_line_as_typed(shell):
+    """ipykernel names a cell's file by its source (ipykernel.compiler.XCachingCompiler, what
+    JupyterLab's kernel compiles with): a cell run again unchanged keeps its first place in
+    IPython's table of cell files, however many cells ran since."""
+    from ipykernel.compiler import XCachingCompiler
+
+    shell.run_line_magic("xmode", "Context")
+    cell = "%%cprofile -q -o tb\nx = 1\ny = x + undefined_name\n"
+    kept = shell.compile
+    shell.compile = XCachingCompiler()
+    try:
+        first, _ = run(shell, cell)
+        for i in range(12):  # other cells, each a file of its own
+            run(shell, f"other_{i} = {i}\n")
+        again, captured = run(shell, cell)
+        names = list(shell.compile._filename_map)
+    finally:
+        shell.compile = kept
+    assert isinstance(first.error_in_exec, NameError) and isinstance(again.error_in_exec, NameError)
+    assert len(names) == 13 and shell.compile is kept  # the cell's file named once, 12 after it
+    text = re.sub(r"\x1b\[[0-9;]*m", "", captured.stdout + captured.stderr)
+    assert re.search(r"^\s+1 %%cprofile -q -o tb$", text, re.M), text
+    assert "'%%cprofile" not in text
+
+
 # --------------------------------------------------------------------- 8. --schedule says what it did
 
 SCHEDULED = """%%torchprof -o sched --schedule {schedule}
