@@ -817,11 +817,14 @@ def _many_functions() -> None:
         json.dumps({str(i): list(range(i % 10)) for i in range(500)})
 
 
-def section_cell(size: int, reps: int, collect: str) -> dict[str, Any]:
+def section_cell(size: int, reps: int, collect: str, collector: bool = True) -> dict[str, Any]:
     """The whole ``%%torchprof`` cell against the hand-written way in one shell, alternating:
     ``ratio`` in wall time (the target's), ``cpu_ratio`` in CPU seconds of this process (what the
     machine's other jobs move less: the hand-written way's Python slowed more under load than ours,
-    so the wall ratio fell as the load rose)."""
+    so the wall ratio fell as the load rose). With ``collector`` False each cell runs with the cyclic
+    garbage collector paused (tests/test_perf_guards.py): the hand-written way's ~10 Python objects
+    an event cost it less collecting the larger the heap the process already holds, so with it on
+    the ratio read the heap (0.29-0.36 bare, 0.55-0.59 holding 3 M lists; 2026-12-02)."""
     n_iter = iterations_for(size, collect)
     kw = collect_kwargs(collect)
     flags = " ".join(f for f, on in (("--shapes", kw["record_shapes"]), ("--memory", kw["profile_memory"])) if on)
@@ -848,9 +851,14 @@ def section_cell(size: int, reps: int, collect: str) -> dict[str, Any]:
             order = order[1::-1] + order[2:]
         for name, code in order:
             gc.collect()
+            if not collector:
+                gc.disable()
             c0 = time.process_time()
-            times[name].append(_run_cell(shell, code))
-            cpu[name].append(time.process_time() - c0)
+            try:
+                times[name].append(_run_cell(shell, code))
+                cpu[name].append(time.process_time() - c0)
+            finally:
+                gc.enable()
             shell.user_ns.pop("prof", None)
             gc.collect()
         ratios.append(times["%%torchprof"][-1] / times["hand-written"][-1])
