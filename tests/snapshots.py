@@ -173,3 +173,11 @@ def simulated(entries: int, *, seed: int = 0, devices: int = 1, segments: int = 
             out_segments.append(segment(a, seg_size, blocks, device=d))
         traces.append(trace[dropped // devices:])
     return {"segments": out_segments, "device_traces": traces}
+
+
+def one_block_snapshot(stack: list) -> dict:
+    """A snapshot of one 2 MiB segment: one active block (500 KiB asked, 512 KiB given) allocated at
+    ``stack``, the rest of the segment inactive."""
+    return {"segments": [segment(SEG_A, 2 * MiB, [block(SEG_A, 512 * KiB, 500 * KiB, "active_allocated", stack),
+                                                 block(SEG_A + 512 * KiB, 1536 * KiB, 1536 * KiB, "inactive")])],
+            "device_traces": [[]]}

@@ -65,13 +65,9 @@ def test_the_stderr_filter_closes_every_descriptor_it_opened(capfd):
 # ------------------------------------------------------------------------------ a merged folder's file
 
 
-def test_a_saved_folder_names_each_ranks_threads_in_metadata_events(tmp_path):
-    """Two ranks, both pid 1000 (threads 1000 and 2000, each named by a thread_name metadata event
-    in its rank's file, names chosen here). The merged file names them again for its own pids:
-    for each rank's process (its process_name "rank r · pid 1000"), metadata events (``"ph": "M"``,
-    as the chrome trace format spells them) naming the threads its rank's file named."""
-    import nbprof
-
+def ranks_naming_their_threads(tmp_path):
+    """A folder of two ranks, both pid 1000, threads 1000 and 2000 named by thread_name metadata
+    events in each rank's file (names chosen here); the folder and {rank: {tid: name}}."""
     folder = tmp_path / "ranks"
     folder.mkdir()
     names = {0: {1000: "main of rank 0", 2000: "loader of rank 0"}, 1: {1000: "main of rank 1", 2000: "rank 1 bw"}}
@@ -82,6 +78,17 @@ def test_a_saved_folder_names_each_ranks_threads_in_metadata_events(tmp_path):
         t.events += [{"ph": "M", "name": "thread_name", "pid": 1000, "tid": tid, "args": {"name": name}}
                      for tid, name in names[r].items()]
         t.write(folder / f"rank{r}.json")
+    return folder, names
+
+
+def test_a_saved_folder_names_each_ranks_threads_in_metadata_events(tmp_path):
+    """Two ranks, both pid 1000 (threads 1000 and 2000, each named by a thread_name metadata event
+    in its rank's file, names chosen here). The merged file names them again for its own pids:
+    for each rank's process (its process_name "rank r · pid 1000"), metadata events (``"ph": "M"``,
+    as the chrome trace format spells them) naming the threads its rank's file named."""
+    import nbprof
+
+    folder, names = ranks_naming_their_threads(tmp_path)
     p = nbprof.load_trace(folder, workers=0, progress=False)
     out = p.save(tmp_path / "merged.json")
     with open(out) as f:

@@ -11,7 +11,7 @@ import numpy as np
 
 import nbprof
 
-from .snapshots import CELL, KiB, MiB, SEG_A, block, frame, segment, write
+from .snapshots import CELL, KiB, frame, one_block_snapshot, write
 
 
 def test_a_snapshot_block_whose_innermost_frame_is_the_users_is_put_on_that_line(tmp_path):
@@ -19,9 +19,7 @@ def test_a_snapshot_block_whose_innermost_frame_is_the_users_is_put_on_that_line
     # one block, one stack (the snapshot's first, laid out at position 0): the cell's line 3 is its innermost frame,
     # called from the cell's line 9; the block belongs to line 3, the first of the user's frames
     stack = [frame(CELL, 3, "<module>"), frame(CELL, 9, "<module>")]
-    snap = {"segments": [segment(SEG_A, 2 * MiB, [block(SEG_A, 512 * KiB, 500 * KiB, "active_allocated", stack),
-                                                 block(SEG_A + 512 * KiB, 1536 * KiB, 1536 * KiB, "inactive")])],
-            "device_traces": [[]]}
+    snap = one_block_snapshot(stack)
     blocks = nbprof.load_snapshot(write(snap, tmp_path / "s.pickle")).blocks()
     assert len(blocks) == 1
     row = blocks.iloc[0]

@@ -16,8 +16,8 @@ import nbprof
 from nbprof.errors import TraceError
 
 from .conftest import needs_torch
-from .snapshots import KiB, MiB, SEG_A, block, frame, hand_snapshot, segment, write
-from .synthetic import Trace
+from .snapshots import frame, hand_snapshot, one_block_snapshot, write
+from .test_mutants_seed62_collect import ranks_naming_their_threads
 
 # ---------------------------------------------------------------- collect.cprofile.without_own_frames
 
@@ -156,16 +156,7 @@ def test_a_saved_folder_read_back_keeps_each_ranks_thread_names(tmp_path):
     """Two ranks whose files name their threads 1000 and 2000 (thread_name metadata events, names
     chosen here), merged and saved; the saved file read back has both ranks, and each rank's part
     names its threads as its own file did (thread ids as integers)."""
-    folder = tmp_path / "ranks"
-    folder.mkdir()
-    names = {0: {1000: "main of rank 0", 2000: "loader of rank 0"}, 1: {1000: "main of rank 1", 2000: "rank 1 bw"}}
-    for r in (0, 1):
-        t = Trace(rank=r)
-        t.op("aten::mm", 10.0, 5.0, tid=1000)
-        t.op("aten::add", 20.0, 2.0, tid=2000)
-        t.events += [{"ph": "M", "name": "thread_name", "pid": 1000, "tid": tid, "args": {"name": name}}
-                     for tid, name in names[r].items()]
-        t.write(folder / f"rank{r}.json")
+    folder, names = ranks_naming_their_threads(tmp_path)
     out = nbprof.load_trace(folder, workers=0, progress=False).save(tmp_path / "merged.json")
     with open(out) as f:
         written = json.load(f)["nbprofRanks"]["parts"]
@@ -186,9 +177,7 @@ def test_a_snapshot_recorded_on_windows_puts_a_block_on_the_users_line_not_site_
     lib = "C:\\Users\\me\\venv\\Lib\\site-packages\\transformers\\models\\bert.py"
     mine = "C:\\Users\\me\\project\\train.py"
     stack = [frame(lib, 120, "forward"), frame(mine, 7, "train_step")]
-    snap = {"segments": [segment(SEG_A, 2 * MiB, [block(SEG_A, 512 * KiB, 500 * KiB, "active_allocated", stack),
-                                                 block(SEG_A + 512 * KiB, 1536 * KiB, 1536 * KiB, "inactive")])],
-            "device_traces": [[]]}
+    snap = one_block_snapshot(stack)
     blocks = nbprof.load_snapshot(write(snap, tmp_path / "s.pickle")).blocks()
     assert len(blocks) == 1
     row = blocks.iloc[0]

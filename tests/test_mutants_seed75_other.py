@@ -12,6 +12,7 @@ import types
 import pytest
 
 from .conftest import needs_torch, run
+from .test_messages import _command_line_options, _magic_options  # each front end's own parser
 
 needs_lightning = pytest.mark.skipif(
     not all(importlib.util.find_spec(p) for p in ("pytorch_lightning", "lightning")),
@@ -112,21 +113,6 @@ def test_the_cell_flag_check_never_raises_with_a_stand_in_torch_module(monkeypat
 
 # ---------------------------------------------------------------- run.flags.markdown_table
 
-
-def _magic_options(magic: str) -> set[str]:
-    from nbprof.magics import ProfileMagics
-
-    parser = getattr(ProfileMagics, magic).parser
-    return {s for a in parser._actions for s in a.option_strings if s not in ("-h", "--help")}
-
-
-def _command_line_options(sub: str) -> set[str]:
-    from nbprof.cli import build_parser
-
-    parser = build_parser()
-    subparsers = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
-    return {s for a in subparsers.choices[sub]._actions for s in a.option_strings
-            if s not in ("-h", "--help") and a.help != "==SUPPRESS=="}
 
 
 def test_the_flags_tables_where_column_says_where_each_flag_works():
