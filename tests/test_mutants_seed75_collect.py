@@ -1,8 +1,8 @@
 """What seed 75's sample of mutants (collect part) showed no test held, each against an answer of its
 own: pstats of the same DataLoader loop run without nbprof (the call counts of each edge), a
 loader-like object's own attributes, a snapshot's name when none is given (Python's "<string>"
-convention), thread names written into each rank's file by hand, and a snapshot recorded on Windows
-whose frames say by their paths which are the user's."""
+convention), thread names written into each rank's file by hand, Dask's own task stream of a folder read on a
+client, and a snapshot recorded on Windows whose frames say by their paths which are the user's."""
 
 from __future__ import annotations
 
@@ -164,6 +164,28 @@ def test_a_saved_folder_read_back_keeps_each_ranks_thread_names(tmp_path):
     back = nbprof.load_trace(out, progress=False)
     assert sorted(back.events["rank"].unique().tolist()) == [0, 1]
     assert [(p.rank, p.thread_names) for p in back.meta.parts] == [(r, names[r]) for r in (0, 1)]
+
+
+# ---------------------------------------------------------------- cluster.loading.load_folder
+
+
+def test_a_folder_loaded_with_a_dask_client_reads_its_ranks_on_that_client(tmp_path):
+    # kills nbprof.cluster.loading.x_load_folder__mutmut_17
+    """``load_trace(folder, client=...)`` reads each rank on the user's Dask cluster: Dask's own
+    task stream (distributed.get_task_stream) records one ``rank_summary`` task per rank file, and
+    the tables equal the folder read in this process. An in-process cluster (threads), so the test
+    stays in the fast tier; the slow tier's test_workers_and_dask_give_the_same_tables runs one of
+    worker processes."""
+    distributed = pytest.importorskip("distributed")
+    folder, _ = ranks_naming_their_threads(tmp_path)
+    local = nbprof.load_trace(folder, workers=0, progress=False)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        with distributed.get_task_stream(client) as stream:
+            on_dask = nbprof.load_trace(folder, client=client, progress=False)
+    ran = [str(t["key"]) for t in stream.data]
+    assert sum(k.startswith("rank_summary-") for k in ran) == 2, ran
+    assert on_dask.key_averages().equals(local.key_averages())
 
 
 # ---------------------------------------------------------------- collect.user_code.is_recorded_user_file

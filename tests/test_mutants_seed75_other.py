@@ -1,6 +1,7 @@
 """Surviving mutants of seed 75 outside the analyses: the Lightning profiler's ``memory`` option,
 ``from_profiler`` naming a kernel's cells "In [n]", the cell-flag check that never raises, the
-flags table's "where" column, ``SnapshotProfile.save``'s refusal, and the Colab figure's HTML."""
+flags table's "where" column, ``SnapshotProfile.save``'s refusal, the Colab figure's HTML, and the
+static timeline's label colours (white or dark by the fill's luma)."""
 
 from __future__ import annotations
 
@@ -175,3 +176,41 @@ def test_a_figure_in_colab_is_an_html_fragment_not_a_whole_page(monkeypatch):
     assert "Plotly.newPlot(" in html
     for tag in ("<html", "<head", "<body", "</html>", "<!DOCTYPE"):
         assert tag.lower() not in html.lower(), tag
+
+
+# ---------------------------------------------------------------- views.timeline._luminance
+
+
+def test_a_timeline_label_is_white_on_a_dark_fill_and_dark_on_a_light_one(tmp_path):
+    """The static timeline's labels read on their rectangles: white text where the fill's luma
+    (ITU-R BT.601: 0.299 R + 0.587 G + 0.114 B, the channels read as hex bytes, computed here) is
+    under 0.55, dark text above. 200 ProfilerSteps of 5 µs merged into a few wide rectangles
+    (max_rects=5) have the step's lightened fill, luma 0.53: just under the line, where reading
+    a channel in any other base than 16 puts it over."""
+    # kills nbprof.views.timeline.x__luminance__mutmut_9 (int(..., 17))
+    from nbprof.views.timeline import timeline_svg
+
+    from .synthetic import Trace
+
+    t = Trace()
+    for i in range(200):
+        t.annotation(f"ProfilerStep#{i}", i * 5, 5)
+    t.op("aten::mm", 1000, 1000)
+    svg = timeline_svg(t.load(tmp_path), width=1000, max_rects=5)
+
+    def luma(color):
+        r, g, b = (int(color[i:i + 2], 16) / 255 for i in (1, 3, 5))
+        return 0.299 * r + 0.587 * g + 0.114 * b
+
+    labelled = []  # (the rectangle's fill, its label's fill, the label)
+    fill = None
+    for m in re.finditer(r'<rect x="[^"]*" y="[^"]*" width="[^"]*" height="[^"]*" fill="(#[0-9a-f]{6})">'
+                         r'|<text [^>]*fill="(#[0-9a-f]+)"[^>]*pointer-events="none">([^<]*)', svg):
+        if m.group(1):
+            fill = m.group(1)
+        else:
+            labelled.append((fill, m.group(2), m.group(3)))
+    assert [x[2] for x in labelled] == ["66 merged", "65 merged", "65 merged", "aten::mm"]
+    assert any(0.5 < luma(f) < 0.55 for f, _, _ in labelled)  # the case near the line is drawn
+    for f, text_fill, label in labelled:
+        assert text_fill == ("#fff" if luma(f) < 0.55 else "#1f2328"), (f, text_fill, label)
