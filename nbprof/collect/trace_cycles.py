@@ -43,7 +43,7 @@ def cycle_starts(cycle: pd.Series, start_ns: np.ndarray) -> list[int] | None:
     n = int(codes.max()) + 1
     firsts = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
     np.minimum.at(firsts, codes, start_ns)
-    if (firsts == np.iinfo(np.int64).max).any() or (np.diff(firsts) <= 0).any():
+    if (firsts == np.iinfo(np.int64).max).any() or (firsts[1:] <= firsts[:-1]).any():
         return None  # a cycle without events, or cycles not in time order
     if not np.array_equal(np.searchsorted(firsts, start_ns, side="right") - 1, codes):
         return None
@@ -58,6 +58,6 @@ def read_cycles(key: Any, start_ns: np.ndarray) -> tuple[np.ndarray | None, str 
             or not all(type(s) is int and INT64_MIN <= s <= INT64_MAX for s in starts)):
         return None, "nbprofCycles is not a list of the cycles' starts (integer ns): the cycles are left out"
     firsts = np.array(starts, dtype=np.int64)
-    if (np.diff(firsts) <= 0).any():
+    if (firsts[1:] <= firsts[:-1]).any():  # compared, not subtracted: a difference of 2**63 ns or more overflows
         return None, "nbprofCycles' starts do not rise: the cycles are left out"
     return np.clip(np.searchsorted(firsts, start_ns, side="right") - 1, 0, None), None
